@@ -1,0 +1,37 @@
+# From a fresh clone: `make demo` or `make test`. Everything lands in .venv and build/.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.opsdk-installed
+
+.PHONY: all setup build generate demo test bench clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+generate: setup
+	$(BIN)/opsdk generate
+
+build: setup
+	$(BIN)/opsdk build
+
+demo: build
+	$(BIN)/python examples/demo.py
+
+test: build
+	$(BIN)/opsdk generate --check
+	$(BIN)/python -m pytest -q
+
+bench: build
+	$(BIN)/python -m pip install -q '.[bench]'
+	$(BIN)/python bench/bench_pairwise_manhattan.py
+
+clean:
+	rm -rf build .pytest_cache .hypothesis

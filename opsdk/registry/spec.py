@@ -1,0 +1,178 @@
+"""The typed model of an op declaration: frozen dataclasses built once from YAML, read by all.
+
+Codegen, the runtime and the gradient checker read these, never raw YAML. Every piece carries the
+`Location` it was declared at, so later checks can still point at `file:line`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from .errors import Location
+from .shapes import Dim, EllipsisDim, Shape, SymDim
+
+DEVICES = ("cpu", "cuda", "python")
+ATTR_TYPES = ("int", "float", "bool", "str", "list(int)", "list(float)")
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+
+
+@dataclass(frozen=True)
+class TypeAttr:
+    """`T: [float32, float64]`: a dtype variable; inputs and outputs with `dtype: T` share it."""
+    name: str
+    allowed: tuple[str, ...]
+    location: Location
+    # A type attr that no input binds must be passed by the caller (e.g. zeros(dtype=...)).
+    default: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    """A scalar attr: `k: {type: int, default: 1, min: 1, max: 64, doc: ...}`."""
+    name: str
+    type: str  # one of ATTR_TYPES
+    default: Any  # NO_DEFAULT when the caller must give it
+    min: Optional[float]
+    max: Optional[float]
+    choices: Optional[tuple]
+    doc: str
+    location: Location
+
+    @property
+    def required(self) -> bool:
+        return self.default is NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An input or output. `dtype` is a type attr's name or a fixed dtype name.
+
+    `shape` is None when the op has a Python shape function (no declared shape).
+    A list input (`list: N`) is N tensors of one dtype and shape; N is an int attr the wrapper
+    fills in from the length of the list.
+    """
+    name: str
+    dtype: str
+    shape: Optional[Shape]
+    location: Location
+    doc: str = ""
+    list_len: Optional[str] = None  # the int attr holding N, for list inputs
+
+    @property
+    def is_list(self) -> bool:
+        return self.list_len is not None
+
+    @property
+    def has_ellipsis(self) -> bool:
+        return self.shape is not None and any(isinstance(d, EllipsisDim) for d in self.shape)
+
+    @property
+    def rank(self) -> Optional[int]:
+        """The fixed rank, or None when the shape is open (`...` or undeclared)."""
+        if self.shape is None or self.has_ellipsis:
+            return None
+        return len(self.shape)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel for one device. `source` is a path relative to the workspace root for cpu/cuda
+    (`opdefs/foo_cpu.cc`), and `module:function` or `file.py:function` for python."""
+    device: str
+    source: str
+    location: Location
+
+
+@dataclass(frozen=True)
+class GradCheckSpec:
+    """How `opsdk gradcheck` draws inputs and judges an op (all in float64)."""
+    rtol: float = 1e-4
+    atol: float = 1e-6
+    domain: tuple[float, float] = (-2.0, 2.0)
+    # Keep drawn values at least this far from these points (the kinks of |x|, sign, relu).
+    avoid: tuple[float, ...] = ()
+    # Keep pairwise differences of same-position elements across inputs this far from 0
+    # (the kinks of |x - y|); 0 turns it off.
+    min_gap: float = 0.0
+    dim_range: tuple[int, int] = (0, 5)
+    max_examples: int = 25
+    eps: float = 1e-6
+    enabled: bool = True
+    location: Optional[Location] = None
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op, as declared. `file` is the declaration's path relative to the workspace root."""
+    name: str
+    summary: str
+    doc: str
+    type_attrs: tuple[TypeAttr, ...]
+    attrs: tuple[AttrSpec, ...]
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    gradient: Optional[str]  # name of the gradient op, or None (not differentiable)
+    differentiable: tuple[str, ...]  # inputs that receive gradients
+    kernels: tuple[KernelSpec, ...]
+    reference: Optional[str]  # a NumPy expression over the input names (np, attrs in scope)
+    shape_fn: Optional[str]  # `name` of a registry shape function or `module:function`
+    gradcheck: GradCheckSpec
+    location: Location
+    workspace: Path = field(compare=False, default=Path("."))
+    stateful: bool = False  # kernels with side effects or randomness: never folded or merged
+
+    @property
+    def file(self) -> str:
+        return self.location.file
+
+    def input(self, name: str) -> TensorSpec:
+        return next(t for t in self.inputs if t.name == name)
+
+    def output(self, name: str) -> TensorSpec:
+        return next(t for t in self.outputs if t.name == name)
+
+    def attr(self, name: str) -> AttrSpec:
+        return next(a for a in self.attrs if a.name == name)
+
+    def kernel(self, device: str) -> Optional[KernelSpec]:
+        return next((k for k in self.kernels if k.device == device), None)
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return tuple(k.device for k in self.kernels)
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        """Symbolic dims in the order inputs first bind them."""
+        seen: list[str] = []
+        for t in self.inputs:
+            for d in t.shape or ():
+                if isinstance(d, SymDim) and d.name not in seen:
+                    seen.append(d.name)
+        return tuple(seen)
+
+    @property
+    def unbound_type_attrs(self) -> tuple[TypeAttr, ...]:
+        """Type attrs no input carries: the caller passes them (`dtype=`)."""
+        used = {t.dtype for t in self.inputs}
+        return tuple(ta for ta in self.type_attrs if ta.name not in used)
+
+    def dtype_options(self, tensor: TensorSpec) -> tuple[str, ...]:
+        """The dtypes a tensor may have: its type attr's list, or its fixed dtype."""
+        for ta in self.type_attrs:
+            if ta.name == tensor.dtype:
+                return ta.allowed
+        return (tensor.dtype,)
+
+
+def first_dim(shape: Shape) -> Optional[Dim]:
+    return shape[0] if shape else None
