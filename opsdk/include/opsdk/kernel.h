@@ -1,0 +1,128 @@
+// opsdk kernel support: what an op's kernel body may use.
+//
+//   opsdk::ConstTensor<T> / opsdk::Tensor<T>   views of C-contiguous arrays (data, dim(i), size())
+//   OPSDK_REQUIRE(cond, "message " << value)    fail the call with a Python ValueError
+//   OPSDK_NOT_IMPLEMENTED()                     the body is not written yet
+//   opsdk::parallel_for(begin, end, grain, f)   f(lo, hi) over chunks, on all cores
+//
+// Kernels run with the GIL released: touch no Python object in a kernel.
+#pragma once
+
+#include <algorithm>
+#include <complex>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace opsdk {
+
+#if defined(__FLT16_MAX__)
+using half = _Float16;
+#else
+struct half { uint16_t bits; };
+#endif
+
+// A view of a C-contiguous array owned by the caller. `shape` points into the array's own shape.
+template <typename T>
+struct TensorView {
+    T* data = nullptr;
+    const int64_t* shape = nullptr;
+    int ndim = 0;
+
+    // Size of dim i; a negative i counts from the end, as in NumPy.
+    int64_t dim(int i) const { return shape[i < 0 ? ndim + i : i]; }
+    int64_t size() const {
+        int64_t n = 1;
+        for (int i = 0; i < ndim; ++i) n *= shape[i];
+        return n;
+    }
+    T& operator[](int64_t i) const { return data[i]; }
+};
+
+template <typename T> using ConstTensor = TensorView<const T>;
+template <typename T> using Tensor = TensorView<T>;
+
+// Thrown by OPSDK_REQUIRE; the generated glue turns it into ValueError("<op>: msg (file:line)").
+struct KernelError : std::runtime_error {
+    KernelError(const std::string& msg, const char* file, int line)
+        : std::runtime_error(msg), file(file), line(line) {}
+    const char* file;
+    int line;
+};
+
+// Thrown by OPSDK_NOT_IMPLEMENTED; the glue turns it into NotImplementedError.
+struct NotImplemented : std::runtime_error {
+    NotImplemented() : std::runtime_error("kernel body not written yet") {}
+};
+
+#define OPSDK_REQUIRE(cond, msg)                                                   \
+    do {                                                                           \
+        if (!(cond)) {                                                             \
+            std::ostringstream opsdk_require_stream_;                              \
+            opsdk_require_stream_ << msg;                                          \
+            throw ::opsdk::KernelError(opsdk_require_stream_.str(), __FILE__, __LINE__); \
+        }                                                                          \
+    } while (0)
+
+#define OPSDK_NOT_IMPLEMENTED() throw ::opsdk::NotImplemented()
+
+inline int num_threads() {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// Run f(lo, hi) over [begin, end) split into one contiguous chunk per thread; ranges no longer than
+// `grain` run inline on the calling thread. An exception in any chunk is rethrown here.
+template <typename F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+    const int64_t n = end - begin;
+    if (n <= 0) return;
+    const int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1)));
+    if (threads <= 1) {
+        f(begin, end);
+        return;
+    }
+    std::exception_ptr error;
+    std::mutex error_mutex;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+    {
+        const int t = omp_get_thread_num();
+        const int nt = omp_get_num_threads();
+#else
+    for (int t = 0, nt = 1; t < nt; ++t) {
+#endif
+        const int64_t chunk = (n + nt - 1) / nt;
+        const int64_t lo = begin + t * chunk;
+        const int64_t hi = std::min(end, lo + chunk);
+        if (lo < hi) {
+            try {
+                f(lo, hi);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (!error) error = std::current_exception();
+            }
+        }
+    }
+    if (error) std::rethrow_exception(error);
+}
+
+// Python's floor division and modulo, for dim expressions.
+inline int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+inline int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+
+}  // namespace opsdk
