@@ -1,0 +1,93 @@
+"""The runtime's own node types: the few graph ops that are not YAML ops.
+
+The op library (math, arrays, nn) is declared in YAML only. What remains here is what a runtime
+needs to hold a graph together: feeding (`placeholder`), constants (`const`), grouping (`no_op`,
+`identity`), and session state (`variable`, `assign`, `assign_add`, `assign_sub`). Control flow
+adds its nodes to the same table with `register_primitive`.
+
+A primitive's `run(ctx, op, inputs) -> tuple` gets a step context (`ctx.variables` is the
+session's variable store) and returns one value per output of the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+
+RunFn = Callable[[Any, Any, list], tuple]
+
+
+@dataclass(frozen=True)
+class Primitive:
+    """One runtime node type. `stateful` nodes are never folded, merged or run at plan time."""
+
+    name: str
+    stateful: bool
+    run: Optional[RunFn]  # None: the plan provides the value (placeholder feeds, const values)
+    doc: str
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register_primitive(primitive: Primitive) -> Primitive:
+    """Add a node type to the table (control flow and distribution add theirs this way)."""
+    if primitive.name in PRIMITIVES:
+        raise OpsdkError(f"runtime primitive '{primitive.name}' is already registered")
+    PRIMITIVES[primitive.name] = primitive
+    return primitive
+
+
+def _no_op(ctx, op, inputs) -> tuple:
+    return ()
+
+
+def _identity(ctx, op, inputs) -> tuple:
+    return (inputs[0],)
+
+
+def _read_variable(ctx, op, inputs) -> tuple:
+    return (ctx.variables.read(op.name),)
+
+
+# Assign nodes name their variable in attrs rather than taking its value as an input: an input
+# edge would make the initializer read the variable before it holds anything.
+def _assign(ctx, op, inputs) -> tuple:
+    return (ctx.variables.assign(op.attrs["variable"], _checked(op, inputs[0])),)
+
+
+def _assign_add(ctx, op, inputs) -> tuple:
+    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), np.add),)
+
+
+def _assign_sub(ctx, op, inputs) -> tuple:
+    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), np.subtract),)
+
+
+def _checked(op, value) -> np.ndarray:
+    """The value an assign node stores: the variable's dtype, a shape its static shape allows."""
+    shape, dtype = op.outputs[0].shape, op.outputs[0].dtype
+    value = np.asarray(value)
+    if shape is not None and (value.ndim != len(shape) or any(
+            d is not None and d != s for d, s in zip(shape, value.shape))):
+        raise OpError(f"{op.type} (node '{op.name}'): value of shape {list(value.shape)} does not "
+                      f"fit variable '{op.attrs['variable']}' of shape {list(shape)}")
+    return value.astype(dtype, copy=False)
+
+
+for _prim in (
+    Primitive("placeholder", False, None, "a value the caller feeds at run time"),
+    Primitive("const", False, None, "a constant held in attrs['value']"),
+    Primitive("no_op", False, _no_op, "groups control dependencies; no outputs"),
+    Primitive("identity", False, _identity, "forwards its input (a named alias)"),
+    # The variable node's output is the variable's current value in the running session.
+    Primitive("variable", True, _read_variable, "reads a variable's value in this session"),
+    Primitive("assign", True, _assign, "stores a new value into a variable; outputs it"),
+    Primitive("assign_add", True, _assign_add, "adds into a variable; outputs the new value"),
+    Primitive("assign_sub", True, _assign_sub, "subtracts from a variable; outputs the new value"),
+):
+    register_primitive(_prim)
