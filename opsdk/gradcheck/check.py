@@ -1,0 +1,191 @@
+"""Checking one op on one device: forward against its reference, gradient op against finite
+differences, over cases that hypothesis draws from the declaration and shrinks on failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+from hypothesis import HealthCheck, Verbosity, given, reject, seed, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+
+from opsdk.registry.dtypes import FLOAT_DTYPES
+from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
+from opsdk.registry.spec import OpSpec
+
+from .calls import call_op
+from .gradient_call import GradientCall
+from .numeric import (Slot, Worst, central_difference, contract, eval_reference, slot_label,
+                      slots_of, worst_element)
+from .precision import Precision
+from .strategies import Case, OpPlan, arrays_text, case_strategy
+from .values import cotangent
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The smallest failing case hypothesis found, and what went wrong in it."""
+
+    case: str  # Case.describe()
+    kind: str  # "gradient", "forward" or "error"
+    detail: str  # one line: where, and the two values
+    arrays: str = ""  # the arrays themselves, when small enough to read
+
+    def render(self) -> str:
+        title = "error" if self.kind == "error" else f"{self.kind} mismatch"
+        text = f"{title}\n    case: {self.case}\n    {self.detail}"
+        return text + ("\n" + self.arrays if self.arrays else "")
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    """The outcome of checking one op on one kernel device."""
+
+    op: str
+    device: str
+    status: str  # "pass", "fail", "error" (could not run: e.g. kernel not built) or "skip"
+    cases: int
+    worst: float  # worst error / tolerance over the cases that ran (above 1 fails)
+    precision: Optional[Precision]
+    counterexample: Optional[Counterexample] = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("pass", "skip")
+
+
+class CaseFailed(Exception):
+    """Raised inside a hypothesis example so that hypothesis shrinks it."""
+
+    def __init__(self, counterexample: Counterexample):
+        super().__init__(counterexample.render())
+        self.counterexample = counterexample
+
+
+@dataclass
+class _Tally:
+    """What the examples that ran saw; mutable because hypothesis calls the test many times."""
+
+    cases: int = 0
+    worst: float = 0.0
+    last_rejection: str = ""
+
+
+def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
+                 max_examples: int) -> DeviceResult:
+    """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`."""
+    spec, tally = plan.spec, _Tally()
+    grad = GradientCall.for_op(registry, plan)
+
+    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
+              report_multiple_bugs=False, verbosity=Verbosity.quiet, print_blob=False,
+              suppress_health_check=list(HealthCheck))
+    @seed(seed_value)
+    @given(st.data())
+    def example(data: st.DataObject) -> None:
+        case = data.draw(case_strategy(plan), label="case")
+        _run_case(registry, plan, grad, device, case, data, tally)
+
+    base = dict(op=spec.name, device=device, precision=plan.precision)
+    try:
+        example()
+    except CaseFailed as failure:
+        return DeviceResult(status="fail", cases=tally.cases, worst=max(tally.worst, 1.0),
+                            counterexample=failure.counterexample, **base)
+    except KernelNotBuiltError as exc:
+        return DeviceResult(status="error", cases=0, worst=0.0, message=str(exc), **base)
+    except Unsatisfiable:
+        why = f": {tally.last_rejection}" if tally.last_rejection else ""
+        return DeviceResult(status="skip", cases=tally.cases, worst=tally.worst,
+                            message=f"no valid case could be drawn{why}", **base)
+    return DeviceResult(status="pass", cases=tally.cases, worst=tally.worst, **base)
+
+
+def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, case: Case,
+              data: st.DataObject, tally: _Tally) -> None:
+    spec, precision = plan.spec, plan.precision
+    inputs, attrs = case.input_dict(), case.attr_dict()
+    outputs = _forward(registry, spec, inputs, attrs, device, case, tally)
+    if spec.reference:
+        _check_reference(spec, inputs, attrs, outputs, precision, case)
+    cots = tuple(data.draw(cotangent(o.shape, str(o.dtype)), label=f"grad_{t.name}")
+                 if str(o.dtype) in FLOAT_DTYPES else None
+                 for t, o in zip(spec.outputs, outputs))
+    analytic = _guarded(case, lambda: grad.run(inputs, attrs, outputs, cots, device))
+
+    def objective(values: dict[str, Any]) -> float:
+        return contract(_forward(registry, spec, values, attrs, device, case, tally), cots)
+
+    worst: Optional[tuple[Slot, Worst]] = None
+    for slot, array in slots_of(inputs, list(grad.targets)).items():
+        got = analytic[slot]
+        if got.shape != array.shape:
+            _fail(case, "gradient", f"{spec.gradient_op} gives {slot_label(slot)} a gradient of "
+                                    f"shape {list(got.shape)}, but the input has {list(array.shape)}",
+                  tuple(zip(spec.outputs, cots)))
+        numeric = central_difference(objective, inputs, slot, precision.eps)
+        w = worst_element(got, numeric, precision.rtol, precision.atol)
+        if w is not None and (worst is None or w.ratio > worst[1].ratio):
+            worst = (slot, w)
+    tally.cases += 1
+    if worst is None:
+        return
+    tally.worst = max(tally.worst, worst[1].ratio)
+    if worst[1].ratio > 1.0:
+        slot, w = worst
+        _fail(case, "gradient", f"d/d{slot_label(slot)}{list(w.index)}: analytic {w.actual:.9g}, "
+                                f"numeric {w.expected:.9g} (error/tolerance {w.ratio:.3g}, "
+                                f"{precision.describe()})", tuple(zip(spec.outputs, cots)))
+
+
+def _forward(registry: Any, spec: OpSpec, inputs: dict, attrs: dict, device: str, case: Case,
+             tally: _Tally) -> tuple:
+    """The op's outputs; a case the op itself declares invalid (OpError) is rejected, not failed."""
+    try:
+        return call_op(registry, spec, inputs, attrs, device)
+    except OpError as exc:
+        tally.last_rejection = str(exc)
+        reject()
+    except KernelNotBuiltError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a crashing kernel is a finding, reported as such
+        _fail(case, "error", f"{spec.name} on {device} raised {type(exc).__name__}: {exc}")
+    raise AssertionError("unreachable")  # reject() and _fail() always raise
+
+
+def _guarded(case: Case, thunk):
+    try:
+        return thunk()
+    except (KernelNotBuiltError, CaseFailed):
+        raise
+    except OpsdkError as exc:
+        _fail(case, "error", str(exc))
+    except Exception as exc:  # noqa: BLE001 - a crashing gradient kernel is a finding too
+        _fail(case, "error", f"gradient raised {type(exc).__name__}: {exc}")
+
+
+def _check_reference(spec: OpSpec, inputs: dict, attrs: dict, outputs: tuple,
+                     precision: Precision, case: Case) -> None:
+    try:
+        expected = eval_reference(spec.reference, inputs, attrs)
+    except Exception as exc:  # noqa: BLE001 - the reference is the author's code
+        _fail(case, "error", f"reference '{spec.reference}' raised {type(exc).__name__}: {exc}")
+    for t, got, want in zip(spec.outputs, outputs, expected):
+        want = np.asarray(want)
+        if np.shape(got) != want.shape:
+            _fail(case, "forward", f"output '{t.name}' has shape {list(np.shape(got))}, the "
+                                   f"reference gives {list(want.shape)}")
+        w = worst_element(got, want, precision.rtol, precision.atol)
+        if w is not None and w.ratio > 1.0:
+            _fail(case, "forward", f"{t.name}{list(w.index)}: kernel {w.actual:.9g}, reference "
+                                   f"{w.expected:.9g} (error/tolerance {w.ratio:.3g})")
+
+
+def _fail(case: Case, kind: str, detail: str, cotangents: tuple = ()) -> None:
+    named = dict(case.inputs)
+    named.update({f"grad_{t.name}": c for t, c in cotangents if c is not None})
+    raise CaseFailed(Counterexample(case=case.describe(), kind=kind, detail=detail,
+                                    arrays=arrays_text(named)))

@@ -1,0 +1,261 @@
+"""Hypothesis strategies derived from an op's declaration: dims, list lengths, attrs and inputs.
+
+`plan_op` reads the declaration once (dtypes, precision, value rule, which attrs to draw);
+`case_strategy(plan)` then draws `Case`s: sizes for the symbolic dims within
+`gradcheck.dims`, 0-2 leading dims for `...`, list lengths, attrs within their bounds or
+choices, and input values in the declared domain. Invalid combinations that the declaration
+cannot rule out (an attr that does not fit a drawn rank) are left to the op's own validation,
+which the checker turns into a rejected example.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+from hypothesis import strategies as st
+
+from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
+from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
+from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
+
+from .precision import Precision, precision_for
+from .values import ValueRule, bool_array, index_array, spread_floats
+
+MAX_LEADING_DIMS = 2  # how many dims `...` may stand for in a drawn case
+MAX_FREE_RANK = 3  # rank of inputs whose shape only a shape function knows
+MAX_LIST_LEN = 3
+INT_ATTR_SPAN = 4  # an int attr bounded on one side is drawn within this many steps of its bound
+
+
+@dataclass(frozen=True)
+class AttrPlan:
+    """How one attr is chosen: drawn from `strategy`, or fixed to `value` (kept default)."""
+
+    name: str
+    strategy: Optional[st.SearchStrategy] = None
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class OpPlan:
+    """Everything needed to draw cases for one op, worked out once from its declaration."""
+
+    spec: OpSpec
+    dtypes: tuple[tuple[str, str], ...]  # input name -> dtype name used in the check
+    type_values: tuple[tuple[str, str], ...]  # unbound type attr -> dtype name passed as an attr
+    precision: Precision
+    rule: ValueRule
+    attrs: tuple[AttrPlan, ...]
+    list_lens: tuple[tuple[str, int, int], ...]  # list attr name, min, max
+    skip: Optional[str] = None  # why this op cannot be checked, when it cannot
+
+    def dtype_of(self, name: str) -> str:
+        return dict(self.dtypes)[name]
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One drawn example: dim sizes, attrs and input arrays (a tuple of arrays for list inputs)."""
+
+    dims: tuple[tuple[str, int], ...]
+    leading: tuple[int, ...]
+    attrs: tuple[tuple[str, Any], ...]
+    inputs: tuple[tuple[str, Any], ...]
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def input_dict(self) -> dict[str, Any]:
+        return dict(self.inputs)
+
+    def attr_dict(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+    def describe(self) -> str:
+        """`dims n=2 p=3; ...=(1,); attrs k=1; x float64[2, 3], y float64[4, 3]`, for reports."""
+        parts = []
+        if self.dims:
+            parts.append("dims " + " ".join(f"{k}={v}" for k, v in self.dims))
+        if self.leading:
+            parts.append(f"...={tuple(self.leading)}")
+        if self.attrs:
+            parts.append("attrs " + " ".join(f"{k}={v!r}" for k, v in self.attrs))
+        parts.append(", ".join(f"{k} {_array_text(v)}" for k, v in self.inputs))
+        return "; ".join(parts)
+
+
+ARRAY_PRINT_LIMIT = 36  # counterexamples print their arrays up to this many elements in all
+
+
+def arrays_text(named: dict[str, Any]) -> str:
+    """`    x = [[0.5, -1.25]]` lines for small arrays; '' when they are too big to read."""
+    flat: list[tuple[str, Any]] = []
+    for name, value in named.items():
+        if isinstance(value, (list, tuple)):
+            flat.extend((f"{name}[{i}]", v) for i, v in enumerate(value))
+        else:
+            flat.append((name, value))
+    if sum(np.size(v) for _, v in flat) > ARRAY_PRINT_LIMIT:
+        return ""
+    return "\n".join(f"    {name} = " + np.array2string(np.asarray(v), precision=17, separator=", ",
+                                                        max_line_width=10_000) for name, v in flat)
+
+
+def _array_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_array_text(v) for v in value) + "]"
+    return f"{value.dtype}{list(value.shape)}"
+
+
+def choose_dtype(allowed: tuple[str, ...]) -> str:
+    """float64 when allowed (finite differences need it), else the widest float, else int64 or
+    the widest int, else the first allowed dtype."""
+    for name in ("float64", "float32", "float16", "int64", "int32", "int16", "int8"):
+        if name in allowed:
+            return name
+    return allowed[0]
+
+
+def plan_op(spec: OpSpec) -> OpPlan:
+    """Work out dtypes, precision, value rule and attr strategies for an op's declaration."""
+    gc = spec.gradcheck
+    type_choice = {ta.name: choose_dtype(ta.allowed) for ta in spec.type_attrs}
+    dtypes = tuple((t.name, type_choice.get(t.dtype, t.dtype)) for t in spec.inputs)
+    floats = [d for _, d in dtypes if d in FLOAT_DTYPES]
+    precision = precision_for(min(floats, key=_float_bits) if floats else "float64", gc)
+    rule = ValueRule(low=gc.domain[0], high=gc.domain[1], avoid=tuple(gc.avoid),
+                     margin=max(gc.min_gap, 10 * precision.eps, 1e-3), min_gap=gc.min_gap)
+    list_attrs = {t.list_len for t in spec.inputs if t.is_list}
+    plans, skip = [], None
+    for a in spec.attrs:
+        if a.name in list_attrs:
+            continue
+        plan, why = _attr_plan(a)
+        plans.append(plan)
+        skip = skip or why
+    unbound = tuple((ta.name, type_choice[ta.name]) for ta in spec.unbound_type_attrs)
+    skip = skip or _input_skip(spec, dict(dtypes))
+    return OpPlan(spec=spec, dtypes=dtypes, type_values=unbound, precision=precision, rule=rule,
+                  attrs=tuple(plans), list_lens=tuple(_list_len(spec.attr(n)) for n in sorted(list_attrs)),
+                  skip=skip)
+
+
+def _float_bits(name: str) -> int:
+    return np.dtype(name).itemsize
+
+
+def _attr_plan(a: AttrSpec) -> tuple[AttrPlan, Optional[str]]:
+    """Draw bools, choices and bounded numbers; keep defaults for the rest (list attrs such as
+    axes or perm have no generic valid draw)."""
+    has_default = not a.required
+    if a.choices:
+        return AttrPlan(a.name, st.sampled_from(list(a.choices))), None
+    if a.type == "bool":
+        return AttrPlan(a.name, st.booleans()), None
+    if a.type == "int" and (a.min is not None or a.max is not None):
+        lo = int(a.min) if a.min is not None else int(a.max) - INT_ATTR_SPAN
+        hi = int(a.max) if a.max is not None else lo + INT_ATTR_SPAN
+        return AttrPlan(a.name, st.integers(lo, min(hi, lo + INT_ATTR_SPAN))), None
+    if a.type == "float" and a.min is not None and a.max is not None:
+        return AttrPlan(a.name, st.floats(float(a.min), float(a.max))), None
+    if has_default:
+        return AttrPlan(a.name, value=a.default), None
+    if a.type == "int":
+        return AttrPlan(a.name, st.integers(0, 3)), None
+    if a.type == "float":
+        return AttrPlan(a.name, st.floats(-2.0, 2.0)), None
+    return AttrPlan(a.name, value=None), (f"attr '{a.name}' ({a.type}) is required and has no "
+                                         "bounds or choices to draw from; give it a default")
+
+
+def _list_len(a: AttrSpec) -> tuple[str, int, int]:
+    lo = max(1, int(a.min) if a.min is not None else 1)
+    hi = min(MAX_LIST_LEN, int(a.max) if a.max is not None else MAX_LIST_LEN)
+    return a.name, lo, max(lo, hi)
+
+
+def _input_skip(spec: OpSpec, dtypes: dict[str, str]) -> Optional[str]:
+    """An integer input needs a dim to be a valid index into; without float inputs it has none."""
+    ints = [n for n, d in dtypes.items() if d in INT_DTYPES]
+    if ints and not any(d in FLOAT_DTYPES for d in dtypes.values()):
+        return f"integer input '{ints[0]}' has no float input whose dims bound its values"
+    return None
+
+
+@st.composite
+def case_strategy(draw, plan: OpPlan) -> Case:
+    """Draw one `Case` for the planned op."""
+    spec = plan.spec
+    has_ints = any(d in INT_DTYPES for _, d in plan.dtypes)
+    # Indices need something to index: with integer inputs every dim has at least one element.
+    lo, hi = spec.gradcheck.dim_range
+    dim = st.integers(max(lo, 1) if has_ints else lo, max(hi, 1) if has_ints else hi)
+    dims = {name: draw(dim) for name in spec.dim_names}
+    leading = tuple(draw(st.lists(dim, max_size=MAX_LEADING_DIMS))) if _has_ellipsis(spec) else ()
+    free = tuple(draw(st.lists(dim, max_size=MAX_FREE_RANK))) if _has_free_shape(spec) else ()
+    lens = {name: draw(st.integers(a, b)) for name, a, b in plan.list_lens}
+    attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
+    attrs.update(dict(plan.type_values))
+    shapes = {t.name: _input_shape(draw, t, dims, leading, free) for t in spec.inputs}
+    inputs = _draw_values(draw, plan, shapes, lens)
+    return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
+                inputs=tuple(inputs.items()))
+
+
+def _has_ellipsis(spec: OpSpec) -> bool:
+    return any(t.has_ellipsis for t in spec.inputs)
+
+
+def _has_free_shape(spec: OpSpec) -> bool:
+    return any(t.shape is None for t in spec.inputs)
+
+
+def _input_shape(draw, t: TensorSpec, dims: dict, leading: tuple, free: tuple) -> tuple[int, ...]:
+    if t.shape is None:
+        return free if t.is_list else _broadcast_variant(draw, free)
+    out: list[int] = []
+    for d in t.shape:
+        if isinstance(d, EllipsisDim):
+            out.extend(leading)
+        elif isinstance(d, SymDim):
+            out.append(dims[d.name])
+        elif isinstance(d, ConstDim):
+            out.append(d.size)
+    return tuple(out)
+
+
+def _broadcast_variant(draw, base: tuple[int, ...]) -> tuple[int, ...]:
+    """The base shape, or one that broadcasts to it (fewer leading dims, some dims 1): shape
+    functions such as `broadcast` accept it, and the gradient must then reduce correctly."""
+    drop = draw(st.integers(0, len(base)))
+    kept = base[drop:]
+    ones = draw(st.lists(st.booleans(), min_size=len(kept), max_size=len(kept)))
+    return tuple(1 if one else size for size, one in zip(kept, ones))
+
+
+def _draw_values(draw, plan: OpPlan, shapes: dict, lens: dict) -> dict[str, Any]:
+    """Float inputs share one spread of values (so the pairwise gap holds across inputs);
+    integer inputs are indices below the smallest float dim; bool inputs are masks."""
+    spec = plan.spec
+    counts = {t.name: lens[t.list_len] if t.is_list else None for t in spec.inputs}
+    float_names = [t.name for t in spec.inputs if plan.dtype_of(t.name) in FLOAT_DTYPES]
+    sizes = [int(np.prod(shapes[n], dtype=np.int64)) * (counts[n] or 1) for n in float_names]
+    pool = draw(spread_floats(sum(sizes), plan.rule))
+    float_dims = [s for n in float_names for s in shapes[n]]
+    bound = min(float_dims) if float_dims else 1
+    out: dict[str, Any] = {}
+    offset = 0
+    for t in spec.inputs:
+        dtype, shape, n = plan.dtype_of(t.name), shapes[t.name], counts[t.name]
+        parts = []
+        for _ in range(n or 1):
+            if dtype in FLOAT_DTYPES:
+                size = int(np.prod(shape, dtype=np.int64))
+                parts.append(pool[offset:offset + size].reshape(shape).astype(dtype))
+                offset += size
+            elif dtype in INT_DTYPES:
+                parts.append(draw(index_array(shape, bound, dtype)))
+            else:
+                parts.append(draw(bool_array(shape)))
+        out[t.name] = tuple(parts) if t.is_list else parts[0]
+    return out
