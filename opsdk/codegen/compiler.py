@@ -1,0 +1,185 @@
+"""The compiler driver of `opsdk build`: toolchains, flag lists, depfiles and content keys.
+
+Everything here is a small pure-ish function over paths and strings; `build.py` decides what to
+compile and when. A key hashes everything that can change the bytes of an artefact, so an
+unchanged op is never recompiled and a changed one always is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Optional
+
+from ..registry.errors import OpsdkError
+
+DEVICES = ("cpu", "cuda")
+MODULE_PLACEHOLDER = "{module}"
+DEPFILE_PLACEHOLDER = "{depfile}"
+# Extra flags from the environment, appended last (e.g. OPSDK_CXXFLAGS="-g -O1" to debug a kernel).
+EXTRA_FLAGS_ENV = {"cpu": "OPSDK_CXXFLAGS", "cuda": "OPSDK_NVCCFLAGS"}
+_COMPILER_NAMES = {"cpu": ("OPSDK_CXX", "g++"), "cuda": ("OPSDK_NVCC", "nvcc")}
+_CUDA_ARCHS = ("arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90",
+               "arch=compute_90,code=compute_90")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A compiler for one device: its path and the output of `--version` (part of every key)."""
+    device: str
+    path: str
+    version: str
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    """What one compiler run gave: exit status, its merged stdout+stderr, and how long it took."""
+    command: tuple[str, ...]
+    returncode: int
+    output: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def find_toolchain(device: str) -> Optional[Toolchain]:
+    """The compiler for `device` on PATH (g++ or nvcc; OPSDK_CXX / OPSDK_NVCC override), or None."""
+    env_var, default = _COMPILER_NAMES[device]
+    path = shutil.which(os.environ.get(env_var) or default)
+    if path is None:
+        return None
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Toolchain(device=device, path=path, version=(proc.stdout + proc.stderr).strip())
+
+
+def include_dirs(root: Path) -> tuple[str, ...]:
+    """The include path of every op: workspace, generated headers, opsdk's kernel.h, pybind11, Python."""
+    import pybind11  # light: only its path helpers
+
+    package_include = Path(__file__).resolve().parent.parent / "include"
+    return (str(root), str(root / "generated" / "cpp"), str(package_include),
+            pybind11.get_include(), sysconfig.get_paths()["include"])
+
+
+def flag_template(device: str, root: Path) -> tuple[str, ...]:
+    """The full flag list with `{module}` and `{depfile}` placeholders (they derive from the key)."""
+    includes = [f"-I{d}" for d in include_dirs(root)]
+    deps = ["-MMD", "-MF", DEPFILE_PLACEHOLDER]
+    define = [f"-DOPSDK_MODULE_NAME={MODULE_PLACEHOLDER}"]
+    extra = shlex.split(os.environ.get(EXTRA_FLAGS_ENV[device], ""))
+    if device == "cpu":
+        base = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native",
+                "-fvisibility=hidden"]
+    else:
+        base = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+                "-shared"]
+        for arch in _CUDA_ARCHS:
+            base += ["-gencode", arch]
+    return tuple(base + define + includes + deps + extra)
+
+
+def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, output: str,
+                    module: str, depfile: str) -> tuple[str, ...]:
+    """The argv that compiles `source` into the extension `output` exporting `module`."""
+    filled = [f.replace(MODULE_PLACEHOLDER, module).replace(DEPFILE_PLACEHOLDER, depfile)
+              for f in flags]
+    return (toolchain.path, *filled, source, "-o", output)
+
+
+def run_compiler(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
+    """Run one compile in `cwd` (so diagnostics name workspace-relative paths)."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(list(command), cwd=cwd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as exc:
+        raise OpsdkError(f"cannot run {command[0]}: {exc.strerror}") from None
+    return CompileOutcome(command, proc.returncode, proc.stdout, time.perf_counter() - start)
+
+
+def read_depfile(path: Path, root: Path) -> tuple[str, ...]:
+    """The files a `-MMD` depfile lists, workspace-relative where inside it, sorted."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return ()
+    # Make syntax: "target: dep dep \<newline> dep"; spaces inside names are escaped as "\ ".
+    body = text.replace("\\\n", " ").split(":", 1)[-1] if ":" in text else ""
+    tokens = body.replace("\\ ", "\0").split()
+    deps = {_workspace_relative(t.replace("\0", " "), root) for t in tokens}
+    return tuple(sorted(deps))
+
+
+def _workspace_relative(name: str, root: Path) -> str:
+    path = Path(name) if os.path.isabs(name) else root / name
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, or 'missing' (a vanished header must change the key too)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def environment_fingerprint() -> str:
+    """What outside the sources changes the artefact: Python, NumPy, pybind11, the CPU's features.
+
+    Versions come from package metadata so that a no-op build never imports NumPy; the CPU flags
+    matter because of -march=native (a build folder copied to another machine must rebuild).
+    """
+    parts = [sys.version, _dist_version("numpy"), _dist_version("pybind11"), _cpu_flags()]
+    return "\n".join(parts)
+
+
+def _dist_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _cpu_flags() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.strip() for line in f if line.startswith("flags")), "")
+    except OSError:
+        return ""
+
+
+def build_key(digests: Mapping[str, str], flags: Iterable[str], toolchain: Toolchain,
+              environment: str) -> str:
+    """The content key of one artefact: source digests, the flag list, compiler and environment."""
+    payload = json.dumps({"files": sorted(digests.items()), "flags": list(flags),
+                          "compiler": toolchain.version, "environment": environment},
+                         sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def extension_suffix() -> str:
+    """`.cpython-311-x86_64-linux-gnu.so` and the like."""
+    return sysconfig.get_config_var("EXT_SUFFIX") or ".so"
