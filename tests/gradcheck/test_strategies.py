@@ -1,0 +1,115 @@
+"""The cases drawn from a declaration respect its dims, attrs, domain, kinks and dtypes."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from opsdk.gradcheck.strategies import case_strategy, plan_op
+from opsdk.registry.spec import GradCheckSpec
+
+from gc_specs import attr, op, tensor
+
+FAST = settings(max_examples=40, deadline=None, database=None)
+
+PAIRWISE = op("pm", [tensor("x", ["n", "p"]), tensor("y", ["m", "p"])], [tensor("z", ["n", "m"])],
+              gradcheck=GradCheckSpec(min_gap=0.05, dim_range=(1, 4), domain=(-1.0, 1.0)))
+
+
+@FAST
+@given(st.data())
+def test_symbolic_dims_bind_across_inputs_within_range(data):
+    case = data.draw(case_strategy(plan_op(PAIRWISE)))
+    dims, x, y = dict(case.dims), case.input_dict()["x"], case.input_dict()["y"]
+    assert x.shape == (dims["n"], dims["p"]) and y.shape == (dims["m"], dims["p"])
+    assert all(1 <= v <= 4 for v in dims.values())
+    assert x.dtype == np.float64  # float64 is allowed, so it is used
+
+
+@FAST
+@given(st.data())
+def test_values_stay_in_domain_and_min_gap_apart_across_inputs(data):
+    case = data.draw(case_strategy(plan_op(PAIRWISE)))
+    values = np.concatenate([a.ravel() for _, a in case.inputs])
+    assert np.all((values >= -1.0) & (values <= 1.0))
+    gaps = [abs(a - b) for a, b in itertools.combinations(values, 2)]
+    assert not gaps or min(gaps) >= 0.05
+
+
+@FAST
+@given(st.data())
+def test_values_keep_off_avoided_points(data):
+    relu = op("r", [tensor("x", ["n"])], [tensor("y", ["n"])],
+              gradcheck=GradCheckSpec(avoid=(0.0, 1.0), domain=(-2.0, 2.0)))
+    plan = plan_op(relu)
+    x = data.draw(case_strategy(plan)).input_dict()["x"]
+    assert np.all(np.abs(x) >= plan.rule.margin) and np.all(np.abs(x - 1.0) >= plan.rule.margin)
+
+
+@FAST
+@given(st.data())
+def test_const_dims_and_ellipsis(data):
+    spec = op("e", [tensor("x", ["...", 3, "d"]), tensor("b", ["d"])], [tensor("y", ["...", 3, "d"])])
+    case = data.draw(case_strategy(plan_op(spec)))
+    x, b = case.input_dict()["x"], case.input_dict()["b"]
+    assert x.shape[-2] == 3 and x.shape[-1] == b.shape[0]
+    assert x.shape[:-2] == case.leading and len(case.leading) <= 2
+
+
+@FAST
+@given(st.data())
+def test_attrs_within_bounds_choices_and_defaults(data):
+    spec = op("a", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[
+        attr("k", "int", 1, lo=1, hi=64), attr("mode", "str", "sum", choices=("sum", "mean")),
+        attr("alpha", "float", 0.5, lo=0.0, hi=1.0), attr("axes", "list(int)", [0]),
+        attr("flag", "bool", False), attr("scale", "float", 2.0)])
+    attrs = data.draw(case_strategy(plan_op(spec))).attr_dict()
+    assert 1 <= attrs["k"] <= 5  # bounded ints stay small: sizes may depend on them
+    assert attrs["mode"] in ("sum", "mean") and 0.0 <= attrs["alpha"] <= 1.0
+    assert attrs["axes"] == [0] and attrs["scale"] == 2.0 and attrs["flag"] in (True, False)
+
+
+@FAST
+@given(st.data())
+def test_list_inputs_and_integer_indices(data):
+    spec = op("g", [tensor("xs", ["n", "p"], list_len="N"), tensor("idx", ["k"], dtype="int64")],
+              [tensor("y", ["k", "p"])], attrs=[attr("N", "int", lo=1)],
+              differentiable=["xs"])
+    case = data.draw(case_strategy(plan_op(spec)))
+    xs, idx = case.input_dict()["xs"], case.input_dict()["idx"]
+    assert 1 <= len(xs) <= 3 and len({a.shape for a in xs}) == 1
+    # Valid as an index into any dim of the float inputs, which are never empty then.
+    assert idx.dtype == np.int64 and np.all((idx >= 0) & (idx < min(xs[0].shape)))
+
+
+
+def test_float32_only_op_widens_tolerances():
+    spec = op("f", [tensor("x", ["n"])], [tensor("y", ["n"])], allowed=("float16", "float32"))
+    plan = plan_op(spec)
+    assert plan.precision.dtype == "float32" and plan.precision.widened
+    assert plan.precision.eps > spec.gradcheck.eps and plan.precision.rtol > spec.gradcheck.rtol
+
+
+def test_required_string_attr_without_choices_skips_with_reason():
+    spec = op("s", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[attr("name", "str")])
+    assert "attr 'name'" in plan_op(spec).skip
+
+
+def test_same_seed_draws_the_same_cases():
+    def draws(seed_value):
+        seen = []
+
+        @settings(max_examples=5, database=None, deadline=None)
+        @given(case_strategy(plan_op(PAIRWISE)))
+        def collect(case):
+            seen.append(case.describe() + str([a.tolist() for _, a in case.inputs]))
+
+        from hypothesis import seed as hseed
+        hseed(seed_value)(collect)()
+        return seen
+
+    assert draws(3) == draws(3)
+    assert draws(3) != draws(4)
