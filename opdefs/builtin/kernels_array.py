@@ -1,0 +1,126 @@
+"""Python kernels of the shape-changing and creation builtin ops and their gradients (array.yaml).
+
+Attrs arrive normalised (defaults filled, ranges checked by the op's shape function at graph
+time). Gradients that are slices of another array are copied: a view would alias the incoming
+gradient, which the runtime may accumulate into in place.
+"""
+
+from __future__ import annotations
+
+
+def _axis(axis, ndim):
+    return axis % ndim if ndim else 0
+
+
+def _copy(xp, a):
+    return xp.array(a, copy=True)
+
+
+# ---- reshape, transpose --------------------------------------------------------------------
+
+def reshape(xp, x, shape):
+    return xp.reshape(x, tuple(shape))
+
+
+def reshape_grad(xp, x, grad_y, shape):
+    return xp.reshape(grad_y, x.shape)
+
+
+def _perm(perm, ndim):
+    return tuple(p % ndim for p in perm) if perm else tuple(range(ndim))[::-1]
+
+
+def transpose(xp, x, perm):
+    return xp.transpose(x, _perm(perm, x.ndim))
+
+
+def transpose_grad(xp, x, grad_y, perm):
+    forward = _perm(perm, x.ndim)
+    inverse = [0] * len(forward)
+    for i, p in enumerate(forward):
+        inverse[p] = i
+    return xp.transpose(grad_y, tuple(inverse))
+
+
+# ---- concat, stack (list input `xs`; N is its length, an implicit attr) ---------------------
+
+def concat(xp, xs, axis, N):
+    return xp.concatenate(list(xs), axis=axis)
+
+
+def concat_grad(xp, xs, grad_y, axis, N):
+    """One piece of grad_y per input, cut at the inputs' sizes along axis (a list output)."""
+    ax = _axis(axis, grad_y.ndim)
+    pieces, start = [], 0
+    for x in xs:
+        stop = start + x.shape[ax]
+        index = (slice(None),) * ax + (slice(start, stop),)
+        pieces.append(_copy(xp, grad_y[index]))
+        start = stop
+    return pieces
+
+
+def stack(xp, xs, axis, N):
+    return xp.stack(list(xs), axis=axis)
+
+
+def stack_grad(xp, xs, grad_y, axis, N):
+    ax = _axis(axis, grad_y.ndim)
+    return [_copy(xp, grad_y[(slice(None),) * ax + (i,)]) for i in range(len(xs))]
+
+
+# ---- slice, gather -------------------------------------------------------------------------
+
+def _slices(x_shape, begin, size):
+    """Index of the slice; empty begin means all zeros, empty size all -1 (to the end)."""
+    begin, size = begin or [0] * len(x_shape), size or [-1] * len(x_shape)
+    return tuple(slice(b, d if s == -1 else b + s) for b, s, d in zip(begin, size, x_shape))
+
+
+def slice_(xp, x, begin, size):  # trailing _: `slice` is a builtin the module needs
+    return _copy(xp, x[_slices(x.shape, begin, size)])
+
+
+def slice_grad(xp, x, grad_y, begin, size):
+    grad_x = xp.zeros_like(x)
+    grad_x[_slices(x.shape, begin, size)] = grad_y
+    return grad_x
+
+
+def gather(xp, params, indices, axis):
+    return xp.take(params, indices, axis=_axis(axis, params.ndim))
+
+
+def gather_grad(xp, params, indices, grad_y, axis):
+    """Scatter-add grad_y back: an index that appears twice receives both contributions."""
+    ax = _axis(axis, params.ndim)
+    grad_params = xp.zeros_like(params)
+    xp.add.at(grad_params, (slice(None),) * ax + (indices,), grad_y)
+    return grad_params
+
+
+
+# ---- cast, identity-like, creation ---------------------------------------------------------
+
+def cast(xp, x, DstT):
+    return x.astype(DstT)
+
+
+def cast_grad(xp, x, grad_y):
+    return grad_y.astype(x.dtype)
+
+
+def stop_gradient(xp, x):
+    return x
+
+
+def zeros(xp, shape, dtype):
+    return xp.zeros(tuple(shape), dtype=dtype)
+
+
+def ones(xp, shape, dtype):
+    return xp.ones(tuple(shape), dtype=dtype)
+
+
+def fill(xp, shape, value, dtype):
+    return xp.full(tuple(shape), value, dtype=dtype)

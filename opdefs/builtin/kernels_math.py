@@ -1,0 +1,204 @@
+"""Python kernels of the elementwise builtin ops and their gradients (math.yaml, compare.yaml).
+
+Every kernel is `fn(xp, *inputs, **attrs)` over functions NumPy and CuPy share, so one body
+serves CPU and GPU. Results go through `xp.asarray` because NumPy ufuncs return scalars, not
+arrays, for 0-d inputs. Python scalar constants keep the input dtype under NumPy 2's promotion
+rules (float32 * 2.0 is float32).
+"""
+
+from __future__ import annotations
+
+
+def unbroadcast(xp, grad, shape):
+    """Sum `grad` down to `shape`: the adjoint of NumPy broadcasting `shape` up to grad's shape."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
+    return xp.reshape(xp.sum(grad, axis=axes, dtype=grad.dtype), shape)
+
+
+# ---- binary arithmetic ---------------------------------------------------------------------
+
+def add(xp, x, y):
+    return xp.asarray(xp.add(x, y))
+
+
+def add_grad(xp, x, y, grad_z):
+    return unbroadcast(xp, grad_z, x.shape), unbroadcast(xp, grad_z, y.shape)
+
+
+def sub(xp, x, y):
+    return xp.asarray(xp.subtract(x, y))
+
+
+def sub_grad(xp, x, y, grad_z):
+    return unbroadcast(xp, grad_z, x.shape), unbroadcast(xp, xp.negative(grad_z), y.shape)
+
+
+def mul(xp, x, y):
+    return xp.asarray(xp.multiply(x, y))
+
+
+def mul_grad(xp, x, y, grad_z):
+    return (unbroadcast(xp, xp.multiply(grad_z, y), x.shape),
+            unbroadcast(xp, xp.multiply(grad_z, x), y.shape))
+
+
+def div(xp, x, y):
+    return xp.asarray(xp.divide(x, y))
+
+
+def div_grad(xp, x, y, grad_z):
+    gx = xp.divide(grad_z, y)
+    gy = xp.negative(xp.multiply(gx, xp.divide(x, y)))
+    return unbroadcast(xp, gx, x.shape), unbroadcast(xp, gy, y.shape)
+
+
+def pow_(xp, x, y):  # trailing _: not the builtin
+    return xp.asarray(xp.power(x, y))
+
+
+def pow_grad(xp, x, y, z, grad_z):
+    gx = xp.multiply(grad_z, xp.multiply(y, xp.power(x, y - 1)))
+    # d/dy x**y = log(x) x**y, defined for x > 0; elsewhere the gradient is taken as 0.
+    positive = x > 0
+    safe_x = xp.where(positive, x, xp.ones_like(x))
+    gy = xp.where(positive, xp.multiply(grad_z, xp.multiply(xp.log(safe_x), z)), xp.zeros_like(z))
+    return unbroadcast(xp, gx, x.shape), unbroadcast(xp, gy, y.shape)
+
+
+def maximum(xp, x, y):
+    return xp.asarray(xp.maximum(x, y))
+
+
+def minimum(xp, x, y):
+    return xp.asarray(xp.minimum(x, y))
+
+
+def _select_grad(xp, x, y, grad_z, to_x):
+    """maximum/minimum: the gradient goes to whichever input was picked (x on ties)."""
+    zero = xp.zeros_like(grad_z)
+    gx = xp.where(to_x, grad_z, zero)
+    gy = xp.where(to_x, zero, grad_z)
+    return unbroadcast(xp, gx, x.shape), unbroadcast(xp, gy, y.shape)
+
+
+def maximum_grad(xp, x, y, grad_z):
+    return _select_grad(xp, x, y, grad_z, xp.broadcast_to(x >= y, grad_z.shape))
+
+
+def minimum_grad(xp, x, y, grad_z):
+    return _select_grad(xp, x, y, grad_z, xp.broadcast_to(x <= y, grad_z.shape))
+
+
+# ---- unary ---------------------------------------------------------------------------------
+
+def neg(xp, x):
+    return xp.asarray(xp.negative(x))
+
+
+def neg_grad(xp, x, grad_y):
+    return xp.asarray(xp.negative(grad_y))
+
+
+def abs_(xp, x):  # trailing _: not the builtin
+    return xp.asarray(xp.abs(x))
+
+
+def abs_grad(xp, x, grad_y):
+    return xp.asarray(xp.multiply(grad_y, xp.sign(x)))
+
+
+def sign(xp, x):
+    return xp.asarray(xp.sign(x))
+
+
+def exp(xp, x):
+    return xp.asarray(xp.exp(x))
+
+
+def exp_grad(xp, x, y, grad_y):
+    return xp.asarray(xp.multiply(grad_y, y))
+
+
+def log(xp, x):
+    return xp.asarray(xp.log(x))
+
+
+def log_grad(xp, x, grad_y):
+    return xp.asarray(xp.divide(grad_y, x))
+
+
+def sqrt(xp, x):
+    return xp.asarray(xp.sqrt(x))
+
+
+def sqrt_grad(xp, x, y, grad_y):
+    return xp.asarray(xp.divide(grad_y, xp.multiply(y, 2)))
+
+
+def square(xp, x):
+    return xp.asarray(xp.square(x))
+
+
+def square_grad(xp, x, grad_y):
+    return xp.asarray(xp.multiply(grad_y, xp.multiply(x, 2)))
+
+
+def identity(xp, x):
+    return x
+
+
+def identity_grad(xp, x, grad_y):
+    return grad_y
+
+
+# ---- comparisons and selection -------------------------------------------------------------
+
+def equal(xp, x, y):
+    return xp.asarray(xp.equal(x, y))
+
+
+def not_equal(xp, x, y):
+    return xp.asarray(xp.not_equal(x, y))
+
+
+def less(xp, x, y):
+    return xp.asarray(xp.less(x, y))
+
+
+def less_equal(xp, x, y):
+    return xp.asarray(xp.less_equal(x, y))
+
+
+def greater(xp, x, y):
+    return xp.asarray(xp.greater(x, y))
+
+
+def greater_equal(xp, x, y):
+    return xp.asarray(xp.greater_equal(x, y))
+
+
+def where(xp, cond, x, y):
+    return xp.asarray(xp.where(cond, x, y))
+
+
+def where_grad(xp, cond, x, y, grad_z):
+    zero = xp.zeros_like(grad_z)
+    return (unbroadcast(xp, xp.where(cond, grad_z, zero), x.shape),
+            unbroadcast(xp, xp.where(cond, zero, grad_z), y.shape))
+
+
+# ---- matmul --------------------------------------------------------------------------------
+
+def matmul(xp, x, y):
+    return xp.asarray(xp.matmul(x, y))
+
+
+def matmul_grad(xp, x, y, grad_z):
+    # Batch dims are the same `...` for x, y and z (declared), so no reduction over them.
+    return (xp.asarray(xp.matmul(grad_z, xp.swapaxes(y, -1, -2))),
+            xp.asarray(xp.matmul(xp.swapaxes(x, -1, -2), grad_z)))

@@ -1,0 +1,72 @@
+"""Python kernels of the neural-network builtin ops and their gradients (nn.yaml).
+
+Written over functions NumPy and CuPy share. The exponentials are arranged so that no
+intermediate overflows (softmax subtracts the row max; sigmoid only exponentiates -|x|).
+"""
+
+from __future__ import annotations
+
+
+def relu(xp, x):
+    return xp.asarray(xp.maximum(x, xp.zeros_like(x)))
+
+
+def relu_grad(xp, x, grad_y):
+    return xp.asarray(xp.where(x > 0, grad_y, xp.zeros_like(grad_y)))
+
+
+def sigmoid(xp, x):
+    e = xp.exp(xp.negative(xp.abs(x)))  # in (0, 1]: never overflows
+    one = xp.ones_like(e)
+    return xp.asarray(xp.where(x >= 0, xp.divide(one, one + e), xp.divide(e, one + e)))
+
+
+def sigmoid_grad(xp, x, y, grad_y):
+    return xp.asarray(xp.multiply(grad_y, xp.multiply(y, 1 - y)))
+
+
+def tanh(xp, x):
+    return xp.asarray(xp.tanh(x))
+
+
+def tanh_grad(xp, x, y, grad_y):
+    return xp.asarray(xp.multiply(grad_y, 1 - xp.square(y)))
+
+
+def _log_softmax(xp, x, axis):
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+
+
+def softmax(xp, x, axis):
+    shifted = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
+    return xp.asarray(shifted / xp.sum(shifted, axis=axis, keepdims=True))
+
+
+def softmax_grad(xp, x, y, grad_y, axis):
+    inner = xp.sum(xp.multiply(grad_y, y), axis=axis, keepdims=True)
+    return xp.asarray(xp.multiply(y, grad_y - inner))
+
+
+def log_softmax(xp, x, axis):
+    return xp.asarray(_log_softmax(xp, x, axis))
+
+
+def log_softmax_grad(xp, x, y, grad_y, axis):
+    return xp.asarray(grad_y - xp.multiply(xp.exp(y), xp.sum(grad_y, axis=axis, keepdims=True)))
+
+
+def softmax_cross_entropy_with_logits(xp, labels, logits):
+    """TensorFlow's loss per row: -sum(labels * log_softmax(logits)) over the last axis."""
+    return xp.asarray(xp.negative(xp.sum(xp.multiply(labels, _log_softmax(xp, logits, -1)), axis=-1)))
+
+
+def softmax_cross_entropy_with_logits_grad(xp, labels, logits, grad_loss):
+    logp = _log_softmax(xp, logits, -1)
+    g = xp.expand_dims(grad_loss, axis=-1)
+    # d/dlogits = softmax * sum(labels) - labels (TF assumes rows of labels sum to 1; this
+    # form is exact for any labels).
+    total = xp.sum(labels, axis=-1, keepdims=True)
+    grad_logits = xp.multiply(g, xp.multiply(xp.exp(logp), total) - labels)
+    grad_labels = xp.multiply(g, xp.negative(logp))
+    return xp.asarray(grad_labels), xp.asarray(grad_logits)

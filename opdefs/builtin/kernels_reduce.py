@@ -1,0 +1,75 @@
+"""Python kernels of the reductions and their gradients (reduce.yaml).
+
+attr `axes`: the axes to reduce (negative counts from the end); empty means every axis.
+attr `keepdims`: keep reduced axes as size 1.
+"""
+
+from __future__ import annotations
+
+
+def _axes(axes, ndim):
+    """`axes` as non-negative ints; empty means all (the shape fn has already checked range)."""
+    return tuple(range(ndim)) if not axes else tuple(a % ndim for a in axes)
+
+
+def _kept_shape(shape, axes):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _expand(xp, grad_y, x, axes):
+    """grad_y (reduced, with or without kept dims) broadcast back to x's shape."""
+    kept = xp.reshape(grad_y, _kept_shape(x.shape, axes))
+    return xp.broadcast_to(kept, x.shape)
+
+
+def reduce_sum(xp, x, axes, keepdims):
+    # dtype=x.dtype: NumPy would widen small ints to int64; the op keeps T.
+    return xp.asarray(xp.sum(x, axis=_axes(axes, x.ndim), keepdims=keepdims, dtype=x.dtype))
+
+
+def reduce_sum_grad(xp, x, grad_y, axes, keepdims):
+    # A copy: broadcast_to gives a read-only view, and a gradient may be accumulated in place.
+    return xp.array(_expand(xp, grad_y, x, _axes(axes, x.ndim)), copy=True)
+
+
+def reduce_mean(xp, x, axes, keepdims):
+    return xp.asarray(xp.mean(x, axis=_axes(axes, x.ndim), keepdims=keepdims))
+
+
+def _count(shape, axes):
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def reduce_mean_grad(xp, x, grad_y, axes, keepdims):
+    axes = _axes(axes, x.ndim)
+    # A Python float scale keeps grad_y's dtype under NumPy 2 promotion.
+    scale = 1.0 / max(_count(x.shape, axes), 1)
+    return xp.asarray(xp.multiply(_expand(xp, grad_y, x, axes), scale))
+
+
+def reduce_max(xp, x, axes, keepdims):
+    return xp.asarray(xp.max(x, axis=_axes(axes, x.ndim), keepdims=keepdims))
+
+
+def reduce_min(xp, x, axes, keepdims):
+    return xp.asarray(xp.min(x, axis=_axes(axes, x.ndim), keepdims=keepdims))
+
+
+def _extremum_grad(xp, x, y, grad_y, axes):
+    """The gradient goes to the elements equal to the extremum, shared equally among ties."""
+    axes = _axes(axes, x.ndim)
+    hit = xp.equal(x, _expand(xp, y, x, axes))
+    ties = xp.sum(hit, axis=axes, keepdims=True, dtype=x.dtype)
+    share = xp.divide(_expand(xp, grad_y, x, axes), ties)
+    return xp.asarray(xp.where(hit, share, xp.zeros_like(share)))
+
+
+def reduce_max_grad(xp, x, y, grad_y, axes, keepdims):
+    return _extremum_grad(xp, x, y, grad_y, axes)
+
+
+def reduce_min_grad(xp, x, y, grad_y, axes, keepdims):
+    return _extremum_grad(xp, x, y, grad_y, axes)
