@@ -72,6 +72,7 @@ class _Tally:
     cases: int = 0
     worst: float = 0.0
     last_rejection: str = ""
+    rejected: int = 0
 
 
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
@@ -143,17 +144,38 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
 
 def _forward(registry: Any, spec: OpSpec, inputs: dict, attrs: dict, device: str, case: Case,
              tally: _Tally) -> tuple:
-    """The op's outputs; a case the op itself declares invalid (OpError) is rejected, not failed."""
+    """The op's outputs. A case the op declares invalid is rejected (hypothesis draws another);
+    a kernel that crashes on a case the op accepted is a failure."""
     try:
         return call_op(registry, spec, inputs, attrs, device)
-    except OpError as exc:
-        tally.last_rejection = str(exc)
-        reject()
     except KernelNotBuiltError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a crashing kernel is a finding, reported as such
-        _fail(case, "error", f"{spec.name} on {device} raised {type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - sorted into "invalid case" and "kernel crashed"
+        if not is_user_error(spec, exc):
+            _fail(case, "error", f"{spec.name} on {device} raised {_describe(exc)}")
+        tally.last_rejection = str(exc)
+        tally.rejected += 1
+        reject()
     raise AssertionError("unreachable")  # reject() and _fail() always raise
+
+
+def is_user_error(spec: OpSpec, exc: BaseException) -> bool:
+    """Whether the op refused the call on purpose: the registry's validation (an OpError of its
+    own), a kernel raising an OpsdkError, or a built kernel's `OPSDK_REQUIRE` (a ValueError or
+    TypeError beginning with "<op>: "). The runtime wraps kernel exceptions in an OpError whose
+    cause is what the kernel raised, so the cause decides."""
+    cause = exc.__cause__ if isinstance(exc, OpError) and exc.__cause__ is not None else None
+    if isinstance(exc, OpError) and cause is None:
+        return True
+    inner = cause if cause is not None else exc
+    if isinstance(inner, OpsdkError):
+        return True
+    return isinstance(inner, (ValueError, TypeError)) and str(inner).startswith(f"{spec.name}: ")
+
+
+def _describe(exc: BaseException) -> str:
+    inner = exc.__cause__ if isinstance(exc, OpError) and exc.__cause__ is not None else exc
+    return f"{type(inner).__name__}: {inner}"
 
 
 def _guarded(case: Case, thunk):

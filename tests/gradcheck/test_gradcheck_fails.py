@@ -1,0 +1,148 @@
+"""A wrong gradient makes `opsdk gradcheck` fail with a shrunk counterexample; its twin passes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from opsdk.cli.main import main
+
+# y = x^3, with two gradient ops: the right one, and one that is wrong only for negative x
+# (3 x |x| instead of 3 x^2), which the checker must find and shrink to a single element.
+CUBE = """\
+op: {name}
+summary: x cubed.
+type_attrs:
+  T: [float64]
+inputs:
+  x: {{dtype: T, shape: [n, m]}}
+outputs:
+  y: {{dtype: T, shape: [n, m]}}
+gradient: {name}_grad
+kernels:
+  python: kernels.py:cube
+reference: "x ** 3"
+gradcheck: {{max_examples: 15, dims: [0, 3]}}
+---
+op: {name}_grad
+summary: Gradient of {name}.
+type_attrs:
+  T: [float64]
+inputs:
+  x: {{dtype: T, shape: [n, m]}}
+  grad_y: {{dtype: T, shape: [n, m]}}
+outputs:
+  grad_x: {{dtype: T, shape: [n, m]}}
+gradient: null
+kernels:
+  {grad_kernel}
+"""
+
+KERNELS = """\
+def cube(xp, x):
+    return x * x * x
+
+
+def cube_grad(xp, x, grad_y):
+    return 3 * x * x * grad_y
+
+
+def cube_grad_wrong(xp, x, grad_y):
+    return 3 * x * xp.abs(x) * grad_y
+"""
+
+CPU_CUBE_GRAD_WRONG = """\
+namespace opsdk_op_{name}_grad {{
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {{
+    // Wrong on purpose: 3 x |x| instead of 3 x^2, which differ where x < 0.
+    for (int64_t i = 0; i < in.x.size(); ++i) {{
+        const T x = in.x.data[i];
+        out.grad_x.data[i] = 3 * x * (x < 0 ? -x : x) * in.grad_y.data[i];
+    }}
+}}
+}}  // namespace opsdk_op_{name}_grad
+"""
+
+
+def _workspace(root: Path, ops: dict[str, str]) -> Path:
+    """A workspace of cubes with python forward kernels: name -> the gradient op's kernel line."""
+    opdefs = root / "opdefs"
+    opdefs.mkdir(parents=True)
+    (opdefs / "kernels.py").write_text(KERNELS)
+    for name, grad_kernel in ops.items():
+        (opdefs / f"{name}.yaml").write_text(CUBE.format(name=name, grad_kernel=grad_kernel))
+    return root
+
+
+@pytest.fixture(scope="module")
+def python_workspace(tmp_path_factory) -> Path:
+    return _workspace(tmp_path_factory.mktemp("ws"), {
+        "good_cube": "python: kernels.py:cube_grad",
+        "bad_cube": "python: kernels.py:cube_grad_wrong",
+    })
+
+
+def test_wrong_python_gradient_fails_with_a_shrunk_counterexample(python_workspace, capsys):
+    code = main(["gradcheck", "bad_cube", "-C", str(python_workspace), "--seed", "7"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "1 failing: bad_cube (python)" in out
+    assert "gradient mismatch" in out and "d/dx[0, 0]" in out
+    # Shrunk to one element, negative (where 3 x |x| and 3 x^2 differ).
+    assert "dims n=1 m=1" in out
+    analytic, numeric = map(float, re.search(r"analytic (\S+), numeric (\S+) ", out).groups())
+    assert analytic == pytest.approx(-numeric, rel=1e-4) and numeric > 0
+    x = float(re.search(r"x = \[\[(\S+)\]\]", out).group(1))
+    assert x < 0
+    assert "reproduce: opsdk gradcheck bad_cube --seed 7" in out
+
+
+def test_same_seed_reproduces_the_same_counterexample(python_workspace, capsys):
+    outs = []
+    for _ in range(2):
+        main(["gradcheck", "bad_cube", "-C", str(python_workspace), "--seed", "11"])
+        outs.append(capsys.readouterr().out.split("failing:")[1])
+    assert outs[0] == outs[1]
+
+
+def test_correct_twin_passes(python_workspace, capsys):
+    code = main(["gradcheck", "good_cube", "-C", str(python_workspace), "--max-examples", "8"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert re.search(r"good_cube\s+python\s+8\s+\S+\s+pass", out), out
+    assert "all gradients agree" in out
+
+
+def test_gradient_ops_are_listed_as_skipped(python_workspace, capsys):
+    main(["gradcheck", "good_cube", "good_cube_grad", "-C", str(python_workspace),
+          "--max-examples", "2"])
+    out = capsys.readouterr().out
+    assert re.search(r"good_cube_grad .*skipped.*not differentiable", out), out
+
+
+def test_unknown_op_is_one_clear_error(python_workspace, capsys):
+    code = main(["gradcheck", "bad_cub", "-C", str(python_workspace)])
+    err = capsys.readouterr().err
+    assert code == 1 and "bad_cub" in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build a C++ kernel")
+def test_wrong_cpp_gradient_fails_and_an_unbuilt_kernel_says_build(tmp_path, capsys):
+    from opsdk.codegen.build import build_workspace
+
+    root = _workspace(tmp_path, {"cpp_cube": "cpu: cpp_cube_grad_cpu.cc"})
+    (root / "opdefs" / "cpp_cube_grad_cpu.cc").write_text(CPU_CUBE_GRAD_WRONG.format(name="cpp_cube"))
+    assert main(["gradcheck", "cpp_cube", "-C", str(root)]) == 1
+    assert "opsdk build" in capsys.readouterr().out  # not built yet: the message says what to do
+
+    build_workspace(root, progress=False)
+    code = main(["gradcheck", "cpp_cube", "-C", str(root), "--seed", "3"])
+    out = capsys.readouterr().out
+    assert code == 1 and "gradient mismatch" in out and "dims n=1 m=1" in out
+    x = float(re.search(r"x = \[\[(\S+)\]\]", out).group(1))
+    assert x < 0
