@@ -1,0 +1,288 @@
+"""What a generated binding checks and calls, decided in Python from an OpSpec.
+
+The binding templates (templates/binding.cc.j2, templates/cuda_binding.cu.j2) only loop over the
+steps built here. A `Step` is either a check (`if (cond) raise(exc, message)`) or a plain statement
+(binding a dim, recording a dtype). Inputs are read into `opsdk::glue::Arg a.<name>` first;
+everything here reads those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim, format_shape
+from opsdk.registry.spec import OpSpec, TensorSpec
+
+from . import messages as msg
+from . import names
+
+
+@dataclass(frozen=True)
+class Step:
+    """`if (cond) raise(exc, message);` when cond is set, else the statement `code`."""
+    code: str = ""
+    cond: str = ""
+    exc: str = ""
+    message: str = ""
+
+
+def _check(cond: str, message: msg.Message) -> Step:
+    return Step(cond=cond, exc=msg.cpp_exception(message), message=msg.cpp_message(message))
+
+
+@dataclass(frozen=True)
+class InputGlue:
+    """One input: its C++ parameter, how to view it, and the steps checking it."""
+    name: str
+    param: str  # the binding function's parameter (a py::handle)
+    is_list: bool
+    arg_type: str  # how Args holds it: one Arg, or a vector of them for a list input
+    view: str  # the expression building the kernel's view from Args `a`
+    not_array: str  # C++ message expression when the parameter is not an array
+    not_list: str  # same, when a list input is not a list/tuple ("" for plain inputs)
+    length_check: Optional[Step]  # list inputs: len(xs) == N
+    steps: tuple[Step, ...]  # run with `arg` naming the input (or the list element) and `i` its index
+
+
+@dataclass(frozen=True)
+class OutputGlue:
+    name: str
+    dtype_code: str  # C++ expression of its dtype code
+    shape: str  # C++ expression of its shape (a container of int64_t)
+    shape_param: str  # a std::vector<int64_t> parameter when a Python shape function decides it
+    what: str  # "op: output 'z'" for the negative-size message
+    view_type: str
+
+
+@dataclass(frozen=True)
+class AttrGlue:
+    name: str
+    param: str
+    cpp_type: str
+
+
+@dataclass(frozen=True)
+class TypeAttrGlue:
+    """An unbound type attr, passed by name (`"float32"`) and checked against its allowed list."""
+    name: str
+    param: str
+    index: int
+    check: Step
+
+
+@dataclass(frozen=True)
+class Case:
+    """One dtype combination: the switch key and the kernel's template arguments."""
+    key: str
+    args: str
+    dtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BindingModel:
+    op: str
+    namespace: str
+    header: str
+    kernel_source: str
+    not_written: str
+    template_prefix: str
+    template_args: str
+    inputs: tuple[InputGlue, ...]
+    outputs: tuple[OutputGlue, ...]
+    attrs: tuple[AttrGlue, ...]
+    unbound: tuple[TypeAttrGlue, ...]
+    n_type_attrs: int
+    key_expr: str  # C++ expression packing codes[] into the dispatch key
+    cases: tuple[Case, ...]
+    no_case: str  # message when no case matched (cannot happen after the dtype checks)
+    params: tuple[str, ...]  # the binding function's parameters: inputs, attrs, unbound type attrs
+
+
+class _DimState:
+    """Which dims, `...` and type attrs earlier inputs already bound, and by which tensor."""
+
+    def __init__(self) -> None:
+        self.dims: dict[str, str] = {}
+        self.batch: Optional[str] = None
+        self.types: dict[str, str] = {}
+
+
+def _label(tensor: TensorSpec):
+    """The input's name in messages: `x`, or `xs[2]` for a list element."""
+    if tensor.is_list:
+        return msg.Value(f'std::string("{tensor.name}[") + std::to_string(i) + "]"', "str")
+    return tensor.name
+
+
+def _first_label(tensor: TensorSpec) -> str:
+    return f"{tensor.name}[0]" if tensor.is_list else tensor.name
+
+
+def _shape_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Step]:
+    op, label = spec.name, _label(tensor)
+    shape = tensor.shape
+    if shape is None:
+        return []
+    trailing = [d for d in shape if not isinstance(d, EllipsisDim)]
+    k = len(trailing)
+    got_shape = msg.Value("opsdk::glue::shape_str(arg.shape, arg.ndim)", "str")
+    rank_msg = msg.rank_mismatch(op, label, tensor, msg.Value("arg.ndim"), got_shape)
+    steps = [_check(f"arg.ndim < {k}" if tensor.has_ellipsis else f"arg.ndim != {k}", rank_msg)]
+    if tensor.has_ellipsis:
+        steps += _batch_steps(spec, tensor, state, k)
+    declared = format_shape(shape)
+    for j, dim in enumerate(trailing):
+        axis = f"arg.ndim - {k - j}" if tensor.has_ellipsis else str(j)
+        size = f"arg.shape[{axis}]"
+        word = msg.axis_word(j, k)
+        if isinstance(dim, ConstDim):
+            steps.append(_check(f"{size} != {dim.size}", msg.const_mismatch(
+                op, label, word, dim.size, msg.Value(size), declared)))
+        elif isinstance(dim, SymDim):
+            steps += _sym_steps(spec, tensor, state, dim.name, size, word)
+    return steps
+
+
+def _sym_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, dim: str, size: str,
+               word: str) -> list[Step]:
+    ref = f"dims.{dim}"
+    mismatch = msg.dim_mismatch(spec.name, _label(tensor), word, msg.Value(size),
+                                state.dims.get(dim, _first_label(tensor)), msg.Value(ref), dim)
+    if dim in state.dims:
+        return [_check(f"{size} != {ref}", mismatch)]
+    state.dims[dim] = _first_label(tensor)
+    if tensor.is_list:
+        # The first element binds the dim; the others must match it.
+        return [Step(code=f"if (i == 0) {ref} = {size};"), _check(f"{size} != {ref}", mismatch)]
+    return [Step(code=f"{ref} = {size};")]
+
+
+def _batch_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, k: int) -> list[Step]:
+    lead = f"arg.ndim - {k}"
+    mismatch = msg.batch_mismatch(
+        spec.name, _label(tensor), msg.Value(f"opsdk::glue::shape_str(arg.shape, {lead})", "str"),
+        state.batch or _first_label(tensor),
+        msg.Value("opsdk::glue::shape_str(dims.batch.data(), (int)dims.batch.size())", "str"))
+    check = _check(f"!opsdk::glue::same_dims(arg.shape, {lead}, dims.batch)", mismatch)
+    if state.batch is not None:
+        return [check]
+    state.batch = _first_label(tensor)
+    bind = Step(code=f"dims.batch.assign(arg.shape, arg.shape + ({lead}));")
+    if tensor.is_list:
+        return [Step(code=f"if (i == 0) dims.batch.assign(arg.shape, arg.shape + ({lead}));"), check]
+    return [bind]
+
+
+def _dtype_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Step]:
+    op, label = spec.name, _label(tensor)
+    got = msg.Value("arg.dtype", "dtype")
+    options = spec.dtype_options(tensor)
+    allowed = " || ".join(f"arg.dtype == {names.dtype_enum(d)}" for d in options)
+    not_allowed = _check(f"!({allowed})", msg.dtype_not_allowed(op, spec, tensor, label, got))
+    params = names.template_params(spec)
+    if tensor.dtype not in params:
+        return [not_allowed]
+    index = params.index(tensor.dtype)
+    code = f"codes[{index}]"
+    if tensor.dtype in state.types:
+        conflict = msg.dtype_conflict(op, label, got, state.types[tensor.dtype],
+                                      msg.Value(code, "dtype"), tensor.dtype)
+        return [_check(f"arg.dtype != {code}", conflict)]
+    state.types[tensor.dtype] = _first_label(tensor)
+    steps = [not_allowed, Step(code=f"if (i == 0) {code} = arg.dtype;" if tensor.is_list
+                               else f"{code} = arg.dtype;")]
+    if tensor.is_list:
+        steps.append(_check(f"arg.dtype != {code}", msg.dtype_conflict(
+            op, label, got, _first_label(tensor), msg.Value(code, "dtype"), tensor.dtype)))
+    return steps
+
+
+def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> InputGlue:
+    op = spec.name
+    type_name = msg.Value("opsdk::glue::type_name(obj)", "str")
+    steps = _shape_steps(spec, tensor, state) + _dtype_steps(spec, tensor, state)
+    steps.append(_check("!arg.c_contiguous", msg.not_contiguous(op, _label(tensor), tensor.name)))
+    length = None
+    if tensor.is_list and tensor.list_len in {a.name for a in spec.attrs}:
+        length = _check(f"(int64_t)a.{tensor.name}.size() != attr_{tensor.list_len}", msg.list_length(
+            op, tensor, msg.Value(f"a.{tensor.name}.size()"), msg.Value(f"attr_{tensor.list_len}")))
+    return InputGlue(
+        name=tensor.name, param=f"in_{tensor.name}", is_list=tensor.is_list,
+        arg_type="std::vector<Arg>" if tensor.is_list else "Arg",
+        view=(f"opsdk::glue::{'views' if tensor.is_list else 'view'}"
+              f"<const {names.tensor_cpp_type(spec, tensor)}>(a.{tensor.name})"),
+        not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, "a numpy.ndarray")),
+        not_list=msg.cpp_message(msg.not_a_list(op, tensor, type_name)) if tensor.is_list else "",
+        length_check=length, steps=tuple(steps))
+
+
+def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
+    params = names.template_params(spec)
+    if tensor.dtype in params:
+        code = f"codes[{params.index(tensor.dtype)}]"
+    else:
+        code = names.dtype_enum(tensor.dtype)
+    shape_param = ""
+    if tensor.shape is None:
+        shape_param = f"shape_{tensor.name}"
+        shape = shape_param
+    else:
+        dims = [names.output_dim_cpp(spec, d) for d in tensor.shape if not isinstance(d, EllipsisDim)]
+        if tensor.has_ellipsis:
+            shape = f"opsdk::glue::with_batch(dims.batch, {{{', '.join(dims)}}})"
+        else:
+            shape = f"std::array<int64_t, {len(dims)}>{{{', '.join(dims)}}}"
+    return OutputGlue(name=tensor.name, dtype_code=code, shape=shape, shape_param=shape_param,
+                      what=msg.cpp_string_literal(f"{spec.name}: output '{tensor.name}'"),
+                      view_type=names.tensor_cpp_type(spec, tensor))
+
+
+def _type_attr_glue(spec: OpSpec) -> list[TypeAttrGlue]:
+    params = names.template_params(spec)
+    out = []
+    for ta in spec.unbound_type_attrs:
+        param = f"dtype_{ta.name}"
+        index = params.index(ta.name)
+        allowed = " || ".join(f"codes[{index}] == {names.dtype_enum(d)}" for d in ta.allowed)
+        message = msg.bad_type_attr(spec.name, names.python_type_attr_param(spec, ta), ta.allowed,
+                                    msg.Value(param, "str"))
+        out.append(TypeAttrGlue(ta.name, param, index, _check(f"!({allowed})", message)))
+    return out
+
+
+def _cases(spec: OpSpec) -> list[Case]:
+    cases = []
+    for combo in names.dtype_combinations(spec):
+        key = names.dispatch_key(tuple(names.dtype_code(d) for d in combo))
+        args = ", ".join(names.CPP_TYPES[d] for d in combo)
+        cases.append(Case(key=str(key), args=f"<{args}>" if combo else "", dtypes=combo))
+    return cases
+
+
+def _key_expr(n: int) -> str:
+    expr = "0"
+    for i in range(n):
+        expr = f"codes[{i}]" if expr == "0" else f"({expr}) * {names.DISPATCH_RADIX} + codes[{i}]"
+    return expr
+
+
+def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
+    """Everything the binding template of `device` (cpu or cuda) substitutes for one op."""
+    kernel = spec.kernel(device)
+    source = kernel.source if kernel else f"opdefs/{spec.name}_{device}"
+    state = _DimState()
+    inputs = tuple(_input_glue(spec, t, state) for t in spec.inputs)
+    attrs = tuple(AttrGlue(a.name, f"attr_{a.name}", names.attr_cpp_type(a)) for a in spec.attrs)
+    unbound = tuple(_type_attr_glue(spec))
+    params = ([f"py::handle {t.param}" for t in inputs] + [f"{a.cpp_type} {a.param}" for a in attrs]
+              + [f"const std::string& {u.param}" for u in unbound])
+    return BindingModel(
+        op=spec.name, namespace=names.namespace(spec), header=names.header_file(spec),
+        kernel_source=source, not_written=msg.not_written(spec.name, source),
+        template_prefix=names.template_prefix(spec), template_args=names.template_args(spec),
+        inputs=inputs, outputs=tuple(_output_glue(spec, t) for t in spec.outputs),
+        attrs=attrs, unbound=unbound, params=tuple(params), n_type_attrs=len(spec.type_attrs),
+        key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
+        no_case=msg.cpp_string_literal(f"{spec.name}: no kernel instantiated for these dtypes"))
+

@@ -1,0 +1,156 @@
+"""The glue's error messages, decided in Python and emitted as C++ string expressions.
+
+A message is a sequence of literal text and C++ expressions (`Value`) that are only known at run
+time (a size, a dtype code). `cpp_message` turns one into a `std::string` expression that the
+generated code evaluates only after a check has failed, so the success path builds no strings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Union
+
+from opsdk.registry.shapes import format_shape
+from opsdk.registry.spec import OpSpec, TensorSpec
+
+
+@dataclass(frozen=True)
+class Value:
+    """A run-time value in a message: a C++ expression and how to turn it into text."""
+    cpp: str
+    kind: str = "int"  # int: std::to_string; dtype: a glue dtype code; str: already a string
+
+
+Part = Union[str, Value]
+
+
+@dataclass(frozen=True)
+class Message:
+    """A Python exception type (ValueError/TypeError) and the parts of its text."""
+    exc: str
+    parts: tuple[Part, ...]
+
+    def text(self, values: dict[str, str]) -> str:
+        """The message with each Value replaced from `values` (keyed by its C++ text); for tests."""
+        return "".join(p if isinstance(p, str) else values[p.cpp] for p in self.parts)
+
+
+_TO_TEXT = {
+    "int": "std::to_string({})",
+    "dtype": "std::string(opsdk::glue::dtype_name({}))",
+    "str": "std::string({})",
+}
+
+
+def cpp_string_literal(text: str) -> str:
+    """A C++ string literal for any text (JSON's escapes are valid C++ escapes for ASCII)."""
+    return json.dumps(text, ensure_ascii=True)
+
+
+def cpp_message(message: Message) -> str:
+    """A C++ expression of type std::string building the message."""
+    pieces: list[str] = []
+    merged: list[Part] = []
+    for part in message.parts:
+        if isinstance(part, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += part
+        elif part != "":
+            merged.append(part)
+    for part in merged:
+        if isinstance(part, str):
+            pieces.append(cpp_string_literal(part))
+        else:
+            pieces.append(_TO_TEXT[part.kind].format(part.cpp))
+    if not pieces:
+        return 'std::string()'
+    if pieces[0].startswith('"'):
+        pieces[0] = f"std::string({pieces[0]})"
+    return " + ".join(pieces)
+
+
+def cpp_exception(message: Message) -> str:
+    """The CPython exception object for the message's type."""
+    return {"ValueError": "PyExc_ValueError", "TypeError": "PyExc_TypeError"}[message.exc]
+
+
+def axis_word(axis: int, rank: int) -> str:
+    """How a message names one axis of a declared shape: rows/columns for matrices."""
+    if rank == 2:
+        return "rows" if axis == 0 else "columns"
+    if rank == 1:
+        return "elements"
+    return f"entries along axis {axis}"
+
+
+def _dtype_list(options: tuple[str, ...]) -> str:
+    if len(options) == 1:
+        return options[0]
+    return ", ".join(options[:-1]) + " or " + options[-1]
+
+
+def not_an_array(op: str, label: Part, got_type: Value, what: str) -> Message:
+    return Message("TypeError", (f"{op}: input '", label, f"' must be {what}, got ", got_type))
+
+
+def not_a_list(op: str, tensor: TensorSpec, got_type: Value) -> Message:
+    return Message("TypeError", (f"{op}: input '{tensor.name}' must be a list or tuple of arrays, "
+                                 "got ", got_type))
+
+
+def list_length(op: str, tensor: TensorSpec, got: Value, want: Value) -> Message:
+    return Message("ValueError", (f"{op}: input '{tensor.name}' has ", got,
+                                  f" arrays but {tensor.list_len} is ", want))
+
+
+def rank_mismatch(op: str, label: Part, tensor: TensorSpec, got: Value, shape: Value) -> Message:
+    """Wrong number of dims (for `...` shapes: too few)."""
+    declared = format_shape(tensor.shape)
+    if tensor.has_ellipsis:
+        need = f"at least rank {len(tensor.shape) - 1}"
+    else:
+        need = f"rank {len(tensor.shape)}"
+    return Message("ValueError", (f"{op}: input '", label, f"' must have {need} ({declared}), "
+                                  "got rank ", got, " (shape ", shape, ")"))
+
+
+def const_mismatch(op: str, label: Part, word: str, size: int, got: Value, declared: str) -> Message:
+    return Message("ValueError", (f"{op}: input '", label, f"' must have {size} {word} "
+                                  f"({declared}), got ", got))
+
+
+def dim_mismatch(op: str, label: Part, word: str, got: Value, bound_label: Part,
+                 want: Value, dim: str) -> Message:
+    """The registry's wording: `op: input 'y' has 3 columns but x has 4 (dim p)`."""
+    return Message("ValueError", (f"{op}: input '", label, f"' has ", got, f" {word} but ",
+                                  bound_label, " has ", want, f" (dim {dim})"))
+
+
+def batch_mismatch(op: str, label: Part, got: Value, bound_label: str, want: Value) -> Message:
+    return Message("ValueError", (f"{op}: input '", label, "' has leading dims ", got,
+                                  f" but {bound_label} has ", want, " (dims ...)"))
+
+
+def dtype_not_allowed(op: str, spec: OpSpec, tensor: TensorSpec, label: Part, got: Value) -> Message:
+    options = spec.dtype_options(tensor)
+    return Message("TypeError", (f"{op}: input '", label, f"' must be {_dtype_list(options)}, got ", got))
+
+
+def dtype_conflict(op: str, label: Part, got: Value, bound_label: str, want: Value,
+                   type_attr: str) -> Message:
+    return Message("TypeError", (f"{op}: input '", label, "' is ", got, f" but {bound_label} is ",
+                                 want, f" (both are {type_attr})"))
+
+
+def not_contiguous(op: str, label: Part, name: str) -> Message:
+    return Message("ValueError", (f"{op}: input '", label, "' is not C-contiguous; pass "
+                                  f"np.ascontiguousarray({name})"))
+
+
+def bad_type_attr(op: str, param: str, allowed: tuple[str, ...], got: Value) -> Message:
+    return Message("TypeError", (f"{op}: {param} must be {_dtype_list(allowed)}, got '", got, "'"))
+
+
+def not_written(op: str, kernel_source: str) -> str:
+    """The NotImplementedError text of a kernel whose body is still OPSDK_NOT_IMPLEMENTED()."""
+    return f"op '{op}': kernel body not written yet ({kernel_source})"

@@ -1,0 +1,126 @@
+"""Pure functions OpSpec -> generated text, over the Jinja2 templates in the repository's templates/.
+
+Python decides every name, type and message (names.py, messages.py, binding_model.py, wrappers.py);
+the templates only loop and substitute. Same specs in, same bytes out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import jinja2
+
+import opsdk
+from opsdk.registry.shapes import format_shape
+from opsdk.registry.spec import OpSpec, TensorSpec
+
+from . import names
+from .binding_model import binding_model
+from .messages import cpp_string_literal
+from .wrappers import wrapper_model
+
+TEMPLATES_DIR = Path(opsdk.__file__).resolve().parents[1] / "templates"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja2 environment: strict (a missing value is an error), no autoescape (code)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["cpp_str"] = cpp_string_literal
+    env.filters["py_str"] = repr
+    return env
+
+
+def render_template(name: str, **values) -> str:
+    """Render templates/<name> with `values`."""
+    return environment().get_template(name).render(**values)
+
+
+def generated_header(sources: Iterable[str], comment: str) -> str:
+    """The do-not-edit first line(s), naming the declaration files (workspace-relative)."""
+    listed = ", ".join(sorted(set(sources)))
+    return (f"{comment} {names.GENERATED_MARK} from {listed}. Do not edit: "
+            f"run `opsdk generate` to rewrite it.")
+
+
+@dataclass(frozen=True)
+class MemberModel:
+    name: str
+    cpp_type: str
+    comment: str
+
+
+def _tensor_comment(tensor: TensorSpec) -> str:
+    shape = "shape from the shape function" if tensor.shape is None else format_shape(tensor.shape)
+    count = f"{tensor.list_len} tensors, each " if tensor.is_list else ""
+    text = f"{count}{tensor.dtype} {shape}"
+    return f"{text}: {tensor.doc}" if tensor.doc else text
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def render_op_header(spec: OpSpec) -> str:
+    """generated/cpp/<op>_op.h: Attrs, Dims, Inputs, Outputs and the kernel declarations."""
+    attrs = [MemberModel(a.name, names.attr_cpp_type(a), _one_line(a.doc)) for a in spec.attrs]
+    inputs = [MemberModel(t.name, names.input_member_type(spec, t), _one_line(_tensor_comment(t)))
+              for t in spec.inputs]
+    outputs = [MemberModel(t.name, names.output_member_type(spec, t), _one_line(_tensor_comment(t)))
+               for t in spec.outputs]
+    return render_template(
+        "op.h.j2", header=generated_header([spec.file], "//"), op=spec.name,
+        op_ns=names.namespace(spec), attrs=attrs, dims=spec.dim_names,
+        has_batch=any(t.has_ellipsis for t in spec.inputs), inputs=inputs, outputs=outputs,
+        template_prefix=names.template_prefix(spec), template_args=names.template_args(spec))
+
+
+def _binding_values(spec: OpSpec, device: str) -> dict:
+    model = binding_model(spec, device)
+    return dict(header=generated_header([spec.file], "//"), m=model,
+                module_doc=f"opsdk {device} binding of op '{spec.name}' ({spec.file})")
+
+
+def render_binding(spec: OpSpec) -> str:
+    """generated/cpp/<op>_binding.cc: the pybind11 module whose `cpu` runs the author's kernel."""
+    values = _binding_values(spec, "cpu")
+    shape_outputs = [o for o in values["m"].outputs if o.shape_param]
+    values["shape_params"] = [f"const std::vector<int64_t>& {o.shape_param}" for o in shape_outputs]
+    values["shape_args"] = "".join(f", {o.shape_param}" for o in shape_outputs)
+    return render_template("binding.cc.j2", **values)
+
+
+def render_cuda_binding(spec: OpSpec) -> str:
+    """generated/cuda/<op>_cuda_binding.cu: the same checks over __cuda_array_interface__ objects."""
+    values = _binding_values(spec, "cuda")
+    values["out_params"] = [f"py::handle out_{o.name}" for o in values["m"].outputs]
+    return render_template("cuda_binding.cu.j2", **values)
+
+
+def _sorted(specs: Sequence[OpSpec]) -> list[OpSpec]:
+    return sorted(specs, key=lambda s: s.name)
+
+
+def render_wrappers(specs: Sequence[OpSpec], workspace_name: str) -> str:
+    """generated/python/ops.py: one documented wrapper function per op of the workspace."""
+    ordered = _sorted(specs)
+    return render_template(
+        "ops.py.j2", header=generated_header([s.file for s in ordered], "#"),
+        workspace_name=workspace_name, ops=[wrapper_model(s) for s in ordered])
+
+
+def render_stubs(specs: Sequence[OpSpec]) -> str:
+    """generated/python/ops.pyi: typed signatures of the wrappers, for editors and type checkers."""
+    ordered = _sorted(specs)
+    return render_template("ops.pyi.j2", header=generated_header([s.file for s in ordered], "#"),
+                           ops=[wrapper_model(s) for s in ordered])

@@ -1,0 +1,244 @@
+"""What each generated Python wrapper looks like: signature, call, docstring with a runnable example.
+
+The example in a docstring is deterministic: inputs are drawn from a seeded generator at sizes
+chosen here (dims 2, 3, 4, ... in the order inputs bind them), and it prints the result's shape,
+computed now from the declaration, so the doctest checks the op against its own declaration.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from opsdk.registry.dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES
+from opsdk.registry.shape_fns import SHAPE_FNS
+from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr, format_shape
+from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec, TensorSpec
+
+from . import names
+
+EXAMPLE_BATCH = (2,)  # what `...` stands for in examples
+EXAMPLE_LIST_LEN = 2  # tensors in an example list input
+
+
+@dataclass(frozen=True)
+class Param:
+    """One wrapper parameter: the name, its stub annotation and its default (source text or None)."""
+    name: str
+    annotation: str
+    default: Optional[str]
+
+
+@dataclass(frozen=True)
+class WrapperModel:
+    name: str
+    positional: tuple[Param, ...]
+    keyword: tuple[Param, ...]
+    inputs_expr: str  # `[x, list(xs)]`
+    attrs_expr: str  # `{"k": k, "N": len(xs)}`
+    returns: str  # stub return annotation
+    docstring: str  # the body of the docstring, not indented
+
+
+def _attr_default(attr: AttrSpec) -> Optional[str]:
+    if attr.default is NO_DEFAULT:
+        return None
+    if attr.type.startswith("list("):
+        return repr(tuple(attr.default))
+    return repr(attr.default)
+
+
+def _params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
+    list_lens = {t.list_len for t in spec.inputs if t.is_list}
+    positional = [Param(t.name, "Sequence[Input]" if t.is_list else "Input", None) for t in spec.inputs]
+    keyword = [Param(a.name, names.ATTR_PY_TYPES[a.type], _attr_default(a))
+               for a in spec.attrs if a.name not in list_lens]
+    for ta in spec.unbound_type_attrs:
+        keyword.append(Param(names.python_type_attr_param(spec, ta), "DTypeLike",
+                             repr(ta.default) if ta.default else None))
+    keyword.append(Param("name", "Optional[str]", "None"))
+    # Required keywords first reads better, but Python allows any order for keyword-only params.
+    return positional, keyword
+
+
+def _call_exprs(spec: OpSpec) -> tuple[str, str]:
+    inputs = ", ".join(f"list({t.name})" if t.is_list else t.name for t in spec.inputs)
+    entries = []
+    list_lens = {}
+    for t in spec.inputs:
+        if t.is_list:
+            list_lens.setdefault(t.list_len, t.name)
+    for a in spec.attrs:
+        value = f"len({list_lens[a.name]})" if a.name in list_lens else a.name
+        entries.append(f"{a.name!r}: {value}")
+    for ta in spec.unbound_type_attrs:
+        entries.append(f"{ta.name!r}: {names.python_type_attr_param(spec, ta)}")
+    return f"[{inputs}]", "{" + ", ".join(entries) + "}"
+
+
+def _dtype_text(spec: OpSpec, tensor: TensorSpec) -> str:
+    options = spec.dtype_options(tensor)
+    text = " or ".join(options) if len(options) <= 3 else f"{tensor.dtype} (one of {', '.join(options)})"
+    return text
+
+
+def _shape_text(tensor: TensorSpec) -> str:
+    return "shape from the op's shape function" if tensor.shape is None else f"shape {format_shape(tensor.shape)}"
+
+
+def _attr_line(attr: AttrSpec) -> str:
+    parts = [attr.type]
+    if attr.default is not NO_DEFAULT:
+        parts.append(f"default {_attr_default(attr)}")
+    if attr.min is not None and attr.max is not None:
+        parts.append(f"{_num(attr.min)} <= {attr.name} <= {_num(attr.max)}")
+    elif attr.min is not None:
+        parts.append(f">= {_num(attr.min)}")
+    elif attr.max is not None:
+        parts.append(f"<= {_num(attr.max)}")
+    if attr.choices:
+        parts.append("one of " + ", ".join(repr(c) for c in attr.choices))
+    text = f"{attr.name}: {', '.join(parts)}."
+    return f"{text} {attr.doc}" if attr.doc else text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _tensor_line(spec: OpSpec, tensor: TensorSpec) -> str:
+    count = f"a sequence of {tensor.list_len} tensors, each " if tensor.is_list else ""
+    text = f"{tensor.name}: {count}{_dtype_text(spec, tensor)}, {_shape_text(tensor)}."
+    return f"{text} {tensor.doc}" if tensor.doc else text
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    out = [f"{title}:"]
+    for line in lines:
+        wrapped = textwrap.wrap(line, width=92, subsequent_indent="    ")
+        out += ["    " + w for w in wrapped]
+    return out + [""]
+
+
+def _docstring(spec: OpSpec) -> str:
+    list_lens = {t.list_len for t in spec.inputs if t.is_list}
+    lines = [spec.summary.strip() or f"The op {spec.name}.", ""]
+    if spec.doc.strip():
+        lines += spec.doc.strip().splitlines() + [""]
+    args = [_tensor_line(spec, t) for t in spec.inputs]
+    args += [_attr_line(a) for a in spec.attrs if a.name not in list_lens]
+    for ta in spec.unbound_type_attrs:
+        default = f", default {ta.default}" if ta.default else ""
+        args.append(f"{names.python_type_attr_param(spec, ta)}: the dtype {ta.name} of the result, "
+                    f"one of {', '.join(ta.allowed)}{default}.")
+    args.append("name: the node's name when called inside a graph.")
+    lines += _section("Args", args)
+    lines += _section("Returns", [_tensor_line(spec, t) for t in spec.outputs])
+    lines += ["Example:"] + ["    " + line for line in example_lines(spec)]
+    return "\n".join(lines).replace('"""', "'''").rstrip() + "\n"
+
+
+def _example_attr(attr: AttrSpec, list_lens: set[str]) -> Any:
+    if attr.name in list_lens:
+        return EXAMPLE_LIST_LEN
+    if attr.default is not NO_DEFAULT:
+        return attr.default
+    if attr.choices:
+        return attr.choices[0]
+    fallback = {"int": 1, "float": 1.0, "bool": False, "str": "", "list(int)": [], "list(float)": []}
+    value = fallback[attr.type]
+    if attr.min is not None and attr.type in ("int", "float"):
+        value = type(value)(attr.min)
+    return value
+
+
+def _example_dims(spec: OpSpec) -> dict[str, int]:
+    return {name: 2 + i for i, name in enumerate(spec.dim_names)}
+
+
+def _example_shape(tensor: TensorSpec, env: dict[str, Any]) -> Optional[tuple]:
+    if tensor.shape is None:
+        return None
+    out: list = []
+    for d in tensor.shape:
+        if isinstance(d, EllipsisDim):
+            out += EXAMPLE_BATCH
+        elif isinstance(d, ConstDim):
+            out.append(d.size)
+        elif isinstance(d, SymDim):
+            out.append(env[d.name])
+        elif isinstance(d, ExprDim):
+            out.append(eval_expr(d.expr, env))
+    return tuple(out)
+
+
+def _draw(spec: OpSpec, tensor: TensorSpec, shape: tuple) -> str:
+    dtype = spec.dtype_options(tensor)[0]
+    lo, hi = spec.gradcheck.domain
+    if dtype in FLOAT_DTYPES:
+        return f"rng.uniform({lo}, {hi}, size={shape}).astype(np.{dtype})"
+    if dtype in COMPLEX_DTYPES:
+        return f"(rng.uniform({lo}, {hi}, size={shape}) + 1j * rng.uniform({lo}, {hi}, size={shape})).astype(np.{dtype})"
+    if dtype in INT_DTYPES:
+        return f"rng.integers(0, 5, size={shape}).astype(np.{dtype})"
+    return f"rng.random(size={shape}) < 0.5"
+
+
+def _result_shapes(spec: OpSpec, env: dict[str, Any], in_shapes: dict, attrs: dict) -> list:
+    if spec.shape_fn is None:
+        return [_example_shape(t, env) for t in spec.outputs]
+    fn = SHAPE_FNS.get(spec.shape_fn)
+    try:
+        return list(fn(in_shapes, attrs)) if fn else [None] * len(spec.outputs)
+    except (ValueError, KeyError, TypeError):
+        return [None] * len(spec.outputs)
+
+
+def example_lines(spec: OpSpec) -> list[str]:
+    """A doctest calling the op on seeded random inputs and printing its result's shape(s)."""
+    list_lens = {t.list_len for t in spec.inputs if t.is_list}
+    attrs = {a.name: _example_attr(a, list_lens) for a in spec.attrs}
+    env: dict[str, Any] = {**{k: v for k, v in attrs.items() if isinstance(v, int)}, **_example_dims(spec)}
+    lines = [">>> import numpy as np", ">>> rng = np.random.default_rng(0)"]
+    in_shapes: dict[str, Any] = {}
+    for t in spec.inputs:
+        shape = _example_shape(t, env) or (2, 3)
+        draw = _draw(spec, t, shape)
+        if t.is_list:
+            in_shapes[t.name] = [shape] * EXAMPLE_LIST_LEN
+            lines.append(f">>> {t.name} = [{draw} for _ in range({EXAMPLE_LIST_LEN})]")
+        else:
+            in_shapes[t.name] = shape
+            lines.append(f">>> {t.name} = {draw}")
+    kwargs = [f"{a.name}={attrs[a.name]!r}" for a in spec.attrs
+              if a.name not in list_lens and a.default is NO_DEFAULT]
+    kwargs += [f"{names.python_type_attr_param(spec, ta)}={ta.allowed[0]!r}"
+               for ta in spec.unbound_type_attrs if not ta.default]
+    call = f"{spec.name}({', '.join([t.name for t in spec.inputs] + kwargs)})"
+    shapes = _result_shapes(spec, env, in_shapes, attrs)
+    if len(spec.outputs) == 1:
+        if shapes[0] is not None:
+            return lines + [f">>> {call}.shape", repr(tuple(shapes[0]))]
+        return lines + [f">>> {call}.dtype.name", repr(_out_dtype(spec, spec.outputs[0]))]
+    if all(s is not None for s in shapes):
+        return lines + [f">>> [out.shape for out in {call}]", repr([tuple(s) for s in shapes])]
+    return lines + [f">>> [out.dtype.name for out in {call}]",
+                    repr([_out_dtype(spec, t) for t in spec.outputs])]
+
+
+def _out_dtype(spec: OpSpec, tensor: TensorSpec) -> str:
+    for ta in spec.unbound_type_attrs:
+        if ta.name == tensor.dtype:
+            return ta.default or ta.allowed[0]
+    return spec.dtype_options(tensor)[0]
+
+
+def wrapper_model(spec: OpSpec) -> WrapperModel:
+    """The wrapper of one op: its parameters, the `_apply` call and its docstring."""
+    positional, keyword = _params(spec)
+    inputs_expr, attrs_expr = _call_exprs(spec)
+    returns = "Output" if len(spec.outputs) == 1 else f"tuple[{', '.join(['Output'] * len(spec.outputs))}]"
+    return WrapperModel(name=spec.name, positional=tuple(positional), keyword=tuple(keyword),
+                        inputs_expr=inputs_expr, attrs_expr=attrs_expr, returns=returns,
+                        docstring=_docstring(spec))
