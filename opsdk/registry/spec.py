@@ -14,6 +14,9 @@ from .errors import Location
 from .shapes import Dim, EllipsisDim, Shape, SymDim
 
 DEVICES = ("cpu", "cuda", "python")
+# `gradient: stop`: the op passes no gradient (its inputs get None), unlike `gradient: null`, which
+# means "not differentiable" and makes autodiff raise. "stop" is therefore reserved as an op name.
+STOP_GRADIENT = "stop"
 ATTR_TYPES = ("int", "float", "bool", "str", "list(int)", "list(float)")
 
 
@@ -86,7 +89,8 @@ class TensorSpec:
 @dataclass(frozen=True)
 class KernelSpec:
     """A kernel for one device. `source` is a path relative to the workspace root for cpu/cuda
-    (`opdefs/foo_cpu.cc`), and `module:function` or `file.py:function` for python."""
+    (`opdefs/foo_cpu.cc`), and `dotted.module:function` or `path/file.py:function` for python, the
+    file path again relative to the workspace root (`opdefs/builtin/kernels.py:add`)."""
     device: str
     source: str
     location: Location
@@ -120,15 +124,37 @@ class OpSpec:
     attrs: tuple[AttrSpec, ...]
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
-    gradient: Optional[str]  # name of the gradient op, or None (not differentiable)
+    # Name of the gradient op; "stop" (STOP_GRADIENT: no gradient flows, inputs get None); or None
+    # (not differentiable). Read it through `gradient_op` / `stops_gradient`.
+    gradient: Optional[str]
     differentiable: tuple[str, ...]  # inputs that receive gradients
     kernels: tuple[KernelSpec, ...]
     reference: Optional[str]  # a NumPy expression over the input names (np, attrs in scope)
-    shape_fn: Optional[str]  # `name` of a registry shape function or `module:function`
+    # `name` of a registry shape function, `module:function`, or `path/file.py:function` with the
+    # path relative to the workspace root (resolved lazily by opsdk.registry.callables).
+    shape_fn: Optional[str]
     gradcheck: GradCheckSpec
     location: Location
     workspace: Path = field(compare=False, default=Path("."))
     stateful: bool = False  # kernels with side effects or randomness: never folded or merged
+    # Where `gradient:` was written, so registry-wide checks (the gradient op exists, its
+    # signature matches) can point at that line.
+    gradient_location: Optional[Location] = field(compare=False, default=None)
+
+    @property
+    def stops_gradient(self) -> bool:
+        """`gradient: stop`: autodiff gives every input a None gradient, silently."""
+        return self.gradient == STOP_GRADIENT
+
+    @property
+    def gradient_op(self) -> Optional[str]:
+        """The name of the gradient op, or None (for `gradient: stop` and `gradient: null`)."""
+        return None if self.gradient in (None, STOP_GRADIENT) else self.gradient
+
+    @property
+    def declaration_dir(self) -> Path:
+        """The folder of the declaration file (YAML paths are relative to it)."""
+        return self.workspace / Path(self.location.file).parent
 
     @property
     def file(self) -> str:

@@ -1,0 +1,100 @@
+"""The signature rule that ties an op to its gradient op, checked when a registry is loaded.
+
+A gradient op of `f(x, y) -> z` takes `(x, y, grad_z)` or `(x, y, z, grad_z)` (the forward inputs
+in order, optionally the forward outputs, then `grad_<output>` per output) and returns
+`grad_<input>` for each differentiable input of f, each with the dtype and shape of that input.
+Autodiff relies on exactly this, so a mismatch is a declaration error, not a run-time surprise.
+"""
+
+from __future__ import annotations
+
+from .dtypes import is_differentiable_dtype
+from .shapes import format_shape
+from .spec import OpSpec, TensorSpec
+
+
+def gradient_problems(forward: OpSpec, grad: OpSpec) -> list[str]:
+    """What is wrong with `grad` as the gradient op of `forward` (empty when it fits)."""
+    who = f"gradient op '{grad.name}' ({grad.location})"
+    problems = _input_problems(forward, grad, who) + _output_problems(forward, grad, who)
+    problems += _attr_problems(forward, grad, who) + _type_attr_problems(forward, grad, who)
+    return problems
+
+
+def expected_gradient_inputs(forward: OpSpec, with_outputs: bool) -> list[str]:
+    """The input names a gradient op of `forward` takes, in order."""
+    outputs = [t.name for t in forward.outputs]
+    middle = outputs if with_outputs else []
+    return [t.name for t in forward.inputs] + middle + [f"grad_{o}" for o in outputs]
+
+
+def _input_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    got = [t.name for t in grad.inputs]
+    short, long = expected_gradient_inputs(forward, False), expected_gradient_inputs(forward, True)
+    if got not in (short, long):
+        return [f"{who} must take inputs ({', '.join(short)}) or ({', '.join(long)}); "
+                f"it takes ({', '.join(got)})"]
+    by_name = {t.name: (t, f"input '{t.name}'") for t in forward.inputs}
+    by_name.update({t.name: (t, f"output '{t.name}'") for t in forward.outputs})
+    by_name.update({f"grad_{t.name}": (t, f"output '{t.name}'") for t in forward.outputs})
+    problems = []
+    for tensor in grad.inputs:
+        model, role = by_name[tensor.name]
+        problems += _tensor_problems(tensor, model, f"{who}: input '{tensor.name}'", f"{role} of '{forward.name}'")
+    return problems
+
+
+def _output_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    expected = [f"grad_{name}" for name in forward.differentiable]
+    got = [t.name for t in grad.outputs]
+    if got != expected:
+        shown = ", ".join(expected) or "nothing"
+        return [f"{who} must return ({shown}), one per differentiable input of '{forward.name}'; "
+                f"it returns ({', '.join(got)})"]
+    problems = []
+    for tensor in grad.outputs:
+        model = forward.input(tensor.name[len("grad_"):])
+        problems += _tensor_problems(tensor, model, f"{who}: output '{tensor.name}'",
+                                     f"input '{model.name}' of '{forward.name}'")
+    return problems
+
+
+def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str) -> list[str]:
+    problems = []
+    if tensor.dtype != model.dtype:
+        problems.append(f"{what} has dtype {tensor.dtype}; expected {model.dtype} (the dtype of {role})")
+    if tensor.is_list != model.is_list:
+        kind = "a list" if model.is_list else "a single tensor"
+        problems.append(f"{what} must be {kind}, like {role}")
+    if tensor.shape is not None and model.shape is not None and tensor.shape != model.shape:
+        problems.append(f"{what} has shape {format_shape(tensor.shape)}; expected "
+                        f"{format_shape(model.shape)} (the shape of {role})")
+    return problems
+
+
+def _attr_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    """Autodiff passes the forward op's attrs, so the gradient op may require only those."""
+    problems = []
+    forward_attrs = {a.name: a for a in forward.attrs}
+    for attr in grad.attrs:
+        same = forward_attrs.get(attr.name)
+        if same is None and attr.required:
+            problems.append(f"{who} requires attr '{attr.name}', which '{forward.name}' does not have; "
+                            f"give it a default or remove it")
+        elif same is not None and same.type != attr.type:
+            problems.append(f"{who}: attr '{attr.name}' is {attr.type} but {same.type} in '{forward.name}'")
+    return problems
+
+
+def _type_attr_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    """Every differentiable dtype the forward op accepts must reach a gradient kernel."""
+    problems = []
+    grad_allowed = {t.name: set(t.allowed) for t in grad.type_attrs}
+    for ta in forward.type_attrs:
+        if ta.name not in grad_allowed:
+            continue
+        missing = [x for x in ta.allowed if is_differentiable_dtype(x) and x not in grad_allowed[ta.name]]
+        if missing:
+            problems.append(f"{who}: type attr {ta.name} does not allow {', '.join(missing)}, "
+                            f"which '{forward.name}' allows")
+    return problems

@@ -1,0 +1,174 @@
+"""Reading the parts of a declaration around its signature: kernels, shape_fn, gradcheck, reference."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+from .diagnostics import Diagnostics, did_you_mean, is_identifier
+from .located_yaml import YNode
+from .spec import DEVICES, GradCheckSpec, KernelSpec
+
+GRADCHECK_KEYS = ("rtol", "atol", "domain", "avoid", "min_gap", "dims", "max_examples", "eps", "enabled")
+_SOURCE_SUFFIXES = {"cpu": (".cc", ".cpp", ".cxx"), "cuda": (".cu",)}
+
+
+class Paths:
+    """The folders that relative paths in one declaration file are read against."""
+
+    def __init__(self, declaration: Path, workspace_root: Path):
+        self.root = workspace_root.resolve()
+        self.folder = declaration.resolve().parent
+
+    def relative(self, text: str, line: int, d: Diagnostics, what: str) -> Optional[str]:
+        """`text` (relative to the declaration's folder) as a path relative to the workspace root,
+        reporting a path outside the workspace or a missing file."""
+        target = (self.folder / text).resolve()
+        try:
+            shown = target.relative_to(self.root).as_posix()
+        except ValueError:
+            d.error(line, f"{what} '{text}' lies outside the workspace {self.root}; keep it under opdefs/")
+            return None
+        if not target.is_file():
+            d.error(line, f"{what} '{shown}' does not exist (create it, or fix the path: it is relative "
+                          f"to the declaration's folder)")
+            return None
+        return shown
+
+
+def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec, ...]:
+    """`kernels: {cpu: x_cpu.cc, cuda: x_cuda.cu, python: kernels.py:x}`."""
+    mapping = d.mapping(node, "kernels")
+    if mapping is None:
+        return ()
+    if not mapping.entries:
+        d.error(mapping.line, f"kernels is empty; give at least one of {', '.join(DEVICES)}")
+    kernels = []
+    for entry in mapping.entries:
+        if entry.key not in DEVICES:
+            d.error(entry.key_line, f"unknown kernel device '{entry.key}'{did_you_mean(entry.key, DEVICES)}; "
+                                    f"devices are {', '.join(DEVICES)}")
+            continue
+        text = d.string(entry.value, f"the {entry.key} kernel")
+        if text is None:
+            continue
+        line = entry.value.line
+        if entry.key == "python":
+            source = callable_ref(text, line, d, paths, "python kernel")
+        elif not text.endswith(_SOURCE_SUFFIXES[entry.key]):
+            d.error(line, f"a {entry.key} kernel must be a {' or '.join(_SOURCE_SUFFIXES[entry.key])} file, "
+                          f"got '{text}'")
+            source = None
+        else:
+            source = paths.relative(text, line, d, f"{entry.key} kernel file")
+        if source is not None:
+            kernels.append(KernelSpec(entry.key, source, d.location(entry.key_line)))
+    return tuple(kernels)
+
+
+def callable_ref(text: str, line: int, d: Diagnostics, paths: Paths, what: str) -> Optional[str]:
+    """`file.py:function` (the file made relative to the workspace root) or `module:function`."""
+    parts = text.strip().split(":")
+    if len(parts) != 2 or not parts[0] or not is_identifier(parts[1]):
+        d.error(line, f"{what} '{text}' must be 'file.py:function' or 'package.module:function'")
+        return None
+    module, function = parts
+    if module.endswith(".py"):
+        relative = paths.relative(module, line, d, f"{what} file")
+        return None if relative is None else f"{relative}:{function}"
+    if not all(part.isidentifier() for part in module.split(".")):
+        d.error(line, f"{what} '{text}': '{module}' is neither a .py file nor a dotted module name")
+        return None
+    return f"{module}:{function}"
+
+
+def parse_shape_fn(node: YNode, d: Diagnostics, paths: Paths) -> Optional[str]:
+    """A name in SHAPE_FNS, or a `module:function` / `file.py:function` reference (resolved lazily)."""
+    text = d.string(node, "shape_fn")
+    if text is None:
+        return None
+    if ":" in text:
+        return callable_ref(text, node.line, d, paths, "shape_fn")
+    from .shape_fns import SHAPE_FNS  # filled by the builtin library; read at parse time
+
+    if text not in SHAPE_FNS:
+        named = ", ".join(sorted(SHAPE_FNS)) or "none yet"
+        d.error(node.line, f"unknown shape_fn '{text}'{did_you_mean(text, SHAPE_FNS)}; named shape "
+                           f"functions: {named}; or write 'file.py:function'")
+        return None
+    return text
+
+
+def parse_reference(node: YNode, d: Diagnostics) -> Optional[str]:
+    """A NumPy expression over the inputs and attrs; only its syntax can be checked here."""
+    text = d.string(node, "reference")
+    if text is None:
+        return None
+    try:
+        ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        d.error(node.line, f"reference is not a Python expression: {exc.msg} (column {exc.offset})")
+        return None
+    return text
+
+
+def parse_gradcheck(node: YNode, d: Diagnostics) -> GradCheckSpec:
+    """`gradcheck: {rtol, atol, domain: [lo, hi], avoid: [...], min_gap, dims: [lo, hi], ...}`."""
+    mapping = d.mapping(node, "gradcheck")
+    if mapping is None:
+        return GradCheckSpec()
+    keys = d.known_keys(mapping, GRADCHECK_KEYS, "gradcheck")
+    values: dict = {"location": d.location(mapping.line)}
+    for key in ("rtol", "atol", "min_gap"):
+        if key in keys:
+            values[key] = d.number(keys[key].value, f"gradcheck {key}", minimum=0.0)
+    if "eps" in keys:
+        values["eps"] = _positive(keys["eps"].value, d, "gradcheck eps")
+    if "max_examples" in keys:
+        values["max_examples"] = d.integer(keys["max_examples"].value, "gradcheck max_examples", minimum=1)
+    if "enabled" in keys:
+        values["enabled"] = d.boolean(keys["enabled"].value, "gradcheck enabled")
+    if "domain" in keys:
+        values["domain"] = _pair(keys["domain"].value, d, "gradcheck domain", integer=False)
+    if "dims" in keys:
+        values["dim_range"] = _pair(keys["dims"].value, d, "gradcheck dims", integer=True)
+    if "avoid" in keys:
+        values["avoid"] = _numbers(keys["avoid"].value, d, "gradcheck avoid")
+    return GradCheckSpec(**{k: v for k, v in values.items() if v is not None})
+
+
+def _positive(node: YNode, d: Diagnostics, what: str) -> Optional[float]:
+    value = d.number(node, what)
+    if value is not None and value <= 0:
+        d.error(node.line, f"{what} must be > 0, got {value:g}")
+        return None
+    return value
+
+
+def _numbers(node: YNode, d: Diagnostics, what: str) -> Optional[tuple[float, ...]]:
+    seq = d.sequence(node, what)
+    if seq is None:
+        return None
+    values = [d.number(item, f"{what} values") for item in seq.items]
+    return None if None in values else tuple(values)
+
+
+def _pair(node: YNode, d: Diagnostics, what: str, integer: bool) -> Optional[tuple]:
+    seq = d.sequence(node, f"{what} ([low, high])")
+    if seq is None:
+        return None
+    if len(seq.items) != 2:
+        d.error(seq.line, f"{what} must be [low, high], got {len(seq.items)} values")
+        return None
+    if integer:
+        values = [d.integer(item, f"{what} values", minimum=0) for item in seq.items]
+    else:
+        values = [d.number(item, f"{what} values") for item in seq.items]
+    if None in values:
+        return None
+    if values[0] > values[1] or (not integer and values[0] == values[1]):
+        relation = "<=" if integer else "<"
+        d.error(seq.line, f"{what} must have low {relation} high, got [{values[0]:g}, {values[1]:g}]")
+        return None
+    return tuple(values)

@@ -1,0 +1,59 @@
+"""Workspaces: folders with `opdefs/`; the opsdk repository itself is the builtin one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import OpsdkError
+
+# The repository root, which holds the builtin declarations under opdefs/.
+BUILTIN_ROOT: Path = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """The parts of a workspace (see docs/internals.md); `root` is the folder holding opdefs/.
+
+    >>> Workspace(Path("/tmp/ws")).opdefs_dir
+    PosixPath('/tmp/ws/opdefs')
+    """
+
+    root: Path
+
+    @property
+    def opdefs_dir(self) -> Path:
+        return self.root / "opdefs"
+
+    @property
+    def generated_dir(self) -> Path:
+        return self.root / "generated"
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build"
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.root.resolve() == BUILTIN_ROOT
+
+    def declaration_files(self) -> list[Path]:
+        """Every `opdefs/**/*.yaml` (and .yml), sorted, so loading order is deterministic."""
+        found = list(self.opdefs_dir.rglob("*.yaml")) + list(self.opdefs_dir.rglob("*.yml"))
+        return sorted(p for p in found if p.is_file())
+
+
+def find_workspace(start: Path) -> Path:
+    """The nearest folder at or above `start` holding `opdefs/`; OpsdkError when there is none.
+
+    >>> find_workspace(Path("opdefs/builtin"))   # doctest: +SKIP
+    PosixPath('/path/to/repo')
+    """
+    here = Path(start).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        if (folder / "opdefs").is_dir():
+            return folder
+    raise OpsdkError(f"no opdefs/ folder in {here} or any folder above it; run `opsdk new <op>` "
+                     f"in your project to start a workspace, or pass -C <workspace>")
