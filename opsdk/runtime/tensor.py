@@ -22,7 +22,7 @@ Shape = Optional[tuple]  # tuple of int | None per dim; None when even the rank 
 OPERATORS: dict[str, str] = {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "matmul": "matmul",
     "neg": "neg", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-    "pow": "pow", "getitem": "strided_slice",
+    "pow": "pow", "getitem": "slice", "reshape": "reshape",
 }
 
 
@@ -89,7 +89,7 @@ class Tensor:
         return _apply("neg", [self], {})
 
     def __getitem__(self, key):
-        return _apply("getitem", [self], slice_attrs(self, key))
+        return _getitem(self, key)
 
 
 def _binary(which: str, a: Any, b: Any) -> Any:
@@ -114,32 +114,56 @@ def _apply(which: str, inputs: list, attrs: dict) -> Any:
     return apply_op(graph.get_registry(), OPERATORS[which], inputs, attrs)
 
 
-def slice_attrs(tensor: Tensor, key: Any) -> dict:
-    """Basic indexing (ints, slices, `...`-free) as begin/end/strides/shrink attrs."""
+def _getitem(tensor: Tensor, key: Any) -> Tensor:
+    """Basic indexing (ints and step-1 slices) as a `slice` node, then a `reshape` dropping the
+    int-indexed axes."""
+    begin, size, kept = _slice_plan(tensor, key)
+    sliced = _apply("getitem", [tensor], {"begin": begin, "size": size})
+    if len(kept) == len(begin):
+        return sliced
+    dims = [sliced.shape[i] for i in kept]
+    if dims.count(None) > 1:
+        raise OpsdkError(f"tensor '{tensor.name}': indexing with an int here leaves {dims.count(None)} "
+                         "unknown dims; give the placeholder more known dims, or slice with i:i+1")
+    return _apply("reshape", [sliced], {"shape": [-1 if d is None else d for d in dims]})
+
+
+def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[int]]:
+    """(begin, size, axes kept) for `tensor[key]`."""
     keys = key if isinstance(key, tuple) else (key,)
-    if tensor.ndim is not None and len(keys) > tensor.ndim:
+    if tensor.ndim is None:
+        raise OpsdkError(f"tensor '{tensor.name}': cannot index a tensor of unknown rank")
+    if len(keys) > tensor.ndim:
         raise OpsdkError(f"tensor '{tensor.name}': {len(keys)} indices for a rank-{tensor.ndim} "
                          "tensor")
-    begin, end, strides, shrink = [], [], [], []
-    for axis, k in enumerate(keys):
-        if isinstance(k, (int, np.integer)):
-            begin.append(int(k))
-            end.append(int(k) + 1 if k != -1 else np.iinfo(np.int64).max)
-            strides.append(1)
-            shrink.append(axis)
-        elif isinstance(k, slice):
-            step = 1 if k.step is None else int(k.step)
-            if step == 0:
-                raise OpsdkError(f"tensor '{tensor.name}': slice step cannot be zero")
-            big = np.iinfo(np.int64).max
-            begin.append(_bound(k.start, 0 if step > 0 else -1))
-            end.append(_bound(k.stop, big if step > 0 else -big))
-            strides.append(step)
+    begin, size, kept = [0] * tensor.ndim, [-1] * tensor.ndim, []
+    for axis in range(tensor.ndim):
+        k = keys[axis] if axis < len(keys) else slice(None)
+        dim = tensor.shape[axis]
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            begin[axis], size[axis] = _index(tensor, axis, int(k), dim), 1
+            if dim is not None and not 0 <= begin[axis] < dim:
+                raise OpsdkError(f"tensor '{tensor.name}': index {k} is out of range for axis "
+                                 f"{axis} of size {dim}")
+        elif isinstance(k, slice) and k.step in (None, 1):
+            kept.append(axis)
+            start = 0 if k.start is None else _index(tensor, axis, int(k.start), dim)
+            stop = None if k.stop is None else _index(tensor, axis, int(k.stop), dim)
+            if dim is not None:
+                start = min(max(start, 0), dim)
+                stop = dim if stop is None else min(max(stop, start), dim)
+            begin[axis] = start
+            size[axis] = -1 if stop is None else max(stop - start, 0)
         else:
             raise OpsdkError(f"tensor '{tensor.name}': index {k!r} is not supported "
-                             "(use ints and slices)")
-    return {"begin": begin, "end": end, "strides": strides, "shrink_axes": shrink}
+                             "(use ints and slices with step 1)")
+    return begin, size, kept
 
 
-def _bound(value: Any, default: int) -> int:
-    return default if value is None else int(value)
+def _index(tensor: Tensor, axis: int, i: int, dim: Optional[int]) -> int:
+    if i >= 0:
+        return i
+    if dim is None:
+        raise OpsdkError(f"tensor '{tensor.name}': negative index {i} on axis {axis}, whose size is "
+                         "unknown at graph-build time")
+    return dim + i

@@ -1,0 +1,130 @@
+"""Choosing an op's kernel and binding its attrs once, so a call is `fn(inputs) -> tuple`.
+
+Both interpreters (eager `apply_op` and the session's executor) call kernels through here, so the
+calling conventions of docs/internals.md live in one place:
+
+* python kernel: `fn(xp, *inputs, **attrs, **unbound type attrs as NumPy dtypes)`;
+* built kernel:  `fn(*inputs, *attrs in declaration order, *unbound type attr names)`;
+* a list input is passed as one Python list; a single output may come back bare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.spec import OpSpec
+
+BoundKernel = Callable[[Sequence[Any]], tuple]
+
+
+@dataclass(frozen=True)
+class KernelChoice:
+    """The kernel picked for one op: its device ('python', 'cpu', 'cuda') and raw callable."""
+
+    device: str
+    fn: Callable
+
+
+def choose_kernel(spec: OpSpec, device: Optional[str] = None) -> KernelChoice:
+    """`device` None: the python kernel when declared, else the built cpu kernel."""
+    if device is None:
+        device = "python" if spec.kernel("python") else "cpu"
+    if device not in ("python", "cpu", "cuda"):
+        raise OpsdkError(f"op '{spec.name}': unknown device '{device}' (python, cpu or cuda)")
+    if device == "python":
+        if spec.kernel("python") is None:
+            raise OpsdkError(f"op '{spec.name}': no python kernel declared "
+                             f"(kernels: {', '.join(spec.devices) or 'none'})")
+        return KernelChoice("python", load_python_kernel(spec))
+    if spec.kernel(device) is None:
+        raise OpsdkError(f"op '{spec.name}': no {device} kernel declared "
+                         f"(kernels: {', '.join(spec.devices) or 'none'})")
+    from .loader import load_kernel  # the loader imports built modules; only needed here
+    return KernelChoice(device, load_kernel(spec, device))
+
+
+def load_python_kernel(spec: OpSpec) -> Callable:
+    """The python kernel's function (imported lazily, once, by the registry's resolver)."""
+    from opsdk.registry import load_callable
+    return load_callable(spec, spec.kernel("python").source, "python kernel")
+
+
+def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                type_attrs: Mapping[str, str], xp: Any = np) -> BoundKernel:
+    """A function of the flat input values that calls the kernel and returns a tuple of outputs.
+
+    Attrs are bound here, once per node, because the executor calls the result on every step.
+    """
+    pack = _packer(spec, attrs)
+    n_out = len(spec.outputs)
+    fn = choice.fn
+    if choice.device == "python":
+        kwargs = dict(attrs)
+        kwargs.update({k: np.dtype(v) for k, v in type_attrs.items()})
+        if not kwargs and pack is None:
+            call = lambda values: fn(xp, *values)  # noqa: E731 - the hot path: no packing, no kwargs
+        else:
+            call = lambda values: fn(xp, *(pack(values) if pack else values), **kwargs)  # noqa: E731
+    else:
+        tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
+            type_attrs[t.name] for t in spec.unbound_type_attrs)
+        call = lambda values: fn(*(pack(values) if pack else values), *tail)  # noqa: E731
+    if n_out == 1:
+        return lambda values: (call(values),)
+    return lambda values: _as_tuple(spec, call(values), n_out)
+
+
+def direct_python_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                         type_attrs: Mapping[str, str]) -> Optional[Callable]:
+    """The raw python kernel when it needs nothing bound (one output, no attrs, no list inputs),
+    so the executor can call `fn(np, a, b)` with no wrapper in between; else None."""
+    if (choice.device != "python" or len(spec.outputs) != 1 or attrs or type_attrs
+            or any(t.is_list for t in spec.inputs)):
+        return None
+    return choice.fn
+
+
+def _as_tuple(spec: OpSpec, result: Any, n_out: int) -> tuple:
+    if not isinstance(result, (tuple, list)) or len(result) != n_out:
+        raise OpError(f"{spec.name}: kernel returned {type(result).__name__}, expected a tuple of "
+                      f"{n_out} outputs ({', '.join(o.name for o in spec.outputs)})")
+    return tuple(result)
+
+
+def _packer(spec: OpSpec, attrs: Mapping[str, Any]) -> Optional[Callable[[Sequence], list]]:
+    """Regroup flat inputs into the declared inputs (list inputs become lists); None if flat."""
+    if not any(t.is_list for t in spec.inputs):
+        return None
+    sizes = [int(attrs[t.list_len]) if t.is_list else None for t in spec.inputs]
+
+    def pack(values: Sequence) -> list:
+        out, i = [], 0
+        for size in sizes:
+            if size is None:
+                out.append(values[i])
+                i += 1
+            else:
+                out.append(list(values[i:i + size]))
+                i += size
+        return out
+    return pack
+
+
+def kernel_failure(who: str, exc: BaseException) -> OpsdkError:
+    """The error a failing kernel becomes: `who` (e.g. "add (node 'a')") and what it said."""
+    if isinstance(exc, OpsdkError):
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    op = who.split(" ", 1)[0]
+    # Built kernels already begin their messages with "<op>: "; do not say it twice.
+    if text.startswith(f"{op}: "):
+        text = text[len(op) + 2:]
+    elif text.startswith(f"op '{op}': "):
+        text = text[len(op) + 6:]
+    error = OpError(f"{who}: {text}")
+    return error
