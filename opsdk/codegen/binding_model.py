@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim, format_shape
+from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
 from opsdk.registry.spec import OpSpec, TensorSpec
 
 from . import messages as msg
@@ -111,7 +111,7 @@ class _DimState:
 def _label(tensor: TensorSpec):
     """The input's name in messages: `x`, or `xs[2]` for a list element."""
     if tensor.is_list:
-        return msg.Value(f'std::string("{tensor.name}[") + std::to_string(i) + "]"', "str")
+        return msg.Value(f'std::string("{tensor.name}[") + std::to_string(i) + "]"', "std")
     return tensor.name
 
 
@@ -126,28 +126,34 @@ def _shape_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Ste
         return []
     trailing = [d for d in shape if not isinstance(d, EllipsisDim)]
     k = len(trailing)
-    got_shape = msg.Value("opsdk::glue::shape_str(arg.shape, arg.ndim)", "str")
-    rank_msg = msg.rank_mismatch(op, label, tensor, msg.Value("arg.ndim"), got_shape)
+    rank_msg = msg.rank_mismatch(op, label, tensor, msg.Value("arg.ndim"))
     steps = [_check(f"arg.ndim < {k}" if tensor.has_ellipsis else f"arg.ndim != {k}", rank_msg)]
     if tensor.has_ellipsis:
         steps += _batch_steps(spec, tensor, state, k)
-    declared = format_shape(shape)
     for j, dim in enumerate(trailing):
         axis = f"arg.ndim - {k - j}" if tensor.has_ellipsis else str(j)
         size = f"arg.shape[{axis}]"
-        word = msg.axis_word(j, k)
         if isinstance(dim, ConstDim):
+            want = _phrase(tensor, msg.Value(str(dim.size)), axis, j, k)
             steps.append(_check(f"{size} != {dim.size}", msg.const_mismatch(
-                op, label, word, dim.size, msg.Value(size), declared)))
+                op, label, want, msg.Value(size))))
         elif isinstance(dim, SymDim):
-            steps += _sym_steps(spec, tensor, state, dim.name, size, word)
+            got = _phrase(tensor, msg.Value(size), axis, j, k)
+            steps += _sym_steps(spec, tensor, state, dim.name, size, got)
     return steps
 
 
+def _phrase(tensor: TensorSpec, size: msg.Value, axis: str, j: int, k: int) -> tuple:
+    """`4 columns`: fixed wording for fixed ranks, worded at run time under `...`."""
+    if tensor.has_ellipsis:
+        return msg.runtime_size_phrase(size, msg.Value(f"({axis})"), msg.Value("arg.ndim"))
+    return msg.size_phrase(size, j, k)
+
+
 def _sym_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, dim: str, size: str,
-               word: str) -> list[Step]:
+               got: tuple) -> list[Step]:
     ref = f"dims.{dim}"
-    mismatch = msg.dim_mismatch(spec.name, _label(tensor), word, msg.Value(size),
+    mismatch = msg.dim_mismatch(spec.name, _label(tensor), got,
                                 state.dims.get(dim, _first_label(tensor)), msg.Value(ref), dim)
     if dim in state.dims:
         return [_check(f"{size} != {ref}", mismatch)]
@@ -161,9 +167,9 @@ def _sym_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, dim: str, siz
 def _batch_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, k: int) -> list[Step]:
     lead = f"arg.ndim - {k}"
     mismatch = msg.batch_mismatch(
-        spec.name, _label(tensor), msg.Value(f"opsdk::glue::shape_str(arg.shape, {lead})", "str"),
+        spec.name, _label(tensor), msg.Value(f"opsdk::glue::shape_str(arg.shape, {lead})", "std"),
         state.batch or _first_label(tensor),
-        msg.Value("opsdk::glue::shape_str(dims.batch.data(), (int)dims.batch.size())", "str"))
+        msg.Value("opsdk::glue::shape_str(dims.batch.data(), (int)dims.batch.size())", "std"))
     check = _check(f"!opsdk::glue::same_dims(arg.shape, {lead}, dims.batch)", mismatch)
     if state.batch is not None:
         return [check]
@@ -200,9 +206,9 @@ def _dtype_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Ste
 
 def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> InputGlue:
     op = spec.name
-    type_name = msg.Value("opsdk::glue::type_name(obj)", "str")
+    type_name = msg.Value("opsdk::glue::type_name(obj)", "std")
     steps = _shape_steps(spec, tensor, state) + _dtype_steps(spec, tensor, state)
-    steps.append(_check("!arg.c_contiguous", msg.not_contiguous(op, _label(tensor), tensor.name)))
+    steps.append(_check("!arg.c_contiguous", msg.not_contiguous(op, _label(tensor))))
     length = None
     if tensor.is_list and tensor.list_len in {a.name for a in spec.attrs}:
         length = _check(f"(int64_t)a.{tensor.name}.size() != attr_{tensor.list_len}", msg.list_length(
@@ -245,8 +251,7 @@ def _type_attr_glue(spec: OpSpec) -> list[TypeAttrGlue]:
         param = f"dtype_{ta.name}"
         index = params.index(ta.name)
         allowed = " || ".join(f"codes[{index}] == {names.dtype_enum(d)}" for d in ta.allowed)
-        message = msg.bad_type_attr(spec.name, names.python_type_attr_param(spec, ta), ta.allowed,
-                                    msg.Value(param, "str"))
+        message = msg.bad_type_attr(spec.name, ta.name, ta.allowed, msg.Value(param, "std"))
         out.append(TypeAttrGlue(ta.name, param, index, _check(f"!({allowed})", message)))
     return out
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Union
 
+from opsdk.registry.infer import axis_phrase, dtype_list_text
 from opsdk.registry.shapes import format_shape
 from opsdk.registry.spec import OpSpec, TensorSpec
 
@@ -19,7 +20,7 @@ from opsdk.registry.spec import OpSpec, TensorSpec
 class Value:
     """A run-time value in a message: a C++ expression and how to turn it into text."""
     cpp: str
-    kind: str = "int"  # int: std::to_string; dtype: a glue dtype code; str: already a string
+    kind: str = "int"  # int: std::to_string; dtype: a glue dtype code; str: a C string; std: a std::string
 
 
 Part = Union[str, Value]
@@ -40,6 +41,7 @@ _TO_TEXT = {
     "int": "std::to_string({})",
     "dtype": "std::string(opsdk::glue::dtype_name({}))",
     "str": "std::string({})",
+    "std": "{}",
 }
 
 
@@ -74,19 +76,24 @@ def cpp_exception(message: Message) -> str:
     return {"ValueError": "PyExc_ValueError", "TypeError": "PyExc_TypeError"}[message.exc]
 
 
-def axis_word(axis: int, rank: int) -> str:
-    """How a message names one axis of a declared shape: rows/columns for matrices."""
-    if rank == 2:
-        return "rows" if axis == 0 else "columns"
-    if rank == 1:
-        return "elements"
-    return f"entries along axis {axis}"
+_HOLE = "\x00"
 
 
-def _dtype_list(options: tuple[str, ...]) -> str:
-    if len(options) == 1:
-        return options[0]
-    return ", ".join(options[:-1]) + " or " + options[-1]
+def with_value(text: str, value: Value) -> tuple[Part, ...]:
+    """Split a registry-made phrase built around the placeholder `_HOLE` into parts."""
+    before, _, after = text.partition(_HOLE)
+    return (before, value, after)
+
+
+def size_phrase(size: Value, axis: int, rank: int) -> tuple[Part, ...]:
+    """`4 columns` / `size 4 in axis 2`, worded by the registry's axis_phrase."""
+    return with_value(axis_phrase(_HOLE, axis, rank), size)
+
+
+def runtime_size_phrase(size: Value, axis: Value, rank: Value) -> tuple[Part, ...]:
+    """The same, for `...` shapes whose rank is known only at run time (opsdk::glue::axis_phrase
+    mirrors opsdk.registry.axis_phrase; a compile test compares the two)."""
+    return (Value(f"opsdk::glue::axis_phrase({size.cpp}, {axis.cpp}, {rank.cpp})", "std"),)
 
 
 def not_an_array(op: str, label: Part, got_type: Value, what: str) -> Message:
@@ -103,52 +110,53 @@ def list_length(op: str, tensor: TensorSpec, got: Value, want: Value) -> Message
                                   f" arrays but {tensor.list_len} is ", want))
 
 
-def rank_mismatch(op: str, label: Part, tensor: TensorSpec, got: Value, shape: Value) -> Message:
-    """Wrong number of dims (for `...` shapes: too few)."""
-    declared = format_shape(tensor.shape)
-    if tensor.has_ellipsis:
-        need = f"at least rank {len(tensor.shape) - 1}"
-    else:
-        need = f"rank {len(tensor.shape)}"
-    return Message("ValueError", (f"{op}: input '", label, f"' must have {need} ({declared}), "
-                                  "got rank ", got, " (shape ", shape, ")"))
+def rank_mismatch(op: str, label: Part, tensor: TensorSpec, got: Value) -> Message:
+    """Wrong number of dims (for `...` shapes: too few), worded as opsdk.registry.infer does."""
+    core = len(tensor.shape) - (1 if tensor.has_ellipsis else 0)
+    need = f"rank >= {core}" if tensor.has_ellipsis else f"rank {core}"
+    return Message("ValueError", (f"{op}: input '", label, f"' must have {need} "
+                                  f"({format_shape(tensor.shape)}), got rank ", got))
 
 
-def const_mismatch(op: str, label: Part, word: str, size: int, got: Value, declared: str) -> Message:
-    return Message("ValueError", (f"{op}: input '", label, f"' must have {size} {word} "
-                                  f"({declared}), got ", got))
+def const_mismatch(op: str, label: Part, want: tuple[Part, ...], got: Value) -> Message:
+    return Message("ValueError", (f"{op}: input '", label, "' must have ", *want, ", got ", got))
 
 
-def dim_mismatch(op: str, label: Part, word: str, got: Value, bound_label: Part,
-                 want: Value, dim: str) -> Message:
-    """The registry's wording: `op: input 'y' has 3 columns but x has 4 (dim p)`."""
-    return Message("ValueError", (f"{op}: input '", label, f"' has ", got, f" {word} but ",
-                                  bound_label, " has ", want, f" (dim {dim})"))
+def dim_mismatch(op: str, label: Part, got: tuple[Part, ...], bound_label: Part, want: Value,
+                 dim: str) -> Message:
+    """`op: input 'y' has 3 columns but x has 4 (dim p)`."""
+    return Message("ValueError", (f"{op}: input '", label, "' has ", *got, " but ", bound_label,
+                                  " has ", want, f" (dim {dim})"))
 
 
 def batch_mismatch(op: str, label: Part, got: Value, bound_label: str, want: Value) -> Message:
     return Message("ValueError", (f"{op}: input '", label, "' has leading dims ", got,
-                                  f" but {bound_label} has ", want, " (dims ...)"))
+                                  f" but {bound_label} has ", want, " (the '...' dims)"))
 
 
 def dtype_not_allowed(op: str, spec: OpSpec, tensor: TensorSpec, label: Part, got: Value) -> Message:
     options = spec.dtype_options(tensor)
-    return Message("TypeError", (f"{op}: input '", label, f"' must be {_dtype_list(options)}, got ", got))
+    if tensor.dtype in {ta.name for ta in spec.type_attrs}:
+        expected = f"{dtype_list_text(options)} (type attr {tensor.dtype})"
+    else:
+        expected = tensor.dtype
+    return Message("TypeError", (f"{op}: input '", label, "' has dtype ", got, f"; expected {expected}"))
 
 
 def dtype_conflict(op: str, label: Part, got: Value, bound_label: str, want: Value,
                    type_attr: str) -> Message:
-    return Message("TypeError", (f"{op}: input '", label, "' is ", got, f" but {bound_label} is ",
-                                 want, f" (both are {type_attr})"))
+    return Message("TypeError", (f"{op}: inputs '{bound_label}' and '", label,
+                                 f"' share type attr {type_attr} but have ", want, " and ", got))
 
 
-def not_contiguous(op: str, label: Part, name: str) -> Message:
+def not_contiguous(op: str, label: Part) -> Message:
     return Message("ValueError", (f"{op}: input '", label, "' is not C-contiguous; pass "
-                                  f"np.ascontiguousarray({name})"))
+                                  "np.ascontiguousarray(", label, ")"))
 
 
-def bad_type_attr(op: str, param: str, allowed: tuple[str, ...], got: Value) -> Message:
-    return Message("TypeError", (f"{op}: {param} must be {_dtype_list(allowed)}, got '", got, "'"))
+def bad_type_attr(op: str, type_attr: str, allowed: tuple[str, ...], got: Value) -> Message:
+    return Message("TypeError", (f"{op}: type attr '{type_attr}' must be {dtype_list_text(allowed)}, "
+                                 "got '", got, "'"))
 
 
 def not_written(op: str, kernel_source: str) -> str:

@@ -160,6 +160,12 @@ inline std::string shape_str(const int64_t* shape, int ndim) {
     return out + (ndim == 1 ? ",)" : ")");
 }
 
+// `4 columns` / `size 4 in axis 2`: opsdk.registry.axis_phrase, for ranks known only at run time.
+inline std::string axis_phrase(int64_t size, int64_t axis, int rank) {
+    if (rank == 2) return std::to_string(size) + (axis == 0 ? " rows" : " columns");
+    return "size " + std::to_string(size) + " in axis " + std::to_string(axis);
+}
+
 [[noreturn]] inline void raise(PyObject* type, const std::string& message) {
     PyErr_SetString(type, message.c_str());
     throw py::error_already_set();

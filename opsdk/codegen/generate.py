@@ -1,0 +1,56 @@
+"""`generate_workspace`: render every generated file of one workspace and write what changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opsdk.registry import BUILTIN_ROOT, OpSpec, Workspace, load_registry
+
+from . import names
+from .render import (render_binding, render_cuda_binding, render_op_header, render_stubs,
+                     render_wrappers)
+from .writer import GenerateResult, write_files
+
+
+def workspace_specs(root: Path) -> list[OpSpec]:
+    """The ops declared in the workspace at `root` (not the builtin ones, unless it is builtin)."""
+    root = Path(root).resolve()
+    return sorted(load_registry(root).ops_in_workspace(root), key=lambda s: s.name)
+
+
+def workspace_name(root: Path) -> str:
+    """How generated docs name a workspace: 'builtin' for opsdk's own, else its folder name."""
+    root = Path(root).resolve()
+    return "builtin" if root == BUILTIN_ROOT else root.name
+
+
+def render_workspace(root: Path, specs: list[OpSpec]) -> dict[str, str]:
+    """Every generated file of the workspace: workspace-relative path -> text."""
+    files: dict[str, str] = {}
+    for spec in specs:
+        if spec.kernel("cpu") or spec.kernel("cuda"):
+            files[f"generated/cpp/{names.header_file(spec)}"] = render_op_header(spec)
+        if spec.kernel("cpu"):
+            files[f"generated/cpp/{names.binding_file(spec)}"] = render_binding(spec)
+        if spec.kernel("cuda"):
+            files[f"generated/cuda/{names.cuda_binding_file(spec)}"] = render_cuda_binding(spec)
+    if specs:
+        files["generated/python/ops.py"] = render_wrappers(specs, workspace_name(root))
+        files["generated/python/ops.pyi"] = render_stubs(specs)
+    return files
+
+
+def generate_workspace(root: Path, check: bool = False) -> GenerateResult:
+    """Render the glue of every op of the workspace at `root` into its generated/ folder.
+
+    Only files whose content changes are written; generated files no op produces any more are
+    deleted. With check=True nothing is touched and `result.stale` lists what is out of date.
+    Raises OpDefErrors when a declaration is wrong.
+
+    >>> generate_workspace(Path("."), check=True).stale      # doctest: +SKIP
+    ()
+    """
+    root = Path(root).resolve()
+    workspace = Workspace(root)
+    files = render_workspace(root, workspace_specs(root))
+    return write_files(root, files, workspace.generated_dir, check=check)

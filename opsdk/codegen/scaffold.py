@@ -1,0 +1,71 @@
+"""`scaffold_op`: the files `opsdk new NAME` starts an op with, from templates/new/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opsdk.registry import OpDefErrors, OpsdkError, load_registry
+from opsdk.registry.spec import STOP_GRADIENT
+
+from . import names
+from .render import render_template
+
+# template under templates/new/ -> path in the workspace
+SCAFFOLD_FILES = (
+    ("op.yaml.j2", "opdefs/{name}.yaml"),
+    ("kernel_cpu.cc.j2", "opdefs/{name}_cpu.cc"),
+    ("kernel_cuda.cu.j2", "opdefs/{name}_cuda.cu"),
+    ("test_op.py.j2", "tests/test_{name}.py"),
+)
+
+
+def _existing_ops(root: Path) -> tuple[str, ...]:
+    """Names already taken: builtin ops and the workspace's own (when its declarations parse)."""
+    if not (root / "opdefs").is_dir():
+        return load_registry().names()
+    try:
+        return load_registry(root).names()
+    except OpDefErrors:
+        # A broken declaration elsewhere must not stop a new op; builtin names still count.
+        return load_registry().names()
+
+
+def check_new_op_name(root: Path, name: str) -> None:
+    """Raise OpsdkError when `name` cannot name a new op in the workspace at `root`."""
+    problem = names.check_op_name(name)
+    if problem:
+        raise OpsdkError(f"cannot create op '{name}': {problem}")
+    if name == STOP_GRADIENT:
+        raise OpsdkError(f"cannot create op '{name}': '{STOP_GRADIENT}' is reserved "
+                         "(`gradient: stop` means no gradient flows)")
+    taken = _existing_ops(root)
+    if name in taken:
+        raise OpsdkError(f"cannot create op '{name}': an op of that name already exists; "
+                         f"choose another name")
+
+
+def scaffold_op(root: Path, name: str) -> list[Path]:
+    """Write the declaration, both kernel bodies and a test of a new op; return the paths written.
+
+    Refuses (OpsdkError) a bad name, a name already used by a builtin or workspace op, and any file
+    that already exists: nothing is overwritten. After it, `opsdk build` succeeds at once and the
+    op raises NotImplementedError naming opdefs/NAME_cpu.cc until its body is written.
+
+    >>> scaffold_op(Path("."), "scale")                    # doctest: +SKIP
+    [PosixPath('opdefs/scale.yaml'), PosixPath('opdefs/scale_cpu.cc'), ...]
+    """
+    root = Path(root).resolve()
+    check_new_op_name(root, name)
+    targets = [(template, root / pattern.format(name=name)) for template, pattern in SCAFFOLD_FILES]
+    existing = [str(path.relative_to(root)) for _, path in targets if path.exists()]
+    if existing:
+        raise OpsdkError(f"cannot create op '{name}': {', '.join(existing)} already exist(s); "
+                         f"remove or rename it first")
+    values = {"name": name, "namespace": f"opsdk_op_{name}", "header": f"{name}_op.h"}
+    written = []
+    for template, path in targets:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_template(f"new/{template}", **values), encoding="utf-8")
+        written.append(path)
+    return written
+
