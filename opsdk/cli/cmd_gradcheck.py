@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import workspace_root
+from .common import print_table, workspace_root
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -28,9 +28,7 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Check, print the table and the counterexamples; 1 when any check fails."""
-    from rich.console import Console
-
-    from ..gradcheck.report import print_report
+    from ..gradcheck.report import TABLE_HEADERS, summary_lines, table_rows, table_title
     from ..gradcheck.runner import DEFAULT_SEED, run_gradcheck
     from ..registry import load_registry
 
@@ -38,10 +36,17 @@ def run(args: argparse.Namespace) -> int:
         print("opsdk gradcheck: error: --max-examples needs a positive number", file=sys.stderr)
         return 1
     registry = load_registry(workspace_root(args))
-    console = Console(width=None if sys.stdout.isatty() else 160)
     seed_value = DEFAULT_SEED if args.seed is None else args.seed
-    progress = (lambda name: console.print(f"checking {name}", style="dim")) if console.is_terminal else None
     report = run_gradcheck(registry, args.ops, seed_value=seed_value,
-                           max_examples=args.max_examples, progress=progress)
-    print_report(report, console)
+                           max_examples=args.max_examples, progress=_progress())
+    print_table(table_title(report), TABLE_HEADERS, table_rows(report))
+    for line in summary_lines(report):
+        print(line)
     return 0 if report.ok else 1
+
+
+def _progress():
+    """On a terminal, name each op as it starts (a full run takes a while); silent otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    return lambda name: print(f"checking {name} ...", file=sys.stderr)

@@ -18,7 +18,14 @@ def call_op(registry: Any, spec: OpSpec, inputs: dict[str, Any], attrs: dict[str
     args = [list(inputs[t.name]) if t.is_list else inputs[t.name] for t in spec.inputs]
     result = apply_op(registry, spec.name, args, attrs, device=device)
     outs = tuple(result) if isinstance(result, (tuple, list)) and len(spec.outputs) > 1 else (result,)
-    return tuple(_to_numpy(o) for o in outs)
+    return tuple(_list_output(_to_numpy(o)) if t.is_list else _to_numpy(o)
+                 for t, o in zip(spec.outputs, outs))
+
+
+def _list_output(value: Any) -> tuple:
+    """A list output as a tuple of arrays. Eager calls may hand back the pieces stacked into one
+    array (NumPy's asarray of a list of equal shapes); its first axis then counts the pieces."""
+    return tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
 
 
 def _to_numpy(value: Any) -> Any:

@@ -73,6 +73,7 @@ class _Tally:
     worst: float = 0.0
     last_rejection: str = ""
     rejected: int = 0
+    failed: bool = False
 
 
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
@@ -88,13 +89,18 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
     @given(st.data())
     def example(data: st.DataObject) -> None:
         case = data.draw(case_strategy(plan), label="case")
-        _run_case(registry, plan, grad, device, case, data, tally)
+        try:
+            _run_case(registry, plan, grad, device, case, data, tally)
+        except CaseFailed:
+            # Cases run while shrinking are not counted: `cases` is what ran up to the failure.
+            tally.failed = True
+            raise
 
     base = dict(op=spec.name, device=device, precision=plan.precision)
     try:
         example()
     except CaseFailed as failure:
-        return DeviceResult(status="fail", cases=tally.cases, worst=max(tally.worst, 1.0),
+        return DeviceResult(status="fail", cases=tally.cases + 1, worst=max(tally.worst, 1.0),
                             counterexample=failure.counterexample, **base)
     except KernelNotBuiltError as exc:
         return DeviceResult(status="error", cases=0, worst=0.0, message=str(exc), **base)
@@ -122,16 +128,17 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
 
     worst: Optional[tuple[Slot, Worst]] = None
     for slot, array in slots_of(inputs, list(grad.targets)).items():
-        got = analytic[slot]
-        if got.shape != array.shape:
-            _fail(case, "gradient", f"{spec.gradient_op} gives {slot_label(slot)} a gradient of "
-                                    f"shape {list(got.shape)}, but the input has {list(array.shape)}",
+        got = analytic.get(slot)
+        if got is None or got.shape != array.shape:
+            shape = "no gradient" if got is None else f"a gradient of shape {list(got.shape)}"
+            _fail(case, "gradient", f"{spec.gradient_op} gives {slot_label(slot)} {shape}, but "
+                                    f"the input has shape {list(array.shape)}",
                   tuple(zip(spec.outputs, cots)))
         numeric = central_difference(objective, inputs, slot, precision.eps)
         w = worst_element(got, numeric, precision.rtol, precision.atol)
         if w is not None and (worst is None or w.ratio > worst[1].ratio):
             worst = (slot, w)
-    tally.cases += 1
+    tally.cases += 0 if tally.failed else 1
     if worst is None:
         return
     tally.worst = max(tally.worst, worst[1].ratio)

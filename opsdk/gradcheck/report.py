@@ -1,50 +1,45 @@
-"""The gradcheck report as text: a table per run, then every failure's counterexample."""
+"""The gradcheck report as text: one row per (op, device), then every failure's counterexample."""
 
 from __future__ import annotations
-
-from rich.console import Console
-from rich.table import Table
 
 from .check import DeviceResult
 from .runner import GradCheckReport
 
-_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "skip": "yellow"}
+TABLE_HEADERS = ("op", "device", "cases", "worst err/tol", "status")
 
 
-def render_table(report: GradCheckReport) -> Table:
-    """One row per (op, device): cases, worst error / tolerance, status."""
-    table = Table(title=f"opsdk gradcheck (seed {report.seed})", title_justify="left")
-    for column in ("op", "device", "cases", "worst err/tol", "status"):
-        table.add_column(column, justify="right" if column in ("cases", "worst err/tol") else "left")
+def table_title(report: GradCheckReport) -> str:
+    return f"opsdk gradcheck (seed {report.seed})"
+
+
+def table_rows(report: GradCheckReport) -> list[tuple[str, ...]]:
+    """One row per (op, device): cases checked, worst error / tolerance, status; skipped ops
+    get one row with the reason."""
+    rows: list[tuple[str, ...]] = []
     for outcome in report.outcomes:
         if outcome.skipped:
-            table.add_row(outcome.op, "-", "-", "-", f"[yellow]skipped[/]: {outcome.skipped}")
+            rows.append((outcome.op, "-", "-", "-", f"skipped: {outcome.skipped}"))
             continue
         for r in outcome.results:
             worst = f"{r.worst:.3g}" if r.cases else "-"
-            note = f": {r.message}" if r.status == "skip" and r.message else ""
-            table.add_row(r.op, r.device, str(r.cases), worst, f"[{_STYLE[r.status]}]{r.status}[/]{note}")
-    return table
+            status = f"skipped: {r.message}" if r.status == "skip" else r.status
+            rows.append((r.op, r.device, str(r.cases), worst, status))
+    return rows
 
 
 def render_failure(result: DeviceResult, seed_value: int) -> str:
     """A failure's counterexample (or error) and the command that reproduces it."""
     head = f"{result.op} on {result.device}: "
-    if result.counterexample is not None:
-        body = head + result.counterexample.render()
-    else:
-        body = head + result.message
-    return f"{body}\n    reproduce: opsdk gradcheck {result.op} --seed {seed_value}"
+    if result.counterexample is None:
+        return head + result.message  # could not run (e.g. not built): no case to reproduce
+    return (head + result.counterexample.render()
+            + f"\n    reproduce: opsdk gradcheck {result.op} --seed {seed_value}")
 
 
-def print_report(report: GradCheckReport, console: Console) -> None:
-    """Print the table, then each failing op with its smallest counterexample."""
-    console.print(render_table(report))
+def summary_lines(report: GradCheckReport) -> list[str]:
+    """After the table: 'all gradients agree', or the failing ops and each counterexample."""
     failures = report.failures
     if not failures:
-        console.print(f"[green]all gradients agree[/] (seed {report.seed})")
-        return
-    console.print(f"[bold red]{len(failures)} failing:[/] "
-                  + ", ".join(sorted({f"{r.op} ({r.device})" for r in failures})))
-    for result in failures:
-        console.print(render_failure(result, report.seed), markup=False, highlight=False)
+        return [f"all gradients agree (seed {report.seed})"]
+    names = ", ".join(sorted({f"{r.op} ({r.device})" for r in failures}))
+    return [f"{len(failures)} failing: {names}"] + [render_failure(r, report.seed) for r in failures]
