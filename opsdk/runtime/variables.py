@@ -80,7 +80,7 @@ class Variable:
         return self._update("assign_sub", value, name)
 
     def _update(self, kind: str, value: Any, name: Optional[str]) -> Tensor:
-        graph = self.graph
+        graph = _update_graph(self.graph)
         with graph.as_default():
             tensor = value if isinstance(value, Tensor) else constant(value, dtype=self.dtype)
             node = graph.unique_name(name or f"{self.op.name.rsplit('/', 1)[-1]}/{kind}")
@@ -91,6 +91,14 @@ class Variable:
 
     def __repr__(self) -> str:
         return f"<Variable '{self.name}' shape={self.shape} dtype={self.dtype}>"
+
+
+def _update_graph(home: Graph) -> Graph:
+    """Where an assign goes: the function being traced for control flow inside `home` (so the
+    assign runs only when its branch or loop body does), else the variable's own graph."""
+    current = get_default_graph()
+    reaches = getattr(current, "reaches", None)  # func_graph.FuncGraph
+    return current if reaches is not None and current is not home and reaches(home) else home
 
 
 def _check_fits(kind: str, node: str, var: Variable, value: Tensor) -> None:
