@@ -79,6 +79,14 @@ class Operation:
         """The nodes that take one of this node's outputs as a data input."""
         return list(self._consumers)
 
+    def add_control_input(self, op: "Operation") -> None:
+        """Make this node wait for `op` too (graph import and control flow wire nodes late).
+        Nothing checks for cycles here; Session.run reports one, naming its nodes."""
+        if op.graph is not self.graph:
+            raise OpsdkError(f"node '{self.name}': control input '{op.name}' is in another graph")
+        if op not in self.control_inputs:
+            self.control_inputs = self.control_inputs + (op,)
+
     def __repr__(self) -> str:
         return f"<Operation '{self.name}' type={self.type}>"
 

@@ -1,0 +1,87 @@
+"""apply_op: eager calls on NumPy values, graph mode by context or by Tensor inputs, and the
+errors of both that name the op."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.runtime.api import apply_op, workspace_applier
+from opsdk.runtime.graph import Graph, Tensor, placeholder
+from opsdk.runtime.session import Session
+
+
+def test_eager_call_returns_numpy(registry):
+    out = apply_op(registry, "add", [np.ones(3, np.float32), 2], {})
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, [3.0, 3.0, 3.0])
+    s, d = apply_op(registry, "split_sum", [[1.0, 2.0], [0.5, 0.5]], {})
+    np.testing.assert_array_equal(s, [1.5, 2.5])
+    np.testing.assert_array_equal(d, [0.5, 1.5])
+
+
+def test_eager_validates_shapes_and_attrs(registry):
+    with pytest.raises(OpError, match=r"^l1_dist: input 'y' has 3 columns but x has 4 \(dim p\)"):
+        apply_op(registry, "l1_dist", [np.zeros((2, 4)), np.zeros((5, 3))], {})
+    with pytest.raises(OpError, match=r"^reduce_sum: unknown attr 'axs'"):
+        apply_op(registry, "reduce_sum", [np.zeros(3)], {"axs": [0]})
+    with pytest.raises(OpError, match="takes 2 input"):
+        apply_op(registry, "add", [np.zeros(3)], {})
+
+
+def test_eager_kernel_error_carries_op_name(registry):
+    with pytest.raises(OpError) as err:
+        apply_op(registry, "explode", [np.zeros(2)], {})
+    assert str(err.value) == "explode: ValueError: bad input"
+
+
+def test_eager_device_choice(registry):
+    assert apply_op(registry, "add", [1.0, 2.0], {}, device="python") == 3.0
+    with pytest.raises(OpsdkError, match="op 'add': no cpu kernel declared"):
+        apply_op(registry, "add", [1.0, 2.0], {}, device="cpu")
+
+
+def test_graph_mode_inside_context_and_from_tensor_inputs(registry):
+    g = Graph(registry=registry)
+    with g.as_default():
+        inside = apply_op(registry, "add", [np.ones(2), np.ones(2)], {}, name="inside")
+        x = placeholder("float64", [2], name="x")
+    outside = apply_op(registry, "mul", [x, 3.0], {}, name="outside")  # a Tensor input: graph mode
+    assert isinstance(inside, Tensor) and isinstance(outside, Tensor)
+    assert outside.graph is g and outside.op.inputs[1].dtype == "float64"
+    with Session(g) as sess:
+        got = sess.run([inside, outside], {x: [1.0, 2.0]})
+    np.testing.assert_array_equal(got[1], [3.0, 6.0])
+
+
+def test_type_attr_and_attrs_in_a_graph(registry):
+    g = Graph(registry=registry)
+    with g.as_default():
+        z = apply_op(registry, "zeros", [], {"shape": [2, 3], "dtype": "float32"}, name="z")
+        total = apply_op(registry, "reduce_sum", [z + 1.0], {"axes": [1]})
+    assert z.shape == (2, 3) and z.dtype == "float32" and z.op.type_attrs == {"dtype": "float32"}
+    with Session(g) as sess:
+        np.testing.assert_array_equal(sess.run(total), [3.0, 3.0])
+
+
+def test_workspace_applier_binds_its_registry_once(tmp_path):
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "twice.yaml").write_text(textwrap.dedent("""
+        op: twice
+        summary: 2 x.
+        type_attrs:
+          T: [float64]
+        inputs:
+          x: {dtype: T, shape: [n]}
+        outputs:
+          y: {dtype: T, shape: [n]}
+        kernels:
+          python: twice_kernel.py:twice
+        """))
+    (tmp_path / "opdefs" / "twice_kernel.py").write_text("def twice(xp, x):\n    return x * 2\n")
+    ops = workspace_applier(tmp_path)
+    np.testing.assert_array_equal(ops("twice", [np.ones(2)], {}), [2.0, 2.0])
+    np.testing.assert_array_equal(ops("add", [np.ones(2), np.ones(2)], {}), [2.0, 2.0])

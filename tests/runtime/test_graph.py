@@ -1,0 +1,141 @@
+"""Graph building: names, scopes, devices, control dependencies, collections, shape inference
+at node creation (with unknown dims) and the errors that name the node."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.runtime.api import apply_op
+from opsdk.runtime.graph import (Graph, GraphKeys, constant, get_default_graph, placeholder)
+from opsdk.runtime.tensor import Tensor
+
+
+def test_unique_names_and_name_scopes(graph, registry):
+    a = placeholder("float32", [2], name="a")
+    s1 = apply_op(registry, "add", [a, a], {})
+    s2 = apply_op(registry, "add", [a, a], {})
+    with graph.name_scope("layer1"):
+        s3 = apply_op(registry, "add", [a, a], {})
+        with graph.name_scope("inner"):
+            s4 = apply_op(registry, "add", [a, a], {}, name="sum")
+    again = placeholder("float32", [2], name="a")
+    assert [t.op.name for t in (s1, s2, s3, s4, again)] == [
+        "add", "add_1", "layer1/add", "layer1/inner/sum", "a_1"]
+    assert graph.get_operation("layer1/inner/sum") is s4.op
+    assert graph.get_tensor("add_1:0") is s2
+    assert s1.name == "add:0"
+
+
+def test_unknown_name_suggests_near_names(graph):
+    with graph.name_scope("layer1"):
+        placeholder("float32", [2], name="x")
+    with pytest.raises(OpsdkError, match="no node named 'x'.*'layer1/x'"):
+        graph.get_operation("x")
+
+
+def test_default_graph_stack_and_global_default():
+    g1, g2 = Graph(), Graph()
+    with g1.as_default():
+        assert get_default_graph() is g1
+        with g2.as_default():
+            assert get_default_graph() is g2
+        assert get_default_graph() is g1
+    assert get_default_graph() not in (g1, g2)
+
+
+def test_shape_inference_with_unknown_dims(graph, registry):
+    x = placeholder("float32", [None, 4], name="x")
+    y = placeholder("float32", [7, None], name="y")
+    z = apply_op(registry, "l1_dist", [x, y], {}, name="dist")
+    assert isinstance(z, Tensor)
+    assert z.shape == (None, 7) and z.dtype == "float32"
+    anything = placeholder("float32", None, name="anything")
+    assert apply_op(registry, "l1_dist", [anything, y], {}).shape == (None, 7)
+
+
+def test_shape_mismatch_names_node_op_input_and_dim(graph, registry):
+    x = placeholder("float32", [5, 4], name="x")
+    y = placeholder("float32", [None, 3], name="y")
+    with pytest.raises(OpError) as err:
+        apply_op(registry, "l1_dist", [x, y], {}, name="dist")
+    assert str(err.value) == "l1_dist (node 'dist'): input 'y' has 3 columns but x has 4 (dim p)"
+
+
+def test_dtype_mismatch_is_reported_at_creation(graph, registry):
+    x = placeholder("float32", [3], name="x")
+    y = placeholder("float64", [3], name="y")
+    with pytest.raises(OpError, match=r"^add \(node 'add'\): .*float64"):
+        apply_op(registry, "add", [x, y], {})
+
+
+def test_operators_map_to_builtin_ops(graph):
+    x = placeholder("float32", [2, 3], name="x")
+    w = placeholder("float32", [3, 4], name="w")
+    expr = -(x * 2.0 + 1.0) / 3.0 - x
+    assert [expr.op.type, expr.op.inputs[0].op.type] == ["sub", "div"]
+    assert expr.dtype == "float32" and expr.shape == (2, 3)
+    assert (x @ w).op.type == "matmul" and (x @ w).shape == (2, 4)
+    assert (x < 1.0).dtype == "bool" and (x >= 1.0).op.type == "greater_equal"
+    assert (2.0 - x).op.inputs[0].op.type == "const"
+    with pytest.raises(OpsdkError, match="no truth value"):
+        bool(x)
+
+
+def test_getitem_slices_and_drops_int_axes(graph):
+    x = placeholder("float32", [4, 5], name="x")
+    assert x[1].shape == (5,)
+    assert x[:, 1:3].shape == (4, 2)
+    assert x[-1, -2:].shape == (2,)
+    assert x[1:100].shape == (3, 5)  # slices clamp like Python's
+    with pytest.raises(OpsdkError, match="step 1"):
+        x[::2]
+    unknown = placeholder("float32", [None, 5], name="u")
+    with pytest.raises(OpsdkError, match="negative index -1 on axis 0"):
+        unknown[-1]
+
+
+def test_control_dependencies_and_devices_are_recorded(graph, registry):
+    a = placeholder("float32", [2], name="a")
+    first = apply_op(registry, "add", [a, a], {}, name="first")
+    with graph.control_dependencies([first]):
+        with graph.device("/job:ps/task:0"):
+            with graph.device("/cpu:0"):
+                second = apply_op(registry, "mul", [a, a], {}, name="second")
+        with graph.control_dependencies(None):
+            free = apply_op(registry, "mul", [a, a], {}, name="free")
+    assert second.op.control_inputs == (first.op,)
+    assert second.op.device == "/job:ps/task:0/device:CPU:0"
+    assert free.op.control_inputs == () and free.op.device == ""
+    with pytest.raises(OpsdkError, match="cannot read 'device:tpu:0'"):
+        with graph.device("/tpu:0"):
+            pass
+
+
+def test_consumers_and_collections(graph, registry):
+    a = placeholder("float32", [2], name="a")
+    b = apply_op(registry, "add", [a, a], {})
+    c = apply_op(registry, "mul", [a, b], {})
+    assert a.consumers() == [b.op, c.op] and b.consumers() == [c.op]
+    graph.add_to_collection("losses", c)
+    assert graph.get_collection("losses") == [c]
+    assert graph.get_collection(GraphKeys.TRAINABLE_VARIABLES) == []
+
+
+def test_inputs_from_two_graphs_are_rejected(registry):
+    g1, g2 = Graph(registry=registry), Graph(registry=registry)
+    with g1.as_default():
+        a = placeholder("float32", [2], name="a")
+    with g2.as_default():
+        b = placeholder("float32", [2], name="b")
+    with pytest.raises(OpsdkError, match="different graphs"):
+        apply_op(registry, "add", [a, b], {})
+
+
+def test_constant_is_read_only_and_typed(graph):
+    c = constant([1, 2, 3], dtype="float32", name="c")
+    assert c.shape == (3,) and c.dtype == "float32"
+    assert not c.op.attrs["value"].flags.writeable
+    with pytest.raises(OpsdkError, match="not supported"):
+        constant(np.array(["a"]))

@@ -1,0 +1,82 @@
+"""Constant folding and CSE happen (counted kernel calls prove it) and change no result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.runtime.api import apply_op
+from opsdk.runtime.graph import constant, placeholder
+from opsdk.runtime.session import Session, SessionConfig
+from opsdk.runtime.variables import Variable, global_variables_initializer
+
+ALL_OFF = SessionConfig(constant_folding=False, cse=False)
+
+
+def _folding_graph(registry):
+    a = constant([1.0, 2.0], dtype="float32", name="a")
+    b = constant([10.0, 20.0], dtype="float32", name="b")
+    folded = apply_op(registry, "counted_add", [a, b], {}, name="folded")
+    x = placeholder("float32", [2], name="x")
+    return x, apply_op(registry, "counted_add", [folded, x], {}, name="live")
+
+
+def test_constant_subgraph_is_folded_once_per_plan(graph, registry, hooks):
+    x, out = _folding_graph(registry)
+    with Session(graph) as sess:
+        first = sess.run(out, {x: [1.0, 1.0]})
+        assert hooks["calls"]["counted_add"] == 2  # 'folded' at plan time, 'live' in the step
+        second = sess.run(out, {x: [2.0, 2.0]})
+        assert hooks["calls"]["counted_add"] == 3  # only 'live' runs again
+        assert sess.plan_for([out], (x,)).folded == ("folded",)
+    np.testing.assert_array_equal(first, [12.0, 23.0])
+    np.testing.assert_array_equal(second, [13.0, 24.0])
+
+
+def test_folding_off_runs_every_node_each_step_with_equal_results(graph, registry, hooks):
+    x, out = _folding_graph(registry)
+    with Session(graph, config=ALL_OFF) as sess:
+        results = [sess.run(out, {x: [v, v]}) for v in (1.0, 2.0)]
+        assert sess.plan_for([out], (x,)).folded == ()
+    assert hooks["calls"]["counted_add"] == 4
+    np.testing.assert_array_equal(results[0], [12.0, 23.0])
+    np.testing.assert_array_equal(results[1], [13.0, 24.0])
+
+
+@pytest.mark.parametrize("cse", [True, False])
+def test_common_subexpressions_run_once(graph, registry, hooks, cse):
+    x = placeholder("float32", [2], name="x")
+    y = placeholder("float32", [2], name="y")
+    first = apply_op(registry, "counted_add", [x, y], {}, name="first")
+    twin = apply_op(registry, "counted_add", [x, y], {}, name="twin")
+    other = apply_op(registry, "counted_add", [y, x], {}, name="other")  # different input order
+    out = apply_op(registry, "mul", [first, twin], {})
+    config = SessionConfig(constant_folding=True, cse=cse)
+    with Session(graph, config=config) as sess:
+        got = sess.run([out, other], {x: [1.0, 2.0], y: [3.0, 4.0]})
+        merged = sess.plan_for([out, other], (x, y)).merged
+    assert hooks["calls"]["counted_add"] == (2 if cse else 3)
+    assert merged == (("twin",) if cse else ())
+    np.testing.assert_array_equal(got[0], [16.0, 36.0])
+    np.testing.assert_array_equal(got[1], [4.0, 6.0])
+
+
+def test_stateful_nodes_are_neither_folded_nor_merged(graph, registry):
+    w = Variable(np.zeros(2, np.float32), name="w")
+    one = constant([1.0, 1.0], dtype="float32")
+    bump = w.assign_add(one, name="bump")
+    bump_again = w.assign_add(one, name="bump_again")  # identical, but has an effect
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        sess.run([bump, bump_again])
+        np.testing.assert_array_equal(sess.run(w), [2.0, 2.0])
+        assert sess.plan_for([bump.op, bump_again.op], ()).merged == ()
+
+
+def test_fetching_a_folded_tensor(graph, registry, hooks):
+    a = constant([1.0], dtype="float64")
+    total = apply_op(registry, "counted_add", [a, a], {}, name="total")
+    with Session(graph) as sess:
+        for _ in range(3):
+            np.testing.assert_array_equal(sess.run(total), [2.0])
+    assert hooks["calls"]["counted_add"] == 1
