@@ -138,9 +138,9 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
         w = worst_element(got, numeric, precision.rtol, precision.atol)
         if w is not None and (worst is None or w.ratio > worst[1].ratio):
             worst = (slot, w)
-    tally.cases += 0 if tally.failed else 1
     if worst is None:
-        return
+        return  # nothing to differentiate (an empty input): not counted as a checked case
+    tally.cases += 0 if tally.failed else 1
     tally.worst = max(tally.worst, worst[1].ratio)
     if worst[1].ratio > 1.0:
         slot, w = worst

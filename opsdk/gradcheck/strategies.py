@@ -196,7 +196,8 @@ def case_strategy(draw, plan: OpPlan) -> Case:
     lens = {name: draw(st.integers(a, b)) for name, a, b in plan.list_lens}
     attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
     attrs.update(dict(plan.type_values))
-    shapes = {t.name: _input_shape(draw, t, dims, leading, free) for t in spec.inputs}
+    anchor = _anchor_input(plan)
+    shapes = {t.name: _input_shape(draw, t, dims, leading, free, t.name == anchor) for t in spec.inputs}
     inputs = _draw_values(draw, plan, shapes, lens)
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
                 inputs=tuple(inputs.items()))
@@ -210,9 +211,18 @@ def _has_free_shape(spec: OpSpec) -> bool:
     return any(t.shape is None for t in spec.inputs)
 
 
-def _input_shape(draw, t: TensorSpec, dims: dict, leading: tuple, free: tuple) -> tuple[int, ...]:
+def _anchor_input(plan: OpPlan) -> Optional[str]:
+    """The input without a declared shape that takes the drawn shape itself (the first float one):
+    the others may broadcast to it, but the output should not shrink below it."""
+    free = [t.name for t in plan.spec.inputs if t.shape is None and not t.is_list]
+    floats = [n for n in free if plan.dtype_of(n) in FLOAT_DTYPES]
+    return (floats or free or [None])[0]
+
+
+def _input_shape(draw, t: TensorSpec, dims: dict, leading: tuple, free: tuple,
+                 anchor: bool) -> tuple[int, ...]:
     if t.shape is None:
-        return free if t.is_list else _broadcast_variant(draw, free)
+        return free if t.is_list or anchor else _broadcast_variant(draw, free)
     out: list[int] = []
     for d in t.shape:
         if isinstance(d, EllipsisDim):
@@ -229,7 +239,9 @@ def _broadcast_variant(draw, base: tuple[int, ...]) -> tuple[int, ...]:
     functions such as `broadcast` accept it, and the gradient must then reduce correctly."""
     drop = draw(st.integers(0, len(base)))
     kept = base[drop:]
-    ones = draw(st.lists(st.booleans(), min_size=len(kept), max_size=len(kept)))
+    # A dim becomes 1 one time in four: broadcasting is exercised, most elements stay distinct.
+    ones = draw(st.lists(st.integers(0, 3).map(lambda v: v == 0), min_size=len(kept),
+                         max_size=len(kept)))
     return tuple(1 if one else size for size, one in zip(kept, ones))
 
 
