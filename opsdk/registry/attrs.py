@@ -128,6 +128,8 @@ def normalize_attrs(spec: OpSpec, attrs: Mapping[str, Any],
             result[ta.name] = given[ta.name]
         elif ta.default is not None:
             result[ta.name] = ta.default
+        else:
+            raise OpError(f"{spec.name}: missing type attr '{ta.name}' (one of {', '.join(ta.allowed)})")
     return result
 
 

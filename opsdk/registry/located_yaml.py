@@ -16,6 +16,7 @@ import yaml
 from .errors import Location, OpDefError
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,8 @@ class _Converter:
         return YScalar(self._scalar(node, line), str(node.value), line)
 
     def _scalar(self, node: yaml.Node, line: int) -> Any:
+        if node.tag == _STR_TAG:  # most scalars: names and text, no construction needed
+            return node.value
         try:
             return self.constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:

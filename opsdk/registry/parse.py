@@ -228,7 +228,8 @@ def _check_kernel_shapes(kernels, sig: Signature, d: Diagnostics) -> None:
             d.error(kernel.location.line, f"a {kernel.device} kernel needs declared shapes, not a shape_fn "
                                           f"(the generated glue checks inputs and allocates outputs from them)")
             continue
-        missing = [t.name for t in sig.inputs + sig.outputs if t.shape is None]
+        missing = [f"'{t.name}'" for t in sig.inputs + sig.outputs if t.shape is None]
         if missing:
-            d.error(kernel.location.line, f"a {kernel.device} kernel needs declared shapes; "
-                                          f"{', '.join(repr(m) for m in missing)} declare none (write [dims])")
+            verb = "has" if len(missing) == 1 else "have"
+            d.error(kernel.location.line, f"a {kernel.device} kernel needs declared shapes, and "
+                                          f"{', '.join(missing)} {verb} none; write them as lists like [n, p]")

@@ -217,7 +217,7 @@ def _parse_tensor(entry: YEntry, body: YMap, d: Diagnostics, sig: Signature, kin
         shape = _shape(keys["shape"].value, d, sig, f"{kind} '{name}'", reader)
     elif kind == "input" and not sig.has_shape_fn:
         d.error(body.line, f"input '{name}' needs a shape (a list like [n, p], or 'any')")
-    elif kind == "output" and not sig.has_shape_fn:
+    if kind == "output" and shape is None and not sig.has_shape_fn and d.count() == errors:
         d.error(body.line, f"output '{name}' needs a shape (a list like [n, m]), or give the op a shape_fn")
     doc = d.string(keys["doc"].value, f"the doc of {kind} '{name}'") if "doc" in keys else ""
     if d.count() != errors or dtype is None:

@@ -1,0 +1,56 @@
+"""No user mistake ends in a traceback: garbage declarations raise OpDefErrors, nothing else."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from opsdk.registry import OpDefErrors, parse_opdef
+from opsdk.registry.parse import TOP_KEYS
+
+KEYS = list(TOP_KEYS) + ["dtype", "shape", "list", "type", "default", "min", "max", "choices", "allowed",
+                         "cpu", "cuda", "python", "x", "y", "T", "N", "rtol", "domain", "..."]
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
+                    st.sampled_from(["float32", "T", "n", "...", "any", "n + 1", "kernels.py:foo", "stop",
+                                     "foo_cpu.cc", "int", "list(int)", "a:b", "", "**", "floats"]),
+                    st.text(max_size=6))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)), max_leaves=12)
+DECLS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=8).map(lambda d: {"op": "foo", **d})
+
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _parse_or_report(ws, text: str) -> None:
+    path = ws.write("fuzz.yaml", text)
+    try:
+        specs = parse_opdef(path, ws.root)
+    except OpDefErrors as exc:
+        assert exc.errors and all(str(e).startswith("opdefs/fuzz.yaml:") for e in exc.errors)
+    else:
+        assert all(spec.name for spec in specs)
+
+
+@FUZZ
+@given(DECLS)
+def test_structured_garbage_is_reported(ws, declaration):
+    _parse_or_report(ws, yaml.safe_dump(declaration, sort_keys=False))
+
+
+@FUZZ
+@given(st.text(alphabet=" \n\t:-[]{},'\"&*!|>#%@`?abcT0123.", max_size=60))
+def test_raw_garbage_is_reported(ws, text):
+    _parse_or_report(ws, text)
+
+
+def test_alias_bomb_and_recursive_anchor(ws):
+    bomb = "a: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: &c [*b, *b, *b, *b]\nd: &d [*c, *c, *c, *c]\nop: foo\n"
+    _parse_or_report(ws, bomb)
+    _parse_or_report(ws, "op: foo\nsummary: &s [*s]\n")
+    _parse_or_report(ws, "op: !!python/object:os.system echo\n")
+    path = ws.opdefs / "binary.yaml"
+    path.write_bytes(b"op: \xff\xfe\n")
+    with pytest.raises(OpDefErrors, match=r"^opdefs/binary.yaml:1: cannot read the file: 'utf-8' codec can't"):
+        parse_opdef(path, ws.root)

@@ -1,0 +1,185 @@
+"""Every declaration mistake gets one exact, located message (file:line: op 'name': what to do)."""
+
+from __future__ import annotations
+
+import pytest
+
+from opsdk.registry import OpDefErrors, parse_opdef
+
+HEAD = "op: foo\nsummary: Foo.\n"
+X_IN = "inputs:\n  x: {dtype: float32, shape: [n]}\n"
+Z_OUT = "outputs:\n  z: {dtype: float32, shape: [n]}\n"
+PY = "kernels: {python: kernels.py:foo}\n"
+F = "opdefs/op.yaml"
+
+# (id, declaration, the exact text of the OpDefErrors raised)
+CASES = [
+    ("unknown-top-key", HEAD + X_IN + Z_OUT + PY + "gradiant: null\n",
+     f"{F}:8: op 'foo': unknown key 'gradiant' in the declaration (did you mean 'gradient'?)"),
+    ("unknown-tensor-key", HEAD + "inputs:\n  x: {dtyp: float32, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': unknown key 'dtyp' in input 'x' (did you mean 'dtype'?)\n"
+     f"{F}:4: op 'foo': input 'x' needs a dtype (a type attr like T, or a dtype like float32)"),
+    ("wrong-type-summary", "op: foo\nsummary: [a, b]\n" + X_IN + Z_OUT + PY,
+     f"{F}:2: op 'foo': summary must be a non-empty string, got a list"),
+    ("undefined-type-attr", HEAD + "type_attrs: {T: [float32]}\ninputs:\n  x: {dtype: U, shape: [n]}\n"
+     "outputs:\n  z: {dtype: T, shape: [n]}\n" + PY,
+     f"{F}:5: op 'foo': input 'x': dtype 'U' is neither a type attr nor a dtype name (declare it under type_attrs)"),
+    ("bad-dtype-name", HEAD + "inputs:\n  x: {dtype: flot32, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': unknown dtype 'flot32' (did you mean 'float32'?)"),
+    ("dtype-group-on-tensor", HEAD + "inputs:\n  x: {dtype: floats, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': dtype 'floats' is a group; declare a type attr (type_attrs: {{T: [floats]}}) "
+     f"and write dtype: T"),
+    ("bad-dtype-in-type-attr", HEAD + "type_attrs:\n  T: [float32, flaot64]\ninputs:\n  x: {dtype: T, shape: [n]}\n"
+     "outputs:\n  z: {dtype: T, shape: [n]}\n" + PY,
+     f"{F}:4: op 'foo': type attr 'T': unknown dtype 'flaot64' (did you mean 'float64'?)\n"
+     f"{F}:6: op 'foo': input 'x': dtype 'T' is neither a type attr nor a dtype name (declare it under type_attrs)\n"
+     f"{F}:8: op 'foo': output 'z': dtype 'T' is neither a type attr nor a dtype name (declare it under type_attrs)"),
+    ("type-attr-default-not-allowed", HEAD + "type_attrs:\n  D: {allowed: [float32, float64], default: int32}\n"
+     + X_IN + "outputs:\n  z: {dtype: D, shape: [n]}\n" + PY,
+     f"{F}:4: op 'foo': type attr 'D': default 'int32' is not one of its dtypes (float32, float64)"),
+    ("unused-type-attr", HEAD + "type_attrs:\n  T: [float32]\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': type attr 'T' is used by no input or output; remove it"),
+    ("undefined-output-dim", HEAD + "inputs:\n  x: {dtype: float32, shape: [rows, cols]}\n"
+     "outputs:\n  z: {dtype: float32, shape: [rows, col]}\n" + PY,
+     f"{F}:6: op 'foo': output 'z' uses dim 'col' that no input binds (did you mean 'cols'?)"),
+    ("name-collision", HEAD + "attrs:\n  x: {type: int, default: 1}\n" + X_IN + Z_OUT + PY,
+     f"{F}:6: op 'foo': input 'x' has the name of attr 'x' (line 4); rename one"),
+    ("duplicate-op-in-file", HEAD + X_IN + Z_OUT + PY + "---\n" + HEAD + X_IN + Z_OUT + PY,
+     f"{F}:9: op 'foo': declared twice in this file (first at line 1); rename one"),
+    ("default-wrong-type", HEAD + "attrs:\n  k: {type: int, default: 1.5}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 'k': default 1.5 must be an int"),
+    ("default-below-min", HEAD + "attrs:\n  k: {type: int, default: 0, min: 1}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 'k': default 0 must be >= 1"),
+    ("default-not-a-choice", HEAD + "attrs:\n  mode: {type: str, default: max, choices: [sum, mean]}\n"
+     + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 'mode': default 'max' must be one of sum, mean"),
+    ("unknown-attr-type", HEAD + "attrs:\n  k: {type: integer}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 'k': unknown type 'integer' (did you mean 'int'?); "
+     f"use one of int, float, bool, str, list(int), list(float)"),
+    ("min-above-max", HEAD + "attrs:\n  k: {type: int, min: 5, max: 1}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 'k': min 5 is above max 1"),
+    ("bad-op-name", "op: PairwiseL1\nsummary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: op name 'PairwiseL1' must be lower_snake_case ([a-z][a-z0-9_]*), like 'pairwise_l1'"),
+    ("reserved-op-name", "op: stop\nsummary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: op name 'stop' is reserved ('gradient: stop' means no gradient)"),
+    ("ellipsis-not-leading", HEAD + "inputs:\n  x: {dtype: float32, shape: [n, ...]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': '...' may only lead a shape, as in [..., n]"),
+    ("ellipsis-twice", HEAD + "inputs:\n  x: {dtype: float32, shape: [..., ..., n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': '...' may only lead a shape, as in [..., n]"),
+    ("output-ellipsis-without-input", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [..., n]}\n" + PY,
+     f"{F}:6: op 'foo': output 'z' uses '...' but no input has '...'"),
+    ("bad-dim-expression", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [\"n ** 2\"]}\n" + PY,
+     f"{F}:6: op 'foo': output 'z': dim expression 'n ** 2' may use only integers, dim and attr names, "
+     f"+ - * // % and max()/min()"),
+    ("unparsable-dim-expression", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [\"n +\"]}\n" + PY,
+     f"{F}:6: op 'foo': output 'z': cannot parse dim expression 'n +': invalid syntax"),
+    ("expression-in-input", HEAD + "inputs:\n  x: {dtype: float32, shape: [\"n + 1\"]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': input shapes hold dim names, sizes and a leading '...'; 'n + 1' is not a "
+     f"name (expressions go in output shapes)\n"
+     f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),
+    ("float-attr-in-expression", HEAD + "attrs:\n  s: {type: float, default: 1.0}\n" + X_IN
+     + "outputs:\n  z: {dtype: float32, shape: [\"n * s\"]}\n" + PY,
+     f"{F}:8: op 'foo': output 'z': attr 's' is a float; dim expressions may use only int attrs"),
+    ("negative-size", HEAD + "inputs:\n  x: {dtype: float32, shape: [-1]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': a size must be >= 0, got -1\n"
+     f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),
+    ("missing-required-keys", "op: foo\n" + X_IN + Z_OUT,
+     f"{F}:1: op 'foo': missing key 'summary'\n{F}:1: op 'foo': missing key 'kernels'"),
+    ("missing-op-key", "summary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: missing key 'op' (the op's name, like 'op: pairwise_manhattan')"),
+    ("no-inputs-or-outputs", HEAD + PY,
+     f"{F}:1: op 'foo': missing keys 'inputs' and 'outputs' (an op needs at least one of them)"),
+    ("unknown-device", HEAD + X_IN + Z_OUT + "kernels: {gpu: foo_gpu.cu}\n",
+     f"{F}:7: op 'foo': unknown kernel device 'gpu' (did you mean 'cpu'?); devices are cpu, cuda, python"),
+    ("missing-kernel-file", HEAD + X_IN + Z_OUT + "kernels: {cpu: missing_cpu.cc}\n",
+     f"{F}:7: op 'foo': cpu kernel file 'opdefs/missing_cpu.cc' does not exist (create it, or fix the path: "
+     f"it is relative to the declaration's folder)"),
+    ("missing-python-kernel-file", HEAD + X_IN + Z_OUT + "kernels: {python: nope.py:foo}\n",
+     f"{F}:7: op 'foo': python kernel file 'opdefs/nope.py' does not exist (create it, or fix the path: "
+     f"it is relative to the declaration's folder)"),
+    ("kernel-outside-workspace", HEAD + X_IN + Z_OUT + "kernels: {cpu: ../../elsewhere.cc}\n",
+     None),  # the message names the tmp path; checked for its start below
+    ("cuda-kernel-suffix", HEAD + X_IN + Z_OUT + "kernels: {cuda: foo_cpu.cc}\n",
+     f"{F}:7: op 'foo': a cuda kernel must be a .cu file, got 'foo_cpu.cc'"),
+    ("cpu-kernel-with-shape-fn", HEAD + "shape_fn: f.py:g\n" + X_IN + "outputs:\n  z: {dtype: float32}\n"
+     + "kernels: {cpu: foo_cpu.cc}\n",
+     f"{F}:3: op 'foo': shape_fn file 'opdefs/f.py' does not exist (create it, or fix the path: it is relative "
+     f"to the declaration's folder)\n"
+     f"{F}:8: op 'foo': a cpu kernel needs declared shapes, not a shape_fn (the generated glue checks inputs "
+     f"and allocates outputs from them)"),
+    ("cpu-kernel-with-any-shape", HEAD + "inputs:\n  x: {dtype: float32, shape: any}\n"
+     "outputs:\n  z: {dtype: float32, shape: [3]}\n" + "kernels: {cpu: foo_cpu.cc}\n",
+     f"{F}:7: op 'foo': a cpu kernel needs declared shapes, and 'x' has none; write them as lists like [n, p]"),
+    ("output-without-shape", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: any}\n" + PY,
+     f"{F}:6: op 'foo': output 'z' needs a shape (a list like [n, m]), or give the op a shape_fn"),
+    ("output-shape-with-shape-fn", HEAD + "shape_fn: kernels.py:foo\n" + X_IN + Z_OUT + PY,
+     f"{F}:7: op 'foo': output 'z' declares a shape but the op has a shape_fn, which gives output shapes; "
+     f"remove one"),
+    ("bad-shape-fn-form", HEAD + "shape_fn: a:b:c\n" + X_IN + "outputs:\n  z: {dtype: float32}\n" + PY,
+     f"{F}:3: op 'foo': shape_fn 'a:b:c' must be 'file.py:function' or 'package.module:function'"),
+    ("list-length-not-int", HEAD + "attrs:\n  N: {type: float, default: 1.0}\n"
+     "inputs:\n  xs: {dtype: float32, shape: [n], list: N}\n" + Z_OUT + PY,
+     f"{F}:6: op 'foo': input 'xs': list length 'N' is a float attr; it must be an int attr"),
+    ("gradient-not-an-op-name", HEAD + X_IN + Z_OUT + PY + "gradient: Foo-Grad\n",
+     f"{F}:8: op 'foo': gradient 'Foo-Grad' is not an op name; write an op name, 'stop' (no gradient flows) "
+     f"or null (not differentiable)"),
+    ("differentiable-not-an-input", HEAD + X_IN + Z_OUT + PY + "gradient: foo_grad\ndifferentiable: [xx]\n",
+     f"{F}:9: op 'foo': differentiable names 'xx', which is not an input (did you mean 'x'?)"),
+    ("differentiable-integer-input", HEAD + "inputs:\n  i: {dtype: int32, shape: [n]}\n" + Z_OUT + PY
+     + "gradient: foo_grad\ndifferentiable: [i]\n",
+     f"{F}:9: op 'foo': differentiable names 'i', whose dtype can only be an integer or bool; "
+     f"no gradient flows into it"),
+    ("differentiable-without-gradient-op", HEAD + X_IN + Z_OUT + PY + "gradient: stop\ndifferentiable: [x]\n",
+     f"{F}:9: op 'foo': differentiable is set but the op has no gradient op; remove it or name one under "
+     f"'gradient:'"),
+    ("gradcheck-unknown-key", HEAD + X_IN + Z_OUT + PY + "gradcheck: {rtoll: 1e-3}\n",
+     f"{F}:8: op 'foo': unknown key 'rtoll' in gradcheck (did you mean 'rtol'?)"),
+    ("gradcheck-bad-domain", HEAD + X_IN + Z_OUT + PY + "gradcheck: {domain: [2, -2]}\n",
+     f"{F}:8: op 'foo': gradcheck domain must have low < high, got [2, -2]"),
+    ("gradcheck-wrong-type", HEAD + X_IN + Z_OUT + PY + "gradcheck: {max_examples: many}\n",
+     f"{F}:8: op 'foo': gradcheck max_examples must be an integer, got 'many'"),
+    ("reference-syntax", HEAD + X_IN + Z_OUT + PY + "reference: \"np.abs(x\"\n",
+     f"{F}:8: op 'foo': reference is not a Python expression: '(' was never closed (column 7)"),
+    ("duplicate-yaml-key", HEAD + X_IN + Z_OUT + PY + "summary: Again.\n",
+     f"{F}:8: key 'summary' appears twice (first at line 2); keep one"),
+    ("yaml-syntax-error", HEAD + "inputs: {x: [\n",
+     f"{F}:4: YAML syntax error: while parsing a flow node, did not find expected node content"),
+    ("not-a-mapping", "- op: foo\n- summary: Foo.\n",
+     f"{F}:1: a declaration must be a mapping of keys (op: name, summary: ..., inputs: ...)"),
+    ("empty-file", "# nothing yet\n",
+     f"{F}:1: no op declared here (a declaration is a mapping starting with 'op: name')"),
+]
+
+
+@pytest.mark.parametrize("declaration, expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_mistake_is_reported_exactly(ws, declaration, expected):
+    path = ws.write("op.yaml", declaration)
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, ws.root)
+    if expected is None:
+        assert str(info.value).startswith(f"{F}:7: op 'foo': cpu kernel file '../../elsewhere.cc' lies outside")
+    else:
+        assert str(info.value) == expected
+
+
+def test_unknown_shape_fn_suggests_a_named_one(ws, monkeypatch):
+    from opsdk.registry import shape_fns
+
+    monkeypatch.setitem(shape_fns.SHAPE_FNS, "broadcast", lambda shapes, attrs: [None])
+    path = ws.write("op.yaml", HEAD + "shape_fn: brodcast\n" + X_IN + "outputs:\n  z: {dtype: float32}\n" + PY)
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, ws.root)
+    assert str(info.value) == (f"{F}:3: op 'foo': unknown shape_fn 'brodcast' (did you mean 'broadcast'?); "
+                               f"use a name from opsdk.registry.SHAPE_FNS, or 'file.py:function'")
+
+
+def test_every_error_of_a_file_is_reported_at_once(ws):
+    path = ws.write("op.yaml", HEAD + "inputs:\n  x: {dtype: flot32, shape: [n]}\n" + Z_OUT
+                    + "kernels: {gpu: x.cu}\n" + "---\nop: Bar\n")
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, ws.root)
+    lines = [str(e) for e in info.value.errors]
+    assert [e.location.line for e in info.value.errors] == [4, 7, 9, 9, 9, 9]
+    assert lines[0].endswith("unknown dtype 'flot32' (did you mean 'float32'?)")
+    assert "unknown kernel device 'gpu'" in lines[1]
+    assert lines[2] == f"{F}:9: op name 'Bar' must be lower_snake_case ([a-z][a-z0-9_]*), like 'bar'"
