@@ -219,9 +219,9 @@ def _invariants(who: str, tree: Any, init: list[Tensor], given: Any) -> list[Sha
                          f"loop_vars {structure_text(tree)}")
     shapes = [None if s is None else tuple(None if d is None else int(d) for d in s)
               for s in leaves]
-    for i, (t, shape) in enumerate(zip(init, shapes)):
-        if not compatible(t.shape, shape) or (shape is not None and t.shape is None):
-            raise OpsdkError(f"{who}: loop variable {i} ('{t.name}') starts with shape "
+    for label, t, shape in zip(_var_names(tree, init), init, shapes):
+        if not compatible(t.shape, shape):  # an unknown rank is checked when the loop runs
+            raise OpsdkError(f"{who}: loop variable {label} starts with shape "
                              f"{shape_text(t.shape)}, which does not fit its shape invariant "
                              f"{shape_text(shape)}")
     return shapes
@@ -257,7 +257,7 @@ def _loop_body_outputs(who: str, graph, result: Any, tree: Any, init: list[Tenso
         if t.dtype != start.dtype:
             raise OpsdkError(f"{who}: body turns loop variable {label} from {start.dtype} into "
                              f"{t.dtype}; cast it back in the body")
-        if not compatible(t.shape, shape) or (shape is not None and t.shape is None):
+        if not compatible(t.shape, shape):
             raise OpsdkError(f"{who}: body gives loop variable {label} the shape "
                              f"{shape_text(t.shape)}, which does not fit its shape invariant "
                              f"{shape_text(shape)}; pass shape_invariants with None dims")
