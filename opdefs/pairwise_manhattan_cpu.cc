@@ -1,6 +1,7 @@
 // pairwise_manhattan, CPU: z[i, j] = sum_k |x[i, k] - y[j, k]|.
 //
-// Included by the generated binding after generated/cpp/pairwise_manhattan_op.h.
+// Defines the template that generated/cpp/pairwise_manhattan_op.h declares; the generated binding
+// includes this file.
 //
 // Why it is written this way:
 // - The sum over k does not vectorise without reassociation, and the build does not use
@@ -11,6 +12,8 @@
 // - Rows of y are visited in blocks that stay in L2 while a thread's rows of x pass over them,
 //   and k is blocked too so that very long rows still fit.
 // - Threads split the rows of x (each writes its own rows of z): no races, no temporaries.
+#include "pairwise_manhattan_op.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
