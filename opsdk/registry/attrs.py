@@ -156,7 +156,7 @@ def dtype_name(value: Any) -> Optional[str]:
         return value
     try:
         return np.dtype(value).name
-    except TypeError:
+    except (TypeError, ValueError):
         return None
 
 
