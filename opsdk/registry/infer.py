@@ -232,7 +232,10 @@ class _Binder:
         return shape
 
     def _output_dims(self, tensor: TensorSpec, env: dict):
-        for axis, dim in enumerate(tensor.shape):
+        # The real axis of a declared dim: `...` stands for len(self.ellipsis) axes.
+        shift = len(self.ellipsis) - 1 if tensor.has_ellipsis else 0
+        for index, dim in enumerate(tensor.shape):
+            axis = index + shift if index else index
             if isinstance(dim, EllipsisDim):
                 yield from self.ellipsis
             elif isinstance(dim, ConstDim):

@@ -111,7 +111,8 @@ def test_expressions_constants_and_ellipsis(ops):
     ([(5, 4), ()], {"k": 2}, "windows: input 'x' must have 3 columns, got 4"),
     ([(2, 7, 5, 3), (2, 6)], {"k": 2}, "windows: input 'idx' has leading dims (2, 6) but x has (2, 7) (the '...' dims)"),
     ([(3,), ()], {"k": 2}, "windows: input 'x' must have rank >= 2 ([..., n, 3]), got rank 1"),
-    ([(2, 3), ()], {"k": 5}, "windows: output 'y' would have size -2 in axis 1 (n - k + 1); check the inputs and attrs"),
+    ([(2, 3), ()], {"k": 5}, "windows: output 'y' would have size -2 in axis 0 (n - k + 1); check the inputs and attrs"),
+    ([(7, 2, 3), (7,)], {"k": 5}, "windows: output 'y' would have size -2 in axis 1 (n - k + 1); check the inputs and attrs"),
 ])
 def test_expression_op_mistakes(ops, shapes, attrs, message):
     with pytest.raises(OpError) as info:
