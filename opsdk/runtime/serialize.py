@@ -27,6 +27,7 @@ import numpy as np
 from opsdk.registry.diagnostics import did_you_mean
 from opsdk.registry.errors import OpsdkError
 
+from . import control_flow  # noqa: F401 - registers the cond and while_loop node types
 from .func_graph import FuncGraph, SubGraph
 from .graph import Graph, GraphKeys, Operation
 from .primitives import PRIMITIVES

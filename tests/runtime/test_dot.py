@@ -1,0 +1,109 @@
+"""DOT rendering: labels, clusters, control edges, determinism; `render` and `opsdk graph`."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+
+import pytest
+
+from opsdk.cli.main import main
+from opsdk.runtime import dot as dot_module
+from opsdk.runtime.control_flow import cond, while_loop
+from opsdk.runtime.dot import render, to_dot
+from opsdk.runtime.graph import Graph, control_dependencies, placeholder
+from opsdk.runtime.serialize import save_graph
+
+
+def build(registry) -> Graph:
+    """A small graph with nested name scopes, a control edge and both control-flow nodes."""
+    g = Graph(registry=registry)
+    with g.as_default():
+        x = placeholder("float32", shape=[None, 3], name="x")
+        with g.name_scope("model"), g.name_scope("layer"):
+            y = x * 2.0
+        with control_dependencies([y]):
+            z = -x
+        p = placeholder("bool", shape=[], name="p")
+        cond(p, lambda: y + 1.0, lambda: z, name="pick")
+        while_loop(lambda i: i < 3, lambda i: i + 1, [0], name="count")
+    return g
+
+
+def test_nodes_edges_and_control_edges(registry):
+    text = to_dot(build(registry))
+    assert text.startswith('digraph "graph" {') and text.endswith("}\n")
+    assert '"model/layer/mul" [label="mul\\nmodel/layer/mul"];' in text
+    assert '"x" -> "model/layer/mul" [label="float32[?,3]"];' in text
+    assert '"model/layer/mul" -> "neg" [style=dashed, arrowhead=odot];' in text
+
+
+def test_name_scopes_become_nested_clusters(registry):
+    lines = to_dot(build(registry)).splitlines()
+    outer = lines.index('  subgraph "cluster_model/" {')
+    inner = lines.index('    subgraph "cluster_model/layer/" {')
+    node = lines.index('      "model/layer/mul" [label="mul\\nmodel/layer/mul"];')
+    assert outer < inner < node
+    assert lines[inner + 1].strip().startswith('label="model/layer";')
+
+
+def test_control_flow_sub_graphs_are_clusters(registry):
+    text = to_dot(build(registry))
+    for key in ("pick.then_branch", "pick.else_branch", "count.cond", "count.body"):
+        assert f'subgraph "cluster_{key}/" {{' in text
+    assert '"pick.then_branch/add" -> "pick" [style=dotted, arrowhead=empty];' in text
+    # the captured outer tensor feeds the branch's placeholder
+    assert '"model/layer/mul" -> "pick.then_branch/capture_model_layer_mul" [style=dotted' in text
+    assert '"count.body/arg0" -> "count.body/add" [label="int64[]"];' in text
+
+
+def test_output_is_deterministic(registry):
+    assert to_dot(build(registry)) == to_dot(build(registry))
+
+
+def test_render_dot_file(registry, tmp_path):
+    result = render(build(registry), tmp_path / "g.dot")
+    assert result.svg_path is None
+    assert (tmp_path / "g.dot").read_text() == to_dot(build(registry))
+
+
+def test_render_svg_without_graphviz_says_so(registry, tmp_path, monkeypatch):
+    monkeypatch.setattr(dot_module.shutil, "which", lambda name: None)
+    result = render(build(registry), tmp_path / "g.svg")
+    assert result.svg_path is None and (tmp_path / "g.dot").is_file()
+    assert "Graphviz's `dot` is not installed" in result.note
+
+
+def test_render_svg_calls_graphviz(registry, tmp_path):
+    fake = tmp_path / "fake_dot"  # records its arguments, writes the -o file
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\n'
+                    'while [ "$1" != "-o" ]; do shift; done\necho "<svg/>" > "$2"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    result = render(build(registry), tmp_path / "g.svg", dot_binary=str(fake))
+    assert result.svg_path == tmp_path / "g.svg" and result.svg_path.read_text() == "<svg/>\n"
+    assert (tmp_path / "args").read_text().split() == [
+        "-Tsvg", str(tmp_path / "g.dot"), "-o", str(tmp_path / "g.svg")]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's `dot` is not installed")
+def test_real_graphviz_accepts_the_text(registry, tmp_path):
+    result = render(build(registry), tmp_path / "g.svg")
+    assert "<svg" in result.svg_path.read_text()
+
+
+def test_cli_prints_and_writes(registry, tmp_path, capsys):
+    path = save_graph(build(registry), tmp_path / "model.json")
+    assert main(["graph", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith('digraph "model" {') and '"pick" [label="cond\\npick"' in printed
+    assert main(["graph", str(path), "-o", str(tmp_path / "out.dot")]) == 0
+    assert (tmp_path / "out.dot").read_text().count("->") == printed.count("->")
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "opsdk-graph", "version": 1, "nodes": [{"name": "y", "op": "neg",'
+                   ' "inputs": ["gone:0"]}]}')
+    assert main(["graph", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == f"opsdk graph: error: {bad}: node 'y': input 'gone:0' names no node in the file"
