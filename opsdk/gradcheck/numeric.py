@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -102,8 +103,17 @@ def eval_reference(expression: str, inputs: dict[str, Any], attrs: dict[str, Any
     scope: dict[str, Any] = {"np": np}
     scope.update(attrs)
     scope.update({k: _widen(v) for k, v in inputs.items()})
-    value = eval(expression, {"__builtins__": {}}, scope)  # noqa: S307 - declared by the op author
+    # NumPy's C code imports its own helpers (numpy._core._methods) through the calling frame's
+    # __import__, so the only builtin given is an __import__ restricted to numpy itself.
+    env = {"__builtins__": {"__import__": _numpy_import}}
+    value = eval(expression, env, scope)  # noqa: S307 - declared by the op author
     return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+def _numpy_import(name: str, globals_=None, locals_=None, fromlist=(), level: int = 0):
+    if level != 0 or name.split(".")[0] != "numpy":
+        raise ImportError(f"a reference expression may use only np, its inputs and attrs (not '{name}')")
+    return builtins.__import__(name, globals_, locals_, fromlist, level)
 
 
 def _widen(value: Any) -> Any:
