@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from .common import print_table, workspace_root
 
 
@@ -18,12 +16,12 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Print one row per op; builtins only as a count unless --all."""
-    from ..registry.registry import load_registry
+    from ..registry import load_registry
 
     root = workspace_root(args)
     registry = load_registry(root)
     specs = [registry.get(name) for name in sorted(registry.names())]
-    own = [s for s in specs if Path(s.workspace).resolve() == root]
+    own = sorted(registry.ops_in_workspace(root), key=lambda s: s.name)
     shown = specs if args.all else own
     rows = [(s.name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
             for s in shown]

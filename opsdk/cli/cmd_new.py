@@ -23,8 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     root = _target_root(args)
     created = scaffold_op(root, args.name)
-    paths = getattr(created, "files", created) or ()
-    for path in paths:
+    for path in created:
         print(f"created {_show(Path(path), root)}")
     print("\nnext steps:")
     print(f"  1. declare inputs, outputs and shapes in opdefs/{args.name}.yaml")

@@ -18,7 +18,7 @@ def workspace_root(args: argparse.Namespace) -> Path:
             raise OpsdkError(f"{root} is not an opsdk workspace (no opdefs/ folder); "
                              "create one with `opsdk new NAME` there, or pass another -C DIR")
         return root
-    from ..registry.registry import find_workspace
+    from ..registry import find_workspace
 
     return Path(find_workspace(Path.cwd())).resolve()
 

@@ -24,8 +24,8 @@ from typing import Iterator, Optional, Sequence
 from ..registry.errors import OpsdkError
 from .compiler import (Toolchain, build_key, compile_command, environment_fingerprint,
                        extension_suffix, file_digest, find_toolchain, flag_template, read_depfile,
-                       run_compiler)
-from .diagnostics import BuildError, summarize_failure
+                       run_compiler, undefined_kernel_symbols)
+from .diagnostics import BuildError, summarize_failure, summarize_missing_kernel
 
 CUDA_MODES = ("auto", "on", "off")
 _BINDINGS = {"cpu": "generated/cpp/{op}_binding.cc", "cuda": "generated/cuda/{op}_cuda_binding.cu"}
@@ -158,14 +158,9 @@ def _workspace_lock(build_dir: Path) -> Iterator[None]:
 
 def _select_specs(root: Path, ops: Optional[Sequence[str]]) -> list:
     """The workspace's own ops (not builtins of another workspace), or the named ones."""
-    from ..registry.registry import load_registry
+    from ..registry import load_registry
 
-    registry = load_registry(root)
-    own = {}
-    for name in registry.names():
-        spec = registry.get(name)
-        if Path(spec.workspace).resolve() == root:
-            own[name] = spec
+    own = {spec.name: spec for spec in load_registry(root).ops_in_workspace(root)}
     if not ops:
         return [own[n] for n in sorted(own)]
     for name in ops:
@@ -293,10 +288,11 @@ def _compile_unit(plan: _Plan, environment: str, display: "_Display") -> UnitRes
     command = compile_command(unit.toolchain, unit.flags, unit.source, str(temp_out), module,
                               str(temp_dep))
     outcome = run_compiler(command, unit.root)
-    if not outcome.ok:
+    missing = undefined_kernel_symbols(temp_out, f"opsdk_op_{unit.op}") if outcome.ok else ()
+    if not outcome.ok or missing:
         for path in (temp_out, temp_dep):
             path.unlink(missing_ok=True)
-        result = _failure(unit, outcome)
+        result = _failure(unit, outcome, missing)
     else:
         final = unit.out_dir / f"{module}{suffix}"
         os.replace(temp_out, final)
@@ -310,11 +306,17 @@ def _compile_unit(plan: _Plan, environment: str, display: "_Display") -> UnitRes
     return result
 
 
-def _failure(unit: _Unit, outcome) -> UnitResult:
+def _failure(unit: _Unit, outcome, missing: tuple[str, ...]) -> UnitResult:
+    """Keep the full log next to the unit; return only the author-relevant lines."""
     log = unit.out_dir / "last_error.log"
-    log.write_text("$ " + " ".join(outcome.command) + "\n\n" + outcome.output)
+    undefined = "".join(f"\nundefined in the artefact: {sym}" for sym in missing)
+    log.write_text("$ " + " ".join(outcome.command) + "\n\n" + outcome.output + undefined)
     rel_log = log.relative_to(unit.root).as_posix()
-    message = summarize_failure(outcome.output, unit.root, unit.op, unit.device, rel_log)
+    if missing:
+        message = (summarize_missing_kernel(missing, unit.root, unit.op, unit.device, unit.kernel)
+                   + f"\n(full compiler output: {rel_log})")
+    else:
+        message = summarize_failure(outcome.output, unit.root, unit.op, unit.device, rel_log)
     return UnitResult(unit.op, unit.device, "failed", outcome.seconds, None, message)
 
 

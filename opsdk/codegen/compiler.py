@@ -108,12 +108,37 @@ def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, out
 def run_compiler(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
     """Run one compile in `cwd` (so diagnostics name workspace-relative paths)."""
     start = time.perf_counter()
+    # The C locale keeps messages in English with ASCII quotes, as the diagnostics parser expects.
+    env = {**os.environ, "LC_ALL": "C"}
     try:
-        proc = subprocess.run(list(command), cwd=cwd, stdout=subprocess.PIPE,
+        proc = subprocess.run(list(command), cwd=cwd, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError as exc:
         raise OpsdkError(f"cannot run {command[0]}: {exc.strerror}") from None
     return CompileOutcome(command, proc.returncode, proc.stdout, time.perf_counter() - start)
+
+
+def undefined_kernel_symbols(artefact: Path, namespace: str) -> tuple[str, ...]:
+    """Functions of the op's namespace the artefact uses but does not define, demangled.
+
+    A kernel defined with another signature than its header declares still compiles (it is an
+    overload) and links (-shared allows undefined symbols); without this check the mistake would
+    surface only as "undefined symbol" when Python imports the module.
+    """
+    nm = shutil.which("nm")
+    if nm is None:
+        return ()
+    try:
+        proc = subprocess.run([nm, "-D", "-C", "--undefined-only", str(artefact)],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = set()
+    for line in proc.stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].startswith(f"{namespace}::"):
+            found.add(parts[1].strip())
+    return tuple(sorted(found))
 
 
 def read_depfile(path: Path, root: Path) -> tuple[str, ...]:

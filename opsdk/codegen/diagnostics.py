@@ -85,6 +85,20 @@ def summarize_failure(output: str, root: Path, op: str, device: str, log_path: s
     return f"{text}\n(full compiler output: {log_path})"
 
 
+def summarize_missing_kernel(symbols: tuple[str, ...], root: Path, op: str, device: str,
+                             kernel: str) -> str:
+    """The message when the glue calls a kernel function the author's source does not define."""
+    tag = f"[op '{op}', {device}]"
+    lines = [f"{kernel}: error: the {device} kernel does not define `{sym}`, which the generated "
+             f"glue calls {tag}" for sym in symbols[:MAX_DIAGNOSTICS]]
+    header = f"generated/cpp/{op}_op.h"
+    signature = expected_signature(root / header, device)
+    lines.append(f"hint: define it in namespace opsdk_op_{op} exactly as {header} declares it"
+                 + (":" if signature else " (check the parameter list and template parameters)"))
+    lines += [f"    {s}" for s in signature]
+    return "\n".join(lines)
+
+
 def _error_lines(diags: list[Diagnostic], tag: str) -> list[str]:
     """Errors deduplicated (template bodies fail once per dtype), each with its first notes."""
     lines: list[str] = []

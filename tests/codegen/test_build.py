@@ -1,0 +1,240 @@
+"""`opsdk build` end to end on a small workspace: compile, reuse, rebuild what changed, report errors.
+
+The tests share one built workspace (each compile costs seconds) and run in file order: each one
+leaves the workspace built and states what the next build should compile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.codegen.build import build_workspace
+from opsdk.codegen.compiler import extension_suffix
+from opsdk.codegen.diagnostics import BuildError
+from opsdk.registry import KernelNotBuiltError, load_registry
+from opsdk.runtime.loader import load_kernel
+
+pytestmark = pytest.mark.slow
+
+TWICE_YAML = """\
+op: bt_twice
+summary: y = FACTOR * x, FACTOR from an included header.
+type_attrs:
+  T: [float32, float64]
+inputs:
+  x: {dtype: T, shape: [n]}
+outputs:
+  y: {dtype: T, shape: [n]}
+kernels:
+  cpu: bt_twice_cpu.cc
+reference: "2 * x"
+"""
+
+TWICE_CPU = """\
+#include "bt_twice_op.h"
+#include "bt_factor.h"
+
+namespace opsdk_op_bt_twice {
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
+    for (int64_t i = 0; i < dims.n; ++i) out.y[i] = static_cast<T>(BT_FACTOR) * in.x[i];
+}
+}  // namespace opsdk_op_bt_twice
+"""
+
+SHIFT_YAML = """\
+op: bt_shift
+summary: y = x + offset.
+type_attrs:
+  T: [float64]
+attrs:
+  offset: {type: float, default: 0.0}
+inputs:
+  x: {dtype: T, shape: [n]}
+outputs:
+  y: {dtype: T, shape: [n]}
+kernels:
+  cpu: bt_shift_cpu.cc
+reference: "x + offset"
+"""
+
+SHIFT_CPU = """\
+#include "bt_shift_op.h"
+
+namespace opsdk_op_bt_shift {
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& attrs) {
+    for (int64_t i = 0; i < dims.n; ++i) out.y[i] = in.x[i] + static_cast<T>(attrs.offset);
+}
+}  // namespace opsdk_op_bt_shift
+"""
+
+
+def write_workspace(root: Path) -> None:
+    opdefs = root / "opdefs"
+    opdefs.mkdir(parents=True)
+    (opdefs / "bt_twice.yaml").write_text(TWICE_YAML)
+    (opdefs / "bt_twice_cpu.cc").write_text(TWICE_CPU)
+    (opdefs / "bt_factor.h").write_text("#pragma once\n#define BT_FACTOR 2\n")
+    (opdefs / "bt_shift.yaml").write_text(SHIFT_YAML)
+    (opdefs / "bt_shift_cpu.cc").write_text(SHIFT_CPU)
+
+
+def compiled(report) -> list[str]:
+    return sorted(r.op for r in report.compiled)
+
+
+def kernel(root: Path, op: str):
+    return load_kernel(load_registry(root).get(op), "cpu")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("buildws")
+    write_workspace(root)
+    report = build_workspace(root, jobs=2, progress=False)
+    return root, report
+
+
+def test_first_build_compiles_every_op_into_a_loadable_module(ws):
+    root, report = ws
+    assert compiled(report) == ["bt_shift", "bt_twice"]
+    manifest = json.loads((root / "build/cpu/bt_twice/manifest.json").read_text())
+    assert re.fullmatch(r"_opsdk_bt_twice_[0-9a-f]{12}", manifest["module"])
+    assert manifest["file"] == manifest["module"] + extension_suffix()
+    assert "opdefs/bt_factor.h" in manifest["sources"]
+    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(4.0)), [0, 2, 4, 6])
+    np.testing.assert_array_equal(kernel(root, "bt_shift")(np.arange(3.0), 1.5), [1.5, 2.5, 3.5])
+
+
+def test_second_build_compiles_nothing(ws):
+    root, _ = ws
+    report = build_workspace(root, progress=False)
+    assert compiled(report) == []
+    assert sorted(r.op for r in report.up_to_date) == ["bt_shift", "bt_twice"]
+
+
+def test_noop_cli_build_is_fast(ws):
+    root, _ = ws
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "opsdk.cli", "-C", str(root), "build"],
+                          capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr
+    assert "0 compiled, 2 up to date" in proc.stdout
+    # The target is < 1 s; the margin absorbs a loaded shared test machine.
+    assert elapsed < 2.5, f"no-op build took {elapsed:.2f} s"
+
+
+def test_editing_an_included_header_rebuilds_only_its_op(ws):
+    root, _ = ws
+    old = kernel(root, "bt_twice")
+    (root / "opdefs/bt_factor.h").write_text("#pragma once\n#define BT_FACTOR 3\n")
+    report = build_workspace(root, progress=False)
+    assert compiled(report) == ["bt_twice"]
+    # A new module name per build: the same process loads the edit next to the old kernel.
+    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(3.0)), [0, 3, 6])
+    np.testing.assert_array_equal(old(np.arange(3.0)), [0, 2, 4])
+    assert len(list((root / "build/cpu/bt_twice").glob("_opsdk_*"))) == 1
+
+
+def test_editing_a_kernel_rebuilds_only_that_op(ws):
+    root, _ = ws
+    path = root / "opdefs/bt_shift_cpu.cc"
+    path.write_text(SHIFT_CPU.replace("in.x[i] + ", "2 * in.x[i] + "))
+    report = build_workspace(root, progress=False)
+    assert compiled(report) == ["bt_shift"]
+    np.testing.assert_array_equal(kernel(root, "bt_shift")(np.arange(3.0), 1.0), [1, 3, 5])
+
+
+def test_changed_flags_rebuild_and_the_loader_warns_on_a_newer_kernel(ws, monkeypatch):
+    root, _ = ws
+    monkeypatch.setenv("OPSDK_CXXFLAGS", "-DBT_UNUSED_FLAG=1")
+    report = build_workspace(root, ops=["bt_shift"], progress=False)
+    assert compiled(report) == ["bt_shift"]
+    future = time.time() + 60
+    os.utime(root / "opdefs/bt_shift_cpu.cc", (future, future))
+    with pytest.warns(UserWarning, match=r"op 'bt_shift': opdefs/bt_shift_cpu.cc changed .* "
+                                         r"rerun `opsdk build`"):
+        kernel(root, "bt_shift")
+
+
+def test_compile_error_names_the_kernel_line_and_keeps_the_last_good_build(ws):
+    root, _ = ws
+    path = root / "opdefs/bt_twice_cpu.cc"
+    good = path.read_text()
+    manifest = (root / "build/cpu/bt_twice/manifest.json").read_text()
+    path.write_text(good.replace("out.y[i] = ", "out.y[i] = undeclared_thing + "))
+    with pytest.raises(BuildError) as err:
+        build_workspace(root, progress=False)
+    message = str(err.value)
+    assert re.search(r"^opdefs/bt_twice_cpu\.cc:7:\d+: error: .*undeclared_thing.* "
+                     r"\[op 'bt_twice', cpu\]$", message, re.M), message
+    assert "build/cpu/bt_twice/last_error.log" in message
+    assert "In file included" not in message and len(message.splitlines()) <= 6
+    assert "undeclared_thing" in (root / "build/cpu/bt_twice/last_error.log").read_text()
+    assert (root / "build/cpu/bt_twice/manifest.json").read_text() == manifest
+    assert not list((root / "build/cpu/bt_twice").glob(".tmp-*"))
+    # Putting the source back gives the key of the last good build again: nothing to compile.
+    path.write_text(good)
+    assert compiled(build_workspace(root, ops=["bt_twice"], progress=False)) == []
+
+
+def test_kernel_with_a_wrong_signature_is_a_build_error_with_the_declaration(ws):
+    root, _ = ws
+    path = root / "opdefs/bt_twice_cpu.cc"
+    good = path.read_text()
+    path.write_text(good.replace("const Dims& dims, const Attrs&)", "const Dims& dims)"))
+    try:
+        with pytest.raises(BuildError) as err:
+            build_workspace(root, ops=["bt_twice"], progress=False)
+    finally:
+        path.write_text(good)
+    message = str(err.value)
+    assert message.startswith("opdefs/bt_twice_cpu.cc: error: the cpu kernel does not define "
+                              "`opsdk_op_bt_twice::cpu<")
+    assert "generated/cpp/bt_twice_op.h" in message
+    assert "const Dims& dims, const Attrs& attrs);" in message
+
+
+def test_stale_temp_files_and_orphan_artefacts_are_removed(ws):
+    root, _ = ws
+    folder = root / "build/cpu/bt_twice"
+    orphan = folder / f"_opsdk_bt_twice_000000000000{extension_suffix()}"
+    temp = folder / f".tmp-_opsdk_bt_twice_111111111111-99999{extension_suffix()}"
+    for path in (orphan, temp):
+        path.write_bytes(b"\x7fELF half written")
+    report = build_workspace(root, ops=["bt_twice"], progress=False)
+    assert compiled(report) == []
+    assert not orphan.exists() and not temp.exists()
+    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(2.0)), [0, 3])
+
+
+def test_unknown_op_is_a_user_error(ws):
+    root, _ = ws
+    with pytest.raises(Exception, match=r"no op named 'bt_twise' .*did you mean 'bt_twice'"):
+        build_workspace(root, ops=["bt_twise"], progress=False)
+
+
+def test_loader_says_to_build_when_nothing_was_built(tmp_path):
+    write_workspace(tmp_path)
+    spec = load_registry(tmp_path).get("bt_shift")
+    with pytest.raises(KernelNotBuiltError,
+                       match=r"op 'bt_shift': no built cpu kernel; run `opsdk build` in "):
+        load_kernel(spec, "cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (tmp_path / "build/cpu/bt_shift").mkdir(parents=True)
+        (tmp_path / "build/cpu/bt_shift/manifest.json").write_text("{truncated")
+        with pytest.raises(KernelNotBuiltError):
+            load_kernel(spec, "cpu")
