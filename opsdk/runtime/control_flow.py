@@ -187,18 +187,9 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     invariants = _invariants(who, tree, init, shape_invariants)
     names = _var_names(tree, init)
     spread = isinstance(loop_vars, (list, tuple))
-    args = [(t.dtype, shape) for t, shape in zip(init, invariants)]
-
-    def call(fn: Callable) -> Callable:
-        return lambda *params: fn(*pack(tree, list(params))) if spread else fn(
-            pack(tree, list(params)))
-    cond_g, cond_params, cond_out = trace(graph, call(cond), args, f"{node}/cond")
-    body_g, body_params, body_out = trace(graph, call(body), args, f"{node}/body")
-    pred = _loop_pred(who, cond_g, cond_out)
-    new = _loop_body_outputs(who, body_g, body_out, tree, init, invariants, names)
-    captured = _union_captures(cond_g, body_g)
-    attrs = {"cond": _seal(cond_g, captured, [pred], cond_params),
-             "body": _seal(body_g, captured, new, body_params),
+    cond_sub, body_sub, captured = _trace_loop(graph, who, node, (cond, body), spread, tree,
+                                               init, invariants, names)
+    attrs = {"cond": cond_sub, "body": body_sub,
              "shape_invariants": list(invariants), "loop_var_names": list(names),
              "maximum_iterations": None if maximum_iterations is None else int(maximum_iterations),
              "keep_intermediates": bool(keep_intermediates)}
@@ -208,6 +199,25 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     op = graph.create_op("while_loop", [*init, *captured], attrs, outputs, name=node,
                          reserved_name=True)
     return pack(tree, list(op.outputs[:len(init)]))
+
+
+def _trace_loop(graph: Graph, who: str, node: str, fns: tuple, spread: bool, tree: Any,
+                init: list[Tensor], invariants: list[Shape], names: list[str]
+                ) -> tuple[SubGraph, SubGraph, list[Tensor]]:
+    """Trace cond and body over placeholders shaped by the invariants; both share the captures."""
+    args = [(t.dtype, shape) for t, shape in zip(init, invariants)]
+
+    def call(fn: Callable) -> Callable:
+        if spread:  # a list/tuple of loop vars is unpacked into arguments, as in TensorFlow
+            return lambda *params: fn(*pack(tree, list(params)))
+        return lambda *params: fn(pack(tree, list(params)))
+    cond_g, cond_params, cond_out = trace(graph, call(fns[0]), args, f"{node}/cond")
+    body_g, body_params, body_out = trace(graph, call(fns[1]), args, f"{node}/body")
+    pred = _loop_pred(who, cond_g, cond_out)
+    new = _loop_body_outputs(who, body_g, body_out, tree, init, invariants, names)
+    captured = _union_captures(cond_g, body_g)
+    return (_seal(cond_g, captured, [pred], cond_params),
+            _seal(body_g, captured, new, body_params), captured)
 
 
 def _invariants(who: str, tree: Any, init: list[Tensor], given: Any) -> list[Shape]:
