@@ -53,6 +53,8 @@ class OutputGlue:
     shape_param: str  # a std::vector<int64_t> parameter when a Python shape function decides it
     what: str  # "op: output 'z'" for the negative-size message
     view_type: str
+    count: str  # list outputs: the C++ expression of N; "" for one tensor
+    shape_param_type: str  # the C++ type of shape_param
 
 
 @dataclass(frozen=True)
@@ -231,8 +233,9 @@ def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
         code = names.dtype_enum(tensor.dtype)
     shape_param = ""
     if tensor.shape is None:
+        # Python's shape function decided: one shape, or one per tensor of a list output.
         shape_param = f"shape_{tensor.name}"
-        shape = shape_param
+        shape = f"{shape_param}[i]" if tensor.is_list else shape_param
     else:
         dims = [names.output_dim_cpp(spec, d) for d in tensor.shape if not isinstance(d, EllipsisDim)]
         if tensor.has_ellipsis:
@@ -241,7 +244,10 @@ def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
             shape = f"std::array<int64_t, {len(dims)}>{{{', '.join(dims)}}}"
     return OutputGlue(name=tensor.name, dtype_code=code, shape=shape, shape_param=shape_param,
                       what=msg.cpp_string_literal(f"{spec.name}: output '{tensor.name}'"),
-                      view_type=names.tensor_cpp_type(spec, tensor))
+                      view_type=names.tensor_cpp_type(spec, tensor),
+                      count=f"attrs.{tensor.list_len}" if tensor.is_list else "",
+                      shape_param_type=("std::vector<std::vector<int64_t>>" if tensor.is_list
+                                        else "std::vector<int64_t>"))
 
 
 def _type_attr_glue(spec: OpSpec) -> list[TypeAttrGlue]:

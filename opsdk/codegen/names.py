@@ -88,7 +88,8 @@ def input_member_type(spec: OpSpec, tensor: TensorSpec) -> str:
 
 
 def output_member_type(spec: OpSpec, tensor: TensorSpec) -> str:
-    return f"opsdk::Tensor<{tensor_cpp_type(spec, tensor)}>"
+    view = f"opsdk::Tensor<{tensor_cpp_type(spec, tensor)}>"
+    return f"std::vector<{view}>" if tensor.is_list else view
 
 
 def dtype_enum(dtype: str) -> str:

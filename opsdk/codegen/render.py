@@ -95,7 +95,7 @@ def render_binding(spec: OpSpec) -> str:
     """generated/cpp/<op>_binding.cc: the pybind11 module whose `cpu` runs the author's kernel."""
     values = _binding_values(spec, "cpu")
     shape_outputs = [o for o in values["m"].outputs if o.shape_param]
-    values["shape_params"] = [f"const std::vector<int64_t>& {o.shape_param}" for o in shape_outputs]
+    values["shape_params"] = [f"const {o.shape_param_type}& {o.shape_param}" for o in shape_outputs]
     values["shape_args"] = "".join(f", {o.shape_param}" for o in shape_outputs)
     return render_template("binding.cc.j2", **values)
 
@@ -111,12 +111,18 @@ def _sorted(specs: Sequence[OpSpec]) -> list[OpSpec]:
     return sorted(specs, key=lambda s: s.name)
 
 
+def _forward_ops(specs: Sequence[OpSpec]) -> dict[str, OpSpec]:
+    """gradient op name -> the op it is the gradient of (its docstring example borrows from it)."""
+    return {s.gradient_op: s for s in _sorted(specs) if s.gradient_op}
+
+
 def render_wrappers(specs: Sequence[OpSpec], workspace_name: str) -> str:
     """generated/python/ops.py: one documented wrapper function per op of the workspace."""
     ordered = _sorted(specs)
+    forward = _forward_ops(ordered)
     return render_template(
         "ops.py.j2", header=generated_header([s.file for s in ordered], "#"),
-        workspace_name=workspace_name, ops=[wrapper_model(s) for s in ordered])
+        workspace_name=workspace_name, ops=[wrapper_model(s, forward.get(s.name)) for s in ordered])
 
 
 def render_stubs(specs: Sequence[OpSpec]) -> str:

@@ -121,8 +121,8 @@ def _section(title: str, lines: list[str]) -> list[str]:
     return out + [""]
 
 
-def _docstring(spec: OpSpec) -> str:
-    list_lens = {t.list_len for t in spec.inputs if t.is_list}
+def _docstring(spec: OpSpec, forward: Optional[OpSpec]) -> str:
+    list_lens = _list_lens(spec)
     lines = [spec.summary.strip() or f"The op {spec.name}.", ""]
     if spec.doc.strip():
         lines += spec.doc.strip().splitlines() + [""]
@@ -135,7 +135,7 @@ def _docstring(spec: OpSpec) -> str:
     args.append("name: the node's name when called inside a graph.")
     lines += _section("Args", args)
     lines += _section("Returns", [_tensor_line(spec, t) for t in spec.outputs])
-    lines += ["Example:"] + ["    " + line for line in example_lines(spec)]
+    lines += ["Example:"] + ["    " + line for line in example_lines(spec, forward)]
     return "\n".join(lines).replace('"""', "'''").rstrip() + "\n"
 
 
@@ -181,13 +181,16 @@ def _draw(spec: OpSpec, tensor: TensorSpec, shape: tuple) -> str:
     if dtype in COMPLEX_DTYPES:
         return f"(rng.uniform({lo}, {hi}, size={shape}) + 1j * rng.uniform({lo}, {hi}, size={shape})).astype(np.{dtype})"
     if dtype in INT_DTYPES:
-        return f"rng.integers(0, 5, size={shape}).astype(np.{dtype})"
+        # Every example dim is at least 2, so 0 and 1 are valid indices along any axis.
+        return f"rng.integers(0, 2, size={shape}).astype(np.{dtype})"
     return f"rng.random(size={shape}) < 0.5"
 
 
 def _result_shapes(spec: OpSpec, env: dict[str, Any], in_shapes: dict, attrs: dict) -> list:
     if spec.shape_fn is None:
-        return [_example_shape(t, env) for t in spec.outputs]
+        shapes = [_example_shape(t, env) for t in spec.outputs]
+        return [[shape] * int(attrs[t.list_len]) if t.is_list else shape
+                for t, shape in zip(spec.outputs, shapes)]
     fn = SHAPE_FNS.get(spec.shape_fn)
     try:
         return list(fn(in_shapes, attrs)) if fn else [None] * len(spec.outputs)
@@ -195,36 +198,92 @@ def _result_shapes(spec: OpSpec, env: dict[str, Any], in_shapes: dict, attrs: di
         return [None] * len(spec.outputs)
 
 
-def example_lines(spec: OpSpec) -> list[str]:
-    """A doctest calling the op on seeded random inputs and printing its result's shape(s)."""
-    list_lens = {t.list_len for t in spec.inputs if t.is_list}
-    attrs = {a.name: _example_attr(a, list_lens) for a in spec.attrs}
-    env: dict[str, Any] = {**{k: v for k, v in attrs.items() if isinstance(v, int)}, **_example_dims(spec)}
-    lines = [">>> import numpy as np", ">>> rng = np.random.default_rng(0)"]
-    in_shapes: dict[str, Any] = {}
+def _input_shapes(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
+    """Example shape per input (a list of shapes for a list input); (2, 3) where undeclared."""
+    shapes: dict[str, Any] = {}
     for t in spec.inputs:
         shape = _example_shape(t, env) or (2, 3)
-        draw = _draw(spec, t, shape)
+        shapes[t.name] = [shape] * EXAMPLE_LIST_LEN if t.is_list else shape
+    return shapes
+
+
+def _example_env(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
+    ints = {k: v for k, v in attrs.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return {**ints, **_example_dims(spec)}
+
+
+def _gradient_input_shapes(spec: OpSpec, forward: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
+    """A gradient op's example takes its forward op's example inputs, outputs and output grads,
+    so that shapes only a shape function relates still agree (the registry's signature rule)."""
+    f_attrs = {a.name: attrs.get(a.name, _example_attr(a, _list_lens(forward))) for a in forward.attrs}
+    f_env = _example_env(forward, f_attrs)
+    f_inputs = _input_shapes(forward, f_env)
+    f_outputs = _result_shapes(forward, f_env, f_inputs, f_attrs)
+    known = dict(f_inputs)
+    for t, shape in zip(forward.outputs, f_outputs):
+        known[t.name] = known[f"grad_{t.name}"] = shape
+    shapes = _input_shapes(spec, _example_env(spec, attrs))
+    for name in shapes:
+        if known.get(name) is not None:
+            shapes[name] = known[name]
+    return shapes
+
+
+def _list_lens(spec: OpSpec) -> set[str]:
+    return {t.list_len for t in spec.inputs if t.is_list}
+
+
+def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
+    """A doctest calling the op on seeded random inputs and printing its result's shape(s).
+
+    `forward` is the op whose gradient `spec` is, when there is one: its example feeds this one.
+    """
+    list_lens = _list_lens(spec)
+    attrs = {a.name: _example_attr(a, list_lens) for a in spec.attrs}
+    env = _example_env(spec, attrs)
+    in_shapes = _gradient_input_shapes(spec, forward, attrs) if forward else _input_shapes(spec, env)
+    lines = [">>> import numpy as np", ">>> rng = np.random.default_rng(0)"]
+    for t in spec.inputs:
         if t.is_list:
-            in_shapes[t.name] = [shape] * EXAMPLE_LIST_LEN
+            draw = _draw(spec, t, in_shapes[t.name][0])
             lines.append(f">>> {t.name} = [{draw} for _ in range({EXAMPLE_LIST_LEN})]")
         else:
-            in_shapes[t.name] = shape
-            lines.append(f">>> {t.name} = {draw}")
+            lines.append(f">>> {t.name} = {_draw(spec, t, in_shapes[t.name])}")
     kwargs = [f"{a.name}={attrs[a.name]!r}" for a in spec.attrs
               if a.name not in list_lens and a.default is NO_DEFAULT]
     kwargs += [f"{names.python_type_attr_param(spec, ta)}={ta.allowed[0]!r}"
                for ta in spec.unbound_type_attrs if not ta.default]
     call = f"{spec.name}({', '.join([t.name for t in spec.inputs] + kwargs)})"
     shapes = _result_shapes(spec, env, in_shapes, attrs)
+    return lines + _show_result(spec, call, shapes)
+
+
+def _show_result(spec: OpSpec, call: str, shapes: list) -> list[str]:
+    """The doctest line printing the result's shape(s) (dtypes where no shape is known)."""
     if len(spec.outputs) == 1:
-        if shapes[0] is not None:
-            return lines + [f">>> {call}.shape", repr(tuple(shapes[0]))]
-        return lines + [f">>> {call}.dtype.name", repr(_out_dtype(spec, spec.outputs[0]))]
+        out, shape = spec.outputs[0], shapes[0]
+        if shape is not None and out.is_list:
+            return [f">>> [item.shape for item in {call}]", repr([tuple(s) for s in shape])]
+        if shape is not None:
+            return [f">>> {call}.shape", repr(tuple(shape))]
+        if out.is_list:
+            return [f">>> [item.dtype.name for item in {call}]",
+                    repr([_out_dtype(spec, out)] * EXAMPLE_LIST_LEN)]
+        return [f">>> {call}.dtype.name", repr(_out_dtype(spec, out))]
+    # Several outputs: unpack them, then show each (a list output item by item).
+    names_ = [t.name for t in spec.outputs]
+    lines = [f">>> {', '.join(names_)} = {call}"]
     if all(s is not None for s in shapes):
-        return lines + [f">>> [out.shape for out in {call}]", repr([tuple(s) for s in shapes])]
-    return lines + [f">>> [out.dtype.name for out in {call}]",
-                    repr([_out_dtype(spec, t) for t in spec.outputs])]
+        shown = [f"[item.shape for item in {t.name}]" if t.is_list else f"{t.name}.shape"
+                 for t in spec.outputs]
+        values = tuple([tuple(x) for x in s] if t.is_list else tuple(s)
+                       for t, s in zip(spec.outputs, shapes))
+    else:
+        shown = [f"[item.dtype.name for item in {t.name}]" if t.is_list else f"{t.name}.dtype.name"
+                 for t in spec.outputs]
+        values = tuple([_out_dtype(spec, t)] * EXAMPLE_LIST_LEN if t.is_list else _out_dtype(spec, t)
+                       for t in spec.outputs)
+    return lines + [f">>> {', '.join(shown)}", repr(values)]
 
 
 def _out_dtype(spec: OpSpec, tensor: TensorSpec) -> str:
@@ -234,11 +293,13 @@ def _out_dtype(spec: OpSpec, tensor: TensorSpec) -> str:
     return spec.dtype_options(tensor)[0]
 
 
-def wrapper_model(spec: OpSpec) -> WrapperModel:
-    """The wrapper of one op: its parameters, the `_apply` call and its docstring."""
+def wrapper_model(spec: OpSpec, forward: Optional[OpSpec] = None) -> WrapperModel:
+    """The wrapper of one op: its parameters, the `_apply` call and its docstring.
+
+    `forward`: the op whose gradient op `spec` is (its example then feeds this one's)."""
     positional, keyword = _params(spec)
     inputs_expr, attrs_expr = _call_exprs(spec)
     returns = "Output" if len(spec.outputs) == 1 else f"tuple[{', '.join(['Output'] * len(spec.outputs))}]"
     return WrapperModel(name=spec.name, positional=tuple(positional), keyword=tuple(keyword),
                         inputs_expr=inputs_expr, attrs_expr=attrs_expr, returns=returns,
-                        docstring=_docstring(spec))
+                        docstring=_docstring(spec, forward))

@@ -66,10 +66,12 @@ LIST_OP = """
       xs: {dtype: T, shape: [..., d], list: N}
     outputs:
       y: {dtype: T, shape: [..., "d * N"]}
+      parts: {dtype: T, shape: [..., d], list: N}
     gradient: null
     kernels:
       cpu: list_op_cpu.cc
-    reference: "np.concatenate(xs, axis=-1)"
+      cuda: list_op_cuda.cu
+    reference: "(np.concatenate(xs, axis=-1), [x.copy() for x in xs])"
 """
 
 CAST_OP = """

@@ -50,15 +50,17 @@ void check_inputs(const Args& a, Dims& dims, int* codes) {
 
 template <typename T>
 py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* codes,
-               const std::vector<Arg>& outs, cudaStream_t stream) {
+               const std::vector<std::vector<Arg>>& outs, cudaStream_t stream) {
     (void)codes;
     Inputs<T> in{
         opsdk::glue::view<const T>(a.x),
         opsdk::glue::view<const T>(a.y),
     };
-    opsdk::glue::check_output(outs[0], codes[0], std::array<int64_t, 2>{(dims.n + dims.m), (dims.p * attrs.k)}, "attrs_op: output 'z'");
+    for (size_t i = 0; i < outs[0].size(); ++i) {
+        opsdk::glue::check_output(outs[0][i], codes[0], std::array<int64_t, 2>{(dims.n + dims.m), (dims.p * attrs.k)}, "attrs_op: output 'z'");
+    }
     Outputs<T> out{
-        opsdk::glue::view<T>(outs[0]),
+        opsdk::glue::view<T>(outs[0][0]),
     };
     opsdk::glue::run_kernel(kOp, kKernelSource, kNotWritten, [&] {
         py::gil_scoped_release release;
@@ -97,9 +99,10 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         int codes[1] = {0};
         check_inputs(a, dims, codes);
         const Attrs attrs{ attr_k, attr_mode, attr_axes, attr_weights, attr_exact, attr_alpha };
-        std::vector<Arg> outs(1);
-        if (!opsdk::glue::read_device(out_z, outs[0])) {
-            opsdk::glue::raise(PyExc_TypeError, "attrs_op: output 'z' must expose __cuda_array_interface__");
+        std::vector<std::vector<Arg>> outs(1);
+        outs[0].resize(1);
+        if (!opsdk::glue::read_device(out_z, outs[0][0])) {
+            opsdk::glue::raise(PyExc_TypeError, std::string("attrs_op: output 'z'") + " must expose __cuda_array_interface__");
         }
         cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
         switch (codes[0]) {

@@ -49,17 +49,21 @@ void check_inputs(const Args& a, Dims& dims, int* codes) {
 
 template <typename SrcT, typename DstT>
 py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* codes,
-               const std::vector<Arg>& outs, cudaStream_t stream) {
+               const std::vector<std::vector<Arg>>& outs, cudaStream_t stream) {
     (void)codes;
     Inputs<SrcT, DstT> in{
         opsdk::glue::view<const SrcT>(a.x),
         opsdk::glue::view<const bool>(a.mask),
     };
-    opsdk::glue::check_output(outs[0], codes[1], std::array<int64_t, 2>{dims.n, 3}, "cast_op: output 'y'");
-    opsdk::glue::check_output(outs[1], opsdk::glue::kInt64, std::array<int64_t, 0>{}, "cast_op: output 'count'");
+    for (size_t i = 0; i < outs[0].size(); ++i) {
+        opsdk::glue::check_output(outs[0][i], codes[1], std::array<int64_t, 2>{dims.n, 3}, "cast_op: output 'y'");
+    }
+    for (size_t i = 0; i < outs[1].size(); ++i) {
+        opsdk::glue::check_output(outs[1][i], opsdk::glue::kInt64, std::array<int64_t, 0>{}, "cast_op: output 'count'");
+    }
     Outputs<SrcT, DstT> out{
-        opsdk::glue::view<DstT>(outs[0]),
-        opsdk::glue::view<int64_t>(outs[1]),
+        opsdk::glue::view<DstT>(outs[0][0]),
+        opsdk::glue::view<int64_t>(outs[1][0]),
     };
     opsdk::glue::run_kernel(kOp, kKernelSource, kNotWritten, [&] {
         py::gil_scoped_release release;
@@ -96,12 +100,14 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         codes[1] = opsdk::glue::dtype_from_name(dtype_DstT);
         if (!(codes[1] == opsdk::glue::kFloat32 || codes[1] == opsdk::glue::kFloat64)) opsdk::glue::raise(PyExc_TypeError, std::string("cast_op: type attr 'DstT' must be float32 or float64, got '") + dtype_DstT + "'");
         const Attrs attrs{  };
-        std::vector<Arg> outs(2);
-        if (!opsdk::glue::read_device(out_y, outs[0])) {
-            opsdk::glue::raise(PyExc_TypeError, "cast_op: output 'y' must expose __cuda_array_interface__");
+        std::vector<std::vector<Arg>> outs(2);
+        outs[0].resize(1);
+        if (!opsdk::glue::read_device(out_y, outs[0][0])) {
+            opsdk::glue::raise(PyExc_TypeError, std::string("cast_op: output 'y'") + " must expose __cuda_array_interface__");
         }
-        if (!opsdk::glue::read_device(out_count, outs[1])) {
-            opsdk::glue::raise(PyExc_TypeError, "cast_op: output 'count' must expose __cuda_array_interface__");
+        outs[1].resize(1);
+        if (!opsdk::glue::read_device(out_count, outs[1][0])) {
+            opsdk::glue::raise(PyExc_TypeError, std::string("cast_op: output 'count'") + " must expose __cuda_array_interface__");
         }
         cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_handle);
         switch ((codes[0]) * 16 + codes[1]) {

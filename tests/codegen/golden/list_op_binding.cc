@@ -59,14 +59,22 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         opsdk::glue::views<const T>(a.xs),
     };
     py::array out_y = opsdk::glue::empty(codes[0], opsdk::glue::with_batch(dims.batch, {(dims.d * attrs.N)}), "list_op: output 'y'");
+    py::list out_parts;
+    std::vector<opsdk::Tensor<T>> views_parts;
+    for (int64_t i = 0; i < attrs.N; ++i) {
+        py::array item = opsdk::glue::empty(codes[0], opsdk::glue::with_batch(dims.batch, {dims.d}), "list_op: output 'parts'");
+        views_parts.push_back(opsdk::glue::view<T>(item));
+        out_parts.append(item);
+    }
     Outputs<T> out{
         opsdk::glue::view<T>(out_y),
+        std::move(views_parts),
     };
     opsdk::glue::run_kernel(kOp, kKernelSource, kNotWritten, [&] {
         py::gil_scoped_release release;
         cpu<T>(in, out, dims, attrs);
     });
-    return std::move(out_y);
+    return py::make_tuple(out_y, out_parts);
 }
 
 }  // namespace

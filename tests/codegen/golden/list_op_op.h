@@ -34,6 +34,7 @@ struct Inputs {
 template <typename T>
 struct Outputs {
     opsdk::Tensor<T> y;  // T [..., d * N]
+    std::vector<opsdk::Tensor<T>> parts;  // N tensors, each T [..., d]
 };
 
 template <typename T>

@@ -67,10 +67,11 @@ def cast_op(x, mask, *, dtype='float32', name=None):
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.integers(0, 5, size=(2, 3)).astype(np.int32)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
         >>> mask = rng.random(size=(2,)) < 0.5
-        >>> [out.shape for out in cast_op(x, mask)]
-        [(2, 3), ()]
+        >>> y, count = cast_op(x, mask)
+        >>> y.shape, count.shape
+        ((2, 3), ())
     """
     return _apply('cast_op', [x, mask], {'DstT': dtype}, name)
 
@@ -84,12 +85,14 @@ def list_op(xs, *, name=None):
 
     Returns:
         y: float32 or int64, shape [..., d * N].
+        parts: a sequence of N tensors, each float32 or int64, shape [..., d].
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> xs = [rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float32) for _ in range(2)]
-        >>> list_op(xs).shape
-        (2, 4)
+        >>> y, parts = list_op(xs)
+        >>> y.shape, [item.shape for item in parts]
+        ((2, 4), [(2, 2), (2, 2)])
     """
     return _apply('list_op', [list(xs)], {'N': len(xs)}, name)
