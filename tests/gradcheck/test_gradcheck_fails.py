@@ -114,7 +114,9 @@ def test_correct_twin_passes(python_workspace, capsys):
     code = main(["gradcheck", "good_cube", "-C", str(python_workspace), "--max-examples", "8"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert re.search(r"good_cube\s+python\s+8\s+\S+\s+pass", out), out
+    # Cases with an empty x (dims may be 0) are drawn but not counted: at most 8 are.
+    row = re.search(r"good_cube\s+python\s+(\d+)\s+(\S+)\s+pass", out)
+    assert row and 1 <= int(row.group(1)) <= 8 and float(row.group(2)) <= 1.0, out
     assert "all gradients agree" in out
 
 
@@ -131,6 +133,7 @@ def test_unknown_op_is_one_clear_error(python_workspace, capsys):
     assert code == 1 and "bad_cub" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build a C++ kernel")
 def test_wrong_cpp_gradient_fails_and_an_unbuilt_kernel_says_build(tmp_path, capsys):
     from opsdk.codegen.build import build_workspace
