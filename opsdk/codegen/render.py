@@ -41,9 +41,9 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_template(name: str, **values) -> str:
-    """Render templates/<name> with `values`."""
-    return environment().get_template(name).render(**values)
+def render_template(template: str, **values) -> str:
+    """Render templates/<template> with `values`."""
+    return environment().get_template(template).render(**values)
 
 
 def generated_header(sources: Iterable[str], comment: str) -> str:
