@@ -1,0 +1,43 @@
+"""Python kernels of optim.yaml: filled-like tensors and the optimizer update rules.
+
+Each update returns new arrays (never writes into its inputs: the values it reads are the
+variable store's, shared with every other reader of the step). `xp` is NumPy or CuPy.
+"""
+
+
+def zeros_like(xp, x):
+    return xp.zeros_like(x)
+
+
+def ones_like(xp, x):
+    return xp.ones_like(x)
+
+
+def apply_gradient_descent(xp, var, alpha, delta):
+    return xp.asarray(var - alpha * delta)
+
+
+def apply_momentum(xp, var, accum, lr, grad, momentum, use_nesterov):
+    accum = momentum * accum + grad
+    step = grad + momentum * accum if use_nesterov else accum
+    return xp.asarray(var - lr * step), xp.asarray(accum)
+
+
+def apply_adagrad(xp, var, accum, lr, grad):
+    accum = accum + grad * grad
+    return xp.asarray(var - lr * grad / xp.sqrt(accum)), xp.asarray(accum)
+
+
+def apply_adam(xp, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad):
+    one = xp.ones((), dtype=var.dtype)  # keeps float32 math in float32
+    lr_t = lr * xp.sqrt(one - beta2_power) / (one - beta1_power)
+    m = beta1 * m + (one - beta1) * grad
+    v = beta2 * v + (one - beta2) * grad * grad
+    return xp.asarray(var - lr_t * m / (xp.sqrt(v) + epsilon)), xp.asarray(m), xp.asarray(v)
+
+
+def apply_rms_prop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad):
+    one = xp.ones((), dtype=var.dtype)
+    ms = rho * ms + (one - rho) * grad * grad
+    mom = momentum * mom + lr * grad / xp.sqrt(ms + epsilon)
+    return xp.asarray(var - mom), xp.asarray(ms), xp.asarray(mom)
