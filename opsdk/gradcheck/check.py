@@ -45,7 +45,7 @@ class DeviceResult:
 
     op: str
     device: str
-    status: str  # "pass", "fail", "error" (could not run: e.g. kernel not built) or "skip"
+    status: str  # "pass", "fail" or "error" (nothing could be checked: e.g. kernel not built)
     cases: int
     worst: float  # worst error / tolerance over the cases that ran (above 1 fails)
     precision: Optional[Precision]
@@ -54,7 +54,7 @@ class DeviceResult:
 
     @property
     def ok(self) -> bool:
-        return self.status in ("pass", "skip")
+        return self.status == "pass"
 
 
 class CaseFailed(Exception):
@@ -105,9 +105,14 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
     except KernelNotBuiltError as exc:
         return DeviceResult(status="error", cases=0, worst=0.0, message=str(exc), **base)
     except Unsatisfiable:
-        why = f": {tally.last_rejection}" if tally.last_rejection else ""
-        return DeviceResult(status="skip", cases=tally.cases, worst=tally.worst,
+        # Nothing was checked: an error, not a pass, so that a declaration no case fits is seen.
+        why = f"; the op refused them: {tally.last_rejection}" if tally.last_rejection else ""
+        return DeviceResult(status="error", cases=tally.cases, worst=tally.worst,
                             message=f"no valid case could be drawn{why}", **base)
+    if tally.cases == 0:
+        return DeviceResult(status="error", cases=0, worst=0.0, message=(
+            "every case drawn was empty (nothing to differentiate); raise the lower bound of "
+            "gradcheck.dims"), **base)
     return DeviceResult(status="pass", cases=tally.cases, worst=tally.worst, **base)
 
 

@@ -57,7 +57,8 @@ class GradientCall:
         for t, out, cot in zip(spec.outputs, outputs, cotangents):
             values[t.name] = out
             values[_GRAD + t.name] = cot if cot is not None else np.zeros_like(out)
-        grad_attrs = {a.name: attrs[a.name] for a in grad.attrs if a.name in attrs}
+        passed = [a.name for a in grad.attrs] + [t.name for t in grad.unbound_type_attrs]
+        grad_attrs = {name: attrs[name] for name in passed if name in attrs}
         results = call_op(self.registry, grad, {t.name: values[t.name] for t in grad.inputs},
                           grad_attrs, _device_for(grad, device))
         slots: dict[Slot, np.ndarray] = {}

@@ -22,8 +22,7 @@ def table_rows(report: GradCheckReport) -> list[tuple[str, ...]]:
             continue
         for r in outcome.results:
             worst = f"{r.worst:.3g}" if r.cases else "-"
-            status = f"skipped: {r.message}" if r.status == "skip" else r.status
-            rows.append((r.op, r.device, str(r.cases), worst, status))
+            rows.append((r.op, r.device, str(r.cases), worst, r.status))
     return rows
 
 

@@ -62,6 +62,8 @@ def skip_reason(spec: OpSpec) -> Optional[str]:
         return "not differentiable (gradient: null)"
     if not spec.gradcheck.enabled:
         return "gradcheck: {enabled: false} in the declaration"
+    if spec.stateful:
+        return "stateful (randomness or side effects): finite differences need a pure function"
     return None
 
 

@@ -24,7 +24,7 @@ outputs:
   y: {{dtype: T, shape: [n, m]}}
 gradient: {name}_grad
 kernels:
-  python: kernels.py:cube
+  python: kernels.py:{forward_fn}
 reference: "x ** 3"
 gradcheck: {{max_examples: 15, dims: [0, 3]}}
 ---
@@ -53,6 +53,17 @@ def cube_grad(xp, x, grad_y):
 
 def cube_grad_wrong(xp, x, grad_y):
     return 3 * x * xp.abs(x) * grad_y
+
+
+def cube_refusing_all(xp, x):
+    from opsdk.registry.errors import OpsdkError
+    raise OpsdkError("cube_refusing_all: refuses every input")
+
+
+def cube_crashing_on_2x2(xp, x):
+    if x.shape == (2, 2):
+        raise IndexError("off by one")
+    return x * x * x
 """
 
 CPU_CUBE_GRAD_WRONG = """\
@@ -69,22 +80,26 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {{
 """
 
 
-def _workspace(root: Path, ops: dict[str, str]) -> Path:
-    """A workspace of cubes with python forward kernels: name -> the gradient op's kernel line."""
+def _workspace(root: Path, ops: dict[str, str], forward: dict[str, str] | None = None) -> Path:
+    """A workspace of cubes: name -> the gradient op's kernel line; `forward` names the python
+    forward kernel of some of them (default `cube`)."""
     opdefs = root / "opdefs"
     opdefs.mkdir(parents=True)
     (opdefs / "kernels.py").write_text(KERNELS)
     for name, grad_kernel in ops.items():
-        (opdefs / f"{name}.yaml").write_text(CUBE.format(name=name, grad_kernel=grad_kernel))
+        forward_fn = (forward or {}).get(name, "cube")
+        (opdefs / f"{name}.yaml").write_text(CUBE.format(name=name, grad_kernel=grad_kernel,
+                                                         forward_fn=forward_fn))
     return root
 
 
 @pytest.fixture(scope="module")
 def python_workspace(tmp_path_factory) -> Path:
+    good = "python: kernels.py:cube_grad"
     return _workspace(tmp_path_factory.mktemp("ws"), {
-        "good_cube": "python: kernels.py:cube_grad",
-        "bad_cube": "python: kernels.py:cube_grad_wrong",
-    })
+        "good_cube": good, "bad_cube": "python: kernels.py:cube_grad_wrong",
+        "refusing_cube": good, "crashing_cube": good,
+    }, forward={"refusing_cube": "cube_refusing_all", "crashing_cube": "cube_crashing_on_2x2"})
 
 
 def test_wrong_python_gradient_fails_with_a_shrunk_counterexample(python_workspace, capsys):
@@ -125,6 +140,20 @@ def test_gradient_ops_are_listed_as_skipped(python_workspace, capsys):
           "--max-examples", "2"])
     out = capsys.readouterr().out
     assert re.search(r"good_cube_grad .*skipped.*not differentiable", out), out
+
+
+def test_an_op_refusing_every_case_is_an_error_not_a_pass(python_workspace, capsys):
+    code = main(["gradcheck", "refusing_cube", "-C", str(python_workspace), "--max-examples", "5"])
+    out = capsys.readouterr().out
+    assert code == 1 and re.search(r"refusing_cube\s+python\s+0\s+-\s+error", out), out
+    assert "no valid case could be drawn" in out and "refuses every input" in out
+
+
+def test_a_crashing_kernel_is_a_failure_with_its_case(python_workspace, capsys):
+    code = main(["gradcheck", "crashing_cube", "-C", str(python_workspace)])
+    out = capsys.readouterr().out
+    assert code == 1 and "crashing_cube on python: error" in out
+    assert "dims n=2 m=2" in out and "IndexError: off by one" in out
 
 
 def test_unknown_op_is_one_clear_error(python_workspace, capsys):
