@@ -1,0 +1,210 @@
+"""Autodiff: `gradients` against central finite differences of the same graph (float64), path
+sums, stop_gradient, unconnected inputs, the no-gradient error, the built pairwise_manhattan
+kernels, and cond / while_loop gradients, nested ones included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.api import apply_op
+from opsdk.runtime.control_flow import cond, while_loop
+from opsdk.runtime.gradients import gradients
+from opsdk.runtime.graph import Graph, constant, placeholder
+from opsdk.runtime.session import Session
+from opsdk.runtime.variables import Variable, global_variables_initializer
+
+
+@pytest.fixture
+def op(registry):
+    """`op("exp", x, axes=[0], name="e")`: an op of the test registry, by name."""
+    def call(op_name, *inputs, name=None, **attrs):
+        return apply_op(registry, op_name, list(inputs), attrs, name=name)
+    return call
+
+
+def numeric_grad(sess, y, x, feeds, eps=1e-6):
+    """d sum(y) / d x by central differences, x one of the fed placeholders."""
+    base = feeds[x]
+    grad = np.zeros_like(base)
+    for index in np.ndindex(base.shape):
+        values = []
+        for sign in (1.0, -1.0):
+            moved = base.copy()
+            moved[index] += sign * eps
+            values.append(np.sum(sess.run(y, {**feeds, x: moved})))
+        grad[index] = (values[0] - values[1]) / (2 * eps)
+    return grad
+
+
+def check_against_numeric(graph, y, xs, feeds, rtol=1e-6, atol=1e-8):
+    with graph.as_default():
+        grads = gradients(y, xs)
+    with Session(graph) as sess:
+        got = sess.run(grads, feeds)
+        for x, g in zip(xs, got):
+            assert g.shape == feeds[x].shape and g.dtype == np.float64
+            np.testing.assert_allclose(g, numeric_grad(sess, y, x, feeds), rtol=rtol, atol=atol)
+
+
+def test_softmax_layer_matches_finite_differences(graph, op):
+    rng = np.random.default_rng(0)
+    x = placeholder("float64", [None, 4], name="x")
+    w = placeholder("float64", [4, 3], name="w")
+    b = placeholder("float64", [3], name="b")
+    labels = constant(np.eye(3)[[0, 2, 1, 1, 0]])
+    hidden = op("tanh", op("matmul", x, w) + b)
+    loss = op("reduce_mean", op("softmax_cross_entropy_with_logits", labels, hidden))
+    feeds = {x: rng.normal(size=(5, 4)), w: rng.normal(size=(4, 3)), b: rng.normal(size=3)}
+    check_against_numeric(graph, loss, [x, w, b], feeds)
+
+
+def test_broadcasts_powers_and_slices_match_finite_differences(graph, op):
+    rng = np.random.default_rng(1)
+    a = placeholder("float64", [3, 1], name="a")
+    c = placeholder("float64", [4], name="c")
+    joined = a * c + op("reshape", op("exp", c), shape=[1, 4])  # (3, 4)
+    y = op("sqrt", op("square", joined) + 1.0) / (op("log", c * c + 2.0) ** a[0:1, :])
+    y = op("reduce_sum", y[1:, :2], axes=[0], keepdims=True) @ a[1:, :] * op("sigmoid", a[:, 0])
+    feeds = {a: rng.uniform(0.5, 1.5, size=(3, 1)), c: rng.uniform(-1, 1, size=4)}
+    check_against_numeric(graph, y, [a, c], feeds)
+
+
+def test_contributions_along_several_paths_are_summed(graph, op):
+    x = placeholder("float64", [3], name="x")
+    y = x * x + 3.0 * x + op("exp", x) * x  # x reaches y through four edges
+    (gx,) = gradients(y, [x])
+    xv = np.array([0.5, -1.0, 2.0])
+    with Session(graph) as sess:
+        np.testing.assert_allclose(sess.run(gx, {x: xv}),
+                                   2 * xv + 3 + np.exp(xv) * (xv + 1), rtol=1e-12)
+    adds = [o for o in graph.operations if o.type == "add" and o.name.startswith("gradients/")]
+    assert len(adds) >= 3  # the four contributions were summed by add nodes
+
+
+def test_stop_gradient_and_integer_tensors_stop_the_gradient(graph, op):
+    x = placeholder("float64", [3], name="x")
+    y = op("stop_gradient", x) * x + op("cast", op("cast", x, DstT="int32"), DstT="float64")
+    gx, = gradients(y, x)
+    xv = np.array([1.5, -2.0, 3.0])
+    with Session(graph) as sess:
+        np.testing.assert_allclose(sess.run(gx, {x: xv}), xv)  # only the second factor's path
+
+
+def test_unconnected_inputs_get_none(graph, op):
+    x = placeholder("float64", [3], name="x")
+    unused = placeholder("float64", [3], name="unused")
+    stopped = placeholder("float64", [3], name="stopped")
+    count = placeholder("int64", [3], name="count")
+    y = op("reduce_sum", x * 2.0 + op("stop_gradient", stopped) + op("cast", count,
+                                                                      DstT="float64"))
+    gx, gu, gs, gc = gradients(y, [x, unused, stopped, count])
+    assert gx is not None and (gu, gs, gc) == (None, None, None)
+    with Session(graph) as sess:
+        got = sess.run(gx, {x: np.zeros(3), stopped: np.ones(3), count: np.arange(3)})
+        np.testing.assert_allclose(got, np.full(3, 2.0))
+
+
+def test_an_op_without_gradient_names_itself_and_the_path(graph, op):
+    x = placeholder("float64", [2, 3], name="x")
+    other = placeholder("float64", [4, 3], name="other")
+    f = apply_op(graph.get_registry(), "l1_dist", [op("exp", x, name="e"), other], {}, name="f")
+    loss = op("reduce_sum", f, name="loss")
+    with pytest.raises(OpsdkError) as info:
+        gradients(loss, x)
+    assert str(info.value).startswith(
+        "no gradient for op 'l1_dist' (node 'f'), on the path loss <- f <- e <- x; declare")
+    with pytest.raises(OpsdkError, match="on the path loss <- f <- other;"):
+        gradients(loss, other)
+    # The op is not between ys and xs: no error.
+    other_loss = op("reduce_sum", op("exp", x)) + op("reduce_sum", f)
+    assert gradients(other_loss, f)[0] is not None
+
+
+def test_grad_ys_and_variables(graph, op):
+    w = Variable(np.array([1.0, 2.0]), name="w")
+    x = placeholder("float64", [2], name="x")
+    y = w * x
+    gw, gx = gradients(y, [w, x], grad_ys=[np.array([10.0, 100.0])])
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        got_w, got_x = sess.run([gw, gx], {x: np.array([3.0, 4.0])})
+    np.testing.assert_allclose(got_w, [30.0, 400.0])
+    np.testing.assert_allclose(got_x, [10.0, 200.0])
+    with pytest.raises(OpsdkError, match="2 ys but 1 grad_ys"):
+        gradients([y, y], [x], grad_ys=[np.ones(2)])
+
+
+def test_pairwise_manhattan_through_the_built_kernels():
+    from opsdk import ops
+    rng = np.random.default_rng(2)
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder("float64", [5, 3], name="x")
+        y = placeholder("float64", [4, 3], name="y")
+        loss = ops.reduce_sum(ops.square(ops.pairwise_manhattan(x, y, name="dist")))
+        gx, gy = gradients(loss, [x, y])
+    assert gx.op.type == "pairwise_manhattan_grad" or any(
+        o.type == "pairwise_manhattan_grad" for o in graph.operations)
+    feeds = {x: rng.normal(size=(5, 3)), y: rng.normal(size=(4, 3))}
+    with Session(graph) as sess:
+        got_x, got_y = sess.run([gx, gy], feeds)
+        np.testing.assert_allclose(got_x, numeric_grad(sess, loss, x, feeds), rtol=1e-6)
+        np.testing.assert_allclose(got_y, numeric_grad(sess, loss, y, feeds), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- control flow
+def test_cond_gradient_follows_the_branch_taken(graph, op):
+    x = placeholder("float64", [3], name="x")
+    y = placeholder("float64", [3], name="y")
+    out = cond(op("reduce_sum", x) > 0.0, lambda: x * y, lambda: -x)
+    gx, gy = gradients(out, [x, y])
+    xv, yv = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    with Session(graph) as sess:
+        for sign in (1.0, -1.0):
+            feeds = {x: sign * xv, y: yv}
+            got = sess.run([gx, gy], feeds)
+            np.testing.assert_allclose(got[0], numeric_grad(sess, out, x, feeds), atol=1e-8)
+            np.testing.assert_allclose(got[1], numeric_grad(sess, out, y, feeds), atol=1e-8)
+
+
+def test_while_loop_gradient_uses_the_recorded_intermediates(graph, op):
+    x = placeholder("float64", [3], name="x")
+    s0 = placeholder("float64", [3], name="s0")
+    n = placeholder("int64", [], name="n")
+    _, s = while_loop(lambda i, s: i < n, lambda i, s: (i + 1, op("tanh", s * x) + s),
+                      [constant(0, "int64"), s0], keep_intermediates=True)
+    feeds = {x: np.array([0.3, -0.7, 1.1]), s0: np.array([0.5, 0.2, -0.4])}
+    for steps in (0, 1, 4):
+        check_against_numeric(graph, s, [x, s0], {**feeds, n: np.int64(steps)})
+
+
+def test_while_loop_without_intermediates_says_how_to_fix(graph, op):
+    x = placeholder("float64", [3], name="x")
+    _, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x], name="loop")
+    with pytest.raises(OpsdkError, match=r"while_loop \(node 'loop'\).*keep_intermediates=True"):
+        gradients(s, x)
+
+
+def test_nested_control_flow_gradients(graph, op):
+    x = placeholder("float64", [3], name="x")
+
+    def cond_in_loop(i, s):
+        return i + 1, cond(op("reduce_sum", s) > 0.0, lambda: s * x, lambda: s + x)
+
+    def loop_in_loop(i, s):
+        _, t = while_loop(lambda j, t: j < 2, lambda j, t: (j + 1, t * x), [0, s],
+                          keep_intermediates=True)
+        return i + 1, t
+
+    def loop_in_cond():
+        return while_loop(lambda j, t: j < 2, lambda j, t: (j + 1, op("tanh", t) * x), [0, x],
+                          keep_intermediates=True)[1]
+
+    outs = [while_loop(lambda i, s: i < 3, cond_in_loop, [0, x], keep_intermediates=True)[1],
+            while_loop(lambda i, s: i < 2, loop_in_loop, [0, x], keep_intermediates=True)[1],
+            cond(op("reduce_sum", x) > 0.0, loop_in_cond, lambda: x * x)]
+    for xv in (np.array([1.0, 2.0, 0.5]), np.array([-0.4, 0.3, -1.2])):
+        for out in outs:
+            check_against_numeric(graph, out, [x], {x: xv})
