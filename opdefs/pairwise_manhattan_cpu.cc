@@ -146,9 +146,10 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
         std::fill(z, z + n * m, T(0));
         return;
     }
-    // Enough rows per thread that a thread's work (~ m * p per row) outweighs starting it.
+    // Enough rows per thread (~ m * p work each) that a thread's share is ~0.2 ms or more: below
+    // that, waking a second thread gains little and, on a loaded machine, can cost milliseconds.
     const int64_t per_row = std::max<int64_t>(1, m * p);
-    const int64_t grain = std::max<int64_t>(detail::kTileR, (int64_t(1) << 17) / per_row);
+    const int64_t grain = std::max<int64_t>(detail::kTileR, (int64_t(1) << 22) / per_row);
     const T* x = in.x.data;
     const T* y = in.y.data;
     opsdk::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) { detail::rows<T>(x, y, z, m, p, lo, hi); });

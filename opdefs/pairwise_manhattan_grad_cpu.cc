@@ -148,9 +148,10 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
     const T* x = in.x.data;
     const T* y = in.y.data;
     const T* gz = in.grad_z.data;
-    // One thread unless there is enough work (~n*m*p) to pay for starting the others.
+    // One thread unless there is enough work (~n*m*p, ~0.5 ms) to pay for waking the others: on a
+    // loaded machine a round that waits for a descheduled thread can cost milliseconds.
     const int64_t work = pr.n * pr.m * pr.p;
-    int64_t threads = work < (int64_t(1) << 18) ? 1 : opsdk::num_threads();
+    int64_t threads = work < (int64_t(1) << 22) ? 1 : opsdk::num_threads();
     threads = std::max<int64_t>(1, std::min({threads, pr.n, pr.m}));
     auto lo = [](int64_t size, int64_t parts, int64_t t) { return size * t / parts; };
     for (int64_t round = 0; round < threads; ++round) {

@@ -1,0 +1,251 @@
+"""CPU benchmark of pairwise_manhattan and its gradient, side by side with the alternatives.
+
+    python bench/bench_pairwise_manhattan.py [--quick] [--repeats N] [--only NAME ...]
+
+Compares opsdk (the built CPU kernel, eager and through Session.run) with NumPy broadcasting
+(only where the n*m*p temporaries fit; the table says when skipped), SciPy's cdist(cityblock),
+torch.cdist(p=1) and, when installed, TensorFlow. The gradient is compared with torch autograd of
+cdist. Each measurement runs in its own subprocess, so that its peak memory (VmHWM from
+/proc/self/status, which sees C++ allocations that tracemalloc cannot) is its own: the table shows
+the peak beyond what the process held once its inputs existed, the output included.
+Times are medians over repeats after one warm-up call; GF/s counts 3*n*m*p flops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# NumPy broadcasting holds two n*m*p temporaries; past this it is skipped, not swapped to death.
+NUMPY_BUDGET_BYTES = 2 << 30
+
+
+@dataclass(frozen=True)
+class Case:
+    """One problem: `kind` is forward or gradient, float32 throughout."""
+    kind: str
+    n: int
+    m: int
+    p: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} n={self.n} m={self.m} p={self.p} float32"
+
+    @property
+    def flops(self) -> float:
+        return 3.0 * self.n * self.m * self.p
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one subprocess measured, or why it did not (`skipped`)."""
+    impl: str
+    median_s: Optional[float] = None
+    peak_extra_mib: Optional[float] = None
+    skipped: str = ""
+
+
+# -- the implementations: each returns a zero-argument callable over prepared inputs -------------
+
+def make_opsdk(case: Case, x, y, g):
+    from opsdk import ops
+    if case.kind == "forward":
+        return lambda: ops.pairwise_manhattan(x, y)
+    return lambda: ops.pairwise_manhattan_grad(x, y, g)
+
+
+def make_opsdk_session(case: Case, x, y, g):
+    from opsdk import ops
+    from opsdk.runtime.graph import Graph, placeholder
+    from opsdk.runtime.session import Session
+    if case.kind != "forward":
+        raise Skip("forward only")
+    graph = Graph()
+    with graph.as_default():
+        xp = placeholder("float32", [None, case.p], name="x")
+        yp = placeholder("float32", [None, case.p], name="y")
+        z = ops.pairwise_manhattan(xp, yp, name="dist")
+    sess = Session(graph)
+    feed = {xp: x, yp: y}
+    return lambda: sess.run(z, feed)
+
+
+def make_numpy(case: Case, x, y, g):
+    import numpy as np
+    need = 2 * case.n * case.m * case.p * x.itemsize
+    if need > NUMPY_BUDGET_BYTES:
+        raise Skip(f"needs {need / 2**30:.1f} GiB of temporaries")
+    if case.kind == "forward":
+        return lambda: np.abs(x[:, None, :] - y[None, :, :]).sum(-1)
+
+    def grad():
+        t = g[:, :, None] * np.sign(x[:, None, :] - y[None, :, :])
+        return t.sum(1), -t.sum(0)
+    return grad
+
+
+def make_scipy(case: Case, x, y, g):
+    if case.kind != "forward":
+        raise Skip("SciPy has no gradient")
+    from scipy.spatial.distance import cdist
+    return lambda: cdist(x, y, metric="cityblock")
+
+
+def make_torch(case: Case, x, y, g):
+    try:
+        import torch
+    except ImportError:
+        raise Skip("torch not installed (pip install torch==2.13.0)") from None
+    tx, ty, tg = (torch.from_numpy(a) for a in (x, y, g))
+    if case.kind == "forward":
+        return lambda: torch.cdist(tx, ty, p=1)
+    tx.requires_grad_(True)
+    ty.requires_grad_(True)
+    tz = torch.cdist(tx, ty, p=1)
+    return lambda: torch.autograd.grad(tz, (tx, ty), tg, retain_graph=True)
+
+
+def make_tensorflow(case: Case, x, y, g):
+    try:
+        import tensorflow as tf
+    except ImportError:
+        raise Skip("TensorFlow not installed") from None
+    if case.kind != "forward":
+        raise Skip("forward only")
+    tx, ty = tf.constant(x), tf.constant(y)
+    fn = tf.function(lambda a, b: tf.reduce_sum(tf.abs(a[:, None, :] - b[None, :, :]), axis=-1))
+    return lambda: fn(tx, ty).numpy()
+
+
+IMPLS: dict[str, Callable] = {
+    "opsdk": make_opsdk, "opsdk Session.run": make_opsdk_session, "numpy broadcast": make_numpy,
+    "scipy cdist": make_scipy, "torch.cdist": make_torch, "tensorflow": make_tensorflow,
+}
+
+
+class Skip(Exception):
+    """An implementation that does not apply to a case; the message says why."""
+
+
+# -- the worker: one implementation on one case, in a fresh process ----------------------------
+
+def vm_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False where the kernel refuses."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def worker(impl: str, case: Case, repeats: int) -> Result:
+    import numpy as np
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 2, (case.n, case.p)).astype(np.float32)
+    y = rng.uniform(-2, 2, (case.m, case.p)).astype(np.float32)
+    g = rng.uniform(-2, 2, (case.n, case.m)).astype(np.float32)
+    try:
+        fn = IMPLS[impl](case, x, y, g)
+    except Skip as why:
+        return Result(impl, skipped=str(why))
+    # The first call measures memory: it allocates whatever the implementation needs.
+    reset_peak()
+    base = vm_kib("VmRSS")
+    fn()
+    peak = (vm_kib("VmHWM") - base) / 1024.0
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return Result(impl, statistics.median(times), peak)
+
+
+def measure(impl: str, case: Case, repeats: int) -> Result:
+    """Run `worker` in a subprocess; its last stdout line is the JSON result."""
+    cmd = [sys.executable, __file__, "--worker", impl, json.dumps(asdict(case)), str(repeats)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Result(impl, skipped=f"failed: {tail}")
+    return Result(**json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+def print_table(case: Case, results: list[Result]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    base = next((r.median_s for r in results if r.impl == "opsdk" and r.median_s), None)
+    table = Table(title=case.label, title_justify="left")
+    for col in ("implementation", "median", "GF/s", "time / opsdk", "peak extra memory"):
+        table.add_column(col, justify="left" if col == "implementation" else "right")
+    for r in results:
+        if r.median_s is None:
+            table.add_row(r.impl, f"[dim]{r.skipped}[/dim]", "", "", "")
+            continue
+        table.add_row(r.impl, format_seconds(r.median_s), f"{case.flops / r.median_s / 1e9:.1f}",
+                      f"{r.median_s / base:.2f}x" if base else "", f"{r.peak_extra_mib:.1f} MiB")
+    Console().print(table)
+
+
+def format_seconds(s: float) -> str:
+    return f"{s:.3f} s" if s >= 1 else (f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us")
+
+
+def cases_for(quick: bool) -> list[Case]:
+    big = 2048 if quick else 4096
+    return [Case("forward", big, big, 256), Case("forward", 128, 128, 64),
+            Case("gradient", 1024, 1024, 256)]
+
+
+def repeats_for(case: Case, quick: bool, impl: str) -> int:
+    slow = case.flops > 1e9 and impl != "opsdk"  # the alternatives take seconds per call
+    if quick:
+        return 1 if slow else 5
+    return 3 if slow else (7 if case.flops > 1e9 else 200)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n=m=2048 for the large case, few repeats")
+    parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: by size)")
+    parser.add_argument("--only", nargs="+", choices=sorted(IMPLS), help="run only these")
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        impl, case, repeats = args.worker
+        print(json.dumps(asdict(worker(impl, Case(**json.loads(case)), int(repeats)))))
+        return 0
+    print(f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
+          f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every row alike)")
+    for case in cases_for(args.quick):
+        results = [measure(impl, case, args.repeats or repeats_for(case, args.quick, impl))
+                   for impl in (args.only or IMPLS)]
+        print_table(case, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""GPU benchmark of pairwise_manhattan and its gradient: opsdk's CUDA kernels against
+torch.cdist(p=1) on CUDA and a CuPy broadcasting baseline, with a correctness check first.
+
+    opsdk build --cuda on pairwise_manhattan pairwise_manhattan_grad
+    python bench/bench_pairwise_manhattan_gpu.py [--quick] [--repeats N]
+
+Without CuPy or a GPU it says so and exits 0 (skipped). Times are medians of wall-clock time
+around each call followed by a device-wide synchronisation (so torch's own stream is covered too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked problem: the forward op or the gradient at (n, m, p)."""
+    kind: str  # "forward" or "gradient"
+    n: int
+    m: int
+    p: int
+    dtype: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.dtype} n={self.n} m={self.m} p={self.p}"
+
+    @property
+    def flops(self) -> float:
+        return 3.0 * self.n * self.m * self.p
+
+
+@dataclass(frozen=True)
+class Row:
+    """One implementation's result on one case; `note` says why it did not run."""
+    impl: str
+    seconds: Optional[float]
+    note: str = ""
+
+
+def gpu_or_reason():
+    """CuPy when it imports and sees a device, else the reason to skip."""
+    try:
+        import cupy as cp
+    except ImportError as exc:
+        return None, f"CuPy is not installed ({exc})"
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return None, "no CUDA device"
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        return None, f"no usable CUDA device ({exc})"
+    return cp, ""
+
+
+def median_seconds(fn: Callable[[], object], sync: Callable[[], None], repeats: int) -> float:
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def opsdk_kernels():
+    from opsdk.registry import load_registry
+    from opsdk.runtime.loader import load_kernel
+    registry = load_registry()
+    return (load_kernel(registry.get("pairwise_manhattan"), "cuda"),
+            load_kernel(registry.get("pairwise_manhattan_grad"), "cuda"))
+
+
+def impls_for(case: Case, cp, arrays: dict, kernels) -> dict[str, Callable[[], object]]:
+    """The callables to time for one case, by name; torch only when it has CUDA."""
+    x, y, g = arrays["x"], arrays["y"], arrays["g"]
+    stream = cp.cuda.get_current_stream().ptr
+    forward, gradient = kernels
+    out: dict[str, Callable[[], object]] = {}
+    if case.kind == "forward":
+        z = cp.empty((case.n, case.m), dtype=case.dtype)
+        out["opsdk"] = lambda: forward(x, y, z, stream)
+        out["cupy broadcast"] = lambda: cp.abs(x[:, None, :] - y[None, :, :]).sum(-1)
+    else:
+        gx, gy = cp.empty_like(x), cp.empty_like(y)
+        out["opsdk"] = lambda: gradient(x, y, g, gx, gy, stream)
+
+        def cupy_grad():
+            t = g[:, :, None] * cp.sign(x[:, None, :] - y[None, :, :])
+            return t.sum(1), -t.sum(0)
+        out["cupy broadcast"] = cupy_grad
+    torch_fn = torch_impl(case, x, y, g)
+    if torch_fn is not None:
+        out["torch.cdist"] = torch_fn
+    return out
+
+
+def torch_impl(case: Case, x, y, g) -> Optional[Callable[[], object]]:
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    tx, ty, tg = (torch.as_tensor(a, device="cuda") for a in (x, y, g))
+    if case.kind == "forward":
+        return lambda: torch.cdist(tx, ty, p=1)
+    tx.requires_grad_(True)
+    ty.requires_grad_(True)
+    tz = torch.cdist(tx, ty, p=1)
+    return lambda: torch.autograd.grad(tz, (tx, ty), tg, retain_graph=True)
+
+
+def check_correctness(cp, kernels) -> bool:
+    """opsdk against the float64 CuPy reference on awkward shapes; prints one line each."""
+    forward, gradient = kernels
+    ok = True
+    stream = cp.cuda.get_current_stream().ptr
+    for n, m, p in [(0, 3, 4), (3, 4, 0), (1, 1, 1), (7, 9, 13), (65, 63, 17), (130, 70, 300)]:
+        for dtype, tol in (("float32", 2e-5), ("float64", 1e-12)):
+            rng = cp.random.default_rng(n * 1000 + m + p)
+            x = rng.uniform(-2, 2, (n, p)).astype(dtype)
+            y = rng.uniform(-2, 2, (m, p)).astype(dtype)
+            g = rng.uniform(-2, 2, (n, m)).astype(dtype)
+            z, gx, gy = cp.empty((n, m), dtype), cp.empty_like(x), cp.empty_like(y)
+            forward(x, y, z, stream)
+            gradient(x, y, g, gx, gy, stream)
+            x64, y64, g64 = (a.astype("float64") for a in (x, y, g))
+            rz = cp.abs(x64[:, None, :] - y64[None, :, :]).sum(-1)
+            t = g64[:, :, None] * cp.sign(x64[:, None, :] - y64[None, :, :])
+            errs = [rel_err(cp, z, rz), rel_err(cp, gx, t.sum(1)), rel_err(cp, gy, -t.sum(0))]
+            good = max(errs) <= tol
+            ok &= good
+            print(f"{'ok  ' if good else 'FAIL'} {dtype} n={n} m={m} p={p}: "
+                  f"relative errors z {errs[0]:.2g}, grad_x {errs[1]:.2g}, grad_y {errs[2]:.2g}")
+    return ok
+
+
+def rel_err(cp, got, want) -> float:
+    if want.size == 0:
+        return 0.0
+    return float(cp.max(cp.abs(got - want) / (1.0 + cp.abs(want))))
+
+
+def broadcast_bytes(case: Case) -> int:
+    itemsize = 4 if case.dtype == "float32" else 8
+    return 2 * case.n * case.m * case.p * itemsize  # the difference and its abs/sign product
+
+
+def run_case(case: Case, cp, kernels, repeats: int) -> list[Row]:
+    rng = cp.random.default_rng(0)
+    arrays = {"x": rng.uniform(-2, 2, (case.n, case.p)).astype(case.dtype),
+              "y": rng.uniform(-2, 2, (case.m, case.p)).astype(case.dtype),
+              "g": rng.uniform(-2, 2, (case.n, case.m)).astype(case.dtype)}
+    free, _ = cp.cuda.runtime.memGetInfo()
+    sync = cp.cuda.Device().synchronize
+    rows = []
+    for name, fn in impls_for(case, cp, arrays, kernels).items():
+        if name == "cupy broadcast" and broadcast_bytes(case) > 0.6 * free:
+            rows.append(Row(name, None, f"skipped: needs {broadcast_bytes(case) / 2**30:.1f} GiB"))
+            continue
+        rows.append(Row(name, median_seconds(fn, sync, repeats)))
+        cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def print_rows(case: Case, rows: list[Row]) -> None:
+    base = next((r.seconds for r in rows if r.impl == "opsdk"), None)
+    print(f"\n{case.label}")
+    for r in rows:
+        if r.seconds is None:
+            print(f"  {r.impl:<16} {r.note}")
+            continue
+        ratio = f"{r.seconds / base:7.2f}x opsdk's time" if base else ""
+        print(f"  {r.impl:<16} {r.seconds * 1e3:10.3f} ms  {case.flops / r.seconds / 1e9:9.1f} GF/s  {ratio}")
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller large case")
+    parser.add_argument("--repeats", type=int, default=None, help="timed calls per case")
+    args = parser.parse_args(argv)
+    cp, reason = gpu_or_reason()
+    if cp is None:
+        print(f"skipped: {reason}")
+        return 0
+    from opsdk.registry.errors import OpsdkError
+    try:
+        kernels = opsdk_kernels()
+    except OpsdkError as exc:
+        print(f"error: {exc}\n(build the CUDA kernels with `opsdk build --cuda on`)", file=sys.stderr)
+        return 1
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    if not check_correctness(cp, kernels):
+        print("correctness check FAILED", file=sys.stderr)
+        return 1
+    big = 2048 if args.quick else 4096
+    repeats = args.repeats or (5 if args.quick else 20)
+    cases = [Case("forward", big, big, 256, "float32"), Case("forward", big, big, 256, "float64"),
+             Case("forward", 128, 128, 64, "float32"), Case("gradient", 1024, 1024, 256, "float32"),
+             Case("gradient", big, big, 256, "float32")]
+    for case in cases:
+        print_rows(case, run_case(case, cp, kernels, repeats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
