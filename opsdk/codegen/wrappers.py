@@ -58,7 +58,6 @@ def _params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
         keyword.append(Param(names.python_type_attr_param(spec, ta), "DTypeLike",
                              repr(ta.default) if ta.default else None))
     keyword.append(Param("name", "Optional[str]", "None"))
-    # Required keywords first reads better, but Python allows any order for keyword-only params.
     return positional, keyword
 
 
@@ -79,8 +78,7 @@ def _call_exprs(spec: OpSpec) -> tuple[str, str]:
 
 def _dtype_text(spec: OpSpec, tensor: TensorSpec) -> str:
     options = spec.dtype_options(tensor)
-    text = " or ".join(options) if len(options) <= 3 else f"{tensor.dtype} (one of {', '.join(options)})"
-    return text
+    return " or ".join(options) if len(options) <= 3 else f"{tensor.dtype} (one of {', '.join(options)})"
 
 
 def _shape_text(tensor: TensorSpec) -> str:
@@ -202,7 +200,9 @@ def _input_shapes(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
     """Example shape per input (a list of shapes for a list input); (2, 3) where undeclared."""
     shapes: dict[str, Any] = {}
     for t in spec.inputs:
-        shape = _example_shape(t, env) or (2, 3)
+        shape = _example_shape(t, env)
+        if shape is None:  # no declared shape: any will do for a shape function's op
+            shape = (2, 3)
         shapes[t.name] = [shape] * EXAMPLE_LIST_LEN if t.is_list else shape
     return shapes
 
