@@ -13,7 +13,6 @@ from typing import Iterable, Sequence
 
 import jinja2
 
-import opsdk
 from opsdk.registry.shapes import format_shape
 from opsdk.registry.spec import OpSpec, TensorSpec
 
@@ -22,7 +21,8 @@ from .binding_model import binding_model
 from .messages import cpp_string_literal
 from .wrappers import wrapper_model
 
-TEMPLATES_DIR = Path(opsdk.__file__).resolve().parents[1] / "templates"
+# The package is installed editable: templates/ sits next to opsdk/ in the repository.
+TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 
 
 @lru_cache(maxsize=1)
