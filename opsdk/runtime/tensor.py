@@ -102,6 +102,8 @@ def _lift(value: Any, anchor: Tensor) -> Tensor:
     value is a plain Python number (TF1's rule: `x * 2` keeps x's dtype)."""
     if isinstance(value, Tensor):
         return value
+    if hasattr(value, "_as_graph_element"):  # a Variable: `x @ w` reads its value
+        return value._as_graph_element()
     from .graph import constant  # graph imports this module
     dtype = anchor.dtype if isinstance(value, (int, float, bool, list, tuple)) else None
     with anchor.graph.as_default():

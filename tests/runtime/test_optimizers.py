@@ -1,0 +1,127 @@
+"""Optimizers: each update, run for a few steps through Session.run, against a NumPy
+re-implementation of the same rule on the same gradients; slots, global_step and errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.api import apply_op
+from opsdk.runtime.graph import placeholder
+from opsdk.runtime.optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
+                                      MomentumOptimizer, RMSPropOptimizer)
+from opsdk.runtime.session import Session
+from opsdk.runtime.variables import Variable, global_variables_initializer
+
+W0 = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])
+B0 = np.array([0.1, -0.2])
+X = np.array([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]])
+
+
+def loss_and_grads(w, b):
+    """loss = sum((x @ w + b) ** 2) and its gradients, in NumPy."""
+    z = X @ w + b
+    return np.sum(z * z), X.T @ (2 * z), np.sum(2 * z, axis=0)
+
+
+def sgd(lr):
+    def step(var, g, state, t):
+        return var - lr * g
+    return step
+
+
+def momentum(lr, mu, nesterov=False):
+    def step(var, g, state, t):
+        state["a"] = mu * state.get("a", 0.0) + g
+        return var - lr * (g + mu * state["a"] if nesterov else state["a"])
+    return step
+
+
+def adagrad(lr, init=0.1):
+    def step(var, g, state, t):
+        state["acc"] = state.get("acc", init) + g * g
+        return var - lr * g / np.sqrt(state["acc"])
+    return step
+
+
+def adam(lr, b1=0.9, b2=0.999, eps=1e-8):
+    def step(var, g, state, t):
+        state["m"] = b1 * state.get("m", 0.0) + (1 - b1) * g
+        state["v"] = b2 * state.get("v", 0.0) + (1 - b2) * g * g
+        lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        return var - lr_t * state["m"] / (np.sqrt(state["v"]) + eps)
+    return step
+
+
+def rms_prop(lr, decay=0.9, mu=0.0, eps=1e-10):
+    def step(var, g, state, t):
+        state["ms"] = decay * state.get("ms", 1.0) + (1 - decay) * g * g
+        state["mom"] = mu * state.get("mom", 0.0) + lr * g / np.sqrt(state["ms"] + eps)
+        return var - state["mom"]
+    return step
+
+
+CASES = [
+    (lambda: GradientDescentOptimizer(0.05), sgd(0.05)),
+    (lambda: MomentumOptimizer(0.02, 0.9), momentum(0.02, 0.9)),
+    (lambda: MomentumOptimizer(0.02, 0.8, use_nesterov=True), momentum(0.02, 0.8, True)),
+    (lambda: AdagradOptimizer(0.3), adagrad(0.3)),
+    (lambda: AdagradOptimizer(0.3, initial_accumulator_value=1.0), adagrad(0.3, 1.0)),
+    (lambda: AdamOptimizer(0.1), adam(0.1)),
+    (lambda: AdamOptimizer(0.05, beta1=0.5, beta2=0.9, epsilon=1e-3), adam(0.05, 0.5, 0.9, 1e-3)),
+    (lambda: RMSPropOptimizer(0.01), rms_prop(0.01)),
+    (lambda: RMSPropOptimizer(0.01, decay=0.8, momentum=0.5, epsilon=1e-6),
+     rms_prop(0.01, 0.8, 0.5, 1e-6)),
+]
+
+
+@pytest.mark.parametrize("make, rule", CASES)
+def test_updates_match_numpy(graph, registry, make, rule):
+    w, b = Variable(W0, name="w"), Variable(B0, name="b")
+    x = placeholder("float64", [None, 3], name="x")
+    z = x @ w + b
+    loss = apply_op(registry, "reduce_sum", [z * z], {})
+    train = make().minimize(loss)
+    expected_w, expected_b, states = W0.copy(), B0.copy(), ({}, {})
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        for t in range(1, 5):
+            _, gw, gb = loss_and_grads(expected_w, expected_b)
+            expected_w = rule(expected_w, gw, states[0], t)
+            expected_b = rule(expected_b, gb, states[1], t)
+            sess.run(train, {x: X})
+            got_w, got_b = sess.run([w, b])
+            np.testing.assert_allclose(got_w, expected_w, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(got_b, expected_b, rtol=1e-10, atol=1e-12)
+    assert not np.allclose(expected_w, W0)  # the rule moved the variables
+
+
+def test_slots_global_step_and_var_list(graph, registry):
+    w, b = Variable(W0, name="w"), Variable(B0, name="b")
+    step = Variable(np.int64(0), name="global_step", trainable=False)
+    loss = apply_op(registry, "reduce_sum", [w * w], {}) + apply_op(
+        registry, "reduce_sum", [b.value()], {})
+    opt = AdamOptimizer(0.1)
+    train = opt.minimize(loss, global_step=step, var_list=[w])
+    assert opt.get_slot_names() == ["m", "v"]
+    m = opt.get_slot(w, "m")
+    assert m.name == "w/Adam" and not m.trainable and opt.get_slot(w, "v").name == "w/Adam_1"
+    with pytest.raises(OpsdkError, match="variable 'b' has no slot 'm'"):
+        opt.get_slot(b, "m")
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(m), 0.1 * 2 * W0, rtol=1e-12)  # (1 - beta1) * grad
+        sess.run(train)
+        sess.run(train)
+        assert sess.run(step) == 3
+        np.testing.assert_array_equal(sess.run(b), B0)  # not in var_list
+
+
+def test_no_gradient_for_any_variable_is_an_error(graph, registry):
+    w = Variable(W0, name="w")
+    x = placeholder("float64", [3], name="x")
+    loss = apply_op(registry, "reduce_sum", [x * x], {})
+    with pytest.raises(OpsdkError, match=r"no gradient for any variable \(w\)"):
+        GradientDescentOptimizer(0.1).minimize(loss, var_list=[w])
