@@ -15,7 +15,10 @@ from opsdk.runtime.api import apply_op
 BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 # Ops with float inputs that pass no gradient, on purpose (bool results, or gradient ops).
 NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
-STOPS = {"sign", "stop_gradient"}
+# Optimizer updates are applied, never differentiated through.
+OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
+                     "apply_rms_prop"}
+STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like"}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +46,7 @@ def test_differentiability_policy(registry):
             assert spec.gradient is None, f"{spec.name} should declare gradient: null"
         elif spec.name in STOPS:
             assert spec.stops_gradient
-        elif spec.name in NO_GRADIENT:
+        elif spec.name in NO_GRADIENT or spec.name in OPTIMIZER_UPDATES:
             assert spec.gradient is None
         else:
             assert spec.gradient_op, f"{spec.name} takes floats but has no gradient op"
