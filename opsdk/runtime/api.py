@@ -163,7 +163,9 @@ def run_eager(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
         outputs = bound(flat)
     except Exception as exc:  # any kernel failure becomes one error naming the op
         raise kernel_failure(spec.name, exc) from exc
-    arrays = tuple(np.asarray(o) for o in outputs)
+    # A list output stays a list of arrays (one per element), as docs/internals.md says.
+    arrays = tuple([np.asarray(e) for e in o] if tspec.is_list else np.asarray(o)
+                   for tspec, o in zip(spec.outputs, outputs))
     return arrays[0] if len(arrays) == 1 else arrays
 
 

@@ -126,5 +126,11 @@ def kernel_failure(who: str, exc: BaseException) -> OpsdkError:
         text = text[len(op) + 2:]
     elif text.startswith(f"op '{op}': "):
         text = text[len(op) + 6:]
-    error = OpError(f"{who}: {text}")
-    return error
+    if isinstance(exc, NotImplementedError):
+        # An unwritten kernel body: keep the exact words the glue gave when called eagerly.
+        return KernelNotWrittenError(str(exc) if who == op else f"{who}: {text}")
+    return OpError(f"{who}: {text}")
+
+
+class KernelNotWrittenError(OpsdkError, NotImplementedError):
+    """A kernel body that `opsdk new` scaffolded and nobody has written yet."""
