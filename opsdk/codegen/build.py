@@ -328,8 +328,10 @@ def _write_manifest(plan: _Plan, module: str, file: str, deps: tuple[str, ...],
     files = sorted({unit.source, unit.kernel, *deps})
     digests = {f: known.get(f) or file_digest(unit.root / f) for f in files}
     key = build_key(digests, unit.flags, unit.toolchain, environment)
+    # Per-file digests let the loader tell an edit from a mere touch of a source.
     manifest = {"key": key, "module": module, "file": file, "sources": list(deps),
-                "op": unit.op, "device": unit.device, "kernel": unit.kernel}
+                "op": unit.op, "device": unit.device, "kernel": unit.kernel,
+                "digests": {f: d for f, d in digests.items() if not Path(f).is_absolute()}}
     temp = unit.out_dir / f"{_TEMP_PREFIX}manifest-{os.getpid()}.json"
     temp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     os.replace(temp, unit.out_dir / "manifest.json")

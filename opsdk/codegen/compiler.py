@@ -135,9 +135,11 @@ def undefined_kernel_symbols(artefact: Path, namespace: str) -> tuple[str, ...]:
         return ()
     found = set()
     for line in proc.stdout.splitlines():
-        parts = line.split(None, 1)
-        if len(parts) == 2 and parts[1].startswith(f"{namespace}::"):
-            found.add(parts[1].strip())
+        kind, _, symbol = line.strip().partition(" ")
+        # Demangled template functions carry their return type: "void ns::cpu<float>(...)".
+        at = symbol.find(f"{namespace}::")
+        if kind == "U" and at >= 0 and (at == 0 or symbol[at - 1] == " "):
+            found.add(symbol[at:].strip())
     return tuple(sorted(found))
 
 

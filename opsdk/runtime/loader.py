@@ -7,6 +7,7 @@ next to the one it already holds.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import threading
@@ -29,6 +30,7 @@ class BuiltKernel:
     module: str
     artefact: Path
     sources: tuple[str, ...]
+    digests: tuple[tuple[str, str], ...]  # workspace files -> sha256 when built
 
 
 _lock = threading.Lock()
@@ -78,7 +80,8 @@ def read_manifest(spec: OpSpec, device: str) -> BuiltKernel:
     try:
         data = json.loads(path.read_text())
         built = BuiltKernel(spec.name, device, str(data["module"]), path.parent / data["file"],
-                            tuple(data.get("sources", ())))
+                            tuple(data.get("sources", ())),
+                            tuple(sorted(dict(data.get("digests", {})).items())))
     except (OSError, ValueError, KeyError, TypeError):
         raise _not_built(spec, device) from None
     if not built.artefact.is_file():
@@ -106,15 +109,22 @@ def _import_kernel(spec: OpSpec, built: BuiltKernel) -> Callable:
 
 
 def _warn_if_stale(spec: OpSpec, built: BuiltKernel) -> None:
-    """Warn when the kernel or a workspace header it includes is newer than the artefact."""
+    """Warn when the kernel or a workspace header it includes changed after the build.
+
+    A newer mtime alone is not enough (an editor or a checkout touches files); when the build
+    recorded the file's digest, the content must differ too.
+    """
     kernel = spec.kernel(built.device)
     local = [s for s in built.sources if not Path(s).is_absolute()]
     candidates = ([kernel.source] if kernel else []) + local
+    digests = dict(built.digests)
     built_at = built.artefact.stat().st_mtime
     for rel in dict.fromkeys(candidates):
         source = Path(spec.workspace) / rel
         try:
             newer = source.stat().st_mtime > built_at
+            if newer and rel in digests:
+                newer = hashlib.sha256(source.read_bytes()).hexdigest() != digests[rel]
         except OSError:
             continue
         if newer:

@@ -22,6 +22,7 @@ from opsdk.codegen.build import build_workspace
 from opsdk.codegen.compiler import extension_suffix
 from opsdk.codegen.diagnostics import BuildError
 from opsdk.registry import KernelNotBuiltError, load_registry
+from opsdk.runtime import loader
 from opsdk.runtime.loader import load_kernel
 
 pytestmark = pytest.mark.slow
@@ -162,11 +163,20 @@ def test_changed_flags_rebuild_and_the_loader_warns_on_a_newer_kernel(ws, monkey
     monkeypatch.setenv("OPSDK_CXXFLAGS", "-DBT_UNUSED_FLAG=1")
     report = build_workspace(root, ops=["bt_shift"], progress=False)
     assert compiled(report) == ["bt_shift"]
+    source = root / "opdefs/bt_shift_cpu.cc"
     future = time.time() + 60
-    os.utime(root / "opdefs/bt_shift_cpu.cc", (future, future))
+    os.utime(source, (future, future))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # touched, not edited: no warning
+        kernel(root, "bt_shift")
+    source.write_text(source.read_text() + "// edited\n")
+    os.utime(source, (future, future))
+    monkeypatch.setattr(loader, "_resolved", {})
+    monkeypatch.setattr(loader, "_modules", {})
     with pytest.warns(UserWarning, match=r"op 'bt_shift': opdefs/bt_shift_cpu.cc changed .* "
                                          r"rerun `opsdk build`"):
         kernel(root, "bt_shift")
+    source.write_text(source.read_text().replace("// edited\n", ""))
 
 
 def test_compile_error_names_the_kernel_line_and_keeps_the_last_good_build(ws):
@@ -176,7 +186,7 @@ def test_compile_error_names_the_kernel_line_and_keeps_the_last_good_build(ws):
     manifest = (root / "build/cpu/bt_twice/manifest.json").read_text()
     path.write_text(good.replace("out.y[i] = ", "out.y[i] = undeclared_thing + "))
     with pytest.raises(BuildError) as err:
-        build_workspace(root, progress=False)
+        build_workspace(root, ops=["bt_twice"], progress=False)
     message = str(err.value)
     assert re.search(r"^opdefs/bt_twice_cpu\.cc:7:\d+: error: .*undeclared_thing.* "
                      r"\[op 'bt_twice', cpu\]$", message, re.M), message
@@ -217,7 +227,8 @@ def test_stale_temp_files_and_orphan_artefacts_are_removed(ws):
     report = build_workspace(root, ops=["bt_twice"], progress=False)
     assert compiled(report) == []
     assert not orphan.exists() and not temp.exists()
-    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(2.0)), [0, 3])
+    factor = int(re.search(r"BT_FACTOR (\d+)", (root / "opdefs/bt_factor.h").read_text())[1])
+    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(2.0)), [0, factor])
 
 
 def test_unknown_op_is_a_user_error(ws):
