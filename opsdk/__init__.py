@@ -28,6 +28,11 @@ _EXPORTS: dict[str, str] = {
         "Variable", "global_variables", "global_variables_initializer", "trainable_variables")},
     **{name: "opsdk.runtime.api" for name in ("apply_op", "workspace_applier")},
     **{name: "opsdk.runtime.control_flow" for name in ("cond", "while_loop")},
+    "gradients": "opsdk.runtime.gradients",
+    **{name: "opsdk.runtime.optimizers" for name in (
+        "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
+        "RMSPropOptimizer")},
+    **{name: "opsdk.runtime.saver" for name in ("Saver", "latest_checkpoint")},
     "load_ops": "opsdk.runtime.ops_module",
     "load_registry": "opsdk.registry",
     "OpsdkError": "opsdk.registry.errors",
