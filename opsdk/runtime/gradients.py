@@ -119,7 +119,8 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
                       name=f"{op.name}_grad", device=op.device or None)
     grad_op = (result if isinstance(result, Tensor) else result[0]).op
     by_input = dict(zip((t.name[len("grad_"):] for t in grad_spec.outputs),
-                        group_values(grad_op.outputs, grad_spec.outputs, grad_op.attrs)))
+                        group_values(grad_op.outputs, grad_spec.outputs, grad_op.attrs,
+                                     f"{grad_spec.name} (node '{grad_op.name}')")))
     flat: list[Optional[Tensor]] = []
     for tspec, value in zip(spec.inputs, group_inputs(op)):
         got = by_input.get(tspec.name)
@@ -135,17 +136,18 @@ def group_inputs(op: Operation) -> list:
     return group_values(op.inputs, op.spec.inputs, op.attrs)
 
 
-def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict) -> list:
+def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict, who: str = "") -> list:
     """Flat values (a node's inputs or outputs) grouped per declared tensor, by the list attrs."""
+    sizes = [int(attrs[t.list_len]) if t.is_list else None for t in specs]
+    expected = sum(1 if n is None else n for n in sizes)
+    if len(flat) != expected:
+        names = ", ".join(t.name for t in specs)
+        raise OpsdkError(f"{who or 'gradients'}: {len(flat)} values for {expected} declared "
+                         f"tensors ({names}): a list output must be one graph output per element")
     grouped, at = [], 0
-    for tspec in specs:
-        if tspec.is_list:
-            n = int(attrs[tspec.list_len])
-            grouped.append(list(flat[at:at + n]))
-            at += n
-        else:
-            grouped.append(flat[at])
-            at += 1
+    for n in sizes:
+        grouped.append(flat[at] if n is None else list(flat[at:at + n]))
+        at += 1 if n is None else n
     return grouped
 
 

@@ -138,3 +138,19 @@ def test_the_tf1_mnist_softmax_program_learns(capsys):
     assert losses[0] == pytest.approx(np.log(10.0), rel=1e-5)  # zero weights: uniform softmax
     assert losses[-1] < 0.5 * losses[0] and losses[-1] < losses[1]
     assert "test accuracy" in capsys.readouterr().out
+
+
+def test_training_through_cond_and_while_loop(graph, registry):
+    from opsdk.runtime.control_flow import cond, while_loop
+    w = Variable(np.array([1.0, -2.0, 0.5]), name="w")
+    x = placeholder("float64", [3], name="x")
+    total = apply_op(registry, "reduce_sum", [x], {})
+    picked = cond(total > 0.0, lambda: x * w, lambda: w * w)
+    _, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 0.5 + w), [0, picked],
+                      keep_intermediates=True)
+    loss = apply_op(registry, "reduce_sum", [s * s], {})
+    train = MomentumOptimizer(0.01, 0.9).minimize(loss)
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        losses = [sess.run([loss, train], {x: np.ones(3)})[0] for _ in range(5)]
+    assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.3 * losses[0]
