@@ -24,6 +24,8 @@ __all__ = [
     'apply_gradient_descent',
     'apply_momentum',
     'apply_rms_prop',
+    'argmax',
+    'argmin',
     'cast',
     'cast_grad',
     'concat',
@@ -372,6 +374,50 @@ def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, *, name=None)
         ((2,), (2,), (2,))
     """
     return _apply('apply_rms_prop', [var, ms, mom, lr, rho, momentum, epsilon, grad], {}, name)
+
+
+def argmax(x, *, axis=-1, name=None):
+    r"""Index of the largest element of x along attr axis (the first one on ties).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        axis: int, default -1. the axis to search, negative from the end
+        name: the node's name when called inside a graph.
+
+    Returns:
+        index: int64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> argmax(x).shape
+        (2,)
+    """
+    return _apply('argmax', [x], {'axis': axis}, name)
+
+
+def argmin(x, *, axis=-1, name=None):
+    r"""Index of the smallest element of x along attr axis (the first one on ties).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        axis: int, default -1. the axis to search, negative from the end
+        name: the node's name when called inside a graph.
+
+    Returns:
+        index: int64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> argmin(x).shape
+        (2,)
+    """
+    return _apply('argmin', [x], {'axis': axis}, name)
 
 
 def cast(x, *, dtype='float32', name=None):

@@ -73,3 +73,11 @@ def reduce_max_grad(xp, x, y, grad_y, axes, keepdims):
 
 def reduce_min_grad(xp, x, y, grad_y, axes, keepdims):
     return _extremum_grad(xp, x, y, grad_y, axes)
+
+
+def argmin(xp, x, axis):
+    return xp.asarray(xp.argmin(x, axis=axis)).astype(xp.int64)
+
+
+def argmax(xp, x, axis):
+    return xp.asarray(xp.argmax(x, axis=axis)).astype(xp.int64)

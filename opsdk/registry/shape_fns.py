@@ -252,8 +252,18 @@ def like_inputs(*names: str) -> ShapeFn:
     return fn
 
 
+def reduce_axis(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> list:
+    """Reductions of `x` over the single int attr `axis` (argmin, argmax): that axis is dropped."""
+    x = shapes["x"]
+    if x is None:
+        return [None]
+    axis = normalize_axis(int(attrs["axis"]), len(x))
+    return [tuple(d for i, d in enumerate(x) if i != axis)]
+
+
 SHAPE_FNS: dict[str, ShapeFn] = {
     "broadcast": broadcast,
+    "reduce_axis": reduce_axis,
     "reduce": reduce,
     "reshape": reshape,
     "transpose": transpose,

@@ -92,6 +92,9 @@ def _reduce_cases():
                        ("reduce_min", np.min)]:
             yield pytest.param(op, [x], {"axes": axes, "keepdims": keep},
                                fn(x, axis=ax, keepdims=keep), id=f"{op}-{axes}-{keep}")
+    for op, fn in [("argmin", np.argmin), ("argmax", np.argmax)]:
+        for axis in (-1, 0, 1):
+            yield pytest.param(op, [x], {"axis": axis}, fn(x, axis=axis), id=f"{op}-{axis}")
     small = RNG.integers(0, 100, (3, 4), dtype=np.int8)  # sums overflow int8: wraps, stays int8
     yield pytest.param("reduce_sum", [small], {"axes": [0]}, np.sum(small, axis=0, dtype=np.int8),
                        id="reduce_sum-int8-keeps-dtype")

@@ -14,7 +14,8 @@ from opsdk.runtime.api import apply_op
 
 BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 # Ops with float inputs that pass no gradient, on purpose (bool results, or gradient ops).
-NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "argmin",
+               "argmax"}
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
