@@ -224,6 +224,10 @@ class Graph:
         with self._lock:
             return tuple(self._ops)
 
+    def get_operations(self) -> list[Operation]:
+        """All nodes, in creation order (TensorFlow's spelling of `operations`)."""
+        return list(self.operations)
+
     def get_operation(self, name: str) -> Operation:
         """The node called `name`; the error lists near names."""
         op = self._by_name.get(name)
