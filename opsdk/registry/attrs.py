@@ -7,9 +7,8 @@ tuples, so attrs stay hashable (plan caches and common-subexpression elimination
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Mapping, Optional, Sequence
-
-import numpy as np
 
 from .diagnostics import as_number, did_you_mean
 from .errors import OpError
@@ -20,14 +19,23 @@ _KIND_WORDS = {"int": "an int", "float": "a number", "bool": "true or false", "s
                "list(int)": "a list of ints", "list(float)": "a list of numbers"}
 
 
+def _numpy() -> Any:
+    """NumPy if something already imported it, else None: a value can only be a NumPy scalar or
+    array once NumPy is loaded, and the CLI (parsing declarations) should not pay for importing it."""
+    return sys.modules.get("numpy")
+
+
 def _scalar(type_: str, value: Any) -> tuple[Any, Optional[str]]:
     """(value as the Python type, None) or (None, problem) for one scalar of an attr type."""
-    is_bool = isinstance(value, (bool, np.bool_))
+    np = _numpy()
+    ints, floats, bools = ((int, np.integer), (int, float, np.integer, np.floating),
+                           (bool, np.bool_)) if np else (int, (int, float), bool)
+    is_bool = isinstance(value, bools)
     if type_ == "int":
-        if isinstance(value, (int, np.integer)) and not is_bool:
+        if isinstance(value, ints) and not is_bool:
             return int(value), None
     elif type_ == "float":
-        if isinstance(value, (int, float, np.integer, np.floating)) and not is_bool:
+        if isinstance(value, floats) and not is_bool:
             return float(value), None
     elif type_ == "bool":
         if is_bool:
@@ -41,7 +49,8 @@ def coerce_attr_value(type_: str, value: Any) -> tuple[Any, Optional[str]]:
     """A Python value (incl. NumPy scalars and 1-D arrays) as the attr type, or a problem phrase."""
     if not type_.startswith("list("):
         return _scalar(type_, value)
-    if isinstance(value, np.ndarray) and value.ndim == 1:
+    np = _numpy()
+    if np is not None and isinstance(value, np.ndarray) and value.ndim == 1:
         value = value.tolist()
     if not isinstance(value, (list, tuple)):
         return None, f"must be {_KIND_WORDS[type_]}"
@@ -88,7 +97,8 @@ def attr_value_problem(attr: AttrSpec, value: Any) -> Optional[str]:
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, np.ndarray):
+    np = _numpy()
+    if np is not None and isinstance(value, np.ndarray):
         return repr(value.tolist())
     return repr(value)
 
@@ -154,6 +164,8 @@ def dtype_name(value: Any) -> Optional[str]:
     """'float32' from 'float32', np.float32 or np.dtype('float32'); None when it is no dtype."""
     if isinstance(value, str):
         return value
+    import numpy as np  # a dtype object or type: NumPy is loaded already
+
     try:
         return np.dtype(value).name
     except (TypeError, ValueError):
