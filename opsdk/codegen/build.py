@@ -13,7 +13,6 @@ import difflib
 import json
 import os
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,22 +24,14 @@ from ..registry.errors import OpsdkError
 from .compiler import (Toolchain, build_key, compile_command, environment_fingerprint,
                        extension_suffix, file_digest, find_toolchain, flag_template, read_depfile,
                        run_compiler, undefined_kernel_symbols)
+from .build_state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
+                          read_state, write_state)
+from .build_progress import Display, UnitResult, make_display
 from .diagnostics import BuildError, summarize_failure, summarize_missing_kernel
 
 CUDA_MODES = ("auto", "on", "off")
 _BINDINGS = {"cpu": "generated/cpp/{op}_binding.cc", "cuda": "generated/cuda/{op}_cuda_binding.cu"}
 _TEMP_PREFIX = ".tmp-"
-
-
-@dataclass(frozen=True)
-class UnitResult:
-    """The outcome for one op on one device."""
-    op: str
-    device: str
-    status: str  # "compiled", "up to date" or "failed"
-    seconds: float = 0.0
-    artefact: Optional[Path] = None
-    message: str = ""  # the author-relevant compiler errors when failed
 
 
 @dataclass(frozen=True)
@@ -110,15 +101,12 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
     """
     if cuda not in CUDA_MODES:
         raise OpsdkError(f"--cuda must be one of {', '.join(CUDA_MODES)}, not '{cuda}'")
-    from .generate import generate_workspace
-
     start = time.perf_counter()
     root = Path(root).resolve()
     (root / "build").mkdir(exist_ok=True)
     with _workspace_lock(root / "build"):
-        generated = generate_workspace(root)
-        specs = _select_specs(root, ops)
-        units, notes = _make_units(root, specs, cuda)
+        found, generated = _regenerate(root)
+        units, notes = _make_units(root, _select_ops(root, found, ops), cuda)
         environment = environment_fingerprint()
         results: list[UnitResult] = []
         stale: list[_Plan] = []
@@ -131,9 +119,7 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         results += _compile_all(stale, environment, jobs, progress)
     order = {(u.op, u.device): i for i, u in enumerate(units)}
     results.sort(key=lambda r: order[(r.op, r.device)])
-    report = BuildReport(tuple(results), tuple(notes),
-                         tuple(str(p) for p in getattr(generated, "changed", ())),
-                         time.perf_counter() - start)
+    report = BuildReport(tuple(results), tuple(notes), generated, time.perf_counter() - start)
     if report.failed:
         raise BuildError("\n\n".join(r.message for r in report.failed), report)
     return report
@@ -156,13 +142,32 @@ def _workspace_lock(build_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _select_specs(root: Path, ops: Optional[Sequence[str]]) -> list:
-    """The workspace's own ops (not builtins of another workspace), or the named ones."""
-    from ..registry import load_registry
+def _regenerate(root: Path) -> tuple[tuple[OpKernels, ...], tuple[str, ...]]:
+    """Run generation unless nothing it reads or wrote changed since the last build.
 
-    own = {spec.name: spec for spec in load_registry(root).ops_in_workspace(root)}
+    Returns the workspace's ops and the generated files that were (re)written.
+    """
+    build_dir = root / "build"
+    before = inputs_stamp(root)
+    state = read_state(build_dir)
+    if state and state.inputs == before and state.outputs == outputs_stamp(root):
+        return state.ops, ()
+    from ..registry import load_registry
+    from .generate import generate_workspace
+
+    generated = generate_workspace(root)
+    found = ops_of(load_registry(root).ops_in_workspace(root))
+    # The inputs' stamp is the one taken before generating: an edit made meanwhile shows next time.
+    write_state(build_dir, GenerateState(before, outputs_stamp(root), found))
+    return found, tuple(str(p) for p in generated.changed)
+
+
+def _select_ops(root: Path, found: tuple[OpKernels, ...],
+                ops: Optional[Sequence[str]]) -> list[OpKernels]:
+    """The workspace's own ops (not builtins of another workspace), or the named ones."""
+    own = {op.name: op for op in found}
     if not ops:
-        return [own[n] for n in sorted(own)]
+        return list(found)
     for name in ops:
         if name not in own:
             close = difflib.get_close_matches(name, list(own), n=1)
@@ -171,7 +176,7 @@ def _select_specs(root: Path, ops: Optional[Sequence[str]]) -> list:
     return [own[n] for n in dict.fromkeys(ops)]
 
 
-def _make_units(root: Path, specs: list, cuda: str) -> tuple[list[_Unit], list[str]]:
+def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[_Unit], list[str]]:
     """One unit per op and compiled device; notes say why a device was skipped."""
     wanted = {"cpu": [s for s in specs if s.kernel("cpu")],
               "cuda": [s for s in specs if s.kernel("cuda")]}
@@ -188,7 +193,7 @@ def _make_units(root: Path, specs: list, cuda: str) -> tuple[list[_Unit], list[s
         flags = flag_template(device, root)
         for spec in wanted[device]:
             units.append(_Unit(spec.name, device, root, _BINDINGS[device].format(op=spec.name),
-                               spec.kernel(device).source, toolchain, flags))
+                               spec.kernel(device), toolchain, flags))
     return units, notes
 
 
@@ -265,7 +270,7 @@ def _compile_all(plans: list[_Plan], environment: str, jobs: Optional[int],
     if not plans:
         return []
     workers = max(1, min(jobs or os.cpu_count() or 1, len(plans)))
-    display = _make_display(len(plans), progress)
+    display = make_display(len(plans), progress)
     display.start()
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -275,7 +280,7 @@ def _compile_all(plans: list[_Plan], environment: str, jobs: Optional[int],
         display.stop()
 
 
-def _compile_unit(plan: _Plan, environment: str, display: "_Display") -> UnitResult:
+def _compile_unit(plan: _Plan, environment: str, display: Display) -> UnitResult:
     """Compile one unit to a temp name, rename it into place, then replace its manifest."""
     unit = plan.unit
     unit.out_dir.mkdir(parents=True, exist_ok=True)
@@ -348,77 +353,3 @@ def _clean_unit_dir(unit: _Unit, keep: Optional[str], artefacts: bool = True) ->
         if (stale_temp or old_artefact) and path.is_file():
             path.unlink(missing_ok=True)
 
-
-class _Display:
-    """Progress without a terminal (logs, CI): one line per finished unit."""
-
-    def __init__(self, total: int):
-        self.total = total
-        self.count = 0
-        self.lock = threading.Lock()
-
-    def start(self) -> None:
-        pass
-
-    def begin(self, op: str, device: str) -> None:
-        pass
-
-    def end(self, result: UnitResult) -> None:
-        with self.lock:
-            self.count += 1
-            print(f"[{self.count}/{self.total}] {_describe(result)}", flush=True)
-
-    def stop(self) -> None:
-        pass
-
-
-class _SilentDisplay(_Display):
-    def end(self, result: UnitResult) -> None:
-        pass
-
-
-class _RichDisplay(_Display):
-    """A live bar on a terminal, with a line above it per finished unit."""
-
-    def __init__(self, total: int):
-        super().__init__(total)
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
-                                   TextColumn, TimeElapsedColumn)
-
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(), transient=True)
-        self.task = self.progress.add_task("compiling", total=total)
-        self.running: list[str] = []
-
-    def start(self) -> None:
-        self.progress.start()
-
-    def begin(self, op: str, device: str) -> None:
-        with self.lock:
-            self.running.append(f"{op} ({device})")
-            self.progress.update(self.task, description="compiling " + ", ".join(self.running))
-
-    def end(self, result: UnitResult) -> None:
-        with self.lock:
-            self.running.remove(f"{result.op} ({result.device})")
-            self.count += 1
-            mark = "[green]✓[/green]" if result.status == "compiled" else "[red]✗[/red]"
-            self.progress.console.print(f"{mark} {_describe(result)}", highlight=False)
-            self.progress.update(self.task, advance=1,
-                                 description="compiling " + ", ".join(self.running))
-
-    def stop(self) -> None:
-        self.progress.stop()
-
-
-def _describe(result: UnitResult) -> str:
-    verb = "compiled" if result.status == "compiled" else "FAILED"
-    return f"{result.op} ({result.device}) {verb} in {result.seconds:.1f} s"
-
-
-def _make_display(total: int, progress: bool) -> _Display:
-    if not progress:
-        return _SilentDisplay(total)
-    if sys.stdout.isatty():
-        return _RichDisplay(total)
-    return _Display(total)
