@@ -11,7 +11,7 @@ from ..registry.errors import OpsdkError
 
 
 def workspace_root(args: argparse.Namespace) -> Path:
-    """`-C DIR` when given (it must hold opdefs/), else the workspace around the current directory."""
+    """`-C DIR` when given (it must hold opdefs/), else the workspace around the cwd."""
     if args.workspace is not None:
         root = Path(args.workspace).resolve()
         if not (root / "opdefs").is_dir():

@@ -36,7 +36,7 @@ _TEMP_PREFIX = ".tmp-"
 
 @dataclass(frozen=True)
 class BuildReport:
-    """What one `build_workspace` did: per-unit results, notes (skipped devices), regenerated files."""
+    """What one `build_workspace` did: per-unit results, notes (skipped devices), written files."""
     results: tuple[UnitResult, ...]
     notes: tuple[str, ...]
     generated: tuple[str, ...]

@@ -72,7 +72,7 @@ def find_toolchain(device: str) -> Optional[Toolchain]:
 
 
 def include_dirs(root: Path) -> tuple[str, ...]:
-    """The include path of every op: workspace, generated headers, opsdk's kernel.h, pybind11, Python."""
+    """The include path of every op: workspace, generated, opsdk's kernel.h, pybind11, Python."""
     import pybind11  # light: only its path helpers
 
     package_include = Path(__file__).resolve().parent.parent / "include"
@@ -81,7 +81,7 @@ def include_dirs(root: Path) -> tuple[str, ...]:
 
 
 def flag_template(device: str, root: Path) -> tuple[str, ...]:
-    """The full flag list with `{module}` and `{depfile}` placeholders (they derive from the key)."""
+    """The full flag list with `{module}` and `{depfile}` placeholders (derived from the key)."""
     includes = [f"-I{d}" for d in include_dirs(root)]
     deps = ["-MMD", "-MF", DEPFILE_PLACEHOLDER]
     define = [f"-DOPSDK_MODULE_NAME={MODULE_PLACEHOLDER}"]

@@ -72,7 +72,7 @@ def _relative(name: str, root: Path) -> str:
 
 
 def summarize_failure(output: str, root: Path, op: str, device: str, log_path: str) -> str:
-    """The message of a failed compile: a few tagged error lines, a hint, and where the full log is."""
+    """The message of a failed compile: tagged error lines, a hint, where the full log is."""
     tag = f"[op '{op}', {device}]"
     diags = parse_diagnostics(output, root)
     lines = _error_lines(diags, tag)

@@ -122,7 +122,8 @@ def test_declaration_error_is_one_message_without_traceback(capsys, ws):
                                                                  "dtyp: T, shape: [n]}\noutputs"))
     code, _, err = run_cli(capsys, "-C", ws, "generate")
     assert code == 1
-    assert "opdefs/cli_scale.yaml:8: op 'cli_scale': unknown key 'dtyp'" in err and "Traceback" not in err
+    assert "opdefs/cli_scale.yaml:8: op 'cli_scale': unknown key 'dtyp'" in err
+    assert "Traceback" not in err
 
 
 def test_new_scaffolds_an_op_and_rejects_a_bad_name(capsys, tmp_path):
@@ -209,3 +210,27 @@ def test_compile_error_exits_1_with_the_kernel_line(capsys, ws):
                for line in lines), err
     assert "Traceback" not in err and "build/cpu/cli_broken/last_error.log" in err
     assert "0 compiled, 0 up to date, 1 failed" in err
+
+
+def test_cuda_on_without_nvcc_is_a_user_error(capsys, tmp_path, monkeypatch):
+    assert run_cli(capsys, "-C", tmp_path, "new", "cuda_op")[0] == 0
+    monkeypatch.setenv("OPSDK_NVCC", "no-such-nvcc")
+    code, _, err = run_cli(capsys, "-C", tmp_path, "build", "--cuda=on")
+    assert code == 1 and "--cuda=on but nvcc is not on PATH" in err
+    assert not (tmp_path / "build/cpu/cuda_op").exists()  # refused before compiling anything
+
+
+def test_cuda_auto_explains_why_cuda_kernels_are_skipped(monkeypatch):
+    from opsdk.codegen import build
+
+    monkeypatch.setenv("OPSDK_NVCC", "no-such-nvcc")
+    assert build._cuda_toolchain("auto") == (
+        None, "cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them)")
+    assert build._cuda_toolchain("off") == (None, None)
+    monkeypatch.setenv("OPSDK_NVCC", sys.executable)  # any program answering --version
+    monkeypatch.setattr(build, "gpu_available", lambda: False)
+    assert build._cuda_toolchain("auto")[1] == (
+        "cuda kernels skipped: no GPU (use --cuda=on to compile anyway)")
+    monkeypatch.setattr(build, "gpu_available", lambda: True)
+    toolchain, note = build._cuda_toolchain("auto")
+    assert note is None and toolchain.path == sys.executable
