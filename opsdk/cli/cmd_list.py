@@ -34,8 +34,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def dtype_summary(spec) -> str:
-    """`T: float32, float64` per type attr, else the fixed dtypes of the inputs."""
+    """`T: float32, float64` per type attr (a dtype group's name when the list is one), else the
+    fixed dtypes of the inputs."""
     if spec.type_attrs:
-        return "; ".join(f"{ta.name}: {', '.join(ta.allowed)}" for ta in spec.type_attrs)
+        return "; ".join(f"{ta.name}: {_allowed_text(ta.allowed)}" for ta in spec.type_attrs)
     fixed = dict.fromkeys(t.dtype for t in (*spec.inputs, *spec.outputs))
     return ", ".join(fixed) or "-"
+
+
+def _allowed_text(allowed: tuple[str, ...]) -> str:
+    from ..registry.dtypes import DTYPE_GROUPS
+
+    for group, members in DTYPE_GROUPS.items():
+        if set(allowed) == set(members):
+            return group
+    return ", ".join(allowed)
