@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -70,4 +71,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def entry() -> None:
     """The `opsdk` console script."""
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`opsdk list --all | head`): stop quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
+    sys.exit(code)
