@@ -21,6 +21,7 @@ import numpy as np
 from opsdk.registry import load_callable, load_registry
 from opsdk.runtime.api import apply_op
 from opsdk.runtime.graph import Graph, placeholder
+from opsdk.runtime.tensor import Tensor
 from opsdk.runtime.session import Session
 
 
@@ -34,13 +35,22 @@ def best_of(fn, repeats: int) -> float:
     return best
 
 
-def bench_chain(registry, length: int) -> None:
+def chain_graph(registry, length: int) -> tuple[Graph, Tensor, Tensor]:
+    """A graph of `length` scalar float32 `add` nodes (t = t + 1.0) after a placeholder x.
+
+    Returns (graph, x, last): fetch `last` feeding x. bench_overhead.py times the same chain.
+    """
     graph = Graph(registry=registry)
     with graph.as_default():
         x = placeholder("float32", [], name="x")
         t = x
         for _ in range(length):
             t = t + 1.0
+    return graph, x, t
+
+
+def bench_chain(registry, length: int) -> None:
+    graph, x, t = chain_graph(registry, length)
     feed = {x: np.float32(0.0)}
     with Session(graph) as sess:
         sess.run(t, feed)
