@@ -22,7 +22,8 @@ from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
 from .graph import Graph, constant, get_default_graph, in_graph_context
-from .kernels import bind_kernel, choose_kernel, kernel_failure
+from .kernels import bind_kernel, choose_kernel, group_outputs, kernel_failure
+from .nest import flatten
 from .tensor import Tensor
 
 Applier = Callable[..., Any]
@@ -31,10 +32,12 @@ Applier = Callable[..., Any]
 def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[str, Any],
              name: Optional[str] = None, device: Optional[str] = None) -> Any:
     """Add a node (graph mode) and return its output Tensor(s), or run the op eagerly and return
-    NumPy array(s). `inputs` follow the declaration's order; a list input is a list.
+    NumPy array(s). `inputs` follow the declaration's order; a list input is a list. A Variable
+    given for an input stands for its value (graph mode, in the variable's graph). A list output
+    (`list: N`) comes back as a list of N Tensors (or arrays); several outputs as a tuple.
 
-    `device` forces a kernel: "python", "cpu" or "cuda" eagerly; in a graph, a device name
-    ('/cpu:0') recorded on the node.
+    `device` forces a kernel: "python", "cpu" or "cuda" eagerly ("cuda" returns CuPy arrays);
+    in a graph, a device name ('/cpu:0') recorded on the node.
 
     >>> apply_op(load_registry(), "add", [np.ones(2), np.ones(2)], {})   # doctest: +SKIP
     array([2., 2.])
@@ -43,6 +46,9 @@ def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[
     if len(inputs) != len(spec.inputs):
         raise OpError(f"{spec.name}: takes {len(spec.inputs)} input(s) "
                       f"({', '.join(t.name for t in spec.inputs)}), got {len(inputs)}")
+    if device == "python":
+        _refuse_graph_values(spec, inputs, "an eager call (device='python')")
+    inputs = [_read_variables(value) for value in inputs]
     graph = _graph_of(inputs)
     if graph is not None:
         return add_node(graph, registry, spec, inputs, attrs, name, device)
@@ -62,6 +68,30 @@ def _graph_of(inputs: Sequence[Any]) -> Optional[Graph]:
     if graphs:
         return next(iter(graphs.values()))
     return get_default_graph() if in_graph_context() else None
+
+
+def _read_variables(value: Any) -> Any:
+    """A Variable (anything with `_as_graph_element`) given for an input becomes the tensor of
+    its value, also inside a list input, so `matmul(x, w)` reads w as `x @ w` does."""
+    if hasattr(value, "_as_graph_element"):
+        return value._as_graph_element()
+    if isinstance(value, (list, tuple)) and any(hasattr(v, "_as_graph_element") for v in value):
+        return [v._as_graph_element() if hasattr(v, "_as_graph_element") else v for v in value]
+    return value
+
+
+def _refuse_graph_values(spec: OpSpec, inputs: Sequence[Any], what: str) -> None:
+    """Eager calls take arrays: a Variable or graph Tensor has a value only inside a Session."""
+    for tspec, value in zip(spec.inputs, inputs):
+        items = value if tspec.is_list and isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            if hasattr(item, "_as_graph_element") or isinstance(item, Tensor):
+                kind = "graph Tensor" if isinstance(item, Tensor) else "Variable"
+                raise OpsdkError(
+                    f"{spec.name}: input '{tspec.name}' is the {kind} '{item.name}', whose value "
+                    f"exists only while a Session runs; {what} takes arrays: build the op in a "
+                    f"graph and run it with Session.run, or pass the value "
+                    f"(sess.run({item.name!r}))")
 
 
 def _flat(inputs: Sequence[Any]) -> list:
@@ -112,8 +142,8 @@ def _scalar_dtypes(spec: OpSpec, values: Sequence[Any]) -> list[Optional[str]]:
     bound: dict[str, str] = {}
     for tspec, value in zip(spec.inputs, values):
         first = value[0] if tspec.is_list and value else value
-        if isinstance(first, (Tensor, np.ndarray, np.generic)):
-            bound.setdefault(tspec.dtype, str(first.dtype))
+        if isinstance(first, (Tensor, np.ndarray, np.generic)) or _on_device(first):
+            bound.setdefault(tspec.dtype, np.dtype(first.dtype).name)
     return [bound.get(t.dtype) for t in spec.inputs]
 
 
@@ -131,7 +161,7 @@ def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
     attrs, type_attrs = normalize(spec, inputs, attrs, who)
     shapes = [[t.shape for t in g] if isinstance(g, list) else g.shape for g in grouped]
     dtypes = [[t.dtype for t in g] if isinstance(g, list) else g.dtype for g in grouped]
-    outputs = _infer(spec, shapes, dtypes, attrs, type_attrs, who)
+    outputs = expand_outputs(spec, _infer(spec, shapes, dtypes, attrs, type_attrs, who), attrs, who)
     flat = [t for g in grouped for t in (g if isinstance(g, list) else [g])]
     if device == "python":
         raise OpsdkError(f"{who}: device='python' is for eager calls; in a graph use a device "
@@ -140,7 +170,40 @@ def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
     with scope:
         op = graph.create_op(spec.name, flat, attrs, outputs, spec=spec, name=node_name,
                              type_attrs=type_attrs, reserved_name=True)
-    return op.outputs[0] if len(op.outputs) == 1 else op.outputs
+    return output_values(op)
+
+
+def expand_outputs(spec: OpSpec, outputs: list, attrs: Mapping[str, Any], who: str) -> list:
+    """Per *graph* output a (shape, dtype): a list output (`list: N`) becomes N outputs, N read
+    from its length attr, each with its own shape (unknown when the shape function gave none)."""
+    flat: list = []
+    for tspec, (shape, dtype) in zip(spec.outputs, outputs):
+        if not tspec.is_list:
+            flat.append((shape, dtype))
+            continue
+        n = int(attrs[tspec.list_len])
+        shapes = list(shape) if isinstance(shape, list) else [None] * n  # None: not inferred
+        if len(shapes) != n:
+            raise OpError(f"{who}: the shape function gave {len(shapes)} shapes for list output "
+                          f"'{tspec.name}' of {n} tensors ({tspec.list_len})")
+        flat.extend((s, dtype) for s in shapes)
+    return flat
+
+
+def node_of(result: Any) -> Any:
+    """The Operation behind what graph-mode `apply_op` returned (a Tensor, or lists/tuples of
+    them for list or several outputs)."""
+    tensors = [t for t in flatten(result)[0] if isinstance(t, Tensor)]
+    if not tensors:
+        raise OpsdkError(f"no graph node behind {result!r}: it holds no output tensor")
+    return tensors[0].op
+
+
+def output_values(op: Any) -> Any:
+    """What apply_op returns for a declared op's node: its one output, a list of Tensors for a
+    list output, or a tuple of those for several outputs."""
+    values = group_outputs(op.spec, op.outputs, op.attrs)
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _as_tensor(value: Any, dtype: Optional[str]) -> Tensor:
@@ -149,27 +212,56 @@ def _as_tensor(value: Any, dtype: Optional[str]) -> Tensor:
 
 def run_eager(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
               device: Optional[str] = None) -> Any:
-    """Eager mode of `apply_op`: validate, run the kernel now, return NumPy array(s)."""
+    """Eager mode of `apply_op`: validate, run the kernel now, return array(s).
+
+    NumPy arrays come back, except on `device="cuda"`, chosen explicitly or because an input is a
+    CuPy array: inputs then move to the GPU and the results stay there, as CuPy arrays."""
+    _refuse_graph_values(spec, inputs, "an eager call")
+    if device is None and any(_on_device(v) for v in _flat_values(spec, inputs)):
+        device = "cuda"
+    xp: Any = np
+    if device == "cuda":
+        from . import cuda_eager  # imports CuPy: only when asked for
+        xp = cuda_eager.cupy_module(spec.name)
     wanted = _scalar_dtypes(spec, inputs)
-    grouped = [[_as_array(v, d) for v in value] if tspec.is_list else _as_array(value, d)
+    grouped = [[_as_array(xp, spec, tspec, v, d) for v in value] if tspec.is_list
+               else _as_array(xp, spec, tspec, value, d)
                for tspec, value, d in zip(spec.inputs, inputs, wanted)]
     attrs, type_attrs = normalize(spec, inputs, attrs, spec.name)
     shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
     dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name for g in grouped]
-    _infer(spec, shapes, dtypes, attrs, type_attrs, spec.name)
-    bound = bind_kernel(spec, choose_kernel(spec, device), attrs, type_attrs)
-    flat = [a for g in grouped for a in (g if isinstance(g, list) else [g])]
-    try:
-        outputs = bound(flat)
-    except Exception as exc:  # any kernel failure becomes one error naming the op
-        raise kernel_failure(spec.name, exc) from exc
+    outputs = _infer(spec, shapes, dtypes, attrs, type_attrs, spec.name)
+    if device == "cuda":
+        flat_out = cuda_eager.run(spec, grouped, attrs, type_attrs, outputs, xp)
+    else:
+        bound = bind_kernel(spec, choose_kernel(spec, device), attrs, type_attrs)
+        flat = [a for g in grouped for a in (g if isinstance(g, list) else [g])]
+        try:
+            flat_out = [np.asarray(o) for o in bound(flat)]
+        except Exception as exc:  # any kernel failure becomes one error naming the op
+            raise kernel_failure(spec.name, exc) from exc
     # A list output stays a list of arrays (one per element), as docs/internals.md says.
-    arrays = tuple([np.asarray(e) for e in o] if tspec.is_list else np.asarray(o)
-                   for tspec, o in zip(spec.outputs, outputs))
-    return arrays[0] if len(arrays) == 1 else arrays
+    values = group_outputs(spec, flat_out, attrs)
+    return values[0] if len(values) == 1 else tuple(values)
 
 
-def _as_array(value: Any, dtype: Optional[str]) -> np.ndarray:
+def _flat_values(spec: OpSpec, inputs: Sequence[Any]) -> list:
+    return [v for tspec, value in zip(spec.inputs, inputs)
+            for v in (value if tspec.is_list and isinstance(value, (list, tuple)) else [value])]
+
+
+def _on_device(value: Any) -> bool:
+    """Whether `value` is a GPU array (CuPy's, or any exposing __cuda_array_interface__)."""
+    return hasattr(value, "__cuda_array_interface__")
+
+
+def _as_array(xp: Any, spec: OpSpec, tspec: Any, value: Any, dtype: Optional[str]) -> Any:
+    if xp is not np:
+        return xp.asarray(value if _on_device(value) or isinstance(value, (np.ndarray, np.generic))
+                          else np.asarray(value, dtype=dtype))
+    if _on_device(value):
+        raise OpsdkError(f"{spec.name}: input '{tspec.name}' is a GPU array; call with "
+                         "device='cuda', or copy it to the host first (x.get() for CuPy)")
     if isinstance(value, np.ndarray):
         return value
     if isinstance(value, np.generic):

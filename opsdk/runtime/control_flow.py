@@ -16,6 +16,7 @@ the number of iterations and every iteration's loop values as extra trailing out
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -28,7 +29,8 @@ from .nest import LEAF, flatten, pack, same_structure, structure_text
 from .primitives import Primitive, register_primitive
 from .tensor import Shape, Tensor
 
-__all__ = ["cond", "while_loop", "loop_intermediates", "compatible", "join_shapes"]
+__all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "compatible",
+           "join_shapes"]
 
 
 # --------------------------------------------------------------------------------------- shapes
@@ -312,7 +314,8 @@ def _stack(who: str, history: list, last: Any, label: str) -> np.ndarray:
     if not history:
         return np.empty((0, *np.shape(last)), dtype=np.asarray(last).dtype)
     if len({np.shape(v) for v in history}) > 1:
-        raise OpError(f"{who}: keep_intermediates needs loop variable {label} to keep one shape "
+        raise OpError(f"{who}: recording the iterations (keep_intermediates, which a gradient "
+                      f"through the loop turns on) needs loop variable {label} to keep one shape "
                       "across iterations; its shape changed")
     return np.stack(history)
 
@@ -330,6 +333,26 @@ def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
                          "it with while_loop(..., keep_intermediates=True) to differentiate it")
     return op.outputs[n], tuple(op.outputs[n + 1:])
 
+
+def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """`loop_intermediates(op)`, first turning recording on for a loop built without
+    `keep_intermediates=True`: the node gains the history outputs (the outputs a user holds are
+    unchanged), and from then on every run of it records its iterations. Autodiff calls this, so
+    a loop is recorded exactly when a gradient flows through it."""
+    if op.type != "while_loop":
+        raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
+    with _recording_lock:
+        if not op.attrs["keep_intermediates"]:
+            n = len(op.attrs["shape_invariants"])
+            # The flag first: a run that records before a plan has slots for the histories only
+            # returns extra values (ignored); a plan built after sees both flag and outputs.
+            op.attrs["keep_intermediates"] = True
+            op.graph.add_outputs(op, [(None if s is None else (None, *s), t.dtype) for t, s in
+                                      zip(op.outputs[:n], op.attrs["shape_invariants"])])
+    return loop_intermediates(op)
+
+
+_recording_lock = threading.Lock()
 
 # Both nodes count as stateful: a sub-graph may assign variables or draw random numbers, and the
 # plan must then neither fold nor merge the node (its `stateful` flag is per node type).

@@ -20,8 +20,8 @@ from typing import Any, Callable, Optional, Sequence
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 
-from .api import apply_op
-from .control_flow import cond, loop_intermediates, while_loop
+from .api import apply_op, node_of
+from .control_flow import cond, record_intermediates, while_loop
 from .func_graph import SubGraph
 from .graph import Operation, constant, get_default_graph
 from .tensor import Tensor
@@ -66,7 +66,7 @@ def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tup
         result = apply_op(graph.get_registry(), op.type, grouped,
                           {**op.attrs, **op.type_attrs}, name=op.name.split("/")[-1],
                           device=op.device or None)
-        return (result,) if isinstance(result, Tensor) else tuple(result)
+        return node_of(result).outputs  # flat: a list output's tensors one by one
     if op.type in ("cond", "while_loop", "identity"):
         shapes = [(t.shape, t.dtype) for t in op.outputs]
         return graph.create_op(op.type, inputs, op.attrs, shapes, name=op.name.split("/")[-1],
@@ -134,7 +134,7 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
                          "loop values can be differentiated")
     if all(g is None for g in out_grads[:n]):
         return [None] * len(op.inputs)
-    count, histories = loop_intermediates(op)
+    count, histories = record_intermediates(op)  # recording starts here if it was off
     init, captured = list(op.inputs[:n]), list(op.inputs[n:])
     floats = [v for v in range(n) if is_differentiable_dtype(init[v].dtype)]
     float_caps = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)]

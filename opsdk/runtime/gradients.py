@@ -21,7 +21,7 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.registry.spec import OpSpec
 
 from . import control_flow_grad
-from .api import apply_op
+from .api import apply_op, node_of
 from .graph import Graph, Operation, constant
 from .tensor import Tensor
 
@@ -117,7 +117,7 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
                   if ta.name in op.type_attrs})
     result = apply_op(registry, grad_spec.name, [values[t.name] for t in grad_spec.inputs], attrs,
                       name=f"{op.name}_grad", device=op.device or None)
-    grad_op = (result if isinstance(result, Tensor) else result[0]).op
+    grad_op = node_of(result)
     by_input = dict(zip((t.name[len("grad_"):] for t in grad_spec.outputs),
                         group_values(grad_op.outputs, grad_spec.outputs, grad_op.attrs,
                                      f"{grad_spec.name} (node '{grad_op.name}')")))

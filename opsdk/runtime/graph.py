@@ -187,6 +187,18 @@ class Graph:
             self._by_name[op.name] = op
         return op
 
+    def add_outputs(self, op: Operation, outputs: Sequence[tuple[Shape, str]]
+                    ) -> tuple[Tensor, ...]:
+        """Append outputs to an existing node and return the new Tensors. A node only ever gains
+        outputs: tensors already handed out keep their index, shape and meaning (a while_loop
+        starts recording its iterations when its gradient is first asked for)."""
+        with self._lock:
+            start = len(op.outputs)
+            new = tuple(Tensor(op, start + i, None if s is None else tuple(s), dtype_name(d))
+                        for i, (s, d) in enumerate(outputs))
+            op.outputs = op.outputs + new
+        return new
+
     def unique_name(self, name: str) -> str:
         """Reserve `name` inside the current name scopes, made unique with `_1`, `_2`, ..."""
         if not _NAME.match(name):

@@ -5,7 +5,9 @@ calling conventions of docs/internals.md live in one place:
 
 * python kernel: `fn(xp, *inputs, **attrs, **unbound type attrs as NumPy dtypes)`;
 * built kernel:  `fn(*inputs, *attrs in declaration order, *unbound type attr names)`;
-* a list input is passed as one Python list; a single output may come back bare.
+* a list input is passed as one Python list; a single output may come back bare;
+* a bound kernel returns one value per *graph* output: a list output (`list: N`) is flattened
+  into its N arrays, as the graph holds one output tensor per element (`group_outputs` regroups).
 """
 
 from __future__ import annotations
@@ -70,12 +72,55 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
         else:
             call = lambda values: fn(xp, *(pack(values) if pack else values), **kwargs)  # noqa: E731
     else:
-        tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
-            type_attrs[t.name] for t in spec.unbound_type_attrs)
-        call = lambda values: fn(*(pack(values) if pack else values), *tail)  # noqa: E731
+        call = _compiled_call(spec, fn, pack, attrs, type_attrs)
+    if any(t.is_list for t in spec.outputs):
+        sizes = output_sizes(spec, attrs)
+        if n_out == 1:
+            return lambda values: _flatten(spec, (call(values),), sizes)
+        return lambda values: _flatten(spec, _as_tuple(spec, call(values), n_out), sizes)
     if n_out == 1:
         return lambda values: (call(values),)
     return lambda values: _as_tuple(spec, call(values), n_out)
+
+
+def _compiled_call(spec: OpSpec, fn: Callable, pack: Optional[Callable],
+                   attrs: Mapping[str, Any], type_attrs: Mapping[str, str]) -> Callable:
+    """A built kernel's call: inputs, then attrs in declaration order, then the unbound type
+    attrs' dtype names. (The registry refuses a shape_fn on ops with cpu/cuda kernels, so no
+    output shapes are ever appended.)"""
+    tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
+        type_attrs[t.name] for t in spec.unbound_type_attrs)
+    return lambda values: fn(*(pack(values) if pack else values), *tail)
+
+
+def output_sizes(spec: OpSpec, attrs: Mapping[str, Any]) -> list[Optional[int]]:
+    """Per declared output: N for a list output (from its length attr), else None."""
+    return [int(attrs[t.list_len]) if t.is_list else None for t in spec.outputs]
+
+
+def _flatten(spec: OpSpec, results: tuple, sizes: Sequence[Optional[int]]) -> tuple:
+    """One value per graph output: each list output's N arrays in place of the list."""
+    flat: list = []
+    for tspec, value, n in zip(spec.outputs, results, sizes):
+        if n is None:
+            flat.append(value)
+        elif isinstance(value, (list, tuple)) and len(value) == n:
+            flat.extend(value)
+        else:
+            got = (f"{len(value)} arrays" if isinstance(value, (list, tuple))
+                   else f"a {type(value).__name__}")
+            raise OpError(f"{spec.name}: kernel returned {got} for list output '{tspec.name}', "
+                          f"expected a list of {n} ({tspec.list_len})")
+    return tuple(flat)
+
+
+def group_outputs(spec: OpSpec, flat: Sequence[Any], attrs: Mapping[str, Any]) -> list:
+    """The inverse of the flattening: per declared output a value, a list for a list output."""
+    grouped, at = [], 0
+    for n in output_sizes(spec, attrs):
+        grouped.append(flat[at] if n is None else list(flat[at:at + n]))
+        at += 1 if n is None else n
+    return grouped
 
 
 def direct_python_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
@@ -116,11 +161,11 @@ def _packer(spec: OpSpec, attrs: Mapping[str, Any]) -> Optional[Callable[[Sequen
 
 def kernel_failure(who: str, exc: BaseException) -> OpsdkError:
     """The error a failing kernel becomes: `who` (e.g. "add (node 'a')") and what it said."""
-    if isinstance(exc, OpsdkError):
-        text = str(exc)
+    op = who.split(" ", 1)[0]
+    if isinstance(exc, OpsdkError) or str(exc).startswith(f"{op}: "):
+        text = str(exc)  # a message the runtime or the generated glue phrased for the user
     else:
         text = f"{type(exc).__name__}: {exc}"
-    op = who.split(" ", 1)[0]
     # Built kernels already begin their messages with "<op>: "; do not say it twice.
     if text.startswith(f"{op}: "):
         text = text[len(op) + 2:]

@@ -276,7 +276,7 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
 
 def _build_declared(graph: Graph, registry: Any, spec: Any, node: dict, inputs: list,
                     attrs: dict) -> Operation:
-    from .api import add_node  # api imports the graph layer; only import needs it here
+    from .api import add_node, node_of  # api imports the graph layer; only import needs it
     grouped, i = [], 0
     for tspec in spec.inputs:
         size = int(attrs.get(tspec.list_len, 0)) if tspec.is_list else None
@@ -287,8 +287,7 @@ def _build_declared(graph: Graph, registry: Any, spec: Any, node: dict, inputs: 
                              f"takes {i}")
     result = add_node(graph, registry, spec, grouped, {**attrs, **node.get("type_attrs", {})},
                       node["name"], None)
-    first = result if isinstance(result, Tensor) else result[0]
-    return first.op
+    return node_of(result)  # a list output comes back as a list of tensors
 
 
 def _input(graph: Graph, where: str, ref: str) -> Tensor:

@@ -180,13 +180,50 @@ def test_while_loop_gradient_uses_the_recorded_intermediates(graph, op):
         check_against_numeric(graph, s, [x, s0], {**feeds, n: np.int64(steps)})
 
 
-def test_while_loop_without_intermediates_says_how_to_fix(graph, op):
+def test_while_loop_built_without_intermediates_starts_recording_for_its_gradient(graph, op):
     x = placeholder("float64", [3], name="x")
-    _, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x], name="loop")
-    with pytest.raises(OpsdkError, match=r"while_loop \(node 'loop'\).*keep_intermediates=True"):
-        gradients(s, x)
+    _, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, op("tanh", s * x) + s), [0, x],
+                      name="loop")
+    loop = s.op
+    held = list(loop.outputs)
+    xv = np.array([0.3, -0.7, 1.1])
+    with Session(graph) as sess:
+        before = sess.run(s, {x: xv})  # a plan built before the node records anything
+        assert loop.attrs["keep_intermediates"] is False and len(loop.outputs) == 3
+        (gx,) = gradients(s, [x])
+        # The node gained one history output per loop var; what the user held is unchanged.
+        assert loop.attrs["keep_intermediates"] is True
+        assert loop.outputs[:3] == tuple(held) and len(loop.outputs) == 5  # + i's, s's history
+        assert loop.outputs[4].shape == (None, 3) and loop.outputs[3].dtype == "int64"
+        np.testing.assert_array_equal(sess.run(s, {x: xv}), before)  # the cached plan still runs
+        np.testing.assert_allclose(sess.run(gx, {x: xv}), numeric_grad(sess, s, x, {x: xv}),
+                                   rtol=1e-6, atol=1e-8)
+    check_against_numeric(graph, s, [x], {x: xv})  # a second gradients() reuses the recording
+    assert len(loop.outputs) == 5
 
 
+def test_nested_loops_without_intermediates(graph, op):
+    x = placeholder("float64", [3], name="x")
+
+    def outer_body(i, s):
+        _, t = while_loop(lambda j, t: j < i + 1, lambda j, t: (j + 1, op("tanh", t * x) + 0.5),
+                          [0, s])
+        return i + 1, t * x
+
+    def in_cond():
+        return while_loop(lambda j, t: j < 2, lambda j, t: (j + 1, op("tanh", t) * x), [0, x])[1]
+
+    outs = [while_loop(lambda i, s: i < 3, outer_body, [0, x])[1],
+            cond(op("reduce_sum", x) > 0.0, in_cond, lambda: x * x)]
+    for xv in (np.array([0.9, 0.4, -0.3]), np.array([-0.4, 0.3, -1.2])):
+        for out in outs:
+            check_against_numeric(graph, out, [x], {x: xv})
+    # The outer loop records now; the loop inside its body does not: the gradient replays the
+    # body, and the replayed inner loop is the one that records.
+    outer = outs[0].op
+    inner = [o for o in outer.attrs["body"].graph.operations if o.type == "while_loop"]
+    assert outer.attrs["keep_intermediates"] and len(inner) == 1
+    assert not inner[0].attrs["keep_intermediates"]
 def test_nested_control_flow_gradients(graph, op):
     x = placeholder("float64", [3], name="x")
 
