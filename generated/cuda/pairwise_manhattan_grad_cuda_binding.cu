@@ -99,15 +99,15 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         Args a;
         {
             py::handle obj = in_x;
-            if (!opsdk::glue::read_device(obj, a.x)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'x' must be a numpy.ndarray, got ") + opsdk::glue::type_name(obj));
+            if (!opsdk::glue::read_device(obj, a.x)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'x' must be a GPU array (CuPy, or any __cuda_array_interface__), got ") + opsdk::glue::type_name(obj));
         }
         {
             py::handle obj = in_y;
-            if (!opsdk::glue::read_device(obj, a.y)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'y' must be a numpy.ndarray, got ") + opsdk::glue::type_name(obj));
+            if (!opsdk::glue::read_device(obj, a.y)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'y' must be a GPU array (CuPy, or any __cuda_array_interface__), got ") + opsdk::glue::type_name(obj));
         }
         {
             py::handle obj = in_grad_z;
-            if (!opsdk::glue::read_device(obj, a.grad_z)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'grad_z' must be a numpy.ndarray, got ") + opsdk::glue::type_name(obj));
+            if (!opsdk::glue::read_device(obj, a.grad_z)) opsdk::glue::raise(PyExc_TypeError, std::string("pairwise_manhattan_grad: input 'grad_z' must be a GPU array (CuPy, or any __cuda_array_interface__), got ") + opsdk::glue::type_name(obj));
         }
         Dims dims;
         int codes[1] = {0};

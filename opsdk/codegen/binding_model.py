@@ -206,7 +206,11 @@ def _dtype_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Ste
     return steps
 
 
-def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> InputGlue:
+# What a kernel of each device takes, in the message for a wrong argument.
+_ARRAY_KIND = {"cpu": "a numpy.ndarray", "cuda": "a GPU array (CuPy, or any __cuda_array_interface__)"}
+
+
+def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState, device: str) -> InputGlue:
     op = spec.name
     type_name = msg.Value("opsdk::glue::type_name(obj)", "std")
     steps = _shape_steps(spec, tensor, state) + _dtype_steps(spec, tensor, state)
@@ -220,7 +224,7 @@ def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> InputGlue
         arg_type="std::vector<Arg>" if tensor.is_list else "Arg",
         view=(f"opsdk::glue::{'views' if tensor.is_list else 'view'}"
               f"<const {names.tensor_cpp_type(spec, tensor)}>(a.{tensor.name})"),
-        not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, "a numpy.ndarray")),
+        not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, _ARRAY_KIND[device])),
         not_list=msg.cpp_message(msg.not_a_list(op, tensor, type_name)) if tensor.is_list else "",
         length_check=length, steps=tuple(steps))
 
@@ -283,7 +287,7 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
     kernel = spec.kernel(device)
     source = kernel.source if kernel else f"opdefs/{spec.name}_{device}"
     state = _DimState()
-    inputs = tuple(_input_glue(spec, t, state) for t in spec.inputs)
+    inputs = tuple(_input_glue(spec, t, state, device) for t in spec.inputs)
     attrs = tuple(AttrGlue(a.name, f"attr_{a.name}", names.attr_cpp_type(a)) for a in spec.attrs)
     unbound = tuple(_type_attr_glue(spec))
     params = ([f"py::handle {t.param}" for t in inputs] + [f"{a.cpp_type} {a.param}" for a in attrs]

@@ -31,7 +31,7 @@ void read_xs(py::handle seq, std::vector<Arg>& args) {
     args.resize(static_cast<size_t>(Py_SIZE(seq.ptr())));
     for (size_t i = 0; i < args.size(); ++i) {
         py::handle obj = PySequence_Fast_GET_ITEM(seq.ptr(), i);
-        if (!opsdk::glue::read_device(obj, args[i])) opsdk::glue::raise(PyExc_TypeError, std::string("list_op: input '") + std::string("xs[") + std::to_string(i) + "]" + "' must be a numpy.ndarray, got " + opsdk::glue::type_name(obj));
+        if (!opsdk::glue::read_device(obj, args[i])) opsdk::glue::raise(PyExc_TypeError, std::string("list_op: input '") + std::string("xs[") + std::to_string(i) + "]" + "' must be a GPU array (CuPy, or any __cuda_array_interface__), got " + opsdk::glue::type_name(obj));
     }
 }
 
