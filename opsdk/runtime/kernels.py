@@ -72,7 +72,7 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
         else:
             call = lambda values: fn(xp, *(pack(values) if pack else values), **kwargs)  # noqa: E731
     else:
-        call = _compiled_call(spec, fn, pack, attrs, type_attrs)
+        call = _compiled_call(spec, fn, pack, attrs, type_attrs, choice.device == "cpu")
     if any(t.is_list for t in spec.outputs):
         sizes = output_sizes(spec, attrs)
         if n_out == 1:
@@ -84,13 +84,33 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
 
 
 def _compiled_call(spec: OpSpec, fn: Callable, pack: Optional[Callable],
-                   attrs: Mapping[str, Any], type_attrs: Mapping[str, str]) -> Callable:
+                   attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
+                   host: bool) -> Callable:
     """A built kernel's call: inputs, then attrs in declaration order, then the unbound type
     attrs' dtype names. (The registry refuses a shape_fn on ops with cpu/cuda kernels, so no
-    output shapes are ever appended.)"""
+    output shapes are ever appended.)
+
+    The generated glue refuses strided inputs rather than copying them behind the caller's back;
+    the runtime, which made those views itself (transpose, slice), copies them for a host kernel.
+    """
     tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
         type_attrs[t.name] for t in spec.unbound_type_attrs)
-    return lambda values: fn(*(pack(values) if pack else values), *tail)
+    if not host:
+        return lambda values: fn(*(pack(values) if pack else values), *tail)
+    return lambda values: fn(*_contiguous(pack(values) if pack else values), *tail)
+
+
+def _contiguous(values: Sequence[Any]) -> list:
+    """Each array C-contiguous (a copy only where it is not); list inputs element by element."""
+    out = []
+    for v in values:
+        if isinstance(v, list):
+            out.append(_contiguous(v))
+        elif isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+            out.append(np.ascontiguousarray(v))
+        else:
+            out.append(v)
+    return out
 
 
 def output_sizes(spec: OpSpec, attrs: Mapping[str, Any]) -> list[Optional[int]]:

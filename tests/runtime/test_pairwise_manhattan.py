@@ -182,3 +182,21 @@ def test_runs_in_a_graph_through_session_run():
         with Session(graph) as sess:
             out = sess.run(z, {x: xv, y: yv})
     np.testing.assert_allclose(out, reference(xv, yv), rtol=2e-5, atol=1e-5)
+
+
+def test_strided_views_reach_the_kernel_as_copies():
+    """The glue refuses strided arrays; the runtime copies the views it is handed or made itself
+    (a transposed feed, a transpose node) so a user never meets that refusal through ops."""
+    rng = np.random.default_rng(11)
+    xt, yv = draw(rng, (6, 9), np.float32), draw(rng, (4, 6), np.float32)
+    expected = reference(np.ascontiguousarray(xt.T), yv)
+    kernel = load_kernel(load_registry().get("pairwise_manhattan"), "cpu")
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        kernel(xt.T, yv)
+    np.testing.assert_allclose(ops.pairwise_manhattan(xt.T, yv), expected, rtol=2e-5, atol=1e-5)
+    with Graph().as_default() as graph:
+        x = placeholder("float32", [6, 9], name="x")
+        z = ops.pairwise_manhattan(ops.transpose(x), yv, name="dist")
+        with Session(graph) as sess:
+            out = sess.run(z, {x: xt})
+    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-5)
