@@ -4,8 +4,10 @@
 
 Compares opsdk (the built CPU kernel, eager and through Session.run) with NumPy broadcasting
 (only where the n*m*p temporaries fit; the table says when skipped), SciPy's cdist(cityblock),
-torch.cdist(p=1) and, when installed, TensorFlow. The gradient is compared with torch autograd of
-cdist. Each measurement runs in its own subprocess, so that its peak memory (VmHWM from
+torch.cdist(p=1) and, when installed (pip install tensorflow-cpu), TensorFlow: the broadcast
+|x - y| summed over p, blockwise over rows of x so its temporaries stay bounded, both as a
+tf.function and as a TF1 graph through tf.compat.v1.Session.run. The gradient is compared with
+torch autograd of cdist and TensorFlow's hand-vectorised gradient (same blocks). Each measurement runs in its own subprocess, so that its peak memory (VmHWM from
 /proc/self/status, which sees C++ allocations that tracemalloc cannot) is its own: the table shows
 the peak beyond what the process held once its inputs existed, the output included.
 Times are medians over repeats after one warm-up call; GF/s counts 3*n*m*p flops.
@@ -29,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 # NumPy broadcasting holds two n*m*p temporaries; past this it is skipped, not swapped to death.
 NUMPY_BUDGET_BYTES = 2 << 30
+# TensorFlow has no L1 cdist: its rows broadcast over blocks of x's rows of at most this much.
+TF_BLOCK_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -117,21 +121,74 @@ def make_torch(case: Case, x, y, g):
     return lambda: torch.autograd.grad(tz, (tx, ty), tg, retain_graph=True)
 
 
-def make_tensorflow(case: Case, x, y, g):
+def import_tf():
+    """TensorFlow (not a dependency: pip install tensorflow-cpu), or Skip saying so."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow as tf
     except ImportError:
-        raise Skip("TensorFlow not installed") from None
-    if case.kind != "forward":
-        raise Skip("forward only")
-    tx, ty = tf.constant(x), tf.constant(y)
-    fn = tf.function(lambda a, b: tf.reduce_sum(tf.abs(a[:, None, :] - b[None, :, :]), axis=-1))
-    return lambda: fn(tx, ty).numpy()
+        raise Skip("TensorFlow not installed (pip install tensorflow-cpu)") from None
+    return tf
+
+
+def tf_block_rows(case: Case) -> int:
+    """Rows of x per broadcast block, so a block's n*m*p temporaries stay within TF_BLOCK_BYTES."""
+    per_row = 3 * case.m * case.p * 4  # difference, abs (or sign) and product, float32
+    return max(1, min(case.n, TF_BLOCK_BYTES // per_row))
+
+
+def tf_forward(tf, a, b, rows: int):
+    """|a - b| summed over p by broadcasting, over blocks of `rows` rows of a (TF has no L1 cdist)."""
+    n = int(a.shape[0])
+    parts = [tf.reduce_sum(tf.abs(a[i:i + rows, None, :] - b[None, :, :]), axis=-1)
+             for i in range(0, n, rows)]
+    return parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
+
+
+def tf_gradient(tf, a, b, g, rows: int):
+    """The gradient written vectorised by hand, blockwise: what a TF user writes for speed."""
+    n = int(a.shape[0])
+    gx, gy = [], tf.zeros_like(b)
+    for i in range(0, n, rows):
+        t = g[i:i + rows, :, None] * tf.sign(a[i:i + rows, None, :] - b[None, :, :])
+        gx.append(tf.reduce_sum(t, axis=1))
+        gy = gy - tf.reduce_sum(t, axis=0)
+    return (gx[0] if len(gx) == 1 else tf.concat(gx, axis=0)), gy
+
+
+def make_tensorflow(case: Case, x, y, g):
+    """tf.function over the blockwise broadcast (forward) or the hand-vectorised gradient."""
+    tf = import_tf()
+    rows = tf_block_rows(case)
+    tx, ty, tg = tf.constant(x), tf.constant(y), tf.constant(g)
+    if case.kind == "forward":
+        fn = tf.function(lambda a, b: tf_forward(tf, a, b, rows))
+        return lambda: fn(tx, ty).numpy()
+    fn = tf.function(lambda a, b, c: tf_gradient(tf, a, b, c, rows))
+    return lambda: [t.numpy() for t in fn(tx, ty, tg)]
+
+
+def make_tensorflow_session(case: Case, x, y, g):
+    """The same computation as a TF1 graph run by tf.compat.v1.Session (opsdk's own model)."""
+    tf = import_tf()
+    rows = tf_block_rows(case)
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.compat.v1.placeholder(tf.float32, x.shape)
+        b = tf.compat.v1.placeholder(tf.float32, y.shape)
+        c = tf.compat.v1.placeholder(tf.float32, g.shape)
+        if case.kind == "forward":
+            fetch, feed = tf_forward(tf, a, b, rows), {a: x, b: y}
+        else:
+            fetch, feed = list(tf_gradient(tf, a, b, c, rows)), {a: x, b: y, c: g}
+    sess = tf.compat.v1.Session(graph=graph)
+    return lambda: sess.run(fetch, feed)
 
 
 IMPLS: dict[str, Callable] = {
     "opsdk": make_opsdk, "opsdk Session.run": make_opsdk_session, "numpy broadcast": make_numpy,
-    "scipy cdist": make_scipy, "torch.cdist": make_torch, "tensorflow": make_tensorflow,
+    "scipy cdist": make_scipy, "torch.cdist": make_torch, "tensorflow tf.function": make_tensorflow,
+    "tensorflow Session.run": make_tensorflow_session,
 }
 
 
