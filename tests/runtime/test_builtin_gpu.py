@@ -3,7 +3,6 @@ NumPy, forward and gradient. Skipped, with the reason, where CuPy or a CUDA devi
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -15,17 +14,6 @@ import test_builtin_ops
 pytestmark = pytest.mark.gpu
 
 
-def _cupy():
-    if importlib.util.find_spec("cupy") is None:
-        pytest.skip("CuPy is not installed (pip install '.[gpu]')")
-    import cupy
-
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError as exc:
-        pytest.skip(f"no usable CUDA device: {exc}")
-    return cupy
 
 
 def _to_gpu(cp, value):
@@ -53,8 +41,8 @@ def run_on(xp, op, inputs, attrs):
 
 
 @pytest.mark.parametrize("op, inputs, attrs, expected", CASES)
-def test_gpu_forward_matches_numpy(op, inputs, attrs, expected):
-    cp = _cupy()
+def test_gpu_forward_matches_numpy(cupy, op, inputs, attrs, expected):
+    cp = cupy
     got = run_on(cp, op, _to_gpu(cp, inputs), attrs)
     assert isinstance(got, cp.ndarray), f"{op} returned {type(got).__name__} on the GPU"
     host = got.get()
@@ -81,8 +69,8 @@ GRAD_CASES = [
 
 
 @pytest.mark.parametrize("op, inputs, attrs", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
-def test_gpu_gradient_matches_numpy(op, inputs, attrs):
-    cp = _cupy()
+def test_gpu_gradient_matches_numpy(cupy, op, inputs, attrs):
+    cp = cupy
     fwd = declarations()[op]
     grad = declarations()[fwd["gradient"]]
     outputs = run(op, inputs, attrs)
@@ -104,8 +92,8 @@ def test_gpu_gradient_matches_numpy(op, inputs, attrs):
 
 
 @pytest.mark.parametrize("op", ["random_uniform", "random_normal"])
-def test_gpu_random_values_equal_cpu_values_for_a_seed(op):
-    cp = _cupy()
+def test_gpu_random_values_equal_cpu_values_for_a_seed(cupy, op):
+    cp = cupy
     attrs = {"shape": [4, 5], "seed": 42, "dtype": np.dtype("float32")}
     got = run_on(cp, op, [], attrs)
     assert isinstance(got, cp.ndarray)

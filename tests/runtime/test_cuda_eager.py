@@ -11,7 +11,6 @@ Two kinds of tests:
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 import types
@@ -189,17 +188,6 @@ def test_an_op_with_only_a_cpu_kernel_cannot_run_on_cuda(gpu_registry, fake_cupy
 
 
 # ------------------------------------------------------------------------------ on a real GPU
-def _cupy():
-    if importlib.util.find_spec("cupy") is None:
-        pytest.skip("CuPy is not installed (pip install '.[gpu]')")
-    import cupy
-
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError as exc:
-        pytest.skip(f"no usable CUDA device: {exc}")
-    return cupy
 
 
 def _built_registry() -> Registry:
@@ -212,8 +200,8 @@ def _built_registry() -> Registry:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
-def test_pairwise_manhattan_and_its_gradient_on_cuda_match_numpy(dtype, rtol):
-    cp = _cupy()
+def test_pairwise_manhattan_and_its_gradient_on_cuda_match_numpy(cupy, dtype, rtol):
+    cp = cupy
     registry = _built_registry()
     rng = np.random.default_rng(7)
     x = rng.normal(size=(37, 19)).astype(dtype)
@@ -236,8 +224,8 @@ def test_pairwise_manhattan_and_its_gradient_on_cuda_match_numpy(dtype, rtol):
 
 
 @pytest.mark.gpu
-def test_cuda_errors_and_streams():
-    cp = _cupy()
+def test_cuda_errors_and_streams(cupy):
+    cp = cupy
     registry = _built_registry()
     with pytest.raises(OpError, match=r"^pairwise_manhattan: input 'y' has 3 columns but x has 4"):
         apply_op(registry, "pairwise_manhattan", [np.ones((2, 4)), np.ones((5, 3))], {},
@@ -251,8 +239,8 @@ def test_cuda_errors_and_streams():
 
 
 @pytest.mark.gpu
-def test_builtin_python_kernels_on_cuda_return_cupy():
-    cp = _cupy()
+def test_builtin_python_kernels_on_cuda_return_cupy(cupy):
+    cp = cupy
     registry = load_registry(None)
     out = apply_op(registry, "softmax", [np.array([[1.0, 2.0, 3.0]])], {}, device="cuda")
     assert isinstance(out, cp.ndarray)
