@@ -18,32 +18,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "pairwise_manhattan_simd.h"
+
 namespace opsdk_op_pairwise_manhattan {
 namespace detail {
 
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
-
-template <typename T> struct Simd;
-
-// aligned(alignof(T)) makes a dereference an unaligned load: rows of x and y start anywhere.
-template <> struct Simd<float> {
-    typedef float V __attribute__((vector_size(kVecBytes), aligned(4)));
-    typedef int32_t M __attribute__((vector_size(kVecBytes), aligned(4)));
-    static constexpr int32_t kAbsMask = 0x7fffffff;
-};
-template <> struct Simd<double> {
-    typedef double V __attribute__((vector_size(kVecBytes), aligned(8)));
-    typedef int64_t M __attribute__((vector_size(kVecBytes), aligned(8)));
-    static constexpr int64_t kAbsMask = 0x7fffffffffffffffLL;
-};
-
-template <typename T> constexpr int lanes() { return kVecBytes / static_cast<int>(sizeof(T)); }
+using pairwise_manhattan_simd::lanes;
+using pairwise_manhattan_simd::Simd;
 
 // Register tile shape: R * C accumulators plus C rows of y must fit the vector registers
 // (16 with AVX2, 32 with AVX-512).

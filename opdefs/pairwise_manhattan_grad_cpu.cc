@@ -19,32 +19,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "pairwise_manhattan_simd.h"
+
 namespace opsdk_op_pairwise_manhattan_grad {
 namespace detail {
 
-#if defined(__AVX512F__)
-constexpr int kVecBytes = 64;
-#elif defined(__AVX__)
-constexpr int kVecBytes = 32;
-#else
-constexpr int kVecBytes = 16;
-#endif
-
-template <typename T> struct Simd;
-
-// aligned(alignof(T)) makes a dereference an unaligned load or store: rows start anywhere.
-template <> struct Simd<float> {
-    typedef float V __attribute__((vector_size(kVecBytes), aligned(4)));
-    typedef int32_t M __attribute__((vector_size(kVecBytes), aligned(4)));
-    static constexpr int32_t kSignBit = INT32_MIN;
-};
-template <> struct Simd<double> {
-    typedef double V __attribute__((vector_size(kVecBytes), aligned(8)));
-    typedef int64_t M __attribute__((vector_size(kVecBytes), aligned(8)));
-    static constexpr int64_t kSignBit = INT64_MIN;
-};
-
-template <typename T> constexpr int lanes() { return kVecBytes / static_cast<int>(sizeof(T)); }
+using pairwise_manhattan_simd::lanes;
+using pairwise_manhattan_simd::Simd;
 
 // 3 x 3 measured best on AVX2 Zen: larger tiles spill the grad_z values, smaller ones spend
 // the (half-rate) store port on grad_x and grad_y rows.
