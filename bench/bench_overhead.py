@@ -333,13 +333,26 @@ def opsdk_chain(length: int) -> Callable:
     return lambda: sess.run(last, feed)
 
 
-def numpy_chain(length: int) -> Callable:
+def numpy_scalar_chain(length: int) -> Callable:
+    """The natural loop: NumPy float32 scalars take NumPy's fast scalar path (no ufunc call)."""
     one = np.float32(1.0)
 
     def run():
         t = np.float32(0.0)
         for _ in range(length):
-            t = np.add(t, one)
+            t = t + one
+        return t
+    return run
+
+
+def numpy_array_chain(length: int) -> Callable:
+    """np.add over 0-d arrays, as opsdk's Python `add` kernel does: the ufunc's own per-call cost."""
+    one = np.asarray(np.float32(1.0))
+
+    def run():
+        t = np.asarray(np.float32(0.0))
+        for _ in range(length):
+            t = np.asarray(np.add(t, one))
         return t
     return run
 
@@ -372,8 +385,11 @@ def bench_chain(settings: Settings, length: int) -> None:
     calls = max(settings.calls // 200, 5)
     rows = [timed_row(f"opsdk Session.run ({length} add nodes)", lambda: opsdk_chain(length),
                       settings, calls=calls, per=length),
-            timed_row("NumPy np.add in a Python loop", lambda: numpy_chain(length), settings,
-                      calls=calls, per=length),
+            timed_row("NumPy scalars, t = t + 1 in a Python loop", lambda: numpy_scalar_chain(length),
+                      settings, calls=calls, per=length),
+            timed_row("NumPy 0-d arrays, np.asarray(np.add(t, one)) in a loop",
+                      lambda: numpy_array_chain(length), settings, calls=calls, per=length,
+                      note="what the builtin add kernel runs per node"),
             timed_row("torch eager t + 1.0 in a Python loop", lambda: torch_chain(length), settings,
                       calls=calls, per=length),
             timed_row(f"TF1 Session.run ({length} add nodes)", lambda: tf1_chain(length), settings,
