@@ -15,6 +15,7 @@ from opsdk.registry.dtypes import FLOAT_DTYPES
 from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
+from .attr_draws import AttrCoverage, CoverageTally
 from .calls import call_op
 from .gradient_call import GradientCall
 from .numeric import (Slot, Worst, central_difference, contract, eval_reference, slot_label,
@@ -51,6 +52,8 @@ class DeviceResult:
     precision: Optional[Precision]
     counterexample: Optional[Counterexample] = None
     message: str = ""
+    # The drawn attrs' combinations the checked cases used; None when the op draws no attrs.
+    coverage: Optional[AttrCoverage] = None
 
     @property
     def ok(self) -> bool:
@@ -69,6 +72,7 @@ class CaseFailed(Exception):
 class _Tally:
     """What the examples that ran saw; mutable because hypothesis calls the test many times."""
 
+    attrs: CoverageTally
     cases: int = 0
     worst: float = 0.0
     last_rejection: str = ""
@@ -79,7 +83,7 @@ class _Tally:
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
                  max_examples: int) -> DeviceResult:
     """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`."""
-    spec, tally = plan.spec, _Tally()
+    spec, tally = plan.spec, _Tally(CoverageTally(plan.attrs))
     grad = GradientCall.for_op(registry, plan)
 
     @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
@@ -96,24 +100,26 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
             tally.failed = True
             raise
 
-    base = dict(op=spec.name, device=device, precision=plan.precision)
+    def result(status: str, cases: int, worst: float, **extra: Any) -> DeviceResult:
+        return DeviceResult(op=spec.name, device=device, status=status, cases=cases, worst=worst,
+                            precision=plan.precision, coverage=tally.attrs.coverage(), **extra)
+
     try:
         example()
     except CaseFailed as failure:
-        return DeviceResult(status="fail", cases=tally.cases + 1, worst=max(tally.worst, 1.0),
-                            counterexample=failure.counterexample, **base)
+        return result("fail", tally.cases + 1, max(tally.worst, 1.0),
+                      counterexample=failure.counterexample)
     except KernelNotBuiltError as exc:
-        return DeviceResult(status="error", cases=0, worst=0.0, message=str(exc), **base)
+        return result("error", 0, 0.0, message=str(exc))
     except Unsatisfiable:
         # Nothing was checked: an error, not a pass, so that a declaration no case fits is seen.
         why = f"; the op refused them: {tally.last_rejection}" if tally.last_rejection else ""
-        return DeviceResult(status="error", cases=tally.cases, worst=tally.worst,
-                            message=f"no valid case could be drawn{why}", **base)
+        return result("error", tally.cases, tally.worst, message=f"no valid case could be drawn{why}")
     if tally.cases == 0:
-        return DeviceResult(status="error", cases=0, worst=0.0, message=(
+        return result("error", 0, 0.0, message=(
             "every case drawn was empty (nothing to differentiate); raise the lower bound of "
-            "gradcheck.dims"), **base)
-    return DeviceResult(status="pass", cases=tally.cases, worst=tally.worst, **base)
+            "gradcheck.dims"))
+    return result("pass", tally.cases, tally.worst)
 
 
 def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, case: Case,
@@ -145,7 +151,9 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
             worst = (slot, w)
     if worst is None:
         return  # nothing to differentiate (an empty input): not counted as a checked case
-    tally.cases += 0 if tally.failed else 1
+    if not tally.failed:
+        tally.cases += 1
+        tally.attrs.add(case.attr_dict())
     tally.worst = max(tally.worst, worst[1].ratio)
     if worst[1].ratio > 1.0:
         slot, w = worst

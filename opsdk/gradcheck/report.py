@@ -1,11 +1,12 @@
-"""The gradcheck report as text: one row per (op, device), then every failure's counterexample."""
+"""The gradcheck report as text: one row per (op, device), then every failure's counterexample
+and the listed attr values that no checked case used."""
 
 from __future__ import annotations
 
 from .check import DeviceResult
 from .runner import GradCheckReport
 
-TABLE_HEADERS = ("op", "device", "cases", "worst err/tol", "status")
+TABLE_HEADERS = ("op", "device", "cases", "attrs", "worst err/tol", "status")
 
 
 def table_title(report: GradCheckReport) -> str:
@@ -13,16 +14,18 @@ def table_title(report: GradCheckReport) -> str:
 
 
 def table_rows(report: GradCheckReport) -> list[tuple[str, ...]]:
-    """One row per (op, device): cases checked, worst error / tolerance, status; skipped ops
-    get one row with the reason."""
+    """One row per (op, device): cases checked, distinct attr combinations they used (out of
+    those that can be drawn; '-' when the op draws no attrs), worst error / tolerance, status;
+    skipped ops get one row with the reason."""
     rows: list[tuple[str, ...]] = []
     for outcome in report.outcomes:
         if outcome.skipped:
-            rows.append((outcome.op, "-", "-", "-", f"skipped: {outcome.skipped}"))
+            rows.append((outcome.op, "-", "-", "-", "-", f"skipped: {outcome.skipped}"))
             continue
         for r in outcome.results:
             worst = f"{r.worst:.3g}" if r.cases else "-"
-            rows.append((r.op, r.device, str(r.cases), worst, r.status))
+            attrs = r.coverage.text() if r.coverage is not None else "-"
+            rows.append((r.op, r.device, str(r.cases), attrs, worst, r.status))
     return rows
 
 
@@ -39,6 +42,20 @@ def summary_lines(report: GradCheckReport) -> list[str]:
     """After the table: 'all gradients agree', or the failing ops and each counterexample."""
     failures = report.failures
     if not failures:
-        return [f"all gradients agree (seed {report.seed})"]
+        return [f"all gradients agree (seed {report.seed})"] + coverage_notes(report)
     names = ", ".join(sorted({f"{r.op} ({r.device})" for r in failures}))
-    return [f"{len(failures)} failing: {names}"] + [render_failure(r, report.seed) for r in failures]
+    return ([f"{len(failures)} failing: {names}"] + [render_failure(r, report.seed) for r in failures]
+            + coverage_notes(report))
+
+
+def coverage_notes(report: GradCheckReport) -> list[str]:
+    """One line per passing (op, device) where a value listed under `gradcheck: {attrs: ...}` was
+    used by no checked case: drawn too rarely, or refused by the op every time it was drawn."""
+    notes = []
+    for outcome in report.outcomes:
+        for r in outcome.results:
+            if r.ok and r.coverage is not None and r.coverage.unchecked:
+                notes.append(f"note: {r.op} on {r.device}: no checked case used "
+                             f"{', '.join(r.coverage.unchecked)} (the op refused it, or it was drawn too "
+                             f"rarely: raise gradcheck.max_examples)")
+    return notes

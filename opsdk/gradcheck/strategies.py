@@ -2,8 +2,9 @@
 
 `plan_op` reads the declaration once (dtypes, precision, value rule, which attrs to draw);
 `case_strategy(plan)` then draws `Case`s: sizes for the symbolic dims within
-`gradcheck.dims`, 0-2 leading dims for `...`, list lengths, attrs within their bounds or
-choices, and input values in the declared domain. Invalid combinations that the declaration
+`gradcheck.dims`, 0-2 leading dims for `...`, list lengths, attrs (the values the declaration
+lists under `gradcheck: {attrs: ...}`, else within their bounds or choices: `attr_draws.py`), and
+input values in the declared domain. Invalid combinations that the declaration
 cannot rule out (an attr that does not fit a drawn rank) are left to the op's own validation,
 which the checker turns into a rejected example.
 """
@@ -20,22 +21,13 @@ from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
 from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
 
+from .attr_draws import AttrPlan, plan_attr
 from .precision import Precision, precision_for
 from .values import ValueRule, bool_array, index_array, spread_floats
 
 MAX_LEADING_DIMS = 2  # how many dims `...` may stand for in a drawn case
 MAX_FREE_RANK = 3  # rank of inputs whose shape only a shape function knows
 MAX_LIST_LEN = 3
-INT_ATTR_SPAN = 4  # an int attr bounded on one side is drawn within this many steps of its bound
-
-
-@dataclass(frozen=True)
-class AttrPlan:
-    """How one attr is chosen: drawn from `strategy`, or fixed to `value` (kept default)."""
-
-    name: str
-    strategy: Optional[st.SearchStrategy] = None
-    value: Any = None
 
 
 @dataclass(frozen=True)
@@ -130,7 +122,7 @@ def plan_op(spec: OpSpec) -> OpPlan:
     for a in spec.attrs:
         if a.name in list_attrs:
             continue
-        plan, why = _attr_plan(a)
+        plan, why = plan_attr(a, gc)
         plans.append(plan)
         skip = skip or why
     unbound = tuple((ta.name, type_choice[ta.name]) for ta in spec.unbound_type_attrs)
@@ -142,30 +134,6 @@ def plan_op(spec: OpSpec) -> OpPlan:
 
 def _float_bits(name: str) -> int:
     return np.dtype(name).itemsize
-
-
-def _attr_plan(a: AttrSpec) -> tuple[AttrPlan, Optional[str]]:
-    """Draw bools, choices and bounded numbers; keep defaults for the rest (list attrs such as
-    axes or perm have no generic valid draw)."""
-    has_default = not a.required
-    if a.choices:
-        return AttrPlan(a.name, st.sampled_from(list(a.choices))), None
-    if a.type == "bool":
-        return AttrPlan(a.name, st.booleans()), None
-    if a.type == "int" and (a.min is not None or a.max is not None):
-        lo = int(a.min) if a.min is not None else int(a.max) - INT_ATTR_SPAN
-        hi = int(a.max) if a.max is not None else lo + INT_ATTR_SPAN
-        return AttrPlan(a.name, st.integers(lo, min(hi, lo + INT_ATTR_SPAN))), None
-    if a.type == "float" and a.min is not None and a.max is not None:
-        return AttrPlan(a.name, st.floats(float(a.min), float(a.max))), None
-    if has_default:
-        return AttrPlan(a.name, value=a.default), None
-    if a.type == "int":
-        return AttrPlan(a.name, st.integers(0, 3)), None
-    if a.type == "float":
-        return AttrPlan(a.name, st.floats(-2.0, 2.0)), None
-    return AttrPlan(a.name, value=None), (f"attr '{a.name}' ({a.type}) is required and has no "
-                                         "bounds or choices to draw from; give it a default")
 
 
 def _list_len(a: AttrSpec) -> tuple[str, int, int]:

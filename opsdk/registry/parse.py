@@ -89,7 +89,8 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path) -> Op
     _check_kernel_shapes(kernels, sig, d)
     text = {k: d.string(keys[k].value, k) if k in keys else None for k in ("summary", "doc")}
     reference = parse_reference(keys["reference"].value, d) if "reference" in keys else None
-    gradcheck = parse_gradcheck(keys["gradcheck"].value, d) if "gradcheck" in keys else GradCheckSpec()
+    gradcheck = (parse_gradcheck(keys["gradcheck"].value, d, sig.attrs, sig.inputs) if "gradcheck" in keys
+                 else GradCheckSpec())
     stateful = d.boolean(keys["stateful"].value, "stateful") if "stateful" in keys else False
     if d.count() != errors or name is None:
         return None

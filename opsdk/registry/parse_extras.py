@@ -5,13 +5,15 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
-from .diagnostics import Diagnostics, did_you_mean, is_identifier
-from .located_yaml import YNode
-from .spec import DEVICES, GradCheckSpec, KernelSpec
+from .attrs import attr_value_problem, yaml_attr_value
+from .diagnostics import Diagnostics, describe, did_you_mean, is_identifier
+from .located_yaml import YEntry, YNode, YSeq
+from .spec import DEVICES, AttrSpec, GradCheckSpec, KernelSpec, TensorSpec
 
-GRADCHECK_KEYS = ("rtol", "atol", "domain", "avoid", "min_gap", "dims", "max_examples", "eps", "enabled")
+GRADCHECK_KEYS = ("rtol", "atol", "domain", "avoid", "min_gap", "dims", "max_examples", "eps", "enabled",
+                  "attrs")
 _SOURCE_SUFFIXES = {"cpu": (".cc", ".cpp", ".cxx"), "cuda": (".cu",)}
 
 
@@ -114,8 +116,10 @@ def parse_reference(node: YNode, d: Diagnostics) -> Optional[str]:
     return text
 
 
-def parse_gradcheck(node: YNode, d: Diagnostics) -> GradCheckSpec:
-    """`gradcheck: {rtol, atol, domain: [lo, hi], avoid: [...], min_gap, dims: [lo, hi], ...}`."""
+def parse_gradcheck(node: YNode, d: Diagnostics, attrs: Sequence[AttrSpec] = (),
+                    inputs: Sequence[TensorSpec] = ()) -> GradCheckSpec:
+    """`gradcheck: {rtol, atol, domain: [lo, hi], avoid: [...], min_gap, dims: [lo, hi], ...,
+    attrs: {name: [values]}}`; `attrs` and `inputs` are the op's, which the listed values must fit."""
     mapping = d.mapping(node, "gradcheck")
     if mapping is None:
         return GradCheckSpec()
@@ -136,7 +140,67 @@ def parse_gradcheck(node: YNode, d: Diagnostics) -> GradCheckSpec:
         values["dim_range"] = _pair(keys["dims"].value, d, "gradcheck dims", integer=True)
     if "avoid" in keys:
         values["avoid"] = _numbers(keys["avoid"].value, d, "gradcheck avoid")
+    if "attrs" in keys:
+        values["attr_values"] = _attr_values(keys["attrs"].value, d, attrs, inputs)
     return GradCheckSpec(**{k: v for k, v in values.items() if v is not None})
+
+
+def _attr_values(node: YNode, d: Diagnostics, attrs: Sequence[AttrSpec],
+                 inputs: Sequence[TensorSpec]) -> Optional[tuple[tuple[str, tuple], ...]]:
+    """`attrs: {axes: [[], [0]], keepdims: [true, false]}`: each value checked like a default
+    (type, bounds, choices), so the checker only ever passes values the declaration allows."""
+    mapping = d.mapping(node, "gradcheck attrs")
+    if mapping is None:
+        return None
+    declared = {a.name: a for a in attrs}
+    lengths = {t.list_len: t.name for t in inputs if t.is_list}
+    listed = []
+    for entry in mapping.entries:
+        attr = declared.get(entry.key)
+        if entry.key in lengths:
+            d.error(entry.key_line, f"gradcheck attrs: '{entry.key}' is the length of list input "
+                                    f"'{lengths[entry.key]}', drawn from its bounds; remove it")
+        elif attr is None:
+            known = [a for a in declared if a not in lengths]
+            hint = f"; its attrs are {', '.join(known)}" if known else "; the op declares no attrs"
+            d.error(entry.key_line, f"gradcheck attrs: '{entry.key}' is not an attr of the op"
+                                    f"{did_you_mean(entry.key, known)}{hint}")
+        else:
+            values = _values_of(entry, attr, d)
+            if values is not None:
+                listed.append((attr.name, values))
+    return tuple(listed)
+
+
+def _values_of(entry: YEntry, attr: AttrSpec, d: Diagnostics) -> Optional[tuple]:
+    what = f"gradcheck attrs: '{attr.name}'"
+    if not isinstance(entry.value, YSeq):
+        d.error(entry.value.line, f"{what} must be a list of values to draw from, got {describe(entry.value)}")
+        return None
+    if not entry.value.items:
+        d.error(entry.value.line, f"{what} lists no values; give at least one, or remove it")
+        return None
+    values, errors = [], d.count()
+    for item in entry.value.items:
+        value, problem = yaml_attr_value(item, attr.type)
+        if problem is None:
+            problem = attr_value_problem(attr, value)
+        if problem is None and value in values:
+            problem = "is listed twice"
+        if problem:
+            hint = f" (each value of a {attr.type} attr is a list: [[0, 1]])" if (
+                attr.type.startswith("list(") and not isinstance(item, YSeq)) else ""
+            d.error(item.line, f"{what}: value {_shown(item)} {problem}{hint}")
+        else:
+            values.append(value)
+    return tuple(values) if d.count() == errors else None
+
+
+def _shown(node: YNode) -> str:
+    """A value as written: scalars as `describe` shows them, lists item by item."""
+    if isinstance(node, YSeq):
+        return "[" + ", ".join(_shown(item) for item in node.items) + "]"
+    return describe(node)
 
 
 def _positive(node: YNode, d: Diagnostics, what: str) -> Optional[float]:

@@ -112,6 +112,14 @@ class GradCheckSpec:
     eps: float = 1e-6
     enabled: bool = True
     location: Optional[Location] = None
+    # `attrs: {axes: [[], [0]], keepdims: [true, false]}`: per attr, the values cases sample
+    # from, in declaration order; list values as tuples, like normalised attrs. Attrs not listed
+    # are drawn from their bounds, choices or bool, else kept at their default.
+    attr_values: tuple[tuple[str, tuple], ...] = ()
+
+    def values_for(self, attr: str) -> Optional[tuple]:
+        """The values listed for `attr` under `gradcheck: {attrs: ...}`, or None."""
+        return next((values for name, values in self.attr_values if name == attr), None)
 
 
 @dataclass(frozen=True)
