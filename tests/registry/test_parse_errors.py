@@ -11,6 +11,8 @@ X_IN = "inputs:\n  x: {dtype: float32, shape: [n]}\n"
 Z_OUT = "outputs:\n  z: {dtype: float32, shape: [n]}\n"
 PY = "kernels: {python: kernels.py:foo}\n"
 F = "opdefs/op.yaml"
+ATTRS = ("attrs:\n  k: {type: int, default: 1, min: 1, max: 8}\n  axes: {type: list(int), default: []}\n"
+         "  mode: {type: str, default: sum, choices: [sum, mean]}\n")
 
 # (id, declaration, the exact text of the OpDefErrors raised)
 CASES = [
@@ -138,6 +140,35 @@ CASES = [
      f"{F}:8: op 'foo': gradcheck domain must have low < high, got [2, -2]"),
     ("gradcheck-wrong-type", HEAD + X_IN + Z_OUT + PY + "gradcheck: {max_examples: many}\n",
      f"{F}:8: op 'foo': gradcheck max_examples must be an integer, got 'many'"),
+    # gradcheck attrs: the values to check each attr with, each fitting the attr's declaration.
+    ("gradcheck-attrs-unknown-attr", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {axis: [[0]]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'axis' is not an attr of the op (did you mean 'axes'?); its attrs "
+     f"are k, axes, mode"),
+    ("gradcheck-attrs-op-has-none", HEAD + X_IN + Z_OUT + PY + "gradcheck: {attrs: {k: [1]}}\n",
+     f"{F}:8: op 'foo': gradcheck attrs: 'k' is not an attr of the op; the op declares no attrs"),
+    ("gradcheck-attrs-out-of-bounds", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {k: [1, 9]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'k': value 9 must be <= 8"),
+    ("gradcheck-attrs-wrong-type", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {k: [two]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'k': value 'two' must be an int"),
+    ("gradcheck-attrs-not-a-choice", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {mode: [sum, max]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'mode': value 'max' must be one of sum, mean"),
+    ("gradcheck-attrs-list-value-not-nested", HEAD + ATTRS + X_IN + Z_OUT + PY
+     + "gradcheck:\n  attrs:\n    axes: [0, [1, 2]]\n",
+     f"{F}:14: op 'foo': gradcheck attrs: 'axes': value 0 must be a list of ints (each value of a list(int) "
+     f"attr is a list: [[0, 1]])"),
+    ("gradcheck-attrs-list-item-wrong-type", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {axes: [[0, x]]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'axes': value [0, 'x'] must be a list of ints"),
+    ("gradcheck-attrs-not-a-list", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {k: 3}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'k' must be a list of values to draw from, got 3"),
+    ("gradcheck-attrs-empty", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {k: []}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'k' lists no values; give at least one, or remove it"),
+    ("gradcheck-attrs-twice", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: {axes: [[0], [-1], [0]]}}\n",
+     f"{F}:12: op 'foo': gradcheck attrs: 'axes': value [0] is listed twice"),
+    ("gradcheck-attrs-list-length", HEAD + "inputs:\n  xs: {dtype: float32, shape: [n], list: N}\n" + Z_OUT + PY
+     + "gradcheck: {attrs: {N: [2]}}\n",
+     f"{F}:8: op 'foo': gradcheck attrs: 'N' is the length of list input 'xs', drawn from its bounds; remove it"),
+    ("gradcheck-attrs-not-a-mapping", HEAD + ATTRS + X_IN + Z_OUT + PY + "gradcheck: {attrs: [k]}\n",
+     f"{F}:12: op 'foo': gradcheck attrs must be a mapping of names to settings, got a list"),
     ("reference-syntax", HEAD + X_IN + Z_OUT + PY + "reference: \"np.abs(x\"\n",
      f"{F}:8: op 'foo': reference is not a Python expression: '(' was never closed (column 7)"),
     ("duplicate-yaml-key", HEAD + X_IN + Z_OUT + PY + "summary: Again.\n",

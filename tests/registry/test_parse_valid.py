@@ -162,3 +162,28 @@ def test_shape_fn_forms_and_paths_relative_to_the_declaration(ws, monkeypatch):
 def test_parsing_is_deterministic(ws):
     path = ws.write("pm.yaml", PAIRWISE)
     assert parse_opdef(path, ws.root) == parse_opdef(path, ws.root)
+
+
+def test_gradcheck_attr_values_become_typed_tuples(ws):
+    [spec] = parse_opdef(ws.write("r.yaml", """
+        op: rsum
+        summary: Attr values listed for the gradient checker.
+        attrs:
+          axes: {type: list(int), default: []}
+          keepdims: {type: bool, default: false}
+          scale: {type: float, default: 1.0, min: 0.0}
+          mode: {type: str, default: sum, choices: [sum, mean]}
+        inputs: {x: {dtype: float64}}
+        outputs: {y: {dtype: float64}}
+        shape_fn: reduce
+        kernels: {python: kernels.py:foo}
+        gradcheck:
+          max_examples: 9
+          attrs: {axes: [[], [0], [-1, 0]], keepdims: [true, false], scale: [1e-3, 2], mode: [mean]}
+        """), ws.root)
+    gc = spec.gradcheck
+    # Declaration order of the gradcheck mapping; list values as tuples, like normalised attrs.
+    assert gc.attr_values == (("axes", ((), (0,), (-1, 0))), ("keepdims", (True, False)),
+                              ("scale", (1e-3, 2.0)), ("mode", ("mean",)))
+    assert gc.values_for("keepdims") == (True, False) and gc.values_for("other") is None
+    assert gc.max_examples == 9 and isinstance(gc.values_for("scale")[1], float)
