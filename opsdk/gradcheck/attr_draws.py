@@ -105,12 +105,12 @@ class CoverageTally:
         missing = []
         for i, p in enumerate(drawn):
             used = {combo[i] for combo in self.seen}
-            missing.extend(f"{p.name}={_shown(v)}" for v in p.listed if v not in used)
+            missing.extend(f"{p.name}={shown_value(v)}" for v in p.listed if v not in used)
         return AttrCoverage(len(self.seen), attr_space(self.plans), tuple(missing))
 
 
-def _shown(value: Any) -> str:
-    """List values as written in YAML (`[0, 1]`), scalars as Python shows them."""
+def shown_value(value: Any) -> str:
+    """An attr value as a declaration writes it: `[0, 1]`, `true`, `'sum'`, `3`."""
     if isinstance(value, tuple):
-        return "[" + ", ".join(_shown(v) for v in value) + "]"
+        return "[" + ", ".join(shown_value(v) for v in value) + "]"
     return "true" if value is True else "false" if value is False else repr(value)

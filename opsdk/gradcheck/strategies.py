@@ -21,7 +21,7 @@ from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
 from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
 
-from .attr_draws import AttrPlan, plan_attr
+from .attr_draws import AttrPlan, plan_attr, shown_value
 from .precision import Precision, precision_for
 from .values import ValueRule, bool_array, index_array, spread_floats
 
@@ -71,7 +71,7 @@ class Case:
         if self.leading:
             parts.append(f"...={tuple(self.leading)}")
         if self.attrs:
-            parts.append("attrs " + " ".join(f"{k}={v!r}" for k, v in self.attrs))
+            parts.append("attrs " + " ".join(f"{k}={shown_value(v)}" for k, v in self.attrs))
         parts.append(", ".join(f"{k} {_array_text(v)}" for k, v in self.inputs))
         return "; ".join(parts)
 

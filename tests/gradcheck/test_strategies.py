@@ -113,3 +113,62 @@ def test_same_seed_draws_the_same_cases():
 
     assert draws(3) == draws(3)
     assert draws(3) != draws(4)
+
+
+def _attr_draws(spec, name: str, count: int = 60) -> list:
+    """The values of attr `name` in `count` cases drawn for `spec` (seeded: the same every run)."""
+    from hypothesis import seed as hseed
+
+    seen = []
+
+    @settings(max_examples=count, database=None, deadline=None)
+    @given(case_strategy(plan_op(spec)))
+    def collect(case):
+        seen.append(case.attr_dict()[name])
+
+    hseed(0)(collect)()
+    return seen
+
+
+LISTED = op("rs", [tensor("x", ["n", "m"])], [tensor("y", ["n"])], attrs=[
+    attr("axes", "list(int)", ()), attr("keepdims", "bool", False), attr("k", "int", 1, lo=1, hi=64)],
+    gradcheck=GradCheckSpec(attr_values=(("axes", ((), (0,), (-1,), (0, 1))), ("k", (3, 64)))))
+
+
+def test_listed_values_are_drawn_and_nothing_else():
+    axes, ks = _attr_draws(LISTED, "axes"), _attr_draws(LISTED, "k")
+    # Every listed value comes up; a listed int replaces the bounds (64 is beyond the usual span).
+    assert set(axes) == {(), (0,), (-1,), (0, 1)}
+    assert set(ks) == {3, 64}
+
+
+def test_unlisted_bool_is_drawn_both_ways_and_bounded_int_stays_in_bounds():
+    spec = op("b", [tensor("x", ["n"])], [tensor("y", ["n"])],
+              attrs=[attr("flag", "bool", False), attr("k", "int", 2, lo=-3, hi=9)])
+    assert set(_attr_draws(spec, "flag")) == {True, False}
+    ks = _attr_draws(spec, "k")
+    assert min(ks) >= -3 and max(ks) <= 9 and len(set(ks)) > 1
+
+
+def test_required_list_attr_with_listed_values_is_checked_not_skipped():
+    spec = op("z", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[attr("shape", "list(int)")],
+              gradcheck=GradCheckSpec(attr_values=(("shape", ((2, 3),)),)))
+    assert plan_op(spec).skip is None
+    assert set(_attr_draws(spec, "shape", 5)) == {(2, 3)}
+    unlisted = op("z", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[attr("shape", "list(int)")])
+    assert "gradcheck: {attrs: {shape: [...]}}" in plan_op(unlisted).skip
+
+
+def test_coverage_counts_combinations_and_names_unused_listed_values():
+    from opsdk.gradcheck.attr_draws import CoverageTally, attr_space
+
+    plans = plan_op(LISTED).attrs
+    assert attr_space(plans) == 4 * 2 * 2  # axes x keepdims x k
+    tally = CoverageTally(plans)
+    for axes, keepdims in [((0,), True), ((0,), True), ((0,), False), ((), True)]:
+        tally.add({"axes": axes, "keepdims": keepdims, "k": 3})
+    coverage = tally.coverage()
+    assert coverage.text() == "3/16"
+    assert coverage.unchecked == ("axes=[-1]", "axes=[0, 1]", "k=64")
+    plain = op("p", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[attr("axes", "list(int)", ())])
+    assert CoverageTally(plan_op(plain).attrs).coverage() is None  # nothing drawn: no column value
