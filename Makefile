@@ -30,9 +30,13 @@ test: build
 	$(BIN)/opsdk generate --check
 	$(BIN)/python -m pytest -q
 
+# The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only.
 bench: build
-	$(BIN)/python -m pip install -q '.[bench]'
+	$(BIN)/python -m pip install -q -e '.[test,bench]'
 	$(BIN)/python bench/bench_pairwise_manhattan.py
+	$(BIN)/python bench/bench_overhead.py
+	$(BIN)/python bench/bench_executor.py
+	$(BIN)/python bench/bench_build.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
