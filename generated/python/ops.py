@@ -905,19 +905,19 @@ def log_softmax(x, *, axis=-1, name=None):
     r"""log(softmax(x)) along attr axis, computed directly (stable for large |x|).
 
     Args:
-        x: float16 or float32 or float64, shape [..., n].
+        x: float16 or float32 or float64, shape from the op's shape function.
         axis: int, default -1. the axis to normalise along; negative from the end
         name: the node's name when called inside a graph.
 
     Returns:
-        y: float16 or float32 or float64, shape [..., n].
+        y: float16 or float32 or float64, shape from the op's shape function.
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
         >>> log_softmax(x).shape
-        (2, 2)
+        (2, 3)
     """
     return _apply('log_softmax', [x], {'axis': axis}, name)
 
@@ -938,11 +938,11 @@ def log_softmax_grad(x, y, grad_y, *, axis=-1, name=None):
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
-        >>> y = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
-        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> y = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
         >>> log_softmax_grad(x, y, grad_y).shape
-        (2, 2)
+        (2, 3)
     """
     return _apply('log_softmax_grad', [x, y, grad_y], {'axis': axis}, name)
 
@@ -1884,19 +1884,19 @@ def softmax(x, *, axis=-1, name=None):
     r"""exp(x) normalised to sum 1 along attr axis (computed without overflow).
 
     Args:
-        x: float16 or float32 or float64, shape [..., n].
+        x: float16 or float32 or float64, shape from the op's shape function.
         axis: int, default -1. the axis to normalise along; negative from the end
         name: the node's name when called inside a graph.
 
     Returns:
-        y: float16 or float32 or float64, shape [..., n].
+        y: float16 or float32 or float64, shape from the op's shape function.
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
         >>> softmax(x).shape
-        (2, 2)
+        (2, 3)
     """
     return _apply('softmax', [x], {'axis': axis}, name)
 
@@ -1971,11 +1971,11 @@ def softmax_grad(x, y, grad_y, *, axis=-1, name=None):
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
-        >>> y = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
-        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float16)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> y = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
         >>> softmax_grad(x, y, grad_y).shape
-        (2, 2)
+        (2, 3)
     """
     return _apply('softmax_grad', [x, y, grad_y], {'axis': axis}, name)
 

@@ -11,8 +11,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES
-from opsdk.registry.shape_fns import SHAPE_FNS
+from opsdk.registry.errors import OpsdkError
+from opsdk.registry.infer import infer_outputs
 from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr, format_shape
 from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec, TensorSpec
 
@@ -185,15 +187,17 @@ def _draw(spec: OpSpec, tensor: TensorSpec, shape: tuple) -> str:
 
 
 def _result_shapes(spec: OpSpec, env: dict[str, Any], in_shapes: dict, attrs: dict) -> list:
-    if spec.shape_fn is None:
-        shapes = [_example_shape(t, env) for t in spec.outputs]
-        return [[shape] * int(attrs[t.list_len]) if t.is_list else shape
-                for t, shape in zip(spec.outputs, shapes)]
-    fn = SHAPE_FNS.get(spec.shape_fn)
+    """The example's output shapes, from the registry's own inference over the example inputs
+    (None per output where it cannot say)."""
+    shapes = [in_shapes[t.name] for t in spec.inputs]
+    dtypes = [[spec.dtype_options(t)[0]] * len(s) if t.is_list else spec.dtype_options(t)[0]
+              for t, s in zip(spec.inputs, shapes)]
+    given = {**attrs, **{ta.name: ta.default or ta.allowed[0] for ta in spec.unbound_type_attrs}}
     try:
-        return list(fn(in_shapes, attrs)) if fn else [None] * len(spec.outputs)
-    except (ValueError, KeyError, TypeError):
+        inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, given))
+    except (OpsdkError, ValueError, KeyError, TypeError):
         return [None] * len(spec.outputs)
+    return [shape for shape, _ in inferred]
 
 
 def _input_shapes(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:

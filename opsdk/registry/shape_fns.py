@@ -261,8 +261,18 @@ def reduce_axis(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> 
     return [tuple(d for i, d in enumerate(x) if i != axis)]
 
 
+def along_axis(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> list:
+    """Ops that work along the int attr `axis` of `x` and keep its shape (softmax, log_softmax):
+    the axis must exist."""
+    x = shapes["x"]
+    if x is not None:
+        normalize_axis(int(attrs["axis"]), len(x))
+    return [x]
+
+
 SHAPE_FNS: dict[str, ShapeFn] = {
     "broadcast": broadcast,
+    "along_axis": along_axis,
     "reduce_axis": reduce_axis,
     "reduce": reduce,
     "reshape": reshape,
