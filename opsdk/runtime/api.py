@@ -22,6 +22,7 @@ from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
 from .graph import Graph, constant, get_default_graph, in_graph_context
+from .call_cache import EAGER_CALLS, EagerCall, eager_key
 from .kernels import bind_kernel, choose_kernel, group_outputs, kernel_failure
 from .nest import flatten
 from .tensor import Tensor
@@ -43,6 +44,10 @@ def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[
     array([2., 2.])
     """
     spec = registry.get(op_name)
+    if not in_graph_context():
+        key = eager_key(spec, inputs, attrs, device)
+        if key is not None:  # NumPy arrays only, outside a graph: an eager call for sure
+            return _run_eager_keyed(spec, inputs, attrs, device, key)
     if len(inputs) != len(spec.inputs):
         raise OpError(f"{spec.name}: takes {len(spec.inputs)} input(s) "
                       f"({', '.join(t.name for t in spec.inputs)}), got {len(inputs)}")
@@ -216,6 +221,17 @@ def run_eager(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
 
     NumPy arrays come back, except on `device="cuda"`, chosen explicitly or because an input is a
     CuPy array: inputs then move to the GPU and the results stay there, as CuPy arrays."""
+    return _run_eager_keyed(spec, inputs, attrs, device, eager_key(spec, inputs, attrs, device))
+
+
+def _run_eager_keyed(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
+                     device: Optional[str], key: Optional[tuple]) -> Any:
+    """`run_eager` with the call's cache key (None: not cacheable): a hit skips straight to the
+    kernel; a miss runs the full path and, when it succeeds, stores what it resolved."""
+    if key is not None:
+        entry = EAGER_CALLS.data.get(key)
+        if entry is not None and entry.spec is spec:
+            return _run_cached(entry, inputs)
     _refuse_graph_values(spec, inputs, "an eager call")
     if device is None and any(_on_device(v) for v in _flat_values(spec, inputs)):
         device = "cuda"
@@ -234,14 +250,39 @@ def run_eager(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
     if device == "cuda":
         flat_out = cuda_eager.run(spec, grouped, attrs, type_attrs, outputs, xp)
     else:
-        bound = bind_kernel(spec, choose_kernel(spec, device), attrs, type_attrs)
+        choice = choose_kernel(spec, device)
+        entry = None if key is None else EagerCall(spec, device, attrs, type_attrs, choice)
+        bound = bind_kernel(spec, choice, attrs, type_attrs) if entry is None else entry.call
         flat = [a for g in grouped for a in (g if isinstance(g, list) else [g])]
         try:
             flat_out = [np.asarray(o) for o in bound(flat)]
         except Exception as exc:  # any kernel failure becomes one error naming the op
             raise kernel_failure(spec.name, exc) from exc
+        if entry is not None:  # only a call that succeeded is remembered
+            entry.outputs.put(tuple(shapes), outputs)
+            EAGER_CALLS.put(key, entry)
     # A list output stays a list of arrays (one per element), as docs/internals.md says.
     values = group_outputs(spec, flat_out, attrs)
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
+    """An eager call whose op, device, dtypes and attrs were resolved before (all inputs NumPy
+    arrays, none a list): check shapes unless this signature passed before, run the kernel."""
+    spec = entry.spec
+    shapes = tuple([value.shape for value in inputs])
+    if shapes not in entry.outputs.data:  # the same check, and error, as the full path
+        dtypes = [value.dtype.name for value in inputs]
+        entry.outputs.put(shapes, _infer(spec, list(shapes), dtypes, entry.attrs,
+                                         entry.type_attrs, spec.name))
+    call = entry.kernel()
+    try:
+        out = call(inputs)
+    except Exception as exc:  # any kernel failure becomes one error naming the op
+        raise kernel_failure(spec.name, exc) from exc
+    if entry.single:
+        return np.asarray(out[0])
+    values = group_outputs(spec, [np.asarray(o) for o in out], entry.attrs)
     return values[0] if len(values) == 1 else tuple(values)
 
 
