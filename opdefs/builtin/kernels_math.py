@@ -1,12 +1,33 @@
 """Python kernels of the elementwise builtin ops and their gradients (math.yaml, compare.yaml).
 
 Every kernel is `fn(xp, *inputs, **attrs)` over functions NumPy and CuPy share, so one body
-serves CPU and GPU. Results go through `xp.asarray` because NumPy ufuncs return scalars, not
+serves CPU and GPU. Results go through `_array` because NumPy ufuncs return scalars, not
 arrays, for 0-d inputs. Python scalar constants keep the input dtype under NumPy 2's promotion
 rules (float32 * 2.0 is float32).
+
+`scalar_form` on a kernel tells the executor it may compute a node whose inputs and output are
+all 0-d floats with that Python operator on NumPy scalars instead (~0.1 us, against ~2 us for a
+ufunc call on 0-d arrays; docs/internals.md). Only correctly rounded IEEE operations declare
+one (+ - * / and negation), so both ways give the same bits.
 """
 
 from __future__ import annotations
+
+import operator
+
+
+def _array(xp, z):
+    """`z` as an array: NumPy gives a scalar for 0-d inputs; an array passes through as is
+    (`xp.asarray` on it would return it too, after a call)."""
+    return z if z.ndim else xp.asarray(z)
+
+
+def _scalar_form(op):
+    """Mark a kernel with the operator that computes it on 0-d floats (see the module doc)."""
+    def mark(fn):
+        fn.scalar_form = op
+        return fn
+    return mark
 
 
 def unbroadcast(xp, grad, shape):
@@ -22,24 +43,27 @@ def unbroadcast(xp, grad, shape):
 
 # ---- binary arithmetic ---------------------------------------------------------------------
 
+@_scalar_form(operator.add)
 def add(xp, x, y):
-    return xp.asarray(xp.add(x, y))
+    return _array(xp, xp.add(x, y))
 
 
 def add_grad(xp, x, y, grad_z):
     return unbroadcast(xp, grad_z, x.shape), unbroadcast(xp, grad_z, y.shape)
 
 
+@_scalar_form(operator.sub)
 def sub(xp, x, y):
-    return xp.asarray(xp.subtract(x, y))
+    return _array(xp, xp.subtract(x, y))
 
 
 def sub_grad(xp, x, y, grad_z):
     return unbroadcast(xp, grad_z, x.shape), unbroadcast(xp, xp.negative(grad_z), y.shape)
 
 
+@_scalar_form(operator.mul)
 def mul(xp, x, y):
-    return xp.asarray(xp.multiply(x, y))
+    return _array(xp, xp.multiply(x, y))
 
 
 def mul_grad(xp, x, y, grad_z):
@@ -47,8 +71,9 @@ def mul_grad(xp, x, y, grad_z):
             unbroadcast(xp, xp.multiply(grad_z, x), y.shape))
 
 
+@_scalar_form(operator.truediv)
 def div(xp, x, y):
-    return xp.asarray(xp.divide(x, y))
+    return _array(xp, xp.divide(x, y))
 
 
 def div_grad(xp, x, y, grad_z):
@@ -58,7 +83,7 @@ def div_grad(xp, x, y, grad_z):
 
 
 def pow_(xp, x, y):  # trailing _: not the builtin
-    return xp.asarray(xp.power(x, y))
+    return _array(xp, xp.power(x, y))
 
 
 def pow_grad(xp, x, y, z, grad_z):
@@ -71,11 +96,11 @@ def pow_grad(xp, x, y, z, grad_z):
 
 
 def maximum(xp, x, y):
-    return xp.asarray(xp.maximum(x, y))
+    return _array(xp, xp.maximum(x, y))
 
 
 def minimum(xp, x, y):
-    return xp.asarray(xp.minimum(x, y))
+    return _array(xp, xp.minimum(x, y))
 
 
 def _select_grad(xp, x, y, grad_z, to_x):
@@ -96,56 +121,57 @@ def minimum_grad(xp, x, y, grad_z):
 
 # ---- unary ---------------------------------------------------------------------------------
 
+@_scalar_form(operator.neg)
 def neg(xp, x):
-    return xp.asarray(xp.negative(x))
+    return _array(xp, xp.negative(x))
 
 
 def neg_grad(xp, x, grad_y):
-    return xp.asarray(xp.negative(grad_y))
+    return _array(xp, xp.negative(grad_y))
 
 
 def abs_(xp, x):  # trailing _: not the builtin
-    return xp.asarray(xp.abs(x))
+    return _array(xp, xp.abs(x))
 
 
 def abs_grad(xp, x, grad_y):
-    return xp.asarray(xp.multiply(grad_y, xp.sign(x)))
+    return _array(xp, xp.multiply(grad_y, xp.sign(x)))
 
 
 def sign(xp, x):
-    return xp.asarray(xp.sign(x))
+    return _array(xp, xp.sign(x))
 
 
 def exp(xp, x):
-    return xp.asarray(xp.exp(x))
+    return _array(xp, xp.exp(x))
 
 
 def exp_grad(xp, x, y, grad_y):
-    return xp.asarray(xp.multiply(grad_y, y))
+    return _array(xp, xp.multiply(grad_y, y))
 
 
 def log(xp, x):
-    return xp.asarray(xp.log(x))
+    return _array(xp, xp.log(x))
 
 
 def log_grad(xp, x, grad_y):
-    return xp.asarray(xp.divide(grad_y, x))
+    return _array(xp, xp.divide(grad_y, x))
 
 
 def sqrt(xp, x):
-    return xp.asarray(xp.sqrt(x))
+    return _array(xp, xp.sqrt(x))
 
 
 def sqrt_grad(xp, x, y, grad_y):
-    return xp.asarray(xp.divide(grad_y, xp.multiply(y, 2)))
+    return _array(xp, xp.divide(grad_y, xp.multiply(y, 2)))
 
 
 def square(xp, x):
-    return xp.asarray(xp.square(x))
+    return _array(xp, xp.square(x))
 
 
 def square_grad(xp, x, grad_y):
-    return xp.asarray(xp.multiply(grad_y, xp.multiply(x, 2)))
+    return _array(xp, xp.multiply(grad_y, xp.multiply(x, 2)))
 
 
 def identity(xp, x):
@@ -159,31 +185,31 @@ def identity_grad(xp, x, grad_y):
 # ---- comparisons and selection -------------------------------------------------------------
 
 def equal(xp, x, y):
-    return xp.asarray(xp.equal(x, y))
+    return _array(xp, xp.equal(x, y))
 
 
 def not_equal(xp, x, y):
-    return xp.asarray(xp.not_equal(x, y))
+    return _array(xp, xp.not_equal(x, y))
 
 
 def less(xp, x, y):
-    return xp.asarray(xp.less(x, y))
+    return _array(xp, xp.less(x, y))
 
 
 def less_equal(xp, x, y):
-    return xp.asarray(xp.less_equal(x, y))
+    return _array(xp, xp.less_equal(x, y))
 
 
 def greater(xp, x, y):
-    return xp.asarray(xp.greater(x, y))
+    return _array(xp, xp.greater(x, y))
 
 
 def greater_equal(xp, x, y):
-    return xp.asarray(xp.greater_equal(x, y))
+    return _array(xp, xp.greater_equal(x, y))
 
 
 def where(xp, cond, x, y):
-    return xp.asarray(xp.where(cond, x, y))
+    return _array(xp, xp.where(cond, x, y))
 
 
 def where_grad(xp, cond, x, y, grad_z):
@@ -195,10 +221,10 @@ def where_grad(xp, cond, x, y, grad_z):
 # ---- matmul --------------------------------------------------------------------------------
 
 def matmul(xp, x, y):
-    return xp.asarray(xp.matmul(x, y))
+    return _array(xp, xp.matmul(x, y))
 
 
 def matmul_grad(xp, x, y, grad_z):
     # Batch dims are the same `...` for x, y and z (declared), so no reduction over them.
-    return (xp.asarray(xp.matmul(grad_z, xp.swapaxes(y, -1, -2))),
-            xp.asarray(xp.matmul(xp.swapaxes(x, -1, -2), grad_z)))
+    return (_array(xp, xp.matmul(grad_z, xp.swapaxes(y, -1, -2))),
+            _array(xp, xp.matmul(xp.swapaxes(x, -1, -2), grad_z)))

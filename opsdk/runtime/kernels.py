@@ -61,18 +61,8 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
 
     Attrs are bound here, once per node, because the executor calls the result on every step.
     """
-    pack = _packer(spec, attrs)
     n_out = len(spec.outputs)
-    fn = choice.fn
-    if choice.device == "python":
-        kwargs = dict(attrs)
-        kwargs.update({k: np.dtype(v) for k, v in type_attrs.items()})
-        if not kwargs and pack is None:
-            call = lambda values: fn(xp, *values)  # noqa: E731 - the hot path: no packing, no kwargs
-        else:
-            call = lambda values: fn(xp, *(pack(values) if pack else values), **kwargs)  # noqa: E731
-    else:
-        call = _compiled_call(spec, fn, pack, attrs, type_attrs, choice.device == "cpu")
+    call = kernel_call(spec, choice, attrs, type_attrs, xp)
     if any(t.is_list for t in spec.outputs):
         sizes = output_sizes(spec, attrs)
         if n_out == 1:
@@ -83,6 +73,24 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
     return lambda values: _as_tuple(spec, call(values), n_out)
 
 
+def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                type_attrs: Mapping[str, str], xp: Any = np) -> Callable[[Sequence[Any]], Any]:
+    """The kernel as a function of the flat input values, returning what the kernel returns
+    (bare for one output). `bind_kernel` builds on it; a step whose node has one plain output
+    calls it directly and saves a tuple per call."""
+    pack = _packer(spec, attrs)
+    fn = choice.fn
+    if choice.device != "python":
+        return _compiled_call(spec, fn, pack, attrs, type_attrs, choice.device == "cpu")
+    kwargs = dict(attrs)
+    kwargs.update({k: np.dtype(v) for k, v in type_attrs.items()})
+    if not kwargs and pack is None:
+        return lambda values: fn(xp, *values)  # the hot path: no packing, no kwargs
+    if pack is None:
+        return lambda values: fn(xp, *values, **kwargs)
+    return lambda values: fn(xp, *pack(values), **kwargs)
+
+
 def _compiled_call(spec: OpSpec, fn: Callable, pack: Optional[Callable],
                    attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
                    host: bool) -> Callable:
@@ -90,18 +98,31 @@ def _compiled_call(spec: OpSpec, fn: Callable, pack: Optional[Callable],
     attrs' dtype names. (The registry refuses a shape_fn on ops with cpu/cuda kernels, so no
     output shapes are ever appended.)
 
-    The generated glue refuses strided inputs rather than copying them behind the caller's back;
-    the runtime, which made those views itself (transpose, slice), copies them for a host kernel.
+    The generated glue refuses strided inputs (a ValueError, before any work) rather than
+    copying them behind the caller's back; the runtime, which made those views itself
+    (transpose, slice), copies them for a host kernel. Only after such a refusal: checking
+    every input's flags on every call would cost more than the kernel on small inputs.
     """
     tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
         type_attrs[t.name] for t in spec.unbound_type_attrs)
     if not host:
         return lambda values: fn(*(pack(values) if pack else values), *tail)
-    return lambda values: fn(*_contiguous(pack(values) if pack else values), *tail)
+
+    def call(values: Sequence[Any]) -> Any:
+        args = pack(values) if pack else values
+        try:
+            return fn(*args, *tail)
+        except ValueError:
+            copies = _contiguous(args)
+            if copies is args:  # nothing was strided: the kernel's own error
+                raise
+        return fn(*copies, *tail)
+    return call
 
 
-def _contiguous(values: Sequence[Any]) -> list:
-    """Each array C-contiguous (a copy only where it is not); list inputs element by element."""
+def _contiguous(values: Sequence[Any]) -> Sequence[Any]:
+    """Each array C-contiguous (a copy only where it is not); list inputs element by element.
+    `values` itself when nothing needed a copy."""
     out = []
     for v in values:
         if isinstance(v, list):
@@ -110,7 +131,7 @@ def _contiguous(values: Sequence[Any]) -> list:
             out.append(np.ascontiguousarray(v))
         else:
             out.append(v)
-    return out
+    return values if all(a is b for a, b in zip(out, values)) else out
 
 
 def output_sizes(spec: OpSpec, attrs: Mapping[str, Any]) -> list[Optional[int]]:
@@ -151,6 +172,25 @@ def direct_python_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str,
             or any(t.is_list for t in spec.inputs)):
         return None
     return choice.fn
+
+
+_SCALAR_FLOATS = frozenset(("float16", "float32", "float64"))
+
+
+def scalar_form(op: Any, choice: Optional[KernelChoice]) -> Optional[Callable]:
+    """The python kernel's `scalar_form` (e.g. `operator.add` for add) when node `op` may use it:
+    every input and its one output statically 0-d floats, no attrs. A kernel declares it only
+    when it is the same IEEE operation as the kernel (correctly rounded: + - * / and negation),
+    so the result is bit-identical, computed on NumPy scalars without a ufunc call."""
+    if choice is None or choice.device != "python" or op.attrs or op.type_attrs:
+        return None
+    form = getattr(choice.fn, "scalar_form", None)
+    if form is None or len(op.outputs) != 1:
+        return None
+    for t in (*op.inputs, *op.outputs):
+        if t.shape != () or t.dtype not in _SCALAR_FLOATS:
+            return None
+    return form
 
 
 def _as_tuple(spec: OpSpec, result: Any, n_out: int) -> tuple:

@@ -1,10 +1,15 @@
-"""Optimisation passes over a pruned plan: value numbering with constant folding and CSE.
+"""Optimisation passes over a pruned plan: value numbering with constant folding and CSE, and
+the slots that may hold NumPy scalars.
 
 One walk in topological order gives every tensor a value slot. A node whose inputs are all
 constant and that is not stateful is folded: its kernel runs once, here, and its outputs become
 constant slots. A node with the same op, input slots, attrs, type attrs, device and control
 inputs as an earlier one is merged into it (common-subexpression elimination). Stateful nodes
 (variables, assigns, randomness) are never folded or merged.
+
+`scalar_slots` then finds the 0-d float values that only scalar steps read (a chain of scalar
+adds): those may stay NumPy scalars between steps, which costs a tenth of a ufunc call on 0-d
+arrays. Every other reader, and every fetch, still sees arrays.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from .graph import Operation
-from .kernels import KernelChoice, bind_kernel, kernel_failure
+from .kernels import KernelChoice, bind_kernel, kernel_failure, scalar_form
 from .tensor import Tensor
 
 _SMALL_CONST = 4096  # bytes: constants up to this size are merged by value
@@ -137,3 +142,25 @@ def _freeze(value: Any) -> Any:
     hash(value)  # raises TypeError for what cannot key a dict
     return value
 
+
+def scalar_slots(num: Numbering, choices: Mapping[Operation, KernelChoice],
+                 fetched: set[int]) -> frozenset[int]:
+    """Slots that may hold a NumPy scalar instead of a 0-d array: the output of a scalar step
+    (`kernels.scalar_form`) or a 0-d float constant, read only by scalar steps (which accept
+    both) and not fetched. A kernel, a primitive or the caller never sees such a value."""
+    readers: dict[int, list[bool]] = {}
+    candidates: list[int] = []
+    for op in num.kept:
+        scalar = scalar_form(op, choices.get(op)) is not None
+        for t in op.inputs:
+            readers.setdefault(num.slot_of[t], []).append(scalar)
+        if scalar:
+            candidates.append(num.out_slots[op][0])
+    candidates.extend(i for i, const in enumerate(num.is_const)
+                      if const and _float_scalar_array(num.template[i]))
+    return frozenset(s for s in candidates if s not in fetched and all(readers.get(s, ())))
+
+
+def _float_scalar_array(value: Any) -> bool:
+    return (isinstance(value, np.ndarray) and value.ndim == 0
+            and value.dtype.kind == "f" and value.dtype.itemsize <= 8)

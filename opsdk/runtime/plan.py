@@ -4,7 +4,8 @@ Each stage is a pass over the pruned node list, so later stages (GPU placement w
 partitioning for distribution) slot in between without touching the executor:
 
     prune -> topological order (cycles reported) -> place (kernel per node) ->
-    value numbering with constant folding and CSE (passes.py) -> steps + dependency counts
+    value numbering with constant folding and CSE, scalar slots (passes.py) ->
+    steps + dependency counts
 
 Steps (steps.py) are closures over slots of one flat value list, so the executor's per-node
 cost is one Python call plus the kernel's.
@@ -20,7 +21,7 @@ from opsdk.registry.errors import OpsdkError
 from .devices import DeviceSpec
 from .graph import Operation
 from .kernels import KernelChoice, choose_kernel
-from .passes import number_values
+from .passes import number_values, scalar_slots
 from .steps import Step, make_step
 from .tensor import Tensor
 
@@ -57,7 +58,11 @@ def build_plan(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
     order = topological_order(needed, set(feeds))
     choices = place(order)
     num = number_values(order, feeds, choices, options.constant_folding, options.cse)
-    steps = tuple(make_step(op, choices.get(op), num.slot_of, num.out_slots[op])
+    scalars = scalar_slots(num, choices, {num.slot_of[e] for e in elements
+                                          if isinstance(e, Tensor)})
+    template = [value[()] if i in scalars and value is not None else value
+                for i, value in enumerate(num.template)]
+    steps = tuple(make_step(op, choices.get(op), num.slot_of, num.out_slots[op], scalars)
                   for op in num.kept)
     index = {op: i for i, op in enumerate(num.kept)}
     producers = [_producers(op, index, num.alias, set(feeds)) for op in num.kept]
@@ -67,7 +72,7 @@ def build_plan(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
             successors[d].append(i)
     pending = tuple(len(d) for d in producers)
     return Plan(
-        steps=steps, runs=tuple(s.run for s in steps), template=tuple(num.template),
+        steps=steps, runs=tuple(s.run for s in steps), template=tuple(template),
         feed_slots=tuple((t, num.slot_of[t]) for t in feeds),
         fetch_slots=tuple(num.slot_of[e] if isinstance(e, Tensor) else None for e in elements),
         pending=pending, successors=tuple(tuple(s) for s in successors),

@@ -19,12 +19,17 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
+from .call_cache import BoundedDict
 from .executor import StepContext, execute
 from .fetches import FetchStructure
 from .graph import Graph, Operation, get_default_graph
 from .plan import Plan, PlanOptions, build_plan
 from .tensor import Tensor
 from .variables import VariableStore
+
+_STRUCTURES_MAX = 256  # fetch structures remembered per session
+_ELEMENT_TYPES = frozenset((Tensor, Operation, str))
+_NP_DTYPES: dict[str, np.dtype] = {}  # dtype name -> NumPy dtype
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Session:
         self.stats = SessionStats()
         self._options = PlanOptions(self.config.constant_folding, self.config.cse)
         self._plans: dict[tuple, Plan] = {}
+        self._structures = BoundedDict(_STRUCTURES_MAX)
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._closed = False
@@ -66,7 +72,7 @@ class Session:
         them) with `feed_dict` values; returns the same structure of NumPy values."""
         if self._closed:
             raise OpsdkError("Session.run on a closed session; create a new Session")
-        structure = FetchStructure(self.graph, fetches)
+        structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
         pool = None if plan.serial else self._get_pool()
@@ -88,9 +94,24 @@ class Session:
                 self.stats.plans_built += 1
         return plan
 
+    def _structure(self, fetches: Any) -> FetchStructure:
+        """The FetchStructure of `fetches`, remembered when they are a Tensor, Operation or name,
+        or a flat list/tuple of those (what a training loop passes on every step)."""
+        key = _fetch_key(fetches)
+        if key is None:
+            return FetchStructure(self.graph, fetches)
+        structure = self._structures.data.get(key)
+        if structure is None:
+            structure = FetchStructure(self.graph, fetches)  # raises before anything is kept
+            self._structures.put(key, structure)
+        return structure
+
     def _feeds(self, feed_dict: Mapping[Any, Any]) -> dict[Tensor, Any]:
         feeds: dict[Tensor, Any] = {}
         for key, value in feed_dict.items():
+            if type(key) is Tensor and key.op.graph is self.graph:  # as_graph_element's answer
+                feeds[key] = check_feed(key, value)
+                continue
             try:
                 element = self.graph.as_graph_element(key)
             except OpsdkError as exc:
@@ -124,6 +145,19 @@ class Session:
         self.close()
 
 
+def _fetch_key(fetches: Any) -> Optional[tuple]:
+    """A hashable key for fetches whose structure can be remembered, else None."""
+    kind = type(fetches)
+    if kind in _ELEMENT_TYPES:
+        return (kind, fetches)
+    if kind is list or kind is tuple:
+        for item in fetches:
+            if type(item) not in _ELEMENT_TYPES:
+                return None
+        return (kind, tuple(fetches))
+    return None
+
+
 def _fetched(values: list, slot: Optional[int]) -> Any:
     if slot is None:
         return None
@@ -133,11 +167,19 @@ def _fetched(values: list, slot: Optional[int]) -> Any:
     return value
 
 
+def _np_dtype(name: str) -> np.dtype:
+    dtype = _NP_DTYPES.get(name)
+    if dtype is None:
+        dtype = _NP_DTYPES.setdefault(name, np.dtype(name))
+    return dtype
+
+
 def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
     cross-kind dtype (float into int) is an error naming the tensor."""
-    array = np.asarray(value)
-    if array.dtype.name != tensor.dtype:
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
+    if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
         if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
             raise OpsdkError(f"feed for '{tensor.name}' has dtype {array.dtype.name}, which does not "
                              f"convert to the tensor's {tensor.dtype}")
