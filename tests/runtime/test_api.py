@@ -3,13 +3,16 @@ errors of both that name the op."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.runtime import call_cache
 from opsdk.runtime.api import apply_op, workspace_applier
+from opsdk.runtime.call_cache import EAGER_CALLS, eager_key
 from opsdk.runtime.graph import Graph, Tensor, placeholder
 from opsdk.runtime.session import Session
 
@@ -85,3 +88,68 @@ def test_workspace_applier_binds_its_registry_once(tmp_path):
     ops = workspace_applier(tmp_path)
     np.testing.assert_array_equal(ops("twice", [np.ones(2)], {}), [2.0, 2.0])
     np.testing.assert_array_equal(ops("add", [np.ones(2), np.ones(2)], {}), [2.0, 2.0])
+
+
+# ---- the eager call cache (opsdk/runtime/call_cache.py) ---------------------------------------
+
+def _message(call) -> str:
+    with pytest.raises(OpsdkError) as err:
+        call()
+    return str(err.value)
+
+
+def test_repeated_eager_calls_run_the_kernel_every_time(registry, hooks):
+    x = np.arange(3, dtype=np.float32)
+    for i in range(3):
+        np.testing.assert_array_equal(apply_op(registry, "counted_add", [x, x + i], {}), 2 * x + i)
+    assert hooks["calls"]["counted_add"] == 3
+    key = eager_key(registry.get("counted_add"), [x, x], {}, None)
+    assert EAGER_CALLS.data[key].spec is registry.get("counted_add")
+
+
+def test_errors_after_a_cached_call_read_as_on_a_first_call(registry):
+    x2, x3 = np.zeros(2, np.float32), np.zeros(3, np.float32)
+    wrong_shapes = lambda: apply_op(registry, "counted_add", [x2, x3], {})  # noqa: E731
+    EAGER_CALLS.clear()
+    first = _message(wrong_shapes)
+    apply_op(registry, "counted_add", [x2, x2], {})  # cached for (float32, float32)
+    assert _message(wrong_shapes) == first
+    assert first.startswith("counted_add: input 'y' has size 3")
+    # An attr equal in Python (False == 0) but of another type is still refused.
+    apply_op(registry, "reduce_sum", [x3], {"axes": [], "keepdims": False})
+    assert _message(lambda: apply_op(registry, "reduce_sum", [x3], {"axes": [], "keepdims": 0})) \
+        == "reduce_sum: attr 'keepdims' must be true or false, got 0"
+
+
+def test_eager_attrs_key_floats_by_their_bits(registry):
+    zero = apply_op(registry, "fill", [], {"shape": [2], "value": 0.0})
+    negative_zero = apply_op(registry, "fill", [], {"shape": [2], "value": -0.0})
+    assert not np.signbit(zero).any() and np.signbit(negative_zero).all()
+
+
+def test_an_edited_kernel_is_picked_up_after_the_recheck_interval(tmp_path, monkeypatch):
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "bump.yaml").write_text(textwrap.dedent("""
+        op: bump
+        summary: x + a constant.
+        type_attrs:
+          T: [float64]
+        inputs:
+          x: {dtype: T, shape: [n]}
+        outputs:
+          y: {dtype: T, shape: [n]}
+        kernels:
+          python: bump_kernel.py:bump
+        """))
+    source = tmp_path / "opdefs" / "bump_kernel.py"
+    source.write_text("def bump(xp, x):\n    return x + 1\n")
+    ops = workspace_applier(tmp_path)
+    x = np.zeros(2)
+    monkeypatch.setattr(call_cache, "RECHECK_S", 3600.0)
+    np.testing.assert_array_equal(ops("bump", [x], {}), [1.0, 1.0])
+    source.write_text("def bump(xp, x):\n    return x + 2\n")
+    later = source.stat().st_mtime + 10  # a new mtime, however coarse the file system's clock
+    os.utime(source, (later, later))
+    np.testing.assert_array_equal(ops("bump", [x], {}), [1.0, 1.0])  # not re-resolved yet
+    monkeypatch.setattr(call_cache, "RECHECK_S", 0.0)
+    np.testing.assert_array_equal(ops("bump", [x], {}), [2.0, 2.0])

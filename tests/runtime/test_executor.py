@@ -10,6 +10,7 @@ import pytest
 
 from opsdk.registry.errors import OpError
 from opsdk.runtime.api import apply_op
+from opsdk.runtime.executor import StepContext, execute
 from opsdk.runtime.graph import placeholder
 from opsdk.runtime.session import Session, SessionConfig
 
@@ -64,3 +65,60 @@ def test_session_run_from_many_threads(graph, registry):
         with ThreadPoolExecutor(8) as pool:
             assert all(pool.map(one, range(200)))
         assert sess.stats.plans_built == 1
+
+
+# ---- 0-d float chains on NumPy scalars (kernels' scalar_form, passes.scalar_slots) ------------
+
+def _scalar_chain(registry, dtype):
+    x = placeholder(dtype, [], name="x")
+    y = placeholder(dtype, [], name="y")
+    a = apply_op(registry, "add", [x, y], {}, name="a")
+    b = apply_op(registry, "mul", [a, y], {}, name="b")
+    c = apply_op(registry, "sub", [b, x], {}, name="c")
+    d = apply_op(registry, "div", [c, y], {}, name="d")
+    e = apply_op(registry, "neg", [d], {}, name="e")
+    return x, y, [a, b, c, d, e]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_scalar_chain_gives_the_bits_of_the_array_kernels(graph, registry, dtype):
+    x, y, nodes = _scalar_chain(registry, dtype)
+    rng = np.random.default_rng(3)
+    xv, yv = (np.asarray(v, dtype) for v in rng.uniform(0.5, 2.0, 2))
+    a = np.add(xv, yv)
+    b = np.multiply(np.asarray(a), yv)
+    c = np.subtract(np.asarray(b), xv)
+    d = np.divide(np.asarray(c), yv)
+    want = np.negative(np.asarray(d))
+    with Session(graph) as sess:
+        got = sess.run(nodes[-1], {x: xv, y: yv})
+        inner = sess.run(nodes, {x: xv, y: yv})
+    assert type(got) is np.ndarray and got.dtype == dtype and got.shape == ()
+    assert got.tobytes() == np.asarray(want).tobytes()
+    for value, ref in zip(inner, (a, b, c, d, want)):  # fetched: 0-d arrays, as the kernels give
+        assert type(value) is np.ndarray and value.tobytes() == np.asarray(ref).tobytes()
+
+
+def test_scalar_values_reach_only_scalar_steps(graph, registry):
+    x, y, nodes = _scalar_chain(registry, "float32")
+    grown = apply_op(registry, "exp", [nodes[1]], {}, name="grown")  # exp reads b
+    feeds = {x: np.asarray(np.float32(1)), y: np.asarray(np.float32(2))}
+    with Session(graph) as sess:
+        plan = sess.plan_for([nodes[-1], grown], (x, y))
+        values = execute(plan, feeds, StepContext(sess.variables, sess), None)
+        np.testing.assert_allclose(sess.run(grown, feeds), np.exp(6.0), rtol=1e-6)
+    # a = 3, b = 6, c = 5, d = 2.5, e = -2.5: a, c and d stay NumPy scalars between steps; b
+    # feeds exp (not a scalar step) and e is fetched, so both are arrays.
+    scalars = sorted(float(v) for v in values if isinstance(v, np.generic))
+    assert scalars == [2.5, 3.0, 5.0]
+    assert all(type(v) is np.ndarray for v in values if not isinstance(v, np.generic))
+
+
+def test_scalar_steps_keep_the_errors_of_the_kernels(graph, registry):
+    x = placeholder("float32", [], name="x")
+    y = placeholder("float32", [], name="y")
+    ratio = apply_op(registry, "div", [x, y], {}, name="ratio")
+    with Session(graph) as sess, np.errstate(divide="raise"):
+        with pytest.raises(OpError, match=r"^div \(node 'ratio'\): FloatingPointError: divide by "
+                                          r"zero encountered"):
+            sess.run(ratio, {x: 1.0, y: 0.0})

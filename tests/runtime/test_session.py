@@ -138,3 +138,45 @@ def test_fetched_constants_are_private_copies(graph):
         value = sess.run(c)
         value[0] = 99.0
         np.testing.assert_array_equal(sess.run(c), [1.0, 2.0])
+
+
+def test_run_time_shape_check_runs_once_per_input_signature(graph, registry, monkeypatch):
+    import opsdk.registry as registry_module
+    x = placeholder("float32", [None, None], name="x")
+    y = placeholder("float32", [2, 3], name="y")
+    dist = apply_op(registry, "l1_dist", [x, y], {}, name="dist")
+    checks = []
+    real = registry_module.infer_outputs
+    monkeypatch.setattr(registry_module, "infer_outputs",
+                        lambda spec, *args: checks.append(spec.name) or real(spec, *args))
+    ones = np.ones((2, 3))
+    with Session(graph) as sess:
+        for _ in range(3):
+            assert sess.run(dist, {x: np.zeros((4, 3)), y: ones}).shape == (4, 2)
+        assert checks == ["l1_dist"]
+        assert sess.run(dist, {x: np.zeros((5, 3)), y: ones}).shape == (5, 2)
+        assert checks == ["l1_dist"] * 2
+        for _ in range(2):  # a failing signature is checked (and refused) every time
+            with pytest.raises(OpError, match=r"^l1_dist \(node 'dist'\): input 'y' has 3 "
+                                              r"columns but x has 5 \(dim p\)"):
+                sess.run(dist, {x: np.zeros((4, 5)), y: ones})
+        assert checks == ["l1_dist"] * 4
+
+
+def test_remembered_fetch_structures_follow_the_fetches(graph, registry):
+    x = placeholder("float64", [2], name="x")
+    double = apply_op(registry, "add", [x, x], {}, name="double")
+    square = apply_op(registry, "mul", [x, x], {}, name="square")
+    feed = {x: [1.0, 3.0]}
+    with Session(graph) as sess:
+        fetches = [double, square]
+        first = sess.run(fetches, feed)
+        fetches.reverse()  # the same list object, now asking for the other order
+        second = sess.run(fetches, feed)
+        as_tuple = sess.run((double, "square:0"), feed)
+        alone = sess.run("double:0", feed)
+    assert isinstance(first, list) and isinstance(as_tuple, tuple)
+    np.testing.assert_array_equal(first[0], [2.0, 6.0])
+    np.testing.assert_array_equal(second[0], [1.0, 9.0])
+    np.testing.assert_array_equal(as_tuple[1], [1.0, 9.0])
+    np.testing.assert_array_equal(alone, [2.0, 6.0])
