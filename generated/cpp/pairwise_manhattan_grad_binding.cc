@@ -2,9 +2,9 @@
 //
 // pybind11 glue of op 'pairwise_manhattan_grad' on the CPU: checks the inputs against the declaration, binds
 // the dims, allocates the outputs, dispatches on the dtypes and runs the kernel without the GIL.
+// The kernel is compiled apart, in generated/cpp/pairwise_manhattan_grad_kernel.cc; this file sees only its declaration.
 #include "opsdk/glue.h"
 #include "pairwise_manhattan_grad_op.h"
-#include "opdefs/pairwise_manhattan_grad_cpu.cc"
 
 namespace py = pybind11;
 

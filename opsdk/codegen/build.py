@@ -1,37 +1,41 @@
 """`opsdk build`: regenerate, then compile every stale kernel of a workspace, in parallel.
 
-Each (op, device) pair is one unit with its own folder `build/<device>/<op>/`. A unit is stale
-unless its `manifest.json` holds the key of the current sources, headers, flags, compiler and
-environment (see compiler.build_key) and names an artefact that exists. Artefacts are written
-under a temp name and renamed; the manifest is replaced last, so a killed build leaves at worst
+Each (op, device) pair is one unit with its own folder `build/<device>/<op>/` (build_unit.py):
+on the CPU two translation units, the kernel and the pybind11 glue, compiled in parallel into
+objects cached by content key, then linked. A unit is up to date when every object's key (its
+sources, the headers its depfile listed, flags, compiler, environment: compiler.build_key) and
+the link key match its `manifest.json` and the artefact exists. Objects and artefacts are written
+under temp names and renamed; the manifest is replaced last, so a killed build leaves at worst
 unreferenced files, which the next build removes.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from ..registry.errors import OpsdkError
-from .compiler import (Toolchain, build_key, compile_command, environment_fingerprint,
-                       extension_suffix, file_digest, find_toolchain, flag_template, read_depfile,
-                       run_compiler, undefined_kernel_symbols)
+from .compiler import (Toolchain, environment_fingerprint, find_toolchain, link_flags,
+                       object_flags)
 from .build_state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
                           read_state, write_state)
 from .build_progress import Display, UnitResult, make_display
-from .diagnostics import BuildError, summarize_failure, summarize_missing_kernel
+from .build_unit import (Digests, Source, Unit, UnitPlan, compile_object, finish_unit,
+                         plan_unit)
+from .diagnostics import BuildError
 
 CUDA_MODES = ("auto", "on", "off")
-_BINDINGS = {"cpu": "generated/cpp/{op}_binding.cc", "cuda": "generated/cuda/{op}_cuda_binding.cu"}
-_TEMP_PREFIX = ".tmp-"
+# Per device: (role, generated source) of each translation unit, slowest first.
+_SOURCES = {"cpu": (("glue", "generated/cpp/{op}_binding.cc"),
+                    ("kernel", "generated/cpp/{op}_kernel.cc")),
+            "cuda": (("glue", "generated/cuda/{op}_cuda_binding.cu"),)}
 
 
 @dataclass(frozen=True)
@@ -65,30 +69,6 @@ class BuildReport:
         return f"{', '.join(parts)} in {self.seconds:.1f} s"
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """One op on one device, with everything needed to key and compile it."""
-    op: str
-    device: str
-    root: Path
-    source: str  # the generated binding, workspace-relative
-    kernel: str  # the author's kernel, workspace-relative
-    toolchain: Toolchain
-    flags: tuple[str, ...]
-
-    @property
-    def out_dir(self) -> Path:
-        return self.root / "build" / self.device / self.op
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """A stale unit: the key it will be built under and the digests the key was computed from."""
-    unit: _Unit
-    key: str
-    digests: tuple[tuple[str, str], ...]
-
-
 def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optional[int] = None,
                     cuda: str = "auto", progress: bool = True) -> BuildReport:
     """Regenerate `generated/` and compile every stale cpu (and cuda) kernel of the workspace.
@@ -108,15 +88,16 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         found, generated = _regenerate(root)
         units, notes = _make_units(root, _select_ops(root, found, ops), cuda)
         environment = environment_fingerprint()
+        digests = Digests(root)
         results: list[UnitResult] = []
-        stale: list[_Plan] = []
+        stale: list[UnitPlan] = []
         for unit in units:
-            plan, done = _plan_unit(unit, environment)
+            plan, done = plan_unit(unit, environment, digests)
             if plan is None:
                 results.append(done)
             else:
                 stale.append(plan)
-        results += _compile_all(stale, environment, jobs, progress)
+        results += _compile_all(stale, environment, digests, jobs, progress)
     order = {(u.op, u.device): i for i, u in enumerate(units)}
     results.sort(key=lambda r: order[(r.op, r.device)])
     report = BuildReport(tuple(results), tuple(notes), generated, time.perf_counter() - start)
@@ -176,7 +157,7 @@ def _select_ops(root: Path, found: tuple[OpKernels, ...],
     return [own[n] for n in dict.fromkeys(ops)]
 
 
-def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[_Unit], list[str]]:
+def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[Unit], list[str]]:
     """One unit per op and compiled device; notes say why a device was skipped."""
     wanted = {"cpu": [s for s in specs if s.kernel("cpu")],
               "cuda": [s for s in specs if s.kernel("cuda")]}
@@ -190,11 +171,21 @@ def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[_Un
         toolchain = toolchains[device]
         if toolchain is None:
             continue
-        flags = flag_template(device, root)
         for spec in wanted[device]:
-            units.append(_Unit(spec.name, device, root, _BINDINGS[device].format(op=spec.name),
-                               spec.kernel(device), toolchain, flags))
+            units.append(_make_unit(root, spec, device, toolchain))
     return units, notes
+
+
+def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain) -> Unit:
+    header = f"generated/cpp/{spec.name}_op.h"
+    kernel = spec.kernel(device)
+    sources = []
+    for role, template in _SOURCES[device]:
+        path = template.format(op=spec.name)
+        # What feeds a unit before its depfile says more: on cpu the glue never sees the kernel.
+        inputs = (path, header) if (device, role) == ("cpu", "glue") else (path, header, kernel)
+        sources.append(Source(role, path, object_flags(device, role, root, spec.name), inputs))
+    return Unit(spec.name, device, root, kernel, toolchain, tuple(sources), link_flags(device))
 
 
 def _cpu_toolchain() -> Toolchain:
@@ -236,120 +227,44 @@ def gpu_available() -> bool:
         return False
 
 
-def _read_manifest(out_dir: Path) -> Optional[dict]:
-    """The last successful build of a unit, or None when absent or unreadable (then: rebuild)."""
-    try:
-        data = json.loads((out_dir / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not {"key", "module", "file", "sources"} <= data.keys():
-        return None
-    return data
+def _compile_all(plans: list[UnitPlan], environment: str, digests: Digests,
+                 jobs: Optional[int], progress: bool) -> list[UnitResult]:
+    """Compile every stale object on one pool, linking each unit as soon as its objects are done.
 
-
-def _digests(unit: _Unit, files) -> dict[str, str]:
-    return {f: file_digest(unit.root / f) for f in sorted(set(files))}
-
-
-def _plan_unit(unit: _Unit, environment: str) -> tuple[Optional[_Plan], Optional[UnitResult]]:
-    """(plan, None) when the unit must compile; (None, up-to-date result) otherwise."""
-    manifest = _read_manifest(unit.out_dir)
-    previous_deps = manifest["sources"] if manifest else []
-    digests = _digests(unit, [unit.source, unit.kernel, *previous_deps])
-    key = build_key(digests, unit.flags, unit.toolchain, environment)
-    if manifest and manifest["key"] == key and (unit.out_dir / manifest["file"]).is_file():
-        _clean_unit_dir(unit, keep=manifest["file"])
-        return None, UnitResult(unit.op, unit.device, "up to date",
-                                artefact=unit.out_dir / manifest["file"])
-    return _Plan(unit, key, tuple(digests.items())), None
-
-
-def _compile_all(plans: list[_Plan], environment: str, jobs: Optional[int],
-                 progress: bool) -> list[UnitResult]:
-    """Compile the stale units on a thread pool (each thread waits on one compiler process)."""
+    The pool holds `jobs` compilers (default: one per core) across all units, slowest (glue)
+    objects first, so one op's kernel and glue compile side by side.
+    """
     if not plans:
         return []
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(plans)))
+    total = sum(len(p.jobs) for p in plans)
+    workers = max(1, min(jobs or os.cpu_count() or 1, max(total, 1)))
     display = make_display(len(plans), progress)
     display.start()
+    results: list[UnitResult] = []
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_compile_unit, plan, environment, display) for plan in plans]
-            return [future.result() for future in futures]
+            owner, done = {}, {i: [] for i in range(len(plans))}
+            order = sorted(((j.source.role != "glue", i, j) for i, p in enumerate(plans)
+                            for j in p.jobs), key=lambda t: t[:2])
+            for _, i, job in order:
+                future = pool.submit(compile_object, plans[i].unit, job, digests, environment)
+                owner[future] = i
+            for i, plan in enumerate(plans):
+                display.begin(plan.unit.op, plan.unit.device)
+                if not plan.jobs:  # every object cached: only a relink
+                    results.append(_finish(plan, [], environment, digests, display))
+            for future in as_completed(owner):
+                i = owner[future]
+                done[i].append(future.result())
+                if len(done[i]) == len(plans[i].jobs):
+                    results.append(_finish(plans[i], done[i], environment, digests, display))
     finally:
         display.stop()
+    return results
 
 
-def _compile_unit(plan: _Plan, environment: str, display: Display) -> UnitResult:
-    """Compile one unit to a temp name, rename it into place, then replace its manifest."""
-    unit = plan.unit
-    unit.out_dir.mkdir(parents=True, exist_ok=True)
-    display.begin(unit.op, unit.device)
-    _clean_unit_dir(unit, keep=None, artefacts=False)
-    module = f"_opsdk_{unit.op}_{plan.key[:12]}"
-    suffix = extension_suffix()
-    temp = f"{_TEMP_PREFIX}{module}-{os.getpid()}"
-    temp_out, temp_dep = unit.out_dir / f"{temp}{suffix}", unit.out_dir / f"{temp}.d"
-    command = compile_command(unit.toolchain, unit.flags, unit.source, str(temp_out), module,
-                              str(temp_dep))
-    outcome = run_compiler(command, unit.root)
-    missing = undefined_kernel_symbols(temp_out, f"opsdk_op_{unit.op}") if outcome.ok else ()
-    if not outcome.ok or missing:
-        for path in (temp_out, temp_dep):
-            path.unlink(missing_ok=True)
-        result = _failure(unit, outcome, missing)
-    else:
-        final = unit.out_dir / f"{module}{suffix}"
-        os.replace(temp_out, final)
-        deps = read_depfile(temp_dep, unit.root)
-        os.replace(temp_dep, unit.out_dir / "deps.d")
-        _write_manifest(plan, module, final.name, deps, environment)
-        (unit.out_dir / "last_error.log").unlink(missing_ok=True)
-        _clean_unit_dir(unit, keep=final.name)
-        result = UnitResult(unit.op, unit.device, "compiled", outcome.seconds, final)
+def _finish(plan: UnitPlan, done: list, environment: str, digests: Digests,
+            display: Display) -> UnitResult:
+    result = finish_unit(plan, done, environment, digests)
     display.end(result)
     return result
-
-
-def _failure(unit: _Unit, outcome, missing: tuple[str, ...]) -> UnitResult:
-    """Keep the full log next to the unit; return only the author-relevant lines."""
-    log = unit.out_dir / "last_error.log"
-    undefined = "".join(f"\nundefined in the artefact: {sym}" for sym in missing)
-    log.write_text("$ " + " ".join(outcome.command) + "\n\n" + outcome.output + undefined)
-    rel_log = log.relative_to(unit.root).as_posix()
-    if missing:
-        message = (summarize_missing_kernel(missing, unit.root, unit.op, unit.device, unit.kernel)
-                   + f"\n(full compiler output: {rel_log})")
-    else:
-        message = summarize_failure(outcome.output, unit.root, unit.op, unit.device, rel_log)
-    return UnitResult(unit.op, unit.device, "failed", outcome.seconds, None, message)
-
-
-def _write_manifest(plan: _Plan, module: str, file: str, deps: tuple[str, ...],
-                    environment: str) -> None:
-    """Key the artefact by what it was compiled from; headers first seen now are hashed now."""
-    unit = plan.unit
-    known = dict(plan.digests)
-    files = sorted({unit.source, unit.kernel, *deps})
-    digests = {f: known.get(f) or file_digest(unit.root / f) for f in files}
-    key = build_key(digests, unit.flags, unit.toolchain, environment)
-    # Per-file digests let the loader tell an edit from a mere touch of a source.
-    manifest = {"key": key, "module": module, "file": file, "sources": list(deps),
-                "op": unit.op, "device": unit.device, "kernel": unit.kernel,
-                "digests": {f: d for f, d in digests.items() if not Path(f).is_absolute()}}
-    temp = unit.out_dir / f"{_TEMP_PREFIX}manifest-{os.getpid()}.json"
-    temp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(temp, unit.out_dir / "manifest.json")
-
-
-def _clean_unit_dir(unit: _Unit, keep: Optional[str], artefacts: bool = True) -> None:
-    """Remove temp files left by a killed build and artefacts no manifest points to."""
-    if not unit.out_dir.is_dir():
-        return
-    prefix = f"_opsdk_{unit.op}_"
-    for path in unit.out_dir.iterdir():
-        stale_temp = path.name.startswith(_TEMP_PREFIX)
-        old_artefact = artefacts and path.name.startswith(prefix) and path.name != keep
-        if (stale_temp or old_artefact) and path.is_file():
-            path.unlink(missing_ok=True)
-

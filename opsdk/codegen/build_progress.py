@@ -18,6 +18,7 @@ class UnitResult:
     seconds: float = 0.0
     artefact: Optional[Path] = None
     message: str = ""  # the author-relevant compiler errors when failed
+    parts: tuple[str, ...] = ()  # what a compiled unit redid: "kernel", "glue", "link"
 
 
 class Display:
@@ -84,7 +85,8 @@ class _RichDisplay(Display):
 
 def _describe(result: UnitResult) -> str:
     verb = "compiled" if result.status == "compiled" else "FAILED"
-    return f"{result.op} ({result.device}) {verb} in {result.seconds:.1f} s"
+    parts = f" ({' + '.join(result.parts)})" if result.parts else ""
+    return f"{result.op} ({result.device}) {verb} in {result.seconds:.1f} s{parts}"
 
 
 def make_display(total: int, progress: bool) -> Display:

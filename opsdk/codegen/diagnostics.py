@@ -24,6 +24,8 @@ _GCC_LINE = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+):(?:(?P<col>\d+):)?
                        r"(?P<kind>fatal error|error|warning|note):\s*(?P<msg>.*)$")
 _NVCC_LINE = re.compile(r"^(?P<file>[^(\s][^(]*)\((?P<line>\d+)\):\s*"
                         r"(?P<kind>fatal error|error|warning|note|remark)[^:]*:\s*(?P<msg>.*)$")
+_NO_DEFINITION = re.compile(r"explicit instantiation of '(?:void )?(?P<sym>[^']+)' but no "
+                            r"definition available")
 _LINKER_LINE = re.compile(r"(undefined reference to|multiple definition of|cannot find -l)")
 
 
@@ -97,6 +99,15 @@ def summarize_missing_kernel(symbols: tuple[str, ...], root: Path, op: str, devi
                  + (":" if signature else " (check the parameter list and template parameters)"))
     lines += [f"    {s}" for s in signature]
     return "\n".join(lines)
+
+
+def uninstantiated_kernels(output: str) -> tuple[str, ...]:
+    """Kernel instantiations the generated kernel unit asked for but the author never defined.
+
+    g++ says "explicit instantiation of 'void ns::cpu(...) [with T = float]' but no definition
+    available" when the kernel's template has another signature than its header declares.
+    """
+    return tuple(sorted({m["sym"] for m in _NO_DEFINITION.finditer(output)}))
 
 
 def _error_lines(diags: list[Diagnostic], tag: str) -> list[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 from opsdk.registry import BUILTIN_ROOT, OpSpec, Workspace, load_registry
 
 from . import names
-from .render import (render_binding, render_cuda_binding, render_op_header, render_stubs,
-                     render_wrappers)
+from .render import (render_binding, render_cuda_binding, render_kernel_unit, render_op_header,
+                     render_stubs, render_wrappers)
 from .writer import GenerateResult, write_files
 
 
@@ -32,6 +32,7 @@ def render_workspace(root: Path, specs: list[OpSpec]) -> dict[str, str]:
             files[f"generated/cpp/{names.header_file(spec)}"] = render_op_header(spec)
         if spec.kernel("cpu"):
             files[f"generated/cpp/{names.binding_file(spec)}"] = render_binding(spec)
+            files[f"generated/cpp/{names.kernel_unit_file(spec)}"] = render_kernel_unit(spec)
         if spec.kernel("cuda"):
             files[f"generated/cuda/{names.cuda_binding_file(spec)}"] = render_cuda_binding(spec)
     if specs:

@@ -47,6 +47,11 @@ def binding_file(spec: OpSpec) -> str:
     return f"{spec.name}_binding.cc"
 
 
+def kernel_unit_file(spec: OpSpec) -> str:
+    """The generated translation unit that compiles (and instantiates) the author's cpu kernel."""
+    return f"{spec.name}_kernel.cc"
+
+
 def cuda_binding_file(spec: OpSpec) -> str:
     return f"{spec.name}_cuda_binding.cu"
 

@@ -97,7 +97,20 @@ def render_binding(spec: OpSpec) -> str:
     shape_outputs = [o for o in values["m"].outputs if o.shape_param]
     values["shape_params"] = [f"const {o.shape_param_type}& {o.shape_param}" for o in shape_outputs]
     values["shape_args"] = "".join(f", {o.shape_param}" for o in shape_outputs)
+    values["kernel_unit"] = f"generated/cpp/{names.kernel_unit_file(spec)}"
     return render_template("binding.cc.j2", **values)
+
+
+def render_kernel_unit(spec: OpSpec) -> str:
+    """generated/cpp/<op>_kernel.cc: the author's cpu kernel plus its explicit instantiations.
+
+    One instantiation per dtype combination the binding dispatches to, so the binding (compiled
+    apart, with pybind11) links against them; an op without type attrs has a plain function.
+    """
+    values = _binding_values(spec, "cpu")
+    instances = [case.args[1:-1] for case in values["m"].cases if case.args]
+    return render_template("instances.cc.j2", header=values["header"], m=values["m"],
+                           instances=instances)
 
 
 def render_cuda_binding(spec: OpSpec) -> str:

@@ -81,6 +81,31 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& at
 """
 
 
+# No type attrs: the kernel is a plain function, which the kernel unit cannot instantiate
+# explicitly; a wrong signature there shows only as a symbol the linked artefact lacks.
+PLAIN_YAML = """\
+op: bt_plain
+summary: y = -x on float64 only.
+inputs:
+  x: {dtype: float64, shape: [n]}
+outputs:
+  y: {dtype: float64, shape: [n]}
+kernels:
+  cpu: bt_plain_cpu.cc
+reference: "-x"
+"""
+
+PLAIN_CPU = """\
+#include "bt_plain_op.h"
+
+namespace opsdk_op_bt_plain {
+void cpu(const Inputs& in, Outputs& out, const Dims& dims, const Attrs&) {
+    for (int64_t i = 0; i < dims.n; ++i) out.y[i] = -in.x[i];
+}
+}  // namespace opsdk_op_bt_plain
+"""
+
+
 def write_workspace(root: Path) -> None:
     opdefs = root / "opdefs"
     opdefs.mkdir(parents=True)
@@ -89,6 +114,8 @@ def write_workspace(root: Path) -> None:
     (opdefs / "bt_factor.h").write_text("#pragma once\n#define BT_FACTOR 2\n")
     (opdefs / "bt_shift.yaml").write_text(SHIFT_YAML)
     (opdefs / "bt_shift_cpu.cc").write_text(SHIFT_CPU)
+    (opdefs / "bt_plain.yaml").write_text(PLAIN_YAML)
+    (opdefs / "bt_plain_cpu.cc").write_text(PLAIN_CPU)
 
 
 def compiled(report) -> list[str]:
@@ -109,20 +136,30 @@ def ws(tmp_path_factory):
 
 def test_first_build_compiles_every_op_into_a_loadable_module(ws):
     root, report = ws
-    assert compiled(report) == ["bt_shift", "bt_twice"]
+    assert compiled(report) == ["bt_plain", "bt_shift", "bt_twice"]
+    assert {r.parts for r in report.compiled} == {("glue", "kernel", "link")}
     manifest = json.loads((root / "build/cpu/bt_twice/manifest.json").read_text())
     assert re.fullmatch(r"_opsdk_bt_twice_[0-9a-f]{12}", manifest["module"])
+    assert manifest["module"] == f"_opsdk_bt_twice_{manifest['key'][:12]}"
     assert manifest["file"] == manifest["module"] + extension_suffix()
     assert "opdefs/bt_factor.h" in manifest["sources"]
+    objects = {o["role"]: o for o in manifest["objects"]}
+    assert "opdefs/bt_factor.h" in objects["kernel"]["sources"]
+    # The glue never sees the kernel or its headers; the kernel unit never sees pybind11.
+    assert not any("bt_factor" in h or "bt_twice_cpu" in h for h in objects["glue"]["sources"])
+    assert any("pybind11" in h for h in objects["glue"]["sources"])
+    assert not any("pybind11" in h for h in objects["kernel"]["sources"])
     np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(4.0)), [0, 2, 4, 6])
+    np.testing.assert_array_equal(kernel(root, "bt_twice")(np.arange(2, dtype=np.float32)), [0, 2])
     np.testing.assert_array_equal(kernel(root, "bt_shift")(np.arange(3.0), 1.5), [1.5, 2.5, 3.5])
+    np.testing.assert_array_equal(kernel(root, "bt_plain")(np.arange(2.0)), [0, -1])
 
 
 def test_second_build_compiles_nothing(ws):
     root, _ = ws
     report = build_workspace(root, progress=False)
     assert compiled(report) == []
-    assert sorted(r.op for r in report.up_to_date) == ["bt_shift", "bt_twice"]
+    assert sorted(r.op for r in report.up_to_date) == ["bt_plain", "bt_shift", "bt_twice"]
 
 
 def test_noop_cli_build_is_fast(ws):
@@ -132,7 +169,7 @@ def test_noop_cli_build_is_fast(ws):
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     assert proc.returncode == 0, proc.stderr
-    assert "0 compiled, 2 up to date" in proc.stdout
+    assert "0 compiled, 3 up to date" in proc.stdout
     # The target is < 1 s; the margin absorbs a loaded shared test machine.
     assert elapsed < 2.5, f"no-op build took {elapsed:.2f} s"
 
@@ -149,13 +186,43 @@ def test_editing_an_included_header_rebuilds_only_its_op(ws):
     assert len(list((root / "build/cpu/bt_twice").glob("_opsdk_*"))) == 1
 
 
+def _objects(root: Path, op: str) -> dict[str, tuple[str, int]]:
+    """role -> (object file, its mtime) as the op's manifest lists them."""
+    manifest = json.loads((root / f"build/cpu/{op}/manifest.json").read_text())
+    folder = root / f"build/cpu/{op}/obj"
+    return {o["role"]: (o["file"], (folder / o["file"]).stat().st_mtime_ns)
+            for o in manifest["objects"]}
+
+
 def test_editing_a_kernel_rebuilds_only_that_op(ws):
     root, _ = ws
+    before = _objects(root, "bt_shift")
     path = root / "opdefs/bt_shift_cpu.cc"
     path.write_text(SHIFT_CPU.replace("in.x[i] + ", "2 * in.x[i] + "))
     report = build_workspace(root, progress=False)
     assert compiled(report) == ["bt_shift"]
+    # Only the kernel's object recompiled; the glue object is the one of the last build.
+    assert report.compiled[0].parts == ("kernel", "link")
+    after = _objects(root, "bt_shift")
+    assert after["glue"] == before["glue"] and after["kernel"] != before["kernel"]
+    assert sorted(p.name for p in (root / "build/cpu/bt_shift/obj").iterdir()) == sorted(
+        [after["glue"][0], after["glue"][0][:-2] + ".json",
+         after["kernel"][0], after["kernel"][0][:-2] + ".json"])
     np.testing.assert_array_equal(kernel(root, "bt_shift")(np.arange(3.0), 1.0), [1, 3, 5])
+
+
+def test_editing_a_declaration_rebuilds_both_objects(ws):
+    root, _ = ws
+    path = root / "opdefs/bt_shift.yaml"
+    good = path.read_text()
+    # A new attr doc changes bt_shift_op.h, which both units include.
+    path.write_text(good.replace("default: 0.0}", "default: 0.0, doc: added}"))
+    try:
+        report = build_workspace(root, progress=False)
+        assert compiled(report) == ["bt_shift"]
+        assert report.compiled[0].parts == ("glue", "kernel", "link")
+    finally:
+        path.write_text(good)
 
 
 def test_changed_flags_rebuild_and_the_loader_warns_on_a_newer_kernel(ws, monkeypatch):
@@ -200,21 +267,48 @@ def test_compile_error_names_the_kernel_line_and_keeps_the_last_good_build(ws):
     assert compiled(build_workspace(root, ops=["bt_twice"], progress=False)) == []
 
 
-def test_kernel_with_a_wrong_signature_is_a_build_error_with_the_declaration(ws):
+@pytest.mark.parametrize("op, ours, expected", [
+    # a template: the kernel unit's explicit instantiation finds no definition
+    ("bt_twice", "const Dims& dims, const Attrs&)", "`opsdk_op_bt_twice::cpu(const Inputs<T>&"),
+    # a plain function: it compiles as an overload; the linked artefact lacks the declared one
+    ("bt_plain", "const Dims& dims, const Attrs&)", "`opsdk_op_bt_plain::cpu(opsdk_op_bt_plain::"),
+])
+def test_kernel_with_a_wrong_signature_is_a_build_error_with_the_declaration(ws, op, ours,
+                                                                             expected):
     root, _ = ws
-    path = root / "opdefs/bt_twice_cpu.cc"
+    path = root / f"opdefs/{op}_cpu.cc"
     good = path.read_text()
-    path.write_text(good.replace("const Dims& dims, const Attrs&)", "const Dims& dims)"))
+    path.write_text(good.replace(ours, "const Dims& dims)"))
     try:
         with pytest.raises(BuildError) as err:
-            build_workspace(root, ops=["bt_twice"], progress=False)
+            build_workspace(root, ops=[op], progress=False)
     finally:
         path.write_text(good)
     message = str(err.value)
-    assert message.startswith("opdefs/bt_twice_cpu.cc: error: the cpu kernel does not define "
-                              "`opsdk_op_bt_twice::cpu<")
-    assert "generated/cpp/bt_twice_op.h" in message
+    assert message.startswith(f"opdefs/{op}_cpu.cc: error: the cpu kernel does not define "
+                              f"{expected}"), message
+    assert f"generated/cpp/{op}_op.h" in message
     assert "const Dims& dims, const Attrs& attrs);" in message
+    assert len(message.splitlines()) <= 8, message
+
+
+def test_a_failed_kernel_keeps_the_glue_object_for_the_next_build(ws):
+    root, _ = ws
+    yaml_path, kernel_path = root / "opdefs/bt_shift.yaml", root / "opdefs/bt_shift_cpu.cc"
+    good_yaml, good_kernel = yaml_path.read_text(), kernel_path.read_text()
+    yaml_path.write_text(good_yaml.replace("default: 0.0}", "default: 0.0, doc: again}"))
+    kernel_path.write_text(good_kernel.replace("out.y[i] = ", "out.y[i] = oops + "))
+    try:
+        with pytest.raises(BuildError, match="oops"):
+            build_workspace(root, ops=["bt_shift"], progress=False)
+        kernel_path.write_text(good_kernel)
+        report = build_workspace(root, ops=["bt_shift"], progress=False)
+        # The glue compiled in the failed build is reused: only the fixed kernel compiles.
+        assert report.compiled[0].parts == ("kernel", "link")
+        np.testing.assert_array_equal(kernel(root, "bt_shift")(np.arange(2.0), 0.25), [0.25, 2.25])
+    finally:
+        yaml_path.write_text(good_yaml)
+        kernel_path.write_text(good_kernel)
 
 
 def test_stale_temp_files_and_orphan_artefacts_are_removed(ws):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from opsdk.codegen.compiler import build_key, read_depfile, Toolchain
 from opsdk.codegen.diagnostics import (expected_signature, parse_diagnostics,
-                                       summarize_failure)
+                                       summarize_failure, uninstantiated_kernels)
 
 ROOT = Path("/ws")
 
@@ -119,3 +119,13 @@ def test_key_changes_with_each_input():
     assert base != build_key({"a.cc": "1"}, ["-O2"], tc, "py3.11")
     assert base != build_key({"a.cc": "1"}, ["-O3"], Toolchain("cpu", "g++", "g++ 13"), "py3.11")
     assert base != build_key({"a.cc": "1"}, ["-O3"], tc, "py3.12")
+
+
+def test_uninstantiated_kernels_are_read_from_the_kernel_unit():
+    out = ("generated/cpp/foo_kernel.cc:9:90: error: explicit instantiation of 'void opsdk_op_foo"
+           "::cpu(const Inputs<T>&, Outputs<T>&, const Dims&, const Attrs&) [with T = float]' but "
+           "no definition available [-fpermissive]\n") * 2
+    assert uninstantiated_kernels(out) == (
+        "opsdk_op_foo::cpu(const Inputs<T>&, Outputs<T>&, const Dims&, const Attrs&) "
+        "[with T = float]",)
+    assert uninstantiated_kernels("opdefs/foo_cpu.cc:3:1: error: expected ';'") == ()

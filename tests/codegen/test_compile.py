@@ -76,11 +76,12 @@ def built(tmp_path_factory):
     cpp.mkdir(parents=True)
     (cpp / "tiny_op.h").write_text(render.render_op_header(spec))
     (cpp / "tiny_binding.cc").write_text(render.render_binding(spec))
+    (cpp / "tiny_kernel.cc").write_text(render.render_kernel_unit(spec))
     target = root / f"_tiny_glue{sysconfig.get_config_var('EXT_SUFFIX')}"
     command = ["g++", "-O1", "-std=c++17", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror",
                "-DOPSDK_MODULE_NAME=_tiny_glue", f"-I{root}", f"-I{cpp}", f"-I{INCLUDE}",
                f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}",
-               str(cpp / "tiny_binding.cc"), "-o", str(target)]
+               str(cpp / "tiny_binding.cc"), str(cpp / "tiny_kernel.cc"), "-o", str(target)]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-4000:]
     module_spec = importlib.util.spec_from_file_location("_tiny_glue", target)

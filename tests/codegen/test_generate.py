@@ -35,8 +35,10 @@ def test_writes_the_files_of_this_workspace_only(tmp_path):
     root = _workspace(tmp_path)
     result = generate_workspace(root)
     assert _files(root) == [
-        "generated/cpp/cast_op_binding.cc", "generated/cpp/cast_op_op.h",
-        "generated/cpp/list_op_binding.cc", "generated/cpp/list_op_op.h",
+        "generated/cpp/cast_op_binding.cc", "generated/cpp/cast_op_kernel.cc",
+        "generated/cpp/cast_op_op.h",
+        "generated/cpp/list_op_binding.cc", "generated/cpp/list_op_kernel.cc",
+        "generated/cpp/list_op_op.h",
         "generated/cuda/cast_op_cuda_binding.cu", "generated/cuda/list_op_cuda_binding.cu",
         "generated/python/ops.py", "generated/python/ops.pyi"]
     assert sorted(result.changed) == _files(root)
@@ -77,6 +79,7 @@ def test_removed_op_deletes_its_generated_files_but_not_foreign_ones(tmp_path):
     assert "generated/cpp/list_op_binding.cc" in check.stale
     result = generate_workspace(root)
     assert set(result.deleted) == {"generated/cpp/list_op_binding.cc", "generated/cpp/list_op_op.h",
+                                   "generated/cpp/list_op_kernel.cc",
                                    "generated/cuda/list_op_cuda_binding.cu"}
     assert mine.exists() and not is_generated(mine)
     assert "def list_op(" not in (root / "generated/python/ops.py").read_text()

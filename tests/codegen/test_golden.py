@@ -18,6 +18,7 @@ def _rendered(root) -> dict[str, str]:
     for spec in specs:
         files[f"{spec.name}_op.h"] = render.render_op_header(spec)
         files[f"{spec.name}_binding.cc"] = render.render_binding(spec)
+        files[f"{spec.name}_kernel.cc"] = render.render_kernel_unit(spec)
         if spec.kernel("cuda"):
             files[f"{spec.name}_cuda_binding.cu"] = render.render_cuda_binding(spec)
     files["ops.py"] = render.render_wrappers(specs, "golden")

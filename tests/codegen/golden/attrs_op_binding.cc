@@ -2,9 +2,9 @@
 //
 // pybind11 glue of op 'attrs_op' on the CPU: checks the inputs against the declaration, binds
 // the dims, allocates the outputs, dispatches on the dtypes and runs the kernel without the GIL.
+// The kernel is compiled apart, in generated/cpp/attrs_op_kernel.cc; this file sees only its declaration.
 #include "opsdk/glue.h"
 #include "attrs_op_op.h"
-#include "opdefs/attrs_op_cpu.cc"
 
 namespace py = pybind11;
 

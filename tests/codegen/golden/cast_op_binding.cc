@@ -2,9 +2,9 @@
 //
 // pybind11 glue of op 'cast_op' on the CPU: checks the inputs against the declaration, binds
 // the dims, allocates the outputs, dispatches on the dtypes and runs the kernel without the GIL.
+// The kernel is compiled apart, in generated/cpp/cast_op_kernel.cc; this file sees only its declaration.
 #include "opsdk/glue.h"
 #include "cast_op_op.h"
-#include "opdefs/cast_op_cpu.cc"
 
 namespace py = pybind11;
 
