@@ -22,14 +22,29 @@ def _expand(xp, grad_y, x, axes):
     return xp.broadcast_to(kept, x.shape)
 
 
+def _expand_copy(xp, grad_y, x, axes):
+    """_expand as a new writeable array (a gradient may be accumulated in place). Assigning into
+    an empty array broadcasts in C: several times cheaper than broadcast_to + copy on small x."""
+    out = xp.empty(x.shape, dtype=grad_y.dtype)
+    out[...] = xp.reshape(grad_y, _kept_shape(x.shape, axes))
+    return out
+
+
+def _is_numpy(xp):
+    return xp.__name__ == "numpy"
+
+
 def reduce_sum(xp, x, axes, keepdims):
-    # dtype=x.dtype: NumPy would widen small ints to int64; the op keeps T.
-    return xp.asarray(xp.sum(x, axis=_axes(axes, x.ndim), keepdims=keepdims, dtype=x.dtype))
+    # dtype=x.dtype: NumPy would widen small ints to int64; the op keeps T. On NumPy the ufunc's
+    # reduce skips np.sum's Python-level dispatch (the same reduction, a third of the cost).
+    axis = _axes(axes, x.ndim)
+    total = (xp.add.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype) if _is_numpy(xp)
+             else xp.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype))
+    return xp.asarray(total)
 
 
 def reduce_sum_grad(xp, x, grad_y, axes, keepdims):
-    # A copy: broadcast_to gives a read-only view, and a gradient may be accumulated in place.
-    return xp.array(_expand(xp, grad_y, x, _axes(axes, x.ndim)), copy=True)
+    return _expand_copy(xp, grad_y, x, _axes(axes, x.ndim))
 
 
 def reduce_mean(xp, x, axes, keepdims):
