@@ -116,8 +116,9 @@ def _warn_if_stale(spec: OpSpec, built: BuiltKernel) -> None:
     """
     kernel = spec.kernel(built.device)
     local = [s for s in built.sources if not Path(s).is_absolute()]
-    candidates = ([kernel.source] if kernel else []) + local
     digests = dict(built.digests)
+    # The digests also cover the generated units and <op>_op.h (a declaration edit).
+    candidates = ([kernel.source] if kernel else []) + local + sorted(digests)
     built_at = built.artefact.stat().st_mtime
     for rel in dict.fromkeys(candidates):
         source = Path(spec.workspace) / rel

@@ -246,6 +246,22 @@ def test_changed_flags_rebuild_and_the_loader_warns_on_a_newer_kernel(ws, monkey
     source.write_text(source.read_text().replace("// edited\n", ""))
 
 
+def test_loader_warns_when_the_op_header_changed_after_the_build(ws, monkeypatch):
+    root, _ = ws
+    header = root / "generated/cpp/bt_twice_op.h"
+    good = header.read_text()
+    future = time.time() + 60
+    monkeypatch.setattr(loader, "_resolved", {})
+    monkeypatch.setattr(loader, "_modules", {})
+    try:
+        header.write_text(good + "// a declaration edit, not built yet\n")
+        os.utime(header, (future, future))
+        with pytest.warns(UserWarning, match=r"op 'bt_twice': generated/cpp/bt_twice_op.h changed"):
+            kernel(root, "bt_twice")
+    finally:
+        header.write_text(good)
+
+
 def test_compile_error_names_the_kernel_line_and_keeps_the_last_good_build(ws):
     root, _ = ws
     path = root / "opdefs/bt_twice_cpu.cc"
