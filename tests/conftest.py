@@ -7,6 +7,12 @@ import importlib.util
 import pytest
 
 
+def pytest_addoption(parser):
+    # Declared at the root so it exists however pytest is started (tests/codegen uses it).
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite tests/codegen/golden/ from the current templates")
+
+
 @pytest.fixture
 def cupy():
     """CuPy with a usable CUDA device, or the test is skipped saying which of the two is missing."""

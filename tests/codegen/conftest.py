@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-GOLDEN_DIR = Path(__file__).parent / "golden"
-
-
-def pytest_addoption(parser):
-    parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/codegen/golden/ from the current templates")
-
 
 @pytest.fixture
 def update_golden(request) -> bool:
-    # The option exists when pytest starts from tests/codegen (`pytest tests/codegen --update-golden`).
+    # `pytest tests/codegen --update-golden` (the option is declared in tests/conftest.py).
     return bool(request.config.getoption("--update-golden", default=False))

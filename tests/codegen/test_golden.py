@@ -5,11 +5,14 @@ After an intended template change: `pytest tests/codegen --update-golden`, then 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codegen_fixtures import REPRESENTATIVE, parse_one, write_workspace
-from conftest import GOLDEN_DIR
 from opsdk.codegen import render
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
 
 
 def _rendered(root) -> dict[str, str]:
