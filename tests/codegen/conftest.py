@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+
 @pytest.fixture
 def update_golden(request) -> bool:
     # `pytest tests/codegen --update-golden` (the option is declared in tests/conftest.py).
