@@ -131,7 +131,7 @@ def test_correct_twin_passes(python_workspace, capsys):
     assert code == 0, out
     # Cases with an empty x (dims may be 0) are drawn but not counted: at most 8 are.
     # "-" under attrs: the cube has no attrs to draw.
-    row = re.search(r"good_cube\s+python\s+(\d+)\s+-\s+(\S+)\s+pass", out)
+    row = re.search(r"good_cube\s+python\s+(\d+)\s+-\s+(\S+)\s+float64 rtol=0\.0001 atol=1e-06\s+pass", out)
     assert row and 1 <= int(row.group(1)) <= 8 and float(row.group(2)) <= 1.0, out
     assert "all gradients agree" in out
 
@@ -146,7 +146,7 @@ def test_gradient_ops_are_listed_as_skipped(python_workspace, capsys):
 def test_an_op_refusing_every_case_is_an_error_not_a_pass(python_workspace, capsys):
     code = main(["gradcheck", "refusing_cube", "-C", str(python_workspace), "--max-examples", "5"])
     out = capsys.readouterr().out
-    assert code == 1 and re.search(r"refusing_cube\s+python\s+0\s+-\s+-\s+error", out), out
+    assert code == 1 and re.search(r"refusing_cube\s+python\s+0\s+-\s+-\s+float64 rtol=0\.0001 atol=1e-06\s+error", out), out
     assert "no valid case could be drawn" in out and "refuses every input" in out
 
 
