@@ -208,7 +208,7 @@ def bench_opsdk(root: Path, repeats: int, slow_repeats: int) -> list[Summary]:
 
 def check_ops_run(root: Path) -> None:
     """The built ops must compute what their bodies say; otherwise the timings mean nothing."""
-    script = ("import numpy as np\nfrom opsdk.runtime.ops_module import load_ops\n"
+    script = ("import numpy as np\nfrom opsdk.runtime.frontend.ops_module import load_ops\n"
               "ops = load_ops('.')\nx = np.ones((2, 3), np.float32)\n"
               "print(float(ops.scale(x, scale=3.0)[0, 0]), float(ops.shift(x, scale=2.0)[0, 0]))\n")
     _, output = run_timed([sys.executable, "-c", script], root)

@@ -19,10 +19,10 @@ import time
 import numpy as np
 
 from opsdk.registry import load_callable, load_registry
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.graph import Graph, placeholder
-from opsdk.runtime.tensor import Tensor
-from opsdk.runtime.session import Session
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.exec.session import Session
 
 
 def best_of(fn, repeats: int) -> float:

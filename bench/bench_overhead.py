@@ -164,7 +164,7 @@ def build_raw_extension(workdir: Path):
     """Compile RAW_SOURCE with the exact flag list `opsdk build` uses for a cpu kernel; load it."""
     import importlib.util
 
-    from opsdk.codegen.compiler import (compile_command, extension_suffix, find_toolchain,
+    from opsdk.build.compiler import (compile_command, extension_suffix, find_toolchain,
                                         flag_template, run_compiler)
 
     toolchain = find_toolchain("cpu")
@@ -226,7 +226,7 @@ def raw_rows(x, y, glue, settings: Settings) -> list[Row]:
 def bench_call(settings: Settings) -> None:
     from opsdk import ops
     from opsdk.registry import load_registry
-    from opsdk.runtime.loader import load_kernel
+    from opsdk.runtime.kernels.loader import load_kernel
 
     x = np.full((1, 1), 0.5, np.float32)
     y = np.full((1, 1), -0.25, np.float32)

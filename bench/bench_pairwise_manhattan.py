@@ -72,8 +72,8 @@ def make_opsdk(case: Case, x, y, g):
 
 def make_opsdk_session(case: Case, x, y, g):
     from opsdk import ops
-    from opsdk.runtime.graph import Graph, placeholder
-    from opsdk.runtime.session import Session
+    from opsdk.runtime.ir.graph import Graph, placeholder
+    from opsdk.runtime.exec.session import Session
     if case.kind != "forward":
         raise Skip("forward only")
     graph = Graph()

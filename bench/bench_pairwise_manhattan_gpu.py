@@ -75,7 +75,7 @@ def median_seconds(fn: Callable[[], object], sync: Callable[[], None], repeats: 
 
 def opsdk_kernels():
     from opsdk.registry import load_registry
-    from opsdk.runtime.loader import load_kernel
+    from opsdk.runtime.kernels.loader import load_kernel
     registry = load_registry()
     return (load_kernel(registry.get("pairwise_manhattan"), "cuda"),
             load_kernel(registry.get("pairwise_manhattan_grad"), "cuda"))

@@ -20,20 +20,20 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    **{name: "opsdk.runtime.graph" for name in (
+    **{name: "opsdk.runtime.ir.graph" for name in (
         "Graph", "GraphKeys", "Operation", "Tensor", "constant", "control_dependencies", "device",
         "get_default_graph", "name_scope", "placeholder", "reset_default_graph")},
-    **{name: "opsdk.runtime.session" for name in ("Session", "SessionConfig")},
-    **{name: "opsdk.runtime.variables" for name in (
+    **{name: "opsdk.runtime.exec.session" for name in ("Session", "SessionConfig")},
+    **{name: "opsdk.runtime.frontend.variables" for name in (
         "Variable", "global_variables", "global_variables_initializer", "trainable_variables")},
-    **{name: "opsdk.runtime.api" for name in ("apply_op", "workspace_applier")},
-    **{name: "opsdk.runtime.control_flow" for name in ("cond", "while_loop")},
-    "gradients": "opsdk.runtime.gradients",
-    **{name: "opsdk.runtime.optimizers" for name in (
+    **{name: "opsdk.runtime.frontend.api" for name in ("apply_op", "workspace_applier")},
+    **{name: "opsdk.runtime.control_flow.builders" for name in ("cond", "while_loop")},
+    "gradients": "opsdk.runtime.autodiff.gradients",
+    **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
         "RMSPropOptimizer")},
-    **{name: "opsdk.runtime.saver" for name in ("Saver", "latest_checkpoint")},
-    "load_ops": "opsdk.runtime.ops_module",
+    **{name: "opsdk.runtime.train.saver" for name in ("Saver", "latest_checkpoint")},
+    "load_ops": "opsdk.runtime.frontend.ops_module",
     "load_registry": "opsdk.registry",
     "OpsdkError": "opsdk.registry.errors",
     "OpError": "opsdk.registry.errors",
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
     if name == "ops":
         # The wrappers of the ops this repository declares (builtin + pairwise_manhattan).
         from opsdk.registry import BUILTIN_ROOT
-        from opsdk.runtime.ops_module import load_ops
+        from opsdk.runtime.frontend.ops_module import load_ops
         value = load_ops(BUILTIN_ROOT)
     elif name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -12,7 +12,7 @@ from opsdk.registry import BUILTIN_ROOT
 
 
 def _builtin_ops():
-    from opsdk.runtime.ops_module import load_ops
+    from opsdk.runtime.frontend.ops_module import load_ops
 
     return load_ops(BUILTIN_ROOT)
 

@@ -21,16 +21,16 @@ import numpy as np
 
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.control_flow import cond, while_loop
-from opsdk.runtime.gradients import gradients
-from opsdk.runtime.graph import (Graph, GraphKeys, Operation, Tensor, constant,
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.ir.graph import (Graph, GraphKeys, Operation, Tensor, constant,
                                  control_dependencies, device, dtype_name, get_default_graph,
                                  name_scope, placeholder, reset_default_graph)
-from opsdk.runtime.optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
+from opsdk.runtime.train.optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
                                       MomentumOptimizer, Optimizer, RMSPropOptimizer)
-from opsdk.runtime.saver import Saver, latest_checkpoint
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import (Variable, global_variables, global_variables_initializer,
+from opsdk.runtime.train.saver import Saver, latest_checkpoint
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import (Variable, global_variables, global_variables_initializer,
                                      trainable_variables)
 
 __all__ = ["Graph", "GraphKeys", "Operation", "Tensor", "Session", "Variable", "placeholder",

@@ -25,8 +25,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Build, then print the notes and a one-line summary; compile errors exit 1."""
-    from ..codegen.build import build_workspace
-    from ..codegen.diagnostics import BuildError
+    from ..build.driver import build_workspace
+    from ..build.diagnostics import BuildError
 
     if args.jobs is not None and args.jobs < 1:
         print("opsdk build: error: -j needs a positive number of jobs", file=sys.stderr)

@@ -13,7 +13,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     """Add the `graph` parser."""
     p = subparsers.add_parser(
         "graph", help="draw an exported graph (.json) as DOT or SVG",
-        description="Read a graph written by opsdk.runtime.serialize.save_graph and print its "
+        description="Read a graph written by opsdk.runtime.io.serialize.save_graph and print its "
                     "Graphviz DOT text, or write it to -o FILE (.dot, or .svg when Graphviz's "
                     "`dot` is installed).")
     p.add_argument("file", type=Path, metavar="FILE.json", help="the exported graph")
@@ -24,8 +24,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Load the graph against the workspace's ops, then print or render it."""
-    from ..runtime.dot import render, to_dot
-    from ..runtime.serialize import load_graph
+    from ..runtime.io.dot import render, to_dot
+    from ..runtime.io.serialize import load_graph
 
     graph = load_graph(args.file, _registry(args))
     if args.output is None:

@@ -13,7 +13,7 @@ from opsdk.registry.spec import OpSpec
 def call_op(registry: Any, spec: OpSpec, inputs: dict[str, Any], attrs: dict[str, Any],
             device: str) -> tuple:
     """Run `spec` on `device` with inputs by name; always a tuple of outputs (NumPy arrays)."""
-    from opsdk.runtime.api import apply_op
+    from opsdk.runtime.frontend.api import apply_op
 
     args = [list(inputs[t.name]) if t.is_list else inputs[t.name] for t in spec.inputs]
     result = apply_op(registry, spec.name, args, attrs, device=device)

@@ -221,7 +221,7 @@ def test_cuda_on_without_nvcc_is_a_user_error(capsys, tmp_path, monkeypatch):
 
 
 def test_cuda_auto_explains_why_cuda_kernels_are_skipped(monkeypatch):
-    from opsdk.codegen import build
+    from opsdk.build import driver as build
 
     monkeypatch.setenv("OPSDK_NVCC", "no-such-nvcc")
     assert build._cuda_toolchain("auto") == (

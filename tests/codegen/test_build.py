@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from opsdk.codegen.build import build_workspace
-from opsdk.codegen.compiler import extension_suffix
-from opsdk.codegen.diagnostics import BuildError
+from opsdk.build.driver import build_workspace
+from opsdk.build.compiler import extension_suffix
+from opsdk.build.diagnostics import BuildError
 from opsdk.registry import KernelNotBuiltError, load_registry
-from opsdk.runtime import loader
-from opsdk.runtime.loader import load_kernel
+from opsdk.runtime.kernels import loader
+from opsdk.runtime.kernels.loader import load_kernel
 
 pytestmark = pytest.mark.slow
 

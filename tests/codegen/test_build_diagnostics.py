@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opsdk.codegen.compiler import build_key, read_depfile, Toolchain
-from opsdk.codegen.diagnostics import (expected_signature, parse_diagnostics,
+from opsdk.build.compiler import build_key, read_depfile, Toolchain
+from opsdk.build.diagnostics import (expected_signature, parse_diagnostics,
                                        summarize_failure, uninstantiated_kernels)
 
 ROOT = Path("/ws")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from opsdk.registry import KernelNotBuiltError, load_registry
-from opsdk.runtime.loader import load_kernel
+from opsdk.runtime.kernels.loader import load_kernel
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from opsdk.registry import BUILTIN_ROOT, load_registry
-from opsdk.runtime.ops_module import load_ops
+from opsdk.runtime.frontend.ops_module import load_ops
 
 
 def _python_kernel_ops() -> list[str]:

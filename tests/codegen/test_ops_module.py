@@ -8,7 +8,7 @@ import pytest
 from codegen_fixtures import write_workspace
 from opsdk.codegen.generate import generate_workspace
 from opsdk.registry import OpsdkError
-from opsdk.runtime.ops_module import load_ops
+from opsdk.runtime.frontend.ops_module import load_ops
 
 TWICE = """
     op: twice

@@ -48,9 +48,9 @@ def test_writes_a_valid_declaration(tmp_path):
 
 @pytest.mark.slow
 def test_scaffold_builds_and_says_the_body_is_missing(tmp_path):
-    from opsdk.codegen.build import build_workspace
-    from opsdk.runtime.loader import load_kernel
-    from opsdk.runtime.ops_module import load_ops
+    from opsdk.build.driver import build_workspace
+    from opsdk.runtime.kernels.loader import load_kernel
+    from opsdk.runtime.frontend.ops_module import load_ops
 
     scaffold_op(tmp_path, "scale_me")
     build_workspace(tmp_path, cuda="off", progress=False)

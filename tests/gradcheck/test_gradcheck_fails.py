@@ -166,7 +166,7 @@ def test_unknown_op_is_one_clear_error(python_workspace, capsys):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build a C++ kernel")
 def test_wrong_cpp_gradient_fails_and_an_unbuilt_kernel_says_build(tmp_path, capsys):
-    from opsdk.codegen.build import build_workspace
+    from opsdk.build.driver import build_workspace
 
     root = _workspace(tmp_path, {"cpp_cube": "cpu: cpp_cube_grad_cpu.cc"})
     (root / "opdefs" / "cpp_cube_grad_cpu.cc").write_text(CPU_CUBE_GRAD_WRONG.format(name="cpp_cube"))

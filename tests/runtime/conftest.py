@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from opsdk.registry import BUILTIN_ROOT, Registry, load_callable, parse_opdef
-from opsdk.runtime.graph import Graph
+from opsdk.runtime.ir.graph import Graph
 
 TEST_OPS = """
 op: counted_add

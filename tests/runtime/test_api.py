@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime import call_cache
-from opsdk.runtime.api import apply_op, workspace_applier
-from opsdk.runtime.call_cache import EAGER_CALLS, eager_key
-from opsdk.runtime.graph import Graph, Tensor, placeholder
-from opsdk.runtime.session import Session
+from opsdk.runtime.kernels import call_cache
+from opsdk.runtime.frontend.api import apply_op, workspace_applier
+from opsdk.runtime.kernels.call_cache import EAGER_CALLS, eager_key
+from opsdk.runtime.ir.graph import Graph, Tensor, placeholder
+from opsdk.runtime.exec.session import Session
 
 
 def test_eager_call_returns_numpy(registry):
@@ -90,7 +90,7 @@ def test_workspace_applier_binds_its_registry_once(tmp_path):
     np.testing.assert_array_equal(ops("add", [np.ones(2), np.ones(2)], {}), [2.0, 2.0])
 
 
-# ---- the eager call cache (opsdk/runtime/call_cache.py) ---------------------------------------
+# ---- the eager call cache (opsdk/runtime/kernels/call_cache.py) ---------------------------------------
 
 def _message(call) -> str:
     with pytest.raises(OpsdkError) as err:

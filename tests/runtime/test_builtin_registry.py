@@ -10,7 +10,7 @@ import pytest
 from opsdk.registry import BUILTIN_ROOT, OpError, Registry, infer_outputs, parse_opdef
 from opsdk.registry.dtypes import FLOAT_DTYPES
 from opsdk.registry.gradients import gradient_problems
-from opsdk.runtime.api import apply_op
+from opsdk.runtime.frontend.api import apply_op
 
 BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 # Ops with float inputs that pass no gradient, on purpose (bool results, or gradient ops).

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.control_flow import cond, join_shapes, loop_intermediates, while_loop
-from opsdk.runtime.graph import constant, placeholder
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.control_flow.builders import cond, join_shapes, loop_intermediates, while_loop
+from opsdk.runtime.ir.graph import constant, placeholder
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 F32 = np.float32
 

@@ -20,8 +20,8 @@ import pytest
 
 from opsdk.registry import BUILTIN_ROOT, Registry, load_registry, parse_opdef
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime import loader
-from opsdk.runtime.api import apply_op
+from opsdk.runtime.kernels import loader
+from opsdk.runtime.frontend.api import apply_op
 
 
 # ------------------------------------------------------------------------ without CuPy or GPU

@@ -8,11 +8,11 @@ import stat
 import pytest
 
 from opsdk.cli.main import main
-from opsdk.runtime import dot as dot_module
-from opsdk.runtime.control_flow import cond, while_loop
-from opsdk.runtime.dot import render, to_dot
-from opsdk.runtime.graph import Graph, control_dependencies, placeholder
-from opsdk.runtime.serialize import save_graph
+from opsdk.runtime.io import dot as dot_module
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.io.dot import render, to_dot
+from opsdk.runtime.ir.graph import Graph, control_dependencies, placeholder
+from opsdk.runtime.io.serialize import save_graph
 
 
 def build(registry) -> Graph:

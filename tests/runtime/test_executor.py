@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.executor import StepContext, execute
-from opsdk.runtime.graph import placeholder
-from opsdk.runtime.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.ir.graph import placeholder
+from opsdk.runtime.exec.session import Session, SessionConfig
 
 
 def test_independent_nodes_run_concurrently(graph, registry, hooks):

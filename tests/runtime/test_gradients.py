@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.control_flow import cond, while_loop
-from opsdk.runtime.gradients import gradients
-from opsdk.runtime.graph import Graph, constant, placeholder
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.ir.graph import Graph, constant, placeholder
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.graph import (Graph, GraphKeys, constant, get_default_graph, placeholder)
-from opsdk.runtime.tensor import Tensor
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import (Graph, GraphKeys, constant, get_default_graph, placeholder)
+from opsdk.runtime.ir.tensor import Tensor
 
 
 def test_unique_names_and_name_scopes(graph, registry):

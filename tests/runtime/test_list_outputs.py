@@ -11,13 +11,13 @@ import pytest
 
 from opsdk.registry import Registry, parse_opdef
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.control_flow import cond, while_loop
-from opsdk.runtime.gradients import gradients
-from opsdk.runtime.graph import Graph, Tensor, placeholder
-from opsdk.runtime.serialize import export_graph, import_graph
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.ir.graph import Graph, Tensor, placeholder
+from opsdk.runtime.io.serialize import export_graph, import_graph
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 from test_gradients import check_against_numeric, numeric_grad
 
@@ -221,7 +221,7 @@ def test_a_variable_alone_builds_in_its_graph_and_in_a_loop_body(registry):
 
 
 def test_an_eager_call_with_a_variable_is_a_clear_error(registry):
-    from opsdk.runtime.api import run_eager
+    from opsdk.runtime.frontend.api import run_eager
     g = Graph(registry=registry)
     with g.as_default():
         w = Variable(np.ones((3, 2)), name="w")

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.graph import placeholder
-from opsdk.runtime.optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import placeholder
+from opsdk.runtime.train.optimizers import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer,
                                       MomentumOptimizer, RMSPropOptimizer)
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 W0 = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])
 B0 = np.array([0.1, -0.2])
@@ -141,7 +141,7 @@ def test_the_tf1_mnist_softmax_program_learns(capsys):
 
 
 def test_training_through_cond_and_while_loop(graph, registry):
-    from opsdk.runtime.control_flow import cond, while_loop
+    from opsdk.runtime.control_flow.builders import cond, while_loop
     w = Variable(np.array([1.0, -2.0, 0.5]), name="w")
     x = placeholder("float64", [3], name="x")
     total = apply_op(registry, "reduce_sum", [x], {})

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from opsdk import ops
 from opsdk.registry import load_registry
 from opsdk.registry.errors import OpError
-from opsdk.runtime.graph import Graph, placeholder
-from opsdk.runtime.loader import load_kernel
-from opsdk.runtime.session import Session
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.kernels.loader import load_kernel
+from opsdk.runtime.exec.session import Session
 
 DTYPES = (np.float32, np.float64)
 # float32 sums of p terms: the kernel and NumPy add in different orders.

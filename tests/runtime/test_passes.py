@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.graph import constant, placeholder
-from opsdk.runtime.session import Session, SessionConfig
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import constant, placeholder
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 ALL_OFF = SessionConfig(constant_folding=False, cse=False)
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.graph import Graph
-from opsdk.runtime.saver import MAGIC, Saver, latest_checkpoint, read_checkpoint
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph
+from opsdk.runtime.train.saver import MAGIC, Saver, latest_checkpoint, read_checkpoint
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
 
 def build(w_value, step_value=np.int64(0)):

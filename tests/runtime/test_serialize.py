@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.control_flow import cond, while_loop
-from opsdk.runtime.graph import Graph, constant, placeholder
-from opsdk.runtime.serialize import (VERSION, GraphFileError, decode_attr, encode_attr,
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.ir.graph import Graph, constant, placeholder
+from opsdk.runtime.io.serialize import (VERSION, GraphFileError, decode_attr, encode_attr,
                                      export_graph, import_graph, load_graph, save_graph)
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import Variable, global_variables, global_variables_initializer
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import Variable, global_variables, global_variables_initializer
 
 F32 = np.float32
 

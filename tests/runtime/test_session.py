@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime.api import apply_op
-from opsdk.runtime.graph import Graph, constant, placeholder
-from opsdk.runtime.session import Session
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import Graph, constant, placeholder
+from opsdk.runtime.exec.session import Session
 
 Pair = namedtuple("Pair", "total diff")
 

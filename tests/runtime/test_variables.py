@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.runtime.graph import placeholder
-from opsdk.runtime.session import Session
-from opsdk.runtime.variables import (Variable, global_variables, global_variables_initializer,
+from opsdk.runtime.ir.graph import placeholder
+from opsdk.runtime.exec.session import Session
+from opsdk.runtime.frontend.variables import (Variable, global_variables, global_variables_initializer,
                                      trainable_variables)
 
 

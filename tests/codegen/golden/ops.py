@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path as _Path
 
-from opsdk.runtime.api import workspace_applier as _workspace_applier
+from opsdk.runtime.frontend.api import workspace_applier as _workspace_applier
 
 # This file lives in <workspace>/generated/python/.
 _apply = _workspace_applier(_Path(__file__).resolve().parents[2])

@@ -1,0 +1,1 @@
+"""opsdk.build: the compiler driver of `opsdk build`."""

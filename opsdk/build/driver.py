@@ -1,0 +1,270 @@
+"""`opsdk build`: regenerate, then compile every stale kernel of a workspace, in parallel.
+
+Each (op, device) pair is one unit with its own folder `build/<device>/<op>/` (build_unit.py):
+on the CPU two translation units, the kernel and the pybind11 glue, compiled in parallel into
+objects cached by content key, then linked. A unit is up to date when every object's key (its
+sources, the headers its depfile listed, flags, compiler, environment: compiler.build_key) and
+the link key match its `manifest.json` and the artefact exists. Objects and artefacts are written
+under temp names and renamed; the manifest is replaced last, so a killed build leaves at worst
+unreferenced files, which the next build removes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.build.compiler import (Toolchain, environment_fingerprint, find_toolchain, link_flags,
+                       object_flags)
+from opsdk.build.state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
+                          read_state, write_state)
+from opsdk.build.progress import Display, UnitResult, make_display
+from opsdk.build.unit import (Digests, Source, Unit, UnitPlan, compile_object, finish_unit,
+                         plan_unit)
+from opsdk.build.diagnostics import BuildError
+
+CUDA_MODES = ("auto", "on", "off")
+# Per device: (role, generated source) of each translation unit, slowest first.
+_SOURCES = {"cpu": (("glue", "generated/cpp/{op}_binding.cc"),
+                    ("kernel", "generated/cpp/{op}_kernel.cc")),
+            "cuda": (("glue", "generated/cuda/{op}_cuda_binding.cu"),)}
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    """What one `build_workspace` did: per-unit results, notes (skipped devices), written files."""
+    results: tuple[UnitResult, ...]
+    notes: tuple[str, ...]
+    generated: tuple[str, ...]
+    seconds: float
+
+    def _with(self, status: str) -> tuple[UnitResult, ...]:
+        return tuple(r for r in self.results if r.status == status)
+
+    @property
+    def compiled(self) -> tuple[UnitResult, ...]:
+        return self._with("compiled")
+
+    @property
+    def up_to_date(self) -> tuple[UnitResult, ...]:
+        return self._with("up to date")
+
+    @property
+    def failed(self) -> tuple[UnitResult, ...]:
+        return self._with("failed")
+
+    def summary(self) -> str:
+        """One line: `2 compiled, 3 up to date in 8.1 s`."""
+        parts = [f"{len(self.compiled)} compiled", f"{len(self.up_to_date)} up to date"]
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        return f"{', '.join(parts)} in {self.seconds:.1f} s"
+
+
+def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optional[int] = None,
+                    cuda: str = "auto", progress: bool = True) -> BuildReport:
+    """Regenerate `generated/` and compile every stale cpu (and cuda) kernel of the workspace.
+
+    Raises BuildError (after building everything else) when a kernel fails to compile.
+
+    >>> report = build_workspace(Path("."))          # doctest: +SKIP
+    >>> [r.op for r in report.compiled]              # doctest: +SKIP
+    ['pairwise_manhattan']
+    """
+    if cuda not in CUDA_MODES:
+        raise OpsdkError(f"--cuda must be one of {', '.join(CUDA_MODES)}, not '{cuda}'")
+    start = time.perf_counter()
+    root = Path(root).resolve()
+    (root / "build").mkdir(exist_ok=True)
+    with _workspace_lock(root / "build"):
+        found, generated = _regenerate(root)
+        units, notes = _make_units(root, _select_ops(root, found, ops), cuda)
+        environment = environment_fingerprint()
+        digests = Digests(root)
+        results: list[UnitResult] = []
+        stale: list[UnitPlan] = []
+        for unit in units:
+            plan, done = plan_unit(unit, environment, digests)
+            if plan is None:
+                results.append(done)
+            else:
+                stale.append(plan)
+        results += _compile_all(stale, environment, digests, jobs, progress)
+    order = {(u.op, u.device): i for i, u in enumerate(units)}
+    results.sort(key=lambda r: order[(r.op, r.device)])
+    report = BuildReport(tuple(results), tuple(notes), generated, time.perf_counter() - start)
+    if report.failed:
+        raise BuildError("\n\n".join(r.message for r in report.failed), report)
+    return report
+
+
+@contextmanager
+def _workspace_lock(build_dir: Path) -> Iterator[None]:
+    """Serialise builds of one workspace; the OS drops the lock if its holder is killed."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(build_dir / ".lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print("waiting for another opsdk build in this workspace...", file=sys.stderr, flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _regenerate(root: Path) -> tuple[tuple[OpKernels, ...], tuple[str, ...]]:
+    """Run generation unless nothing it reads or wrote changed since the last build.
+
+    Returns the workspace's ops and the generated files that were (re)written.
+    """
+    build_dir = root / "build"
+    before = inputs_stamp(root)
+    state = read_state(build_dir)
+    if state and state.inputs == before and state.outputs == outputs_stamp(root):
+        return state.ops, ()
+    from opsdk.registry import load_registry
+    from opsdk.codegen.generate import generate_workspace
+
+    generated = generate_workspace(root)
+    found = ops_of(load_registry(root).ops_in_workspace(root))
+    # The inputs' stamp is the one taken before generating: an edit made meanwhile shows next time.
+    write_state(build_dir, GenerateState(before, outputs_stamp(root), found))
+    return found, tuple(str(p) for p in generated.changed)
+
+
+def _select_ops(root: Path, found: tuple[OpKernels, ...],
+                ops: Optional[Sequence[str]]) -> list[OpKernels]:
+    """The workspace's own ops (not builtins of another workspace), or the named ones."""
+    own = {op.name: op for op in found}
+    if not ops:
+        return list(found)
+    for name in ops:
+        if name not in own:
+            close = difflib.get_close_matches(name, list(own), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise OpsdkError(f"no op named '{name}' in workspace {root}{hint}")
+    return [own[n] for n in dict.fromkeys(ops)]
+
+
+def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[Unit], list[str]]:
+    """One unit per op and compiled device; notes say why a device was skipped."""
+    wanted = {"cpu": [s for s in specs if s.kernel("cpu")],
+              "cuda": [s for s in specs if s.kernel("cuda")]}
+    notes: list[str] = []
+    toolchains = {"cpu": _cpu_toolchain() if wanted["cpu"] else None}
+    toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if wanted["cuda"] else (None, None)
+    if cuda_note:
+        notes.append(cuda_note)
+    units = []
+    for device in ("cpu", "cuda"):
+        toolchain = toolchains[device]
+        if toolchain is None:
+            continue
+        for spec in wanted[device]:
+            units.append(_make_unit(root, spec, device, toolchain))
+    return units, notes
+
+
+def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain) -> Unit:
+    header = f"generated/cpp/{spec.name}_op.h"
+    kernel = spec.kernel(device)
+    sources = []
+    for role, template in _SOURCES[device]:
+        path = template.format(op=spec.name)
+        # What feeds a unit before its depfile says more: on cpu the glue never sees the kernel.
+        inputs = (path, header) if (device, role) == ("cpu", "glue") else (path, header, kernel)
+        sources.append(Source(role, path, object_flags(device, role, root, spec.name), inputs))
+    return Unit(spec.name, device, root, kernel, toolchain, tuple(sources), link_flags(device))
+
+
+def _cpu_toolchain() -> Toolchain:
+    toolchain = find_toolchain("cpu")
+    if toolchain is None:
+        raise OpsdkError("g++ not found on PATH: install g++ (C++17) to build cpu kernels, "
+                         "or set OPSDK_CXX to your compiler")
+    return toolchain
+
+
+def _cuda_toolchain(mode: str) -> tuple[Optional[Toolchain], Optional[str]]:
+    """nvcc when the mode asks for it: `auto` also needs a usable GPU, `on` only nvcc."""
+    if mode == "off":
+        return None, None
+    toolchain = find_toolchain("cuda")
+    if mode == "on":
+        if toolchain is None:
+            raise OpsdkError("--cuda=on but nvcc is not on PATH: install the CUDA toolkit, "
+                             "or build with --cuda=auto")
+        return toolchain, None
+    if toolchain is None:
+        return None, "cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them)"
+    if not gpu_available():
+        return None, "cuda kernels skipped: no GPU (use --cuda=on to compile anyway)"
+    return toolchain, None
+
+
+def gpu_available() -> bool:
+    """Whether CuPy imports and sees at least one GPU (only then can a cuda kernel run here)."""
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # any CUDA driver/runtime failure means: no usable GPU
+        return False
+
+
+def _compile_all(plans: list[UnitPlan], environment: str, digests: Digests,
+                 jobs: Optional[int], progress: bool) -> list[UnitResult]:
+    """Compile every stale object on one pool, linking each unit as soon as its objects are done.
+
+    The pool holds `jobs` compilers (default: one per core) across all units, slowest (glue)
+    objects first, so one op's kernel and glue compile side by side.
+    """
+    if not plans:
+        return []
+    total = sum(len(p.jobs) for p in plans)
+    workers = max(1, min(jobs or os.cpu_count() or 1, max(total, 1)))
+    display = make_display(len(plans), progress)
+    display.start()
+    results: list[UnitResult] = []
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            owner, done = {}, {i: [] for i in range(len(plans))}
+            order = sorted(((j.source.role != "glue", i, j) for i, p in enumerate(plans)
+                            for j in p.jobs), key=lambda t: t[:2])
+            for _, i, job in order:
+                future = pool.submit(compile_object, plans[i].unit, job, digests, environment)
+                owner[future] = i
+            for i, plan in enumerate(plans):
+                display.begin(plan.unit.op, plan.unit.device)
+                if not plan.jobs:  # every object cached: only a relink
+                    results.append(_finish(plan, [], environment, digests, display))
+            for future in as_completed(owner):
+                i = owner[future]
+                done[i].append(future.result())
+                if len(done[i]) == len(plans[i].jobs):
+                    results.append(_finish(plans[i], done[i], environment, digests, display))
+    finally:
+        display.stop()
+    return results
+
+
+def _finish(plan: UnitPlan, done: list, environment: str, digests: Digests,
+            display: Display) -> UnitResult:
+    result = finish_unit(plan, done, environment, digests)
+    display.end(result)
+    return result

@@ -1,0 +1,302 @@
+"""One op on one device: its translation units, their cached objects, the link, the manifest.
+
+A cpu unit compiles two translation units into objects, `<op>_kernel.cc` (the author's kernel,
+-O3, no pybind11) and `<op>_binding.cc` (the pybind11 glue), then links them into the extension;
+a cuda unit has one (the glue including the kernel). Each object is cached under
+`build/<device>/<op>/obj/` by its own content key, so a kernel edit recompiles only the kernel
+object and relinks. Next to each object, `<role>-<key>.json` records the headers its depfile
+listed and the key they gave: an object is reused only when that key still holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from opsdk.build.progress import UnitResult
+from opsdk.build.compiler import (CompileOutcome, Toolchain, build_key, extension_suffix, file_digest,
+                       link_command, object_command, read_depfile, run_compiler,
+                       undefined_kernel_symbols)
+from opsdk.build.diagnostics import (summarize_failure, summarize_missing_kernel,
+                          uninstantiated_kernels)
+
+TEMP_PREFIX = ".tmp-"
+OBJ_DIR = "obj"
+
+
+@dataclass(frozen=True)
+class Source:
+    """One translation unit of a unit: its role, the generated file, its compile flags."""
+    role: str  # "kernel" or "glue"
+    path: str  # workspace-relative
+    flags: tuple[str, ...]
+    inputs: tuple[str, ...]  # files known to feed it before any depfile (itself, header, kernel)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One op on one device, with everything needed to key, compile and link it."""
+    op: str
+    device: str
+    root: Path
+    kernel: str  # the author's kernel, workspace-relative
+    toolchain: Toolchain
+    sources: tuple[Source, ...]
+    link_flags: tuple[str, ...]
+
+    @property
+    def out_dir(self) -> Path:
+        return self.root / "build" / self.device / self.op
+
+    @property
+    def obj_dir(self) -> Path:
+        return self.out_dir / OBJ_DIR
+
+
+@dataclass(frozen=True)
+class BuiltObject:
+    """An object file ready to link: its key (sources + headers + flags) and its headers."""
+    role: str
+    key: str
+    file: str  # relative to the unit's obj/ folder
+    sources: tuple[str, ...]
+    compiled: bool = False
+    started: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class ObjectJob:
+    """A translation unit to compile: the key it is compiled under."""
+    source: Source
+    key: str
+
+
+@dataclass(frozen=True)
+class ObjectFailure:
+    """A translation unit that did not compile."""
+    source: Source
+    outcome: CompileOutcome
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """A unit that needs work: objects it can reuse and jobs it must compile, then a link."""
+    unit: Unit
+    reused: tuple[BuiltObject, ...]
+    jobs: tuple[ObjectJob, ...]
+
+
+class Digests:
+    """sha256 of workspace and header files, computed once per build (headers are shared)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, files: Sequence[str]) -> dict[str, str]:
+        out = {}
+        for f in sorted(set(files)):
+            digest = self._known.get(f)
+            if digest is None:
+                digest = file_digest(self.root / f)
+                with self._lock:
+                    self._known[f] = digest
+            out[f] = digest
+        return out
+
+
+def read_manifest(out_dir: Path) -> Optional[dict]:
+    """The last successful build of a unit, or None when absent or unreadable (then: rebuild)."""
+    try:
+        data = json.loads((out_dir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    needed = {"key", "module", "file", "sources", "objects"}
+    if not isinstance(data, dict) or not needed <= data.keys():
+        return None
+    return data
+
+
+def _object_key(unit: Unit, source: Source, headers: Sequence[str], digests: Digests,
+                environment: str) -> str:
+    files = digests.of([*source.inputs, *headers])
+    return build_key(files, source.flags, unit.toolchain, environment)
+
+
+def link_key(unit: Unit, objects: Sequence[BuiltObject], environment: str) -> str:
+    """The key of the extension: its objects' keys, the link flags, compiler and environment."""
+    return build_key({o.role: o.key for o in objects}, unit.link_flags, unit.toolchain,
+                     environment)
+
+
+def plan_unit(unit: Unit, environment: str,
+              digests: Digests) -> tuple[Optional[UnitPlan], Optional[UnitResult]]:
+    """(plan, None) when the unit must compile or relink; (None, up-to-date result) otherwise."""
+    manifest = read_manifest(unit.out_dir)
+    previous = {o["role"]: o for o in manifest["objects"]} if manifest else {}
+    reused, jobs = [], []
+    for source in unit.sources:
+        before = previous.get(source.role)
+        headers = tuple(before["sources"]) if before else ()
+        key = _object_key(unit, source, headers, digests, environment)
+        if before and before["key"] == key and (unit.obj_dir / before["file"]).is_file():
+            reused.append(BuiltObject(source.role, key, before["file"], headers))
+            continue
+        cached = _cached_object(unit, source, key, digests, environment)
+        if cached is not None:
+            reused.append(cached)
+        else:
+            jobs.append(ObjectJob(source, key))
+    if manifest and not jobs and (unit.out_dir / manifest["file"]).is_file() \
+            and manifest["key"] == link_key(unit, reused, environment):
+        clean_unit_dir(unit, manifest)
+        return None, UnitResult(unit.op, unit.device, "up to date",
+                                artefact=unit.out_dir / manifest["file"])
+    return UnitPlan(unit, tuple(reused), tuple(jobs)), None
+
+
+def _object_stem(role: str, key: str) -> str:
+    return f"{role}-{key[:16]}"
+
+
+def _cached_object(unit: Unit, source: Source, key: str, digests: Digests,
+                   environment: str) -> Optional[BuiltObject]:
+    """An object compiled under `key` by an earlier build (one that failed later, say)."""
+    stem = _object_stem(source.role, key)
+    try:
+        meta = json.loads((unit.obj_dir / f"{stem}.json").read_text())
+        headers, recorded = tuple(meta["sources"]), meta["key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (unit.obj_dir / f"{stem}.o").is_file():
+        return None
+    # The headers its depfile listed must still hash to what they were when it compiled.
+    if _object_key(unit, source, headers, digests, environment) != recorded:
+        return None
+    return BuiltObject(source.role, recorded, f"{stem}.o", headers)
+
+
+def compile_object(unit: Unit, job: ObjectJob, digests: Digests,
+                   environment: str) -> BuiltObject | ObjectFailure:
+    """Compile one translation unit to a temp name; rename it and its record into obj/."""
+    unit.obj_dir.mkdir(parents=True, exist_ok=True)
+    stem = _object_stem(job.source.role, job.key)
+    temp = unit.obj_dir / f"{TEMP_PREFIX}{stem}-{os.getpid()}"
+    temp_obj, temp_dep = temp.with_suffix(".o"), temp.with_suffix(".d")
+    command = object_command(unit.toolchain, job.source.flags, job.source.path, str(temp_obj),
+                             str(temp_dep))
+    started = time.perf_counter()
+    outcome = run_compiler(command, unit.root)
+    if not outcome.ok:
+        for path in (temp_obj, temp_dep):
+            path.unlink(missing_ok=True)
+        return ObjectFailure(job.source, outcome)
+    inputs = set(job.source.inputs)
+    headers = tuple(d for d in read_depfile(temp_dep, unit.root) if d not in inputs)
+    temp_dep.unlink(missing_ok=True)
+    key = _object_key(unit, job.source, headers, digests, environment)
+    os.replace(temp_obj, unit.obj_dir / f"{stem}.o")
+    # The record goes last: an object without one is never reused.
+    record = temp.with_suffix(".json")
+    record.write_text(json.dumps({"key": key, "sources": list(headers)}, indent=1) + "\n")
+    os.replace(record, unit.obj_dir / f"{stem}.json")
+    return BuiltObject(job.source.role, key, f"{stem}.o", headers, True, started, outcome.seconds)
+
+
+def finish_unit(plan: UnitPlan, done: Sequence[BuiltObject | ObjectFailure], environment: str,
+                digests: Digests) -> UnitResult:
+    """Link the unit's objects into its extension and write its manifest (or report failures)."""
+    unit = plan.unit
+    failures = [d for d in done if isinstance(d, ObjectFailure)]
+    built = [d for d in done if isinstance(d, BuiltObject)]
+    compile_seconds = sum(b.seconds for b in built)
+    if failures:
+        return _failure(unit, failures, compile_seconds)
+    order = [s.role for s in unit.sources]
+    objects = sorted([*plan.reused, *built], key=lambda o: order.index(o.role))
+    key = link_key(unit, objects, environment)
+    module = f"_opsdk_{unit.op}_{key[:12]}"
+    suffix = extension_suffix()
+    temp_out = unit.out_dir / f"{TEMP_PREFIX}{module}-{os.getpid()}{suffix}"
+    command = link_command(unit.toolchain, unit.link_flags,
+                           [str(unit.obj_dir / o.file) for o in objects], str(temp_out), module,
+                           unit.op)
+    outcome = run_compiler(command, unit.root)
+    missing = undefined_kernel_symbols(temp_out, f"opsdk_op_{unit.op}") if outcome.ok else ()
+    seconds = compile_seconds + outcome.seconds
+    if not outcome.ok or missing:
+        temp_out.unlink(missing_ok=True)
+        return _failure(unit, [ObjectFailure(Source("link", "", (), ()), outcome)], seconds,
+                        missing)
+    first = min((b.started for b in built), default=None)
+    if first is not None:  # wall time from the first compile to the link: the units ran together
+        seconds = time.perf_counter() - first
+    final = unit.out_dir / f"{module}{suffix}"
+    os.replace(temp_out, final)
+    manifest = _write_manifest(unit, key, module, final.name, objects, digests)
+    (unit.out_dir / "last_error.log").unlink(missing_ok=True)
+    clean_unit_dir(unit, manifest)
+    parts = tuple(o.role for o in objects if o.compiled) + ("link",)
+    return UnitResult(unit.op, unit.device, "compiled", seconds, final, parts=parts)
+
+
+def _failure(unit: Unit, failures: Sequence[ObjectFailure], seconds: float,
+             missing: tuple[str, ...] = ()) -> UnitResult:
+    """Keep the full logs next to the unit; return only the author-relevant lines."""
+    unit.out_dir.mkdir(parents=True, exist_ok=True)
+    log = unit.out_dir / "last_error.log"
+    undefined = "".join(f"\nundefined in the artefact: {sym}" for sym in missing)
+    log.write_text("\n\n".join("$ " + " ".join(f.outcome.command) + "\n\n" + f.outcome.output
+                               for f in failures) + undefined)
+    rel_log = log.relative_to(unit.root).as_posix()
+    output = "\n".join(f.outcome.output for f in failures)
+    # A kernel whose signature differs from its declaration: the kernel unit's explicit
+    # instantiations find no definition (templates), or the link leaves the symbol undefined.
+    missing = missing or uninstantiated_kernels(output)
+    if missing:
+        message = (summarize_missing_kernel(missing, unit.root, unit.op, unit.device, unit.kernel)
+                   + f"\n(full compiler output: {rel_log})")
+    else:
+        message = summarize_failure(output, unit.root, unit.op, unit.device, rel_log)
+    return UnitResult(unit.op, unit.device, "failed", seconds, None, message)
+
+
+def _write_manifest(unit: Unit, key: str, module: str, file: str,
+                    objects: Sequence[BuiltObject], digests: Digests) -> dict:
+    """Replace manifest.json atomically; `sources`/`digests` cover every object's inputs."""
+    inputs = {f for s in unit.sources for f in s.inputs}
+    headers = sorted({h for o in objects for h in o.sources})
+    local = [f for f in sorted(inputs | set(headers)) if not Path(f).is_absolute()]
+    manifest = {"key": key, "module": module, "file": file, "sources": headers,
+                "op": unit.op, "device": unit.device, "kernel": unit.kernel,
+                # Per-file digests let the loader tell an edit from a mere touch of a source.
+                "digests": digests.of(local),
+                "objects": [{"role": o.role, "key": o.key, "file": o.file,
+                             "sources": list(o.sources)} for o in objects]}
+    temp = unit.out_dir / f"{TEMP_PREFIX}manifest-{os.getpid()}.json"
+    temp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    os.replace(temp, unit.out_dir / "manifest.json")
+    return manifest
+
+
+def clean_unit_dir(unit: Unit, manifest: dict) -> None:
+    """Remove temp files of killed builds, and artefacts and objects the manifest does not name."""
+    keep = {manifest["file"]}
+    for o in manifest["objects"]:
+        keep |= {o["file"], Path(o["file"]).with_suffix(".json").name}
+    prefix = f"_opsdk_{unit.op}_"
+    for folder in (unit.out_dir, unit.obj_dir):
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            stale = path.name.startswith(TEMP_PREFIX) or (
+                path.name not in keep and (folder == unit.obj_dir or path.name.startswith(prefix)))
+            if stale and path.is_file():
+                path.unlink(missing_ok=True)

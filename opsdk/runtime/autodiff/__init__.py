@@ -1,0 +1,1 @@
+"""Reverse-mode autodiff: gradients() over a rule table keyed by op type."""

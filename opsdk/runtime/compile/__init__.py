@@ -1,0 +1,1 @@
+"""From (fetches, feeds) to a plan: the pass pipeline."""

@@ -1,0 +1,214 @@
+"""Compiling one node of a plan into a Step: a closure `run(values, ctx)` over value slots.
+
+The closures are specialised by shape of call (two inputs and one output is the hot path of
+elementwise chains) and each turns a failure into the error the user reads, naming the node and
+op, so executors need no bookkeeping to know which node failed. (`try` costs nothing in
+CPython 3.11+ until something raises.)
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+
+from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel, kernel_call,
+                      kernel_failure, scalar_form)
+from opsdk.runtime.ir.primitives import PRIMITIVES
+
+RunFn = Callable[[list, Any], None]
+
+
+class Step:
+    """One node to run: `run(values, ctx)` fills the node's output slots."""
+
+    __slots__ = ("op", "run")
+
+    def __init__(self, op: Operation, run: RunFn):
+        self.op = op
+        self.run = run
+
+
+def step_error(op: Operation, exc: BaseException) -> BaseException:
+    """What a failing node raises: errors of the runtime's own nodes (they already say what is
+    wrong, e.g. an uninitialised variable) pass through; kernel failures get "<op> (node 'n'): "."""
+    if isinstance(exc, OpsdkError) and (op.spec is None or f"(node '{op.name}')" in str(exc)):
+        return exc
+    return kernel_failure(f"{op.type} (node '{op.name}')", exc)
+
+
+def make_step(op: Operation, choice: Optional[KernelChoice], slot_of: dict,
+              outs: tuple[int, ...], scalars: frozenset = frozenset()) -> Step:
+    """The step of `op`, reading its inputs' slots and writing `outs`.
+
+    `scalars`: the slots that only scalar steps read and nobody fetches, so a 0-d result
+    written there may stay a NumPy scalar (passes.scalar_slots)."""
+    ins = tuple(slot_of[t] for t in op.inputs)
+    if op.spec is None:
+        return Step(op, _primitive_run(op, ins, outs))
+    form = scalar_form(op, choice)
+    if form is not None:
+        return Step(op, _scalar_run(op, form, ins, outs[0], outs[0] in scalars))
+    open_shapes = any(t.shape is None or None in t.shape for t in op.inputs)
+    if not open_shapes:
+        raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
+        if raw is not None and len(ins) == 2:
+            return Step(op, _direct_run2(op, raw, ins, outs[0]))
+    # One plain output: the kernel's own return value is the slot's, no tuple in between.
+    single = len(outs) == 1 and not op.spec.outputs[0].is_list
+    call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs)
+    if open_shapes:
+        return Step(op, _checked_run(op, call, ins, outs, single))
+    return Step(op, _kernel_run(op, call, ins, outs, single))
+
+
+def _direct_run2(op: Operation, fn: Callable, ins: tuple, o: int) -> RunFn:
+    # The hot path of elementwise binary ops: one closure, then the kernel itself.
+    a, b = ins
+
+    def run(v: list, ctx: Any) -> None:
+        try:
+            v[o] = fn(np, v[a], v[b])
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+    return run
+
+
+def _scalar_run(op: Operation, form: Callable, ins: tuple, o: int, keep_scalar: bool) -> RunFn:
+    """A 0-d float node computed by its kernel's `scalar_form` (an operator on NumPy scalars,
+    ~0.1 us against ~2 us for a ufunc call on 0-d arrays). The result is a NumPy scalar; it
+    becomes a 0-d array, as the kernel would return, unless the plan allows keeping it."""
+    if len(ins) == 2 and keep_scalar:
+        a, b = ins
+
+        def run2(v: list, ctx: Any) -> None:
+            try:
+                v[o] = form(v[a], v[b])
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run2
+
+    def run(v: list, ctx: Any) -> None:
+        try:
+            value = form(*[v[i] for i in ins])
+            v[o] = value if keep_scalar else np.asarray(value)
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+    return run
+
+
+def _primitive_run(op: Operation, ins: tuple, outs: tuple) -> RunFn:
+    prim = PRIMITIVES[op.type].run
+
+    def run(v: list, ctx: Any) -> None:
+        try:
+            results = prim(ctx, op, [v[i] for i in ins])
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        for slot, value in zip(outs, results):
+            v[slot] = value
+    return run
+
+
+def _kernel_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool) -> RunFn:
+    gather = _gatherer(ins)
+    if single:
+        (o,) = outs
+
+        def run1(v: list, ctx: Any) -> None:
+            try:
+                v[o] = call(gather(v))
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run1
+
+    def run(v: list, ctx: Any) -> None:
+        try:
+            results = call(gather(v))
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        for slot, value in zip(outs, results):
+            v[slot] = value
+    return run
+
+
+def _gatherer(ins: tuple) -> Callable[[list], Sequence]:
+    """The input values of a step from the slot list, as a sequence (itemgetter: no frame)."""
+    if len(ins) >= 2:
+        return itemgetter(*ins)
+    if len(ins) == 1:
+        (i,) = ins
+        return lambda v: (v[i],)
+    return lambda v: ()
+
+
+def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool) -> RunFn:
+    """A step that checks the actual shapes against the declaration before the kernel (only
+    for nodes whose static shapes were not fully known; built kernels check in their glue too).
+
+    Inputs whose (shape, dtype) signature passed before need no new check: the answer depends
+    on nothing else, since the node's attrs are fixed. So a step repeated on the same shapes
+    pays one dict lookup; a new signature runs `infer_outputs` (and joins the passed ones only
+    if it passes)."""
+    passed = BoundedDict(SHAPES_MAX)
+    seen = passed.data
+    gather = _gatherer(ins)
+
+    def run(v: list, ctx: Any) -> None:
+        values = gather(v)
+        try:
+            try:
+                signature = tuple([(x.shape, x.dtype) for x in values])
+            except AttributeError:  # a plain Python value: checked every time, not remembered
+                signature = None
+                _check_inputs(op, values)
+            if signature is not None and signature not in seen:
+                _check_inputs(op, values)
+                passed.put(signature, None)
+            results = call(values)
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        if single:
+            v[outs[0]] = results
+        else:
+            for slot, value in zip(outs, results):
+                v[slot] = value
+    return run
+
+
+def _check_inputs(op: Operation, values: Sequence) -> None:
+    """`infer_outputs` over the actual values; its OpError renamed for the node."""
+    from opsdk.registry import infer_outputs
+    spec = op.spec
+    arrays = [np.asarray(v) for v in values]
+    groups = _input_groups(op)
+    shapes = [[arrays[i].shape for i in g] if isinstance(g, list) else arrays[g].shape
+              for g in groups]
+    dtypes = [[arrays[i].dtype.name for i in g] if isinstance(g, list) else arrays[g].dtype.name
+              for g in groups]
+    try:
+        infer_outputs(spec, shapes, dtypes, {**op.attrs, **op.type_attrs})
+    except OpError as exc:
+        text = str(exc)
+        text = text[len(spec.name) + 2:] if text.startswith(f"{spec.name}: ") else text
+        raise OpError(f"{op.type} (node '{op.name}'): {text}") from None
+
+
+def _input_groups(op: Operation) -> list:
+    """Per declared input: the index of its flat input, or a list of them for a list input."""
+    groups: list = []
+    i = 0
+    for t in op.spec.inputs:
+        if t.is_list:
+            n = int(op.attrs[t.list_len])
+            groups.append(list(range(i, i + n)))
+            i += n
+        else:
+            groups.append(i)
+            i += 1
+    return groups

@@ -1,0 +1,1 @@
+"""cond and while_loop: builders, run rules and gradient rules."""

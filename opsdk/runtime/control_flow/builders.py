@@ -1,0 +1,362 @@
+"""Functional control flow: `cond` and `while_loop` nodes that hold traced sub-graphs.
+
+Each branch, loop condition and loop body is traced once into a `SubGraph` (func_graph.py); outer
+tensors it uses become explicit inputs of the node, so pruning, placement and export see every
+dependency. At run time the node's primitive runs only the sub-graph it needs: the branch taken,
+or cond and body until the condition is false.
+
+    x = placeholder("float32", shape=[3])
+    y = cond(x[0] > 0.0, lambda: x * 2.0, lambda: -x)
+    i, s = while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s + x), [0, zeros])
+
+Autodiff reads the nodes (see docs/internals.md, "Control flow nodes"): the sub-graphs in attrs,
+the captured inputs after the node's own, and for a loop built with `keep_intermediates=True`
+the number of iterations and every iteration's loop values as extra trailing outputs.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+
+from opsdk.runtime.ir.func_graph import SubGraph, building_graph, trace
+from opsdk.runtime.ir.graph import Graph, Operation, constant
+from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure_text
+from opsdk.runtime.ir.primitives import Primitive, register_primitive
+from opsdk.runtime.ir.tensor import Shape, Tensor
+
+__all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "compatible",
+           "join_shapes"]
+
+
+# --------------------------------------------------------------------------------------- shapes
+def compatible(a: Shape, b: Shape) -> bool:
+    """Whether some value could have both static shapes (unknown dims and ranks match anything)."""
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def join_shapes(a: Shape, b: Shape) -> Shape:
+    """The most specific shape that holds every value of either shape."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+def shape_text(shape: Shape) -> str:
+    """`[3, ?]`, or `any` for an unknown rank."""
+    return "any" if shape is None else "[" + ", ".join("?" if d is None else str(d)
+                                                      for d in shape) + "]"
+
+
+def fits(shape: Shape, value_shape: tuple) -> bool:
+    """Whether a concrete shape satisfies a static one."""
+    return shape is None or (len(shape) == len(value_shape) and all(
+        d is None or d == v for d, v in zip(shape, value_shape)))
+
+
+# ----------------------------------------------------------------------------------------- cond
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
+         name: Optional[str] = None) -> Any:
+    """`true_fn()` if `pred` else `false_fn()`, decided at run time; only that branch runs.
+
+    Both branches return the same structure (a tensor, a number, or nested lists/tuples of them)
+    with the same dtypes and compatible shapes. A Python bool `pred` just calls one function.
+
+    >>> y = cond(x > 0.0, lambda: x * 2.0, lambda: -x, name="relu2")   # doctest: +SKIP
+    """
+    if isinstance(pred, (bool, np.bool_)):
+        return true_fn() if pred else false_fn()
+    if not isinstance(pred, Tensor):
+        raise OpsdkError(f"cond: pred must be a bool Tensor or a Python bool, not "
+                         f"{type(pred).__name__}")
+    graph = building_graph(pred)
+    node = graph.unique_name(name or "cond")
+    who = f"cond (node '{node}')"
+    _check_pred(who, pred)
+    then_g, _, then_out = trace(graph, true_fn, (), f"{node}/then")
+    else_g, _, else_out = trace(graph, false_fn, (), f"{node}/else")
+    then_flat, tree = _flat_outputs(who, "true_fn", then_g, then_out)
+    else_flat, else_tree = _flat_outputs(who, "false_fn", else_g, else_out)
+    if not same_structure(tree, else_tree):
+        raise OpsdkError(f"{who}: the branches return different structures: true_fn "
+                         f"{structure_text(tree)}, false_fn {structure_text(else_tree)}")
+    outputs = []
+    for i, (a, b) in enumerate(zip(then_flat, else_flat)):
+        if a.dtype != b.dtype:
+            raise OpsdkError(f"{who}: output {i} is {a.dtype} in true_fn but {b.dtype} in "
+                             "false_fn; cast one branch")
+        if not compatible(a.shape, b.shape):
+            raise OpsdkError(f"{who}: output {i} has shape {shape_text(a.shape)} in true_fn but "
+                             f"{shape_text(b.shape)} in false_fn")
+        outputs.append((join_shapes(a.shape, b.shape), a.dtype))
+    captured = _union_captures(then_g, else_g)
+    then_sub = _seal(then_g, captured, then_flat)
+    else_sub = _seal(else_g, captured, else_flat)
+    op = graph.create_op("cond", [pred, *captured],
+                         {"then_branch": then_sub, "else_branch": else_sub}, outputs,
+                         name=node, reserved_name=True)
+    return pack(tree, list(op.outputs))
+
+
+def _check_pred(who: str, pred: Tensor) -> None:
+    if pred.dtype != "bool":
+        raise OpsdkError(f"{who}: pred '{pred.name}' is {pred.dtype}; it must be bool "
+                         "(compare, e.g. `x > 0.0`)")
+    if pred.shape is not None and any(d != 1 for d in pred.shape):
+        raise OpsdkError(f"{who}: pred '{pred.name}' has shape {shape_text(pred.shape)}; it must "
+                         "be a scalar (reduce it first, e.g. with reduce_max)")
+
+
+def _flat_outputs(who: str, fn_name: str, graph: Graph, result: Any) -> tuple[list[Tensor], Any]:
+    """The function's result as tensors of its graph (numbers become constants there)."""
+    leaves, tree = flatten(result)
+    tensors = []
+    for i, leaf in enumerate(leaves):
+        if isinstance(leaf, Tensor):
+            tensors.append(graph.capture(leaf) if leaf.graph is not graph else leaf)
+            continue
+        try:
+            with graph.as_default():
+                tensors.append(constant(leaf))
+        except (OpsdkError, TypeError, ValueError):
+            raise OpsdkError(f"{who}: {fn_name} returned a {type(leaf).__name__} (output {i}); "
+                             "return tensors, numbers or arrays") from None
+    return tensors, tree
+
+
+def _union_captures(*graphs) -> list[Tensor]:
+    """Every outer tensor any of the graphs captured, first-seen order, each once."""
+    seen: dict[Tensor, None] = {}
+    for g in graphs:
+        for outer, _ in g.captures:
+            seen.setdefault(outer, None)
+    return list(seen)
+
+
+def _seal(graph, captured: Sequence[Tensor], outputs: Sequence[Tensor],
+          leading: Sequence[Tensor] = ()) -> SubGraph:
+    """The SubGraph whose inputs are `leading` then one placeholder per node capture (a capture
+    only the other function uses still gets a placeholder: both share one signature)."""
+    inner = [graph.capture(t) for t in captured]
+    return SubGraph(graph, (*leading, *inner), tuple(outputs))
+
+
+def _truth(who: str, value: Any) -> bool:
+    array = np.asarray(value)
+    if array.size != 1:
+        raise OpError(f"{who}: the condition has shape {list(array.shape)}; it must be a "
+                      "single bool")
+    return bool(array.reshape(()))
+
+
+def _run_cond(ctx: Any, op: Operation, inputs: list) -> tuple:
+    who = f"cond (node '{op.name}')"
+    branch = op.attrs["then_branch"] if _truth(who, inputs[0]) else op.attrs["else_branch"]
+    return branch.runner.run(ctx, inputs[1:], who)
+
+
+# ----------------------------------------------------------------------------------- while_loop
+def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
+               shape_invariants: Any = None, maximum_iterations: Optional[int] = None,
+               keep_intermediates: bool = False, name: Optional[str] = None) -> Any:
+    """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`; returns the final values.
+
+    `loop_vars`: a tensor/number, or nested lists/tuples of them (a list or tuple is unpacked into
+    the arguments of `cond` and `body`). `shape_invariants`: the same structure of shapes (None
+    dims allowed) each iteration's values must fit; default: the initial static shapes.
+    `maximum_iterations`: stop after that many iterations. `keep_intermediates`: also record
+    every iteration's loop values for the gradient (see `loop_intermediates`).
+
+    >>> i, s = while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s * 2.0), [0, x])  # doctest: +SKIP
+    """
+    leaves, tree = flatten(loop_vars)
+    anchor = next((t for t in leaves if isinstance(t, Tensor)), None)
+    graph = building_graph(anchor)
+    node = graph.unique_name(name or "while")
+    who = f"while_loop (node '{node}')"
+    if maximum_iterations is not None and (not isinstance(maximum_iterations, (int, np.integer))
+                                           or maximum_iterations < 0):
+        raise OpsdkError(f"{who}: maximum_iterations must be a non-negative int or None")
+    with graph.as_default():
+        init = [t if isinstance(t, Tensor) else constant(t) for t in leaves]
+    init = [graph.capture(t) if t.graph is not graph else t for t in init]
+    invariants = _invariants(who, tree, init, shape_invariants)
+    names = _var_names(tree, init)
+    spread = isinstance(loop_vars, (list, tuple))
+    cond_sub, body_sub, captured = _trace_loop(graph, who, node, (cond, body), spread, tree,
+                                               init, invariants, names)
+    attrs = {"cond": cond_sub, "body": body_sub,
+             "shape_invariants": list(invariants), "loop_var_names": list(names),
+             "maximum_iterations": None if maximum_iterations is None else int(maximum_iterations),
+             "keep_intermediates": bool(keep_intermediates)}
+    outputs = [(shape, t.dtype) for t, shape in zip(init, invariants)] + [((), "int64")]
+    if keep_intermediates:
+        outputs += [(None if s is None else (None, *s), t.dtype) for t, s in zip(init, invariants)]
+    op = graph.create_op("while_loop", [*init, *captured], attrs, outputs, name=node,
+                         reserved_name=True)
+    return pack(tree, list(op.outputs[:len(init)]))
+
+
+def _trace_loop(graph: Graph, who: str, node: str, fns: tuple, spread: bool, tree: Any,
+                init: list[Tensor], invariants: list[Shape], names: list[str]
+                ) -> tuple[SubGraph, SubGraph, list[Tensor]]:
+    """Trace cond and body over placeholders shaped by the invariants; both share the captures."""
+    args = [(t.dtype, shape) for t, shape in zip(init, invariants)]
+
+    def call(fn: Callable) -> Callable:
+        if spread:  # a list/tuple of loop vars is unpacked into arguments, as in TensorFlow
+            return lambda *params: fn(*pack(tree, list(params)))
+        return lambda *params: fn(pack(tree, list(params)))
+    cond_g, cond_params, cond_out = trace(graph, call(fns[0]), args, f"{node}/cond")
+    body_g, body_params, body_out = trace(graph, call(fns[1]), args, f"{node}/body")
+    pred = _loop_pred(who, cond_g, cond_out)
+    new = _loop_body_outputs(who, body_g, body_out, tree, init, invariants, names)
+    captured = _union_captures(cond_g, body_g)
+    return (_seal(cond_g, captured, [pred], cond_params),
+            _seal(body_g, captured, new, body_params), captured)
+
+
+def _invariants(who: str, tree: Any, init: list[Tensor], given: Any) -> list[Shape]:
+    if given is None:
+        return [t.shape for t in init]
+    leaves, given_tree = flatten(given, shapes=True)
+    if not same_structure(tree, given_tree):
+        raise OpsdkError(f"{who}: shape_invariants {structure_text(given_tree)} do not match "
+                         f"loop_vars {structure_text(tree)}")
+    shapes = [None if s is None else tuple(None if d is None else int(d) for d in s)
+              for s in leaves]
+    for label, t, shape in zip(_var_names(tree, init), init, shapes):
+        if not compatible(t.shape, shape):  # an unknown rank is checked when the loop runs
+            raise OpsdkError(f"{who}: loop variable {label} starts with shape "
+                             f"{shape_text(t.shape)}, which does not fit its shape invariant "
+                             f"{shape_text(shape)}")
+    return shapes
+
+
+def _var_names(tree: Any, init: list[Tensor]) -> list[str]:
+    return [f"loop_vars{path} ('{t.name}')" for path, t in zip(_paths(tree), init)]
+
+
+def _paths(tree: Any, prefix: str = "") -> list[str]:
+    if tree == LEAF:
+        return [prefix]
+    return [p for i, child in enumerate(tree[1]) for p in _paths(child, f"{prefix}[{i}]")]
+
+
+def _loop_pred(who: str, graph, result: Any) -> Tensor:
+    flat, _ = _flat_outputs(who, "cond", graph, result)
+    if len(flat) != 1:
+        raise OpsdkError(f"{who}: cond must return one bool tensor, it returned {len(flat)}")
+    _check_pred(f"{who} cond", flat[0])
+    return flat[0]
+
+
+def _loop_body_outputs(who: str, graph, result: Any, tree: Any, init: list[Tensor],
+                       invariants: list[Shape], names: list[str]) -> list[Tensor]:
+    if tree != LEAF and len(tree[1]) == 1 and isinstance(result, Tensor):
+        result = [result]  # `loop_vars=[x]` with a body returning x alone
+    flat, out_tree = _flat_outputs(who, "body", graph, result)
+    if not same_structure(tree, out_tree, loose=True):
+        raise OpsdkError(f"{who}: body returns {structure_text(out_tree)} but the loop variables "
+                         f"are {structure_text(tree)}")
+    for t, start, shape, label in zip(flat, init, invariants, names):
+        if t.dtype != start.dtype:
+            raise OpsdkError(f"{who}: body turns loop variable {label} from {start.dtype} into "
+                             f"{t.dtype}; cast it back in the body")
+        if not compatible(t.shape, shape):
+            raise OpsdkError(f"{who}: body gives loop variable {label} the shape "
+                             f"{shape_text(t.shape)}, which does not fit its shape invariant "
+                             f"{shape_text(shape)}; pass shape_invariants with None dims")
+    return flat
+
+
+def _run_while(ctx: Any, op: Operation, inputs: list) -> tuple:
+    who = f"while_loop (node '{op.name}')"
+    attrs = op.attrs
+    invariants, names = attrs["shape_invariants"], attrs["loop_var_names"]
+    n = len(invariants)
+    values, captured = list(inputs[:n]), list(inputs[n:])
+    limit, keep = attrs["maximum_iterations"], attrs["keep_intermediates"]
+    cond_run, body_run = attrs["cond"].runner, attrs["body"].runner
+    history: list[list] = [[] for _ in range(n)]
+    count = 0
+    _check_invariants(who, values, invariants, names, count)
+    while limit is None or count < limit:
+        if not _truth(who, cond_run.run(ctx, [*values, *captured], who)[0]):
+            break
+        if keep:
+            for h, v in zip(history, values):
+                h.append(v)
+        values = list(body_run.run(ctx, [*values, *captured], who))
+        count += 1
+        _check_invariants(who, values, invariants, names, count)
+    outputs = [*values, np.int64(count)]
+    if keep:
+        outputs += [_stack(who, h, v, label) for h, v, label in zip(history, values, names)]
+    return tuple(outputs)
+
+
+def _check_invariants(who: str, values: list, invariants: list, names: list, count: int) -> None:
+    for value, shape, label in zip(values, invariants, names):
+        if not fits(shape, np.shape(value)):
+            when = "starts" if count == 0 else f"after iteration {count}"
+            raise OpError(f"{who}: loop variable {label} has shape {list(np.shape(value))} "
+                          f"({when}), which breaks its shape invariant {shape_text(shape)}")
+
+
+def _stack(who: str, history: list, last: Any, label: str) -> np.ndarray:
+    if not history:
+        return np.empty((0, *np.shape(last)), dtype=np.asarray(last).dtype)
+    if len({np.shape(v) for v in history}) > 1:
+        raise OpError(f"{who}: recording the iterations (keep_intermediates, which a gradient "
+                      f"through the loop turns on) needs loop variable {label} to keep one shape "
+                      "across iterations; its shape changed")
+    return np.stack(history)
+
+
+def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """(iteration count, per loop variable its history) of a `while_loop` node built with
+    `keep_intermediates=True`. History `h` has shape (count, *var shape); `h[i]` is the value the
+    body received on iteration i, so a gradient can run the body's gradient for i = count-1 .. 0.
+    """
+    if op.type != "while_loop":
+        raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
+    n = len(op.attrs["shape_invariants"])
+    if not op.attrs["keep_intermediates"]:
+        raise OpsdkError(f"while_loop (node '{op.name}') does not keep its intermediates; build "
+                         "it with while_loop(..., keep_intermediates=True) to differentiate it")
+    return op.outputs[n], tuple(op.outputs[n + 1:])
+
+
+def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
+    """`loop_intermediates(op)`, first turning recording on for a loop built without
+    `keep_intermediates=True`: the node gains the history outputs (the outputs a user holds are
+    unchanged), and from then on every run of it records its iterations. Autodiff calls this, so
+    a loop is recorded exactly when a gradient flows through it."""
+    if op.type != "while_loop":
+        raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
+    with _recording_lock:
+        if not op.attrs["keep_intermediates"]:
+            n = len(op.attrs["shape_invariants"])
+            # The flag first: a run that records before a plan has slots for the histories only
+            # returns extra values (ignored); a plan built after sees both flag and outputs.
+            op.attrs["keep_intermediates"] = True
+            op.graph.add_outputs(op, [(None if s is None else (None, *s), t.dtype) for t, s in
+                                      zip(op.outputs[:n], op.attrs["shape_invariants"])])
+    return loop_intermediates(op)
+
+
+_recording_lock = threading.Lock()
+
+# Both nodes count as stateful: a sub-graph may assign variables or draw random numbers, and the
+# plan must then neither fold nor merge the node (its `stateful` flag is per node type).
+register_primitive(Primitive("cond", True, _run_cond,
+                             "runs then_branch or else_branch of its attrs on its inputs"))
+register_primitive(Primitive("while_loop", True, _run_while,
+                             "runs body while cond holds; outputs the final loop values"))

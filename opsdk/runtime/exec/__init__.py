@@ -1,0 +1,1 @@
+"""The executor, Session, fetches."""

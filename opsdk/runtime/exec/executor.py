@@ -1,0 +1,106 @@
+"""Running a plan: one flat list of value slots, a pending count per step, a ready queue.
+
+A serial plan (a chain: never two steps ready at once) runs in order on the calling thread, with
+no locks and no hand-offs. Otherwise the calling thread and a thread pool drive the ready queue:
+a thread that finishes a step keeps one newly ready successor for itself and hands the others to
+the pool, so chains inside a wide graph still run without hand-offs. Kernels release the GIL, so
+independent nodes overlap. A failing step records its error, stops all further scheduling, and
+the caller raises it at once, naming the node.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Executor
+from typing import Any, Optional
+
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.runtime.compile.plan import Plan
+
+
+class StepContext:
+    """What a running step may reach besides its inputs: the session's variables and session."""
+
+    __slots__ = ("variables", "session")
+
+    def __init__(self, variables: Any, session: Any):
+        self.variables = variables
+        self.session = session
+
+
+def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor]) -> list:
+    """Run `plan` with feed values (by tensor) and return the list of slot values."""
+    values = list(plan.template)
+    for tensor, slot in plan.feed_slots:
+        values[slot] = feeds[tensor]
+    if plan.serial or pool is None:
+        _run_serial(plan.runs, values, ctx)
+    else:
+        _Run(plan, values, ctx, pool).wait()
+    return values
+
+
+def _run_serial(runs: tuple, values: list, ctx: StepContext) -> None:
+    for run in runs:  # each step raises its own error naming its node
+        run(values, ctx)
+
+
+class _Run:
+    """One concurrent execution of a plan."""
+
+    def __init__(self, plan: Plan, values: list, ctx: StepContext, pool: Executor):
+        self.plan, self.values, self.ctx, self.pool = plan, values, ctx, pool
+        self.pending = list(plan.pending)
+        self.remaining = len(plan.steps)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+        if self.remaining == 0:
+            self.done.set()
+
+    def wait(self) -> None:
+        roots = self.plan.roots
+        for i in roots[1:]:
+            self._submit(i)
+        if roots:
+            self._drive(roots[0])
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+
+    def _submit(self, i: int) -> None:
+        try:
+            self.pool.submit(self._drive, i)
+        except RuntimeError as exc:  # the pool was shut down (session closed mid-step)
+            self._fail(OpsdkError(f"cannot run node '{self.plan.steps[i].op.name}': the session "
+                                  f"was closed during the step ({exc})"))
+
+    def _drive(self, i: int) -> None:
+        runs, successors = self.plan.runs, self.plan.successors
+        while self.error is None:
+            try:
+                runs[i](self.values, self.ctx)
+            except Exception as exc:  # already the user's error, naming the node
+                self._fail(exc)
+                return
+            ready = []
+            with self.lock:
+                for j in successors[i]:
+                    self.pending[j] -= 1
+                    if self.pending[j] == 0:
+                        ready.append(j)
+                self.remaining -= 1
+                if self.remaining == 0:
+                    self.done.set()
+            if not ready:
+                return
+            for j in ready[1:]:
+                self._submit(j)
+            i = ready[0]
+
+    def _fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+        self.done.set()

@@ -1,0 +1,193 @@
+"""Session: runs parts of a graph, holds its variables, caches one plan per (fetches, feeds).
+
+    with Session(graph) as sess:
+        out = sess.run({"z": z, "train": train_op}, feed_dict={x: batch})
+
+`run` is safe to call from several threads at once: per-step state is local to the call, the
+plan cache and variable store are locked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.runtime.kernels.call_cache import BoundedDict
+from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
+from opsdk.runtime.compile.plan import Plan, PlanOptions, build_plan
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.frontend.variables import VariableStore
+
+_STRUCTURES_MAX = 256  # fetch structures remembered per session
+_ELEMENT_TYPES = frozenset((Tensor, Operation, str))
+_NP_DTYPES: dict[str, np.dtype] = {}  # dtype name -> NumPy dtype
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Session switches. Optimisations never change results, only how much work a step does."""
+
+    constant_folding: bool = True
+    cse: bool = True
+    # Threads that run independent nodes besides the caller's; None: max(4, cores).
+    inter_op_threads: Optional[int] = None
+
+
+@dataclass
+class SessionStats:
+    """Counters for tests and tuning: plans built (cache misses) and steps run."""
+
+    plans_built: int = 0
+    runs: int = 0
+
+
+class Session:
+    """Runs fetches of one graph (the default graph when none is given)."""
+
+    def __init__(self, graph: Optional[Graph] = None, config: Optional[SessionConfig] = None):
+        self.graph = graph if graph is not None else get_default_graph()
+        self.config = config or SessionConfig()
+        self.variables = VariableStore()
+        self.stats = SessionStats()
+        self._options = PlanOptions(self.config.constant_folding, self.config.cse)
+        self._plans: dict[tuple, Plan] = {}
+        self._structures = BoundedDict(_STRUCTURES_MAX)
+        self._lock = threading.Lock()
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._closed = False
+        self._ctx = StepContext(self.variables, self)
+
+    # --------------------------------------------------------------------------- running
+    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None) -> Any:
+        """Compute `fetches` (a Tensor, Operation, name, or nested list/tuple/dict/namedtuple of
+        them) with `feed_dict` values; returns the same structure of NumPy values."""
+        if self._closed:
+            raise OpsdkError("Session.run on a closed session; create a new Session")
+        structure = self._structure(fetches)
+        feeds = self._feeds(feed_dict or {})
+        plan = self.plan_for(structure.elements, tuple(feeds))
+        pool = None if plan.serial else self._get_pool()
+        values = execute(plan, feeds, self._ctx, pool)
+        self.stats.runs += 1
+        return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
+
+    def plan_for(self, elements: list, feeds: tuple[Tensor, ...]) -> Plan:
+        """The cached plan for these fetches and fed tensors, built on first use."""
+        key = (tuple(elements), frozenset(feeds))
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = build_plan(elements, feeds, self._options)
+                self._plans[key] = plan
+                self.stats.plans_built += 1
+        return plan
+
+    def _structure(self, fetches: Any) -> FetchStructure:
+        """The FetchStructure of `fetches`, remembered when they are a Tensor, Operation or name,
+        or a flat list/tuple of those (what a training loop passes on every step)."""
+        key = _fetch_key(fetches)
+        if key is None:
+            return FetchStructure(self.graph, fetches)
+        structure = self._structures.data.get(key)
+        if structure is None:
+            structure = FetchStructure(self.graph, fetches)  # raises before anything is kept
+            self._structures.put(key, structure)
+        return structure
+
+    def _feeds(self, feed_dict: Mapping[Any, Any]) -> dict[Tensor, Any]:
+        feeds: dict[Tensor, Any] = {}
+        for key, value in feed_dict.items():
+            if type(key) is Tensor and key.op.graph is self.graph:  # as_graph_element's answer
+                feeds[key] = check_feed(key, value)
+                continue
+            try:
+                element = self.graph.as_graph_element(key)
+            except OpsdkError as exc:
+                raise OpsdkError(f"cannot feed {getattr(key, 'name', key)!r}: {exc}") from None
+            if isinstance(element, Operation):
+                raise OpsdkError(f"cannot feed node '{element.name}'; feed one of its tensors, "
+                                 f"e.g. '{element.name}:0'")
+            feeds[element] = check_feed(element, value)
+        return feeds
+
+    def _get_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                workers = self.config.inter_op_threads or max(4, os.cpu_count() or 1)
+                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="opsdk-step")
+            return self._pool
+
+    # --------------------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Release the threads; the session's variable values are dropped."""
+        self._closed = True
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _fetch_key(fetches: Any) -> Optional[tuple]:
+    """A hashable key for fetches whose structure can be remembered, else None."""
+    kind = type(fetches)
+    if kind in _ELEMENT_TYPES:
+        return (kind, fetches)
+    if kind is list or kind is tuple:
+        for item in fetches:
+            if type(item) not in _ELEMENT_TYPES:
+                return None
+        return (kind, tuple(fetches))
+    return None
+
+
+def _fetched(values: list, slot: Optional[int]) -> Any:
+    if slot is None:
+        return None
+    value = values[slot]
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        return value.copy()  # constants are shared by every step; hand out a copy
+    return value
+
+
+def _np_dtype(name: str) -> np.dtype:
+    dtype = _NP_DTYPES.get(name)
+    if dtype is None:
+        dtype = _NP_DTYPES.setdefault(name, np.dtype(name))
+    return dtype
+
+
+def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
+    """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
+    cross-kind dtype (float into int) is an error naming the tensor."""
+    array = value if type(value) is np.ndarray else np.asarray(value)
+    # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
+    if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
+        if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
+            raise OpsdkError(f"feed for '{tensor.name}' has dtype {array.dtype.name}, which does not "
+                             f"convert to the tensor's {tensor.dtype}")
+        array = array.astype(tensor.dtype)
+    shape = tensor.shape
+    if shape is not None and (array.ndim != len(shape) or any(
+            d is not None and d != s for d, s in zip(shape, array.shape))):
+        want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        raise OpsdkError(f"feed for '{tensor.name}' has shape {list(array.shape)} but the tensor's "
+                         f"shape is {want}")
+    return array

@@ -1,0 +1,1 @@
+"""The front end: apply_op, Variables, the generated ops modules."""

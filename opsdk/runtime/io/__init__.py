@@ -1,0 +1,1 @@
+"""Graph export/import and DOT rendering."""

@@ -1,0 +1,398 @@
+"""Graph interchange: a graph as versioned, deterministic JSON, and back (docs/graph_format.md).
+
+    text = export_graph(graph)           # same graph, same bytes
+    g2 = import_graph(text)              # nodes keep their names: g2.get_tensor("y:0")
+    Session(g2).run("y:0", {"x:0": value})
+
+Every node is listed in creation order (a topological order) with its op, inputs as `node:index`,
+control inputs, typed attrs, unbound type attrs, device and output signature; control-flow nodes
+carry their sub-graphs as attrs of type `graph`. Importing re-validates declared ops through the
+registry, so a file that no longer fits the ops (an attr out of range, a shape clash) is reported
+with the node's name, as are unknown ops, missing inputs, cycles and a version this code does not
+read.
+"""
+
+from __future__ import annotations
+
+import base64
+import heapq
+import json
+import math
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from opsdk.registry.diagnostics import did_you_mean
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
+from opsdk.runtime.ir.func_graph import FuncGraph, SubGraph
+from opsdk.runtime.ir.graph import Graph, GraphKeys, Operation
+from opsdk.runtime.ir.primitives import PRIMITIVES
+from opsdk.runtime.ir.tensor import Tensor
+
+__all__ = ["FORMAT", "VERSION", "export_graph", "import_graph", "save_graph", "load_graph",
+           "GraphFileError"]
+
+FORMAT = "opsdk-graph"
+VERSION = 1
+_INLINE_ELEMENTS = 64  # tensors up to this size are written as nested lists (readable diffs)
+
+
+class GraphFileError(OpsdkError):
+    """A graph file that cannot be read back: names the node and what is wrong."""
+
+
+# ------------------------------------------------------------------------------------- export
+def export_graph(graph: Graph) -> str:
+    """The graph as JSON text (sorted keys, fixed indentation: deterministic)."""
+    document = {"format": FORMAT, "version": VERSION, "nodes": _export_nodes(graph),
+                "collections": _export_collections(graph)}
+    return json.dumps(document, sort_keys=True, indent=1, allow_nan=False) + "\n"
+
+
+def save_graph(graph: Graph, path: str | Path) -> Path:
+    """Write `export_graph(graph)` to `path` (UTF-8) and return the path."""
+    path = Path(path)
+    path.write_text(export_graph(graph), encoding="utf-8")
+    return path
+
+
+def _export_nodes(graph: Graph) -> list[dict]:
+    return [_export_node(op) for op in graph.operations]
+
+
+def _export_node(op: Operation) -> dict:
+    return {
+        "name": op.name,
+        "op": op.type,
+        "inputs": [t.name for t in op.inputs],
+        "control_inputs": [c.name for c in op.control_inputs],
+        "attrs": {k: encode_attr(v, f"node '{op.name}': attr '{k}'") for k, v in op.attrs.items()},
+        "type_attrs": dict(op.type_attrs),
+        "device": op.device,
+        "outputs": [{"dtype": t.dtype, "shape": None if t.shape is None else list(t.shape)}
+                    for t in op.outputs],
+    }
+
+
+def _export_collections(graph: Graph) -> dict:
+    """Collections of graph elements and variables, by name; other objects are left out."""
+    out: dict[str, list] = {}
+    for key in sorted(getattr(graph, "_collections", {})):
+        items = [_collection_item(v) for v in graph.get_collection(key)]
+        if items and all(i is not None for i in items):
+            out[key] = items
+    return out
+
+
+def _collection_item(value: Any) -> Optional[dict]:
+    if isinstance(value, Tensor):
+        return {"kind": "tensor", "name": value.name}
+    if isinstance(value, Operation):
+        return {"kind": "operation", "name": value.name}
+    if hasattr(value, "initializer") and isinstance(getattr(value, "op", None), Operation):
+        return {"kind": "variable", "name": value.op.name, "initializer": value.initializer.name,
+                "trainable": bool(getattr(value, "trainable", True))}
+    return None
+
+
+def encode_attr(value: Any, where: str) -> dict:
+    """One attr value as `{"type": ..., "value": ...}` (see docs/graph_format.md)."""
+    if value is None:
+        return {"type": "none"}
+    if isinstance(value, (bool, np.bool_)):
+        return {"type": "bool", "value": bool(value)}
+    if isinstance(value, int):
+        return {"type": "int", "value": value}
+    if isinstance(value, float):
+        return {"type": "float", "value": _float_out(value)}
+    if isinstance(value, str):
+        return {"type": "str", "value": value}
+    if isinstance(value, np.dtype):
+        return {"type": "dtype", "value": value.name}
+    if isinstance(value, (np.ndarray, np.generic)):
+        kind = "tensor" if isinstance(value, np.ndarray) else "scalar"
+        return {"type": kind, **encode_array(np.asarray(value))}
+    if isinstance(value, SubGraph):
+        return {"type": "graph", "value": {
+            "name": value.name, "nodes": _export_nodes(value.graph),
+            "inputs": [t.name for t in value.inputs], "outputs": [t.name for t in value.outputs]}}
+    if isinstance(value, tuple) and all(d is None or isinstance(d, int) for d in value):
+        return {"type": "shape", "value": list(value)}
+    if isinstance(value, (list, tuple)):
+        return {"type": "list", "value": [encode_attr(v, where) for v in value]}
+    raise OpsdkError(f"{where}: cannot export a {type(value).__name__} attr value")
+
+
+def _float_out(x: float) -> Any:
+    return x if math.isfinite(x) else repr(x)  # 'nan', 'inf', '-inf': JSON has no literal
+
+
+def encode_array(array: np.ndarray) -> dict:
+    """dtype, shape and the data: nested lists when small and finite, else little-endian base64."""
+    data: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape)}
+    finite = not np.issubdtype(array.dtype, np.inexact) or bool(np.isfinite(array).all())
+    if array.size <= _INLINE_ELEMENTS and finite and not np.iscomplexobj(array):
+        data["value"] = array.tolist()
+    else:
+        little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        data["base64"] = base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")
+    return data
+
+
+# ------------------------------------------------------------------------------------- import
+def load_graph(path: str | Path, registry: Any = None) -> Graph:
+    """`import_graph` of a file; a missing file is an error naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GraphFileError(f"{path}: cannot read the graph file ({exc.strerror})") from None
+    try:
+        return import_graph(text, registry)
+    except GraphFileError as exc:
+        raise GraphFileError(f"{path}: {exc}") from None
+
+
+def import_graph(text: str, registry: Any = None) -> Graph:
+    """A new Graph from `export_graph` text; node names are kept, so fetches and feeds can be
+    looked up by name. `registry`: the ops to resolve (default: the builtin registry)."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
+                             f"({exc.msg})") from None
+    _check_header(document)
+    graph = Graph(registry)
+    registry = graph.get_registry()
+    _build_nodes(graph, document["nodes"], registry)
+    _import_collections(graph, document.get("collections", {}))
+    return graph
+
+
+def _check_header(document: Any) -> None:
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise GraphFileError(f"not a graph file: the top level must be an object with "
+                             f"\"format\": \"{FORMAT}\"")
+    version = document.get("version")
+    if version != VERSION:
+        newer = isinstance(version, int) and version > VERSION
+        raise GraphFileError(f"graph file version {version!r} is not readable by this opsdk "
+                             f"(reads version {VERSION}){'; upgrade opsdk' if newer else ''}")
+    if not isinstance(document.get("nodes"), list):
+        raise GraphFileError("not a graph file: \"nodes\" must be a list")
+
+
+def _build_nodes(graph: Graph, nodes: list, registry: Any) -> None:
+    for node in _ordered(nodes):
+        _build_node(graph, node, registry)
+
+
+def _ordered(nodes: list) -> list[dict]:
+    """The nodes in dependency order (file order breaks ties); missing inputs and cycles are
+    errors naming the node."""
+    by_name: dict[str, dict] = {}
+    for i, node in enumerate(nodes):
+        name = node.get("name") if isinstance(node, dict) else None
+        if not isinstance(name, str) or not isinstance(node.get("op"), str):
+            raise GraphFileError(f"node #{i}: needs a string \"name\" and \"op\"")
+        if name in by_name:
+            raise GraphFileError(f"node '{name}': the name is used twice")
+        by_name[name] = node
+    deps: dict[str, set[str]] = {}
+    for name, node in by_name.items():
+        deps[name] = set()
+        for ref in node.get("inputs", []):
+            deps[name].add(_producer(name, ref, by_name))
+        for ref in node.get("control_inputs", []):
+            if ref not in by_name:
+                raise GraphFileError(f"node '{name}': control input '{ref}' names no node in "
+                                     f"the file{did_you_mean(ref, by_name)}")
+            deps[name].add(ref)
+    return [by_name[n] for n in _kahn(list(by_name), deps)]
+
+
+def _kahn(names: list[str], deps: dict[str, set[str]]) -> list[str]:
+    """Kahn's order, the earliest node in the file first among the ready ones."""
+    position = {n: i for i, n in enumerate(names)}
+    users: dict[str, list[str]] = {n: [] for n in names}
+    for n, ds in deps.items():
+        for d in ds:
+            users[d].append(n)
+    count = {n: len(ds) for n, ds in deps.items()}
+    ready = [position[n] for n in names if count[n] == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        n = names[heapq.heappop(ready)]
+        order.append(n)
+        for user in users[n]:
+            count[user] -= 1
+            if count[user] == 0:
+                heapq.heappush(ready, position[user])
+    if len(order) != len(names):
+        stuck = [f"'{n}'" for n in names if count[n] > 0][:6]
+        raise GraphFileError(f"the graph has a cycle among nodes {', '.join(stuck)}; a node "
+                             "cannot depend on itself")
+    return order
+
+
+def _producer(name: str, ref: Any, by_name: dict) -> str:
+    node, _, index = str(ref).rpartition(":")
+    if not node or not index.isdigit():
+        raise GraphFileError(f"node '{name}': input '{ref}' must be 'node:index'")
+    if node not in by_name:
+        raise GraphFileError(f"node '{name}': input '{ref}' names no node in the file"
+                             f"{did_you_mean(node, by_name)}")
+    return node
+
+
+def _build_node(graph: Graph, node: dict, registry: Any) -> None:
+    name, op_type = node["name"], node["op"]
+    where = f"node '{name}' ({op_type})"
+    inputs = [_input(graph, where, ref) for ref in node.get("inputs", [])]
+    controls = [graph.get_operation(c) for c in node.get("control_inputs", [])]
+    attrs = {k: decode_attr(v, f"{where}: attr '{k}'", graph, registry)
+             for k, v in node.get("attrs", {}).items()}
+    outputs = [(_shape(where, o.get("shape")), o.get("dtype")) for o in node.get("outputs", [])]
+    device = node.get("device") or ""
+    scope = graph.device(device) if device else nullcontext()
+    with scope, graph.control_dependencies(controls):
+        if op_type in PRIMITIVES:
+            op = graph.create_op(op_type, inputs, attrs, outputs, name=name)
+        elif op_type in registry.names():
+            op = _build_declared(graph, registry, registry.get(op_type), node, inputs, attrs)
+        else:
+            known = [*registry.names(), *PRIMITIVES]
+            raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
+    if op.name != name:
+        raise GraphFileError(f"{where}: imported under the name '{op.name}'; node names must be "
+                             "unique")
+    _check_outputs(where, op, outputs)
+
+
+def _build_declared(graph: Graph, registry: Any, spec: Any, node: dict, inputs: list,
+                    attrs: dict) -> Operation:
+    from opsdk.runtime.frontend.api import add_node, node_of  # api imports the graph layer; only import needs it
+    grouped, i = [], 0
+    for tspec in spec.inputs:
+        size = int(attrs.get(tspec.list_len, 0)) if tspec.is_list else None
+        grouped.append(inputs[i] if size is None else inputs[i:i + size])
+        i += 1 if size is None else size
+    if i != len(inputs):
+        raise GraphFileError(f"node '{node['name']}' ({spec.name}): {len(inputs)} inputs, the op "
+                             f"takes {i}")
+    result = add_node(graph, registry, spec, grouped, {**attrs, **node.get("type_attrs", {})},
+                      node["name"], None)
+    return node_of(result)  # a list output comes back as a list of tensors
+
+
+def _input(graph: Graph, where: str, ref: str) -> Tensor:
+    try:
+        return graph.get_tensor(ref)
+    except OpsdkError as exc:
+        raise GraphFileError(f"{where}: input '{ref}': {exc}") from None
+
+
+def _shape(where: str, shape: Any) -> Optional[tuple]:
+    if shape is None:
+        return None
+    if not isinstance(shape, list) or not all(d is None or isinstance(d, int) for d in shape):
+        raise GraphFileError(f"{where}: output shape {shape!r} must be a list of ints/null")
+    return tuple(shape)
+
+
+def _check_outputs(where: str, op: Operation, outputs: list) -> None:
+    if len(outputs) != len(op.outputs):
+        raise GraphFileError(f"{where}: the file lists {len(outputs)} outputs, the op has "
+                             f"{len(op.outputs)}")
+    for t, (shape, dtype) in zip(op.outputs, outputs):
+        if t.dtype != dtype:
+            raise GraphFileError(f"{where}: output {t.index} is {t.dtype} but the file says "
+                                 f"{dtype}")
+
+
+def decode_attr(data: Any, where: str, graph: Graph, registry: Any) -> Any:
+    """The inverse of `encode_attr`; sub-graphs are rebuilt inside `graph`."""
+    if not isinstance(data, dict) or "type" not in data:
+        raise GraphFileError(f"{where}: an attr must be {{\"type\": ..., \"value\": ...}}")
+    kind, value = data["type"], data.get("value")
+    if kind == "none":
+        return None
+    if kind in ("bool", "int", "str"):
+        return {"bool": bool, "int": int, "str": str}[kind](value)
+    if kind == "float":
+        return float(value)  # also reads 'nan', 'inf', '-inf'
+    if kind == "dtype":
+        return np.dtype(value)
+    if kind == "shape":
+        return tuple(value)
+    if kind == "list":
+        return [decode_attr(v, where, graph, registry) for v in value]
+    if kind in ("tensor", "scalar"):
+        array = decode_array(data, where)
+        return array if kind == "tensor" else array[()]
+    if kind == "graph":
+        return _decode_subgraph(value, where, graph, registry)
+    raise GraphFileError(f"{where}: unknown attr type '{kind}'")
+
+
+def decode_array(data: dict, where: str) -> np.ndarray:
+    """The array of an `encode_array` record (read-only, as constants are)."""
+    try:
+        dtype = np.dtype(data["dtype"])
+        shape = tuple(data["shape"])
+        if "base64" in data:
+            raw = base64.b64decode(data["base64"])
+            array = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
+        else:
+            array = np.array(data["value"], dtype=dtype).reshape(shape)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GraphFileError(f"{where}: bad tensor value ({exc})") from None
+    array.setflags(write=False)
+    return array
+
+
+def _decode_subgraph(value: dict, where: str, outer: Graph, registry: Any) -> SubGraph:
+    sub = FuncGraph(outer, str(value.get("name", "subgraph")))
+    try:
+        _build_nodes(sub, value["nodes"], registry)
+        inputs = tuple(sub.get_tensor(n) for n in value["inputs"])
+        outputs = tuple(sub.get_tensor(n) for n in value["outputs"])
+    except GraphFileError as exc:
+        raise GraphFileError(f"{where}, sub-graph '{sub.name}': {exc}") from None
+    except (KeyError, TypeError) as exc:
+        raise GraphFileError(f"{where}: a graph attr needs nodes, inputs and outputs "
+                             f"({exc})") from None
+    except OpsdkError as exc:
+        raise GraphFileError(f"{where}, sub-graph '{sub.name}': {exc}") from None
+    return SubGraph(sub, inputs, outputs)
+
+
+def _import_collections(graph: Graph, collections: dict) -> None:
+    for key in sorted(collections):
+        for item in collections[key]:
+            kind, name = item.get("kind"), item.get("name")
+            if kind == "tensor":
+                graph.add_to_collection(key, graph.get_tensor(name))
+            elif kind == "operation":
+                graph.add_to_collection(key, graph.get_operation(name))
+            elif kind == "variable" and key == GraphKeys.GLOBAL_VARIABLES:
+                variable = _restore_variable(graph, item)
+                graph.add_to_collection(key, variable)
+                if variable.trainable:
+                    graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, variable)
+
+
+def _restore_variable(graph: Graph, item: dict) -> Any:
+    """A Variable over nodes that already exist (its constructor would add new ones)."""
+    from opsdk.runtime.frontend.variables import Variable
+    variable = Variable.__new__(Variable)
+    variable.graph = graph
+    variable.trainable = bool(item.get("trainable", True))
+    variable.op = graph.get_operation(item["name"])
+    variable.initializer = graph.get_operation(item["initializer"])
+    return variable

@@ -1,0 +1,1 @@
+"""The graph IR: Graph, Operation, Tensor, sub-graphs of cond/while, device names."""

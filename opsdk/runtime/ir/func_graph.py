@@ -1,0 +1,234 @@
+"""Sub-graphs for control flow: tracing a Python function into its own graph, and running one.
+
+A control-flow node (`cond`, `while_loop`) holds its branches as `SubGraph`s: a `FuncGraph` plus
+the placeholders that stand for its inputs and the tensors that are its outputs. Tracing calls the
+user's function with the FuncGraph as the default graph; every outer tensor the function touches is
+*captured*: replaced by a placeholder of the sub-graph and recorded, so the node can take the outer
+tensor as an explicit input (nothing crosses a graph boundary except through the node's inputs).
+
+    sub, structure = trace(outer, lambda: x * 2.0, (), "cond/then")
+    sub.captures  # ((x, <placeholder in sub>),)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+
+from opsdk.runtime.ir.device_names import DeviceSpec
+from opsdk.runtime.ir.graph import Graph, Operation, constant, get_default_graph, in_graph_context, placeholder
+from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, kernel_failure
+from opsdk.runtime.ir.primitives import PRIMITIVES
+from opsdk.runtime.ir.tensor import Tensor
+
+
+class FuncGraph(Graph):
+    """A graph traced from a function inside `outer_graph`; outer tensors it uses are captured."""
+
+    def __init__(self, outer_graph: Graph, name: str):
+        super().__init__(registry=outer_graph.get_registry())
+        self.outer_graph = outer_graph
+        self.name = name
+        self._captures: dict[Tensor, Tensor] = {}  # outer tensor -> its placeholder here
+        self._copies: dict[Tensor, Tensor] = {}  # outer constant -> its copy here
+
+    @property
+    def captures(self) -> tuple[tuple[Tensor, Tensor], ...]:
+        """(outer tensor, placeholder in this graph) pairs, in the order they were captured."""
+        return tuple(self._captures.items())
+
+    def reaches(self, graph: Graph) -> bool:
+        """Whether `graph` is this graph or one it nests in (its tensors can be captured)."""
+        current: Optional[Graph] = self
+        while current is not None:
+            if current is graph:
+                return True
+            current = getattr(current, "outer_graph", None)
+        return False
+
+    def capture(self, tensor: Tensor) -> Tensor:
+        """The tensor of this graph that stands for `tensor` (itself when it is already ours)."""
+        if tensor.graph is self:
+            return tensor
+        if not self.reaches(tensor.graph):
+            raise OpsdkError(f"'{self.name}': tensor '{tensor.name}' belongs to a graph this "
+                             "function is not traced in; use tensors of the enclosing graph")
+        if tensor.op.type == "const":
+            # A constant is copied, not captured: no edge, and folding still sees it.
+            if tensor not in self._copies:
+                with self.as_default(), self.control_dependencies(None):
+                    self._copies[tensor] = constant(tensor.op.attrs["value"],
+                                                    name=tensor.op.name.split("/")[-1])
+            return self._copies[tensor]
+        outer = self.outer_graph
+        if outer is not tensor.graph:
+            tensor = outer.capture(tensor)  # through every graph in between
+        inner = self._captures.get(tensor)
+        if inner is None:
+            with self.as_default(), self.control_dependencies(None):
+                inner = placeholder(tensor.dtype, tensor.shape,
+                                    name="capture_" + tensor.op.name.replace("/", "_"))
+            self._captures[tensor] = inner
+        return inner
+
+    def create_op(self, op_type: str, inputs: Sequence[Tensor], *args: Any, **kwargs: Any
+                  ) -> Operation:
+        """As `Graph.create_op`, with outer inputs captured first."""
+        inputs = [self.capture(t) if isinstance(t, Tensor) and t.graph is not self else t
+                  for t in inputs]
+        controls = kwargs.get("control_inputs") or ()
+        if any(self._foreign(c) for c in controls):
+            raise OpsdkError(f"'{self.name}': a control dependency on a node outside the "
+                             "function; put the control dependency around the cond/while_loop")
+        return super().create_op(op_type, inputs, *args, **kwargs)
+
+    def _foreign(self, item: Any) -> bool:
+        graph = getattr(item, "graph", None)
+        return graph is not None and graph is not self
+
+
+def building_graph(anchor: Optional[Tensor]) -> Graph:
+    """The graph a control-flow node goes into: the innermost graph being built when it can
+    capture `anchor`'s graph (nested control flow), else `anchor`'s graph, else the default."""
+    if in_graph_context():
+        current = get_default_graph()
+        if anchor is None or current is anchor.graph or (
+                isinstance(current, FuncGraph) and current.reaches(anchor.graph)):
+            return current
+    return anchor.graph if anchor is not None else get_default_graph()
+
+
+@dataclass(frozen=True, eq=False)
+class SubGraph:
+    """A traced function: `inputs` are placeholders of `graph` bound, in order, to the node's
+    inputs (after any the node takes first, e.g. cond's predicate); `outputs` are its results."""
+
+    graph: FuncGraph
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+
+    @property
+    def name(self) -> str:
+        return self.graph.name
+
+    @cached_property
+    def stateful(self) -> bool:
+        """Whether running it has effects (an assign, randomness) anywhere inside, nested too."""
+        return any(_op_has_effects(op) for op in self.graph.operations)
+
+    @cached_property
+    def runner(self) -> "SubGraphRunner":
+        """The compiled interpreter of this sub-graph, built on first use."""
+        return SubGraphRunner(self)
+
+
+def _op_has_effects(op: Operation) -> bool:
+    subs = [v for v in op.attrs.values() if isinstance(v, SubGraph)]
+    if subs:
+        return any(s.stateful for s in subs)
+    return op.stateful
+
+
+@dataclass(frozen=True)
+class _Step:
+    op: Operation
+    in_slots: tuple[int, ...]
+    out_slots: tuple[int, ...]
+    call: Callable[[Any, list], tuple]
+
+
+class SubGraphRunner:
+    """Runs a sub-graph sequentially: what the outputs need, plus every op with effects (as a
+    traced function runs all its side effects, whether or not its outputs use them)."""
+
+    def __init__(self, sub: SubGraph):
+        self.sub = sub
+        ops = _needed(sub)
+        slot_of: dict[Tensor, int] = {t: i for i, t in enumerate(sub.inputs)}
+        template: list = [None] * len(sub.inputs)
+        steps: list[_Step] = []
+        for op in ops:
+            if op.type == "const":
+                slot_of[op.outputs[0]] = len(template)
+                template.append(op.attrs["value"])
+                continue
+            if op.type == "placeholder":
+                if op.outputs[0] not in slot_of:
+                    raise OpsdkError(f"'{sub.name}': placeholder '{op.name}' inside a traced "
+                                     "function cannot be fed; pass the value in from outside")
+                continue
+            outs = tuple(range(len(template), len(template) + len(op.outputs)))
+            template.extend([None] * len(op.outputs))
+            slot_of.update(zip(op.outputs, outs))
+            steps.append(_Step(op, tuple(slot_of[t] for t in op.inputs), outs, _callable(op)))
+        self._template = template
+        self._steps = tuple(steps)
+        self._out_slots = tuple(slot_of[t] for t in sub.outputs)
+
+    def run(self, ctx: Any, values: Sequence[Any], who: str) -> tuple:
+        """The outputs for `values` (one per `sub.inputs`); errors name `who` and the inner node."""
+        slots = list(self._template)
+        slots[:len(values)] = values
+        for step in self._steps:
+            try:
+                outputs = step.call(ctx, [slots[i] for i in step.in_slots])
+            except OpsdkError as exc:
+                raise type(exc)(f"{who}, in '{self.sub.name}': {exc}") from exc
+            except Exception as exc:  # a kernel failure: one error naming the inner node
+                inner = kernel_failure(f"{step.op.type} (node '{step.op.name}')", exc)
+                raise OpError(f"{who}, in '{self.sub.name}': {inner}") from exc
+            for slot, value, t in zip(step.out_slots, outputs, step.op.outputs):
+                slots[slot] = _checked_dtype(step.op, t, value)
+        return tuple(slots[i] for i in self._out_slots)
+
+
+def _needed(sub: SubGraph) -> list[Operation]:
+    roots = [t.op for t in sub.outputs] + [op for op in sub.graph.operations
+                                            if _op_has_effects(op)]
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return [op for op in sub.graph.operations if id(op) in seen]  # creation order: topological
+
+
+def _callable(op: Operation) -> Callable[[Any, list], tuple]:
+    if op.spec is None:
+        run = PRIMITIVES[op.type].run
+        return lambda ctx, values: run(ctx, op, values)
+    device = DeviceSpec.parse(op.device).kernel_device
+    choice = choose_kernel(op.spec, "cuda" if device == "cuda" else None)
+    bound = bind_kernel(op.spec, choice, op.attrs, op.type_attrs)
+    return lambda ctx, values: bound(values)
+
+
+def _checked_dtype(op: Operation, tensor: Tensor, value: Any) -> Any:
+    value = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if value.dtype.name != tensor.dtype:
+        raise OpError(f"{op.type} (node '{op.name}'): output {tensor.index} is {value.dtype.name}, "
+                      f"declared {tensor.dtype}")
+    return value
+
+
+def trace(outer: Graph, fn: Callable, args: Sequence[tuple[str, Any]], name: str
+          ) -> tuple[FuncGraph, list[Tensor], Any]:
+    """Call `fn(*placeholders)` with a new FuncGraph as the default graph.
+
+    `args`: (dtype, shape) per positional placeholder. Returns the graph, the placeholders and
+    what `fn` returned (its tensors still to be flattened by the caller)."""
+    graph = FuncGraph(outer, name)
+    with graph.as_default():
+        params = [placeholder(dtype, shape, name=f"arg{i}") for i, (dtype, shape) in
+                  enumerate(args)]
+        result = fn(*params)
+    return graph, params, result

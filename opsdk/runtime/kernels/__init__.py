@@ -1,0 +1,1 @@
+"""Kernels: loading built artefacts, choosing a kernel per device, eager calls."""

@@ -1,0 +1,248 @@
+"""Optimizers (TensorFlow 1's API) whose updates are ops declared in YAML (opdefs/builtin/optim.yaml).
+
+An update op is pure: it takes a variable's value, its slots, the hyperparameters and the
+gradient, and returns the new values, which `assign` nodes store in the session's variable
+store. Slots (accumulators, moments) are non-trainable Variables named `<var>/<Optimizer>`
+(`<var>/<Optimizer>_1`, ... for a second slot), set by `global_variables_initializer()`.
+
+    train_op = AdagradOptimizer(0.01).minimize(loss)
+    sess.run(global_variables_initializer())
+    sess.run(train_op, {x: batch})
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.ir.graph import Graph, Operation, constant
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.frontend.variables import Variable, trainable_variables
+
+__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
+           "AdamOptimizer", "RMSPropOptimizer"]
+
+GradsAndVars = list[tuple[Optional[Tensor], Variable]]
+
+
+class Optimizer:
+    """The shared machinery: gradients, slot variables, update nodes, the grouping train op.
+
+    A subclass names its update op (`_op`), its slots (`_slots`: (name, initial value)) and its
+    scalar hyperparameters (`_hypers`: the update op's inputs after the slots, before grad)."""
+
+    _op = ""
+    _slots: tuple[tuple[str, float], ...] = ()
+
+    def __init__(self, learning_rate: Any, name: str):
+        self.learning_rate = learning_rate
+        self._name = name
+        self._slot_vars: dict[tuple[str, str], Variable] = {}
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate]
+
+    def _attrs(self) -> dict:
+        return {}
+
+    # ------------------------------------------------------------------------------ public API
+    def compute_gradients(self, loss: Tensor, var_list: Optional[Sequence[Variable]] = None
+                          ) -> GradsAndVars:
+        """(gradient or None, variable) for each variable of `var_list` (default: the loss graph's
+        trainable variables)."""
+        variables = list(var_list) if var_list is not None else trainable_variables(loss.graph)
+        if not variables:
+            raise OpsdkError(f"{self._name}: no variables to optimize (create Variables with "
+                             "trainable=True, or pass var_list)")
+        return list(zip(gradients(loss, variables), variables))
+
+    def apply_gradients(self, grads_and_vars: GradsAndVars, global_step: Optional[Variable] = None,
+                        name: Optional[str] = None) -> Operation:
+        """One node that, when run, updates every variable with its gradient (and increments
+        `global_step` after)."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            names = ", ".join(v.name for _, v in grads_and_vars)
+            raise OpsdkError(f"{self._name}: no gradient for any variable ({names}); check that "
+                             "the loss depends on them through differentiable ops")
+        graph: Graph = pairs[0][1].graph
+        with graph.as_default():
+            for _, var in pairs:
+                self._create_slots(var)
+            with graph.name_scope(name or self._name):
+                updates = [u for g, v in pairs for u in self._apply(graph, g, v)]
+                updates += self._finish(graph, updates)
+                if global_step is not None:
+                    with graph.control_dependencies(updates):
+                        updates.append(global_step.assign_add(
+                            np.ones((), dtype=global_step.dtype), name="global_step_add"))
+            return graph.create_op("no_op", [], {}, [], name=name or self._name,
+                                   control_inputs=[u.op for u in updates])
+
+    def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
+                 var_list: Optional[Sequence[Variable]] = None, name: Optional[str] = None
+                 ) -> Operation:
+        """`apply_gradients(compute_gradients(loss, var_list), global_step)`."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+
+    def get_slot(self, var: Variable, name: str) -> Variable:
+        """The slot variable `name` of `var` (created by apply_gradients)."""
+        slot = self._slot_vars.get((var.name, name))
+        if slot is None:
+            raise OpsdkError(f"{self._name}: variable '{var.name}' has no slot '{name}' (slots: "
+                             f"{', '.join(self.get_slot_names()) or 'none'}; they exist once "
+                             "apply_gradients/minimize ran)")
+        return slot
+
+    def get_slot_names(self) -> list[str]:
+        """The names of the slots this optimizer keeps per variable."""
+        return [name for name, _ in self._slots]
+
+    # ------------------------------------------------------------------------------ machinery
+    def _create_slots(self, var: Variable) -> None:
+        if var.shape is None or any(d is None for d in var.shape):
+            raise OpsdkError(f"{self._name}: variable '{var.name}' has shape "
+                             f"{var.shape}; slots need a fully known shape")
+        for index, (slot, init) in enumerate(self._slots):
+            if (var.name, slot) not in self._slot_vars:
+                suffix = self._name if index == 0 else f"{self._name}_{index}"
+                value = np.full(var.shape, init, dtype=var.dtype)
+                self._slot_vars[(var.name, slot)] = Variable(value, name=f"{var.name}/{suffix}",
+                                                             trainable=False)
+
+    def _apply(self, graph: Graph, grad: Tensor, var: Variable) -> list[Tensor]:
+        """The update node of one variable and the assigns storing its outputs."""
+        slots = [self._slot_vars[(var.name, s)] for s, _ in self._slots]
+        hypers = [self._scalar(h, var.dtype) for h in self._hypers()]
+        inputs = [var.value(), *(s.value() for s in slots), *self._before_hypers(var), *hypers,
+                  grad]
+        base = var.name.replace("/", "_")
+        result = apply_op(graph.get_registry(), self._op, inputs, self._attrs(),
+                          name=f"update_{base}", device=var.op.device or None)
+        outputs = (result,) if isinstance(result, Tensor) else tuple(result)
+        return [target.assign(value, name=f"update_{base}/assign_{i}")
+                for i, (target, value) in enumerate(zip([var, *slots], outputs))]
+
+    def _before_hypers(self, var: Variable) -> list[Tensor]:
+        """Inputs between the slots and the hyperparameters (Adam's beta powers)."""
+        return []
+
+    def _finish(self, graph: Graph, updates: list[Tensor]) -> list[Tensor]:
+        """Updates that run after every variable's (Adam's beta powers)."""
+        return []
+
+    @staticmethod
+    def _scalar(value: Any, dtype: str) -> Tensor:
+        if isinstance(value, Variable):
+            value = value.value()
+        if isinstance(value, Tensor):
+            if value.dtype != dtype:
+                raise OpsdkError(f"hyperparameter '{value.name}' is {value.dtype}; the variable "
+                                 f"it updates is {dtype}")
+            return value
+        return constant(np.asarray(value, dtype=dtype))
+
+
+class GradientDescentOptimizer(Optimizer):
+    """var -= learning_rate * grad."""
+
+    _op = "apply_gradient_descent"
+
+    def __init__(self, learning_rate: Any, name: str = "GradientDescent"):
+        super().__init__(learning_rate, name)
+
+
+class MomentumOptimizer(Optimizer):
+    """accum = momentum * accum + grad; var -= learning_rate * accum (Nesterov optional)."""
+
+    _op = "apply_momentum"
+    _slots = (("momentum", 0.0),)
+
+    def __init__(self, learning_rate: Any, momentum: Any, use_nesterov: bool = False,
+                 name: str = "Momentum"):
+        super().__init__(learning_rate, name)
+        self.momentum = momentum
+        self.use_nesterov = use_nesterov
+
+    def _apply(self, graph: Graph, grad: Tensor, var: Variable) -> list[Tensor]:
+        # apply_momentum takes (var, accum, lr, grad, momentum): momentum after the gradient.
+        slot = self._slot_vars[(var.name, "momentum")]
+        inputs = [var.value(), slot.value(), self._scalar(self.learning_rate, var.dtype), grad,
+                  self._scalar(self.momentum, var.dtype)]
+        base = var.name.replace("/", "_")
+        new_var, new_accum = apply_op(graph.get_registry(), self._op, inputs,
+                                      {"use_nesterov": self.use_nesterov},
+                                      name=f"update_{base}", device=var.op.device or None)
+        return [var.assign(new_var, name=f"update_{base}/assign_0"),
+                slot.assign(new_accum, name=f"update_{base}/assign_1")]
+
+
+class AdagradOptimizer(Optimizer):
+    """accum += grad ** 2; var -= learning_rate * grad / sqrt(accum)."""
+
+    _op = "apply_adagrad"
+
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 name: str = "Adagrad"):
+        if initial_accumulator_value <= 0:
+            raise OpsdkError(f"{name}: initial_accumulator_value must be positive, got "
+                             f"{initial_accumulator_value}")
+        super().__init__(learning_rate, name)
+        self._slots = (("accumulator", float(initial_accumulator_value)),)
+
+
+class AdamOptimizer(Optimizer):
+    """Adam with bias correction; beta1**t and beta2**t are kept in two non-trainable variables."""
+
+    _op = "apply_adam"
+    _slots = (("m", 0.0), ("v", 0.0))
+
+    def __init__(self, learning_rate: Any = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, name: str = "Adam"):
+        super().__init__(learning_rate, name)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self._powers: dict[str, tuple[Variable, Variable]] = {}
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate, self.beta1, self.beta2, self.epsilon]
+
+    def _create_slots(self, var: Variable) -> None:
+        super()._create_slots(var)
+        if var.dtype not in self._powers:
+            self._powers[var.dtype] = (
+                Variable(np.asarray(self.beta1, var.dtype), name=f"{self._name}/beta1_power",
+                         trainable=False),
+                Variable(np.asarray(self.beta2, var.dtype), name=f"{self._name}/beta2_power",
+                         trainable=False))
+
+    def _before_hypers(self, var: Variable) -> list[Tensor]:
+        return [p.value() for p in self._powers[var.dtype]]
+
+    def _finish(self, graph: Graph, updates: list[Tensor]) -> list[Tensor]:
+        finished = []
+        with graph.control_dependencies(updates):
+            for b1p, b2p in self._powers.values():
+                finished.append(b1p.assign(b1p * self.beta1, name="beta1_power_update"))
+                finished.append(b2p.assign(b2p * self.beta2, name="beta2_power_update"))
+        return finished
+
+
+class RMSPropOptimizer(Optimizer):
+    """ms = decay * ms + (1 - decay) * grad**2; mom = momentum * mom + lr * grad / sqrt(ms + eps);
+    var -= mom. The mean square starts at ones, as in TensorFlow 1."""
+
+    _op = "apply_rms_prop"
+    _slots = (("rms", 1.0), ("momentum", 0.0))
+
+    def __init__(self, learning_rate: Any, decay: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-10, name: str = "RMSProp"):
+        super().__init__(learning_rate, name)
+        self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate, self.decay, self.momentum, self.epsilon]
