@@ -95,11 +95,34 @@ def flag_template(device: str, root: Path) -> tuple[str, ...]:
     deps = ["-MMD", "-MF", DEPFILE_PLACEHOLDER]
     define = [f"-DOPSDK_MODULE_NAME={MODULE_PLACEHOLDER}"]
     if device == "cpu":
-        base = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-march=native",
+        base = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", *cpu_arch_flags(),
                 "-fvisibility=hidden"]
     else:
         base = [*_cuda_compile_base(), "-shared"]
     return tuple(base + define + includes + deps + _extra_flags(device))
+
+
+# OPSDK_PORTABLE=1: build cpu kernels for a baseline that every machine of the platform runs
+# instead of this machine's CPU (-march=native), as a shipped wheel needs; OPSDK_PORTABLE is
+# then defined for the kernel, which may choose faster paths at run time (GCC target_clones).
+PORTABLE_ENV = "OPSDK_PORTABLE"
+_PORTABLE_MARCH = {"x86_64": "-march=x86-64-v2", "amd64": "-march=x86-64-v2",
+                   "aarch64": "-march=armv8-a", "arm64": "-march=armv8-a"}
+
+
+def portable_requested() -> bool:
+    """Whether OPSDK_PORTABLE asks for portable cpu kernels (any value but empty or 0)."""
+    return os.environ.get(PORTABLE_ENV, "").strip() not in ("", "0")
+
+
+def cpu_arch_flags() -> list[str]:
+    """-march=native, or the platform's portable baseline when OPSDK_PORTABLE is set."""
+    if not portable_requested():
+        return ["-march=native"]
+    import platform
+
+    march = _PORTABLE_MARCH.get(platform.machine().lower())
+    return [*([march] if march else []), "-mtune=generic", "-DOPSDK_PORTABLE=1"]
 
 
 def _extra_flags(device: str) -> list[str]:
@@ -135,7 +158,7 @@ def object_flags(device: str, role: str, root: Path, op: str) -> tuple[str, ...]
     if device == "cuda":
         base = [*_cuda_compile_base(), "-c", *glue_define]
     elif role == "kernel":
-        base = ["-O3", "-std=c++17", "-fPIC", "-fopenmp", "-march=native", "-fvisibility=hidden",
+        base = ["-O3", "-std=c++17", "-fPIC", "-fopenmp", *cpu_arch_flags(), "-fvisibility=hidden",
                 "-c"]
         includes = includes[:3]  # workspace, generated/cpp, opsdk/include: no pybind11, no Python
     else:
