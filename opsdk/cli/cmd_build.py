@@ -20,6 +20,8 @@ def register(subparsers) -> argparse.ArgumentParser:
                    help="auto: compile cuda kernels when nvcc and a GPU are present; "
                         "on: whenever nvcc is; off: never")
     p.add_argument("--no-progress", action="store_true", help="print only the summary")
+    p.add_argument("--builtin", action="store_true",
+                   help="build opsdk's own builtin ops (an installed wheel without their kernels)")
     return p
 
 
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
         print("opsdk build: error: -j needs a positive number of jobs", file=sys.stderr)
         return 1
     try:
-        report = build_workspace(workspace_root(args), ops=args.ops or None, jobs=args.jobs,
+        root = _builtin_root() if args.builtin else workspace_root(args)
+        report = build_workspace(root, ops=args.ops or None, jobs=args.jobs,
                                  cuda=args.cuda, progress=not args.no_progress)
     except BuildError as exc:
         print(str(exc), file=sys.stderr)
@@ -45,3 +48,9 @@ def run(args: argparse.Namespace) -> int:
         print(note)
     print(report.summary())
     return 0
+
+
+def _builtin_root():
+    from ..registry import BUILTIN_ROOT
+
+    return BUILTIN_ROOT

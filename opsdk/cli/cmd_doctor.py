@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
               _program("nvcc", "building cuda kernels"),
               _cupy(),
               _module("ray", "ray", "distributed graphs (opsdk.dist); pip install ray"),
-              _program("dot", "rendering graphs to images (Graphviz)", "-V")]
+              _program("dot", "rendering graphs to images (Graphviz)", "-V"),
+              _builtin_kernels()]
     rows = [(c.name, "ok" if c.ok else "missing", c.found, "" if c.ok else c.disables)
             for c in checks]
     print_table("opsdk doctor", ("tool", "status", "found", "missing disables"), rows)
@@ -81,3 +82,25 @@ def _cupy() -> Check:
     if count == 0:
         return Check("CuPy + GPU", False, "CuPy present, no GPU", disables)
     return Check("CuPy + GPU", True, f"CuPy {cupy.__version__}, {count} GPU(s)", disables)
+
+
+def _builtin_kernels() -> Check:
+    """Whether opsdk's own compiled ops (the flagship) have a built cpu kernel here."""
+    from ..registry import BUILTIN_ROOT, KernelNotBuiltError, OpsdkError, load_registry
+    from ..runtime.kernels.loader import read_manifest
+
+    name = "builtin kernels"
+    try:
+        compiled = [s for s in load_registry().ops_in_workspace(BUILTIN_ROOT) if s.kernel("cpu")]
+    except OpsdkError as exc:
+        return Check(name, False, f"builtin declarations unusable: {exc}", "every builtin op")
+    missing = []
+    for spec in compiled:
+        try:
+            read_manifest(spec, "cpu")
+        except KernelNotBuiltError:
+            missing.append(spec.name)
+    if not missing:
+        return Check(name, True, f"{len(compiled)} built in {BUILTIN_ROOT}", "")
+    return Check(name, False, f"not built: {', '.join(missing)}",
+                 "those builtin ops; run `opsdk build --builtin` (needs g++)")

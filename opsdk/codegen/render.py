@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import jinja2
 
+from opsdk.registry import BUILTIN_ROOT
 from opsdk.registry.shapes import format_shape
 from opsdk.registry.spec import OpSpec, TensorSpec
 
@@ -21,8 +21,8 @@ from .binding_model import binding_model
 from .messages import cpp_string_literal
 from .wrappers import wrapper_model
 
-# The package is installed editable: templates/ sits next to opsdk/ in the repository.
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+# templates/ of the checkout, or the copy an installed wheel carries (see registry/workspace.py).
+TEMPLATES_DIR = BUILTIN_ROOT / "templates"
 
 
 @lru_cache(maxsize=1)

@@ -7,8 +7,21 @@ from pathlib import Path
 
 from .errors import OpsdkError
 
-# The repository root, which holds the builtin declarations under opdefs/.
-BUILTIN_ROOT: Path = Path(__file__).resolve().parents[2]
+# Where the builtin ops live (declarations, generated wrappers, built kernels, templates): the
+# checkout when opsdk runs from one (editable install), else the copy a wheel carries as package
+# data under opsdk/_builtin (setup.py puts it there). The checkout is recognised by the files only
+# it has side by side: opdefs/builtin and templates next to the package.
+PACKAGE_DATA_ROOT: Path = Path(__file__).resolve().parents[1] / "_builtin"
+
+
+def _builtin_root() -> Path:
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "opdefs" / "builtin").is_dir() and (checkout / "templates").is_dir():
+        return checkout
+    return PACKAGE_DATA_ROOT
+
+
+BUILTIN_ROOT: Path = _builtin_root()
 
 
 @dataclass(frozen=True)
