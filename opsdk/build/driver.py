@@ -1,12 +1,13 @@
 """`opsdk build`: regenerate, then compile every stale kernel of a workspace, in parallel.
 
-Each (op, device) pair is one unit with its own folder `build/<device>/<op>/` (build_unit.py):
+Each (op, device) pair is one unit with its own folder `build/<device>/<op>/` (unit.py):
 on the CPU two translation units, the kernel and the pybind11 glue, compiled in parallel into
 objects cached by content key, then linked. A unit is up to date when every object's key (its
 sources, the headers its depfile listed, flags, compiler, environment: compiler.build_key) and
-the link key match its `manifest.json` and the artefact exists. Objects and artefacts are written
-under temp names and renamed; the manifest is replaced last, so a killed build leaves at worst
-unreferenced files, which the next build removes.
+the link key match its `manifest.json` and the artefact's bytes hash to the sha256 recorded
+there (a truncated or patched extension is rebuilt, never reported up to date). Objects and
+artefacts are written under temp names and renamed; the manifest is replaced last, so a killed
+build leaves at worst unreferenced files, which the next build removes.
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
                 results.append(done)
             else:
                 stale.append(plan)
+                if plan.note:
+                    notes.append(plan.note)
         results += _compile_all(stale, environment, digests, jobs, progress)
     order = {(u.op, u.device): i for i, u in enumerate(units)}
     results.sort(key=lambda r: order[(r.op, r.device)])

@@ -5,7 +5,8 @@ A cpu unit compiles two translation units into objects, `<op>_kernel.cc` (the au
 a cuda unit has one (the glue including the kernel). Each object is cached under
 `build/<device>/<op>/obj/` by its own content key, so a kernel edit recompiles only the kernel
 object and relinks. Next to each object, `<role>-<key>.json` records the headers its depfile
-listed and the key they gave: an object is reused only when that key still holds.
+listed, the key they gave and the object's sha256: an object is reused only when that key still
+holds and its bytes are the ones compiled. The manifest's layout lives in opsdk.registry.manifest.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from opsdk.build.progress import UnitResult
-from opsdk.build.compiler import (CompileOutcome, Toolchain, build_key, extension_suffix, file_digest,
-                       link_command, object_command, read_depfile, run_compiler,
-                       undefined_kernel_symbols)
+from opsdk.build.compiler import (CompileOutcome, Toolchain, build_key, extension_suffix,
+                                  file_digest, link_command, object_command, read_depfile,
+                                  run_compiler, undefined_kernel_symbols)
 from opsdk.build.diagnostics import (summarize_failure, summarize_missing_kernel,
-                          uninstantiated_kernels)
+                                     uninstantiated_kernels)
+from opsdk.build.progress import UnitResult
+from opsdk.registry.manifest import (TEMP_PREFIX, Manifest, ManifestError, ObjectRecord,
+                                     artefact_problem, file_sha256, object_problem, read_manifest,
+                                     write_manifest)
 
-TEMP_PREFIX = ".tmp-"
 OBJ_DIR = "obj"
 
 
@@ -64,6 +67,7 @@ class BuiltObject:
     role: str
     key: str
     file: str  # relative to the unit's obj/ folder
+    sha256: str
     sources: tuple[str, ...]
     compiled: bool = False
     started: float = 0.0
@@ -90,6 +94,7 @@ class UnitPlan:
     unit: Unit
     reused: tuple[BuiltObject, ...]
     jobs: tuple[ObjectJob, ...]
+    note: str = ""  # why a unit whose sources did not change is rebuilt (a damaged artefact)
 
 
 class Digests:
@@ -112,16 +117,12 @@ class Digests:
         return out
 
 
-def read_manifest(out_dir: Path) -> Optional[dict]:
-    """The last successful build of a unit, or None when absent or unreadable (then: rebuild)."""
+def last_build(unit: Unit) -> Optional[Manifest]:
+    """The last successful build of a unit, or None when absent or invalid (then: rebuild)."""
     try:
-        data = json.loads((out_dir / "manifest.json").read_text())
-    except (OSError, ValueError):
+        return read_manifest(unit.out_dir, unit.op, unit.device)
+    except ManifestError:
         return None
-    needed = {"key", "module", "file", "sources", "objects"}
-    if not isinstance(data, dict) or not needed <= data.keys():
-        return None
-    return data
 
 
 def _object_key(unit: Unit, source: Source, headers: Sequence[str], digests: Digests,
@@ -138,28 +139,44 @@ def link_key(unit: Unit, objects: Sequence[BuiltObject], environment: str) -> st
 
 def plan_unit(unit: Unit, environment: str,
               digests: Digests) -> tuple[Optional[UnitPlan], Optional[UnitResult]]:
-    """(plan, None) when the unit must compile or relink; (None, up-to-date result) otherwise."""
-    manifest = read_manifest(unit.out_dir)
-    previous = {o["role"]: o for o in manifest["objects"]} if manifest else {}
-    reused, jobs = [], []
+    """(plan, None) when the unit must compile or relink; (None, up-to-date result) otherwise.
+
+    Up to date needs the keys to match and the artefact's bytes to hash to the manifest's
+    sha256: a truncated or patched extension is relinked (objects are checked the same way).
+    """
+    manifest = last_build(unit)
+    previous = {o.role: o for o in manifest.objects} if manifest else {}
+    keyed = []
     for source in unit.sources:
         before = previous.get(source.role)
-        headers = tuple(before["sources"]) if before else ()
-        key = _object_key(unit, source, headers, digests, environment)
-        if before and before["key"] == key and (unit.obj_dir / before["file"]).is_file():
-            reused.append(BuiltObject(source.role, key, before["file"], headers))
-            continue
-        cached = _cached_object(unit, source, key, digests, environment)
-        if cached is not None:
-            reused.append(cached)
+        headers = before.sources if before else ()
+        keyed.append((source, before, _object_key(unit, source, headers, digests, environment)))
+    note = ""
+    if manifest and all(b and b.key == k for _, b, k in keyed) and manifest.key == link_key(
+            unit, [BuiltObject(s.role, k, b.file, b.sha256, b.sources) for s, b, k in keyed],
+            environment):
+        problem = artefact_problem(unit.out_dir, manifest)
+        if problem is None:
+            clean_unit_dir(unit, manifest)
+            return None, UnitResult(unit.op, unit.device, "up to date",
+                                    artefact=unit.out_dir / manifest.file)
+        note = f"op '{unit.op}' ({unit.device}): {problem}; rebuilding it"
+    reused, jobs = [], []
+    for source, before, key in keyed:
+        found = _reusable(unit, source, before, key, digests, environment)
+        if found is not None:
+            reused.append(found)
         else:
             jobs.append(ObjectJob(source, key))
-    if manifest and not jobs and (unit.out_dir / manifest["file"]).is_file() \
-            and manifest["key"] == link_key(unit, reused, environment):
-        clean_unit_dir(unit, manifest)
-        return None, UnitResult(unit.op, unit.device, "up to date",
-                                artefact=unit.out_dir / manifest["file"])
-    return UnitPlan(unit, tuple(reused), tuple(jobs)), None
+    return UnitPlan(unit, tuple(reused), tuple(jobs), note), None
+
+
+def _reusable(unit: Unit, source: Source, before: Optional[ObjectRecord], key: str,
+              digests: Digests, environment: str) -> Optional[BuiltObject]:
+    """The manifest's object when its key holds and its bytes are intact, else a cached one."""
+    if before and before.key == key and object_problem(unit.obj_dir, before) is None:
+        return BuiltObject(source.role, key, before.file, before.sha256, before.sources)
+    return _cached_object(unit, source, key, digests, environment)
 
 
 def _object_stem(role: str, key: str) -> str:
@@ -172,15 +189,16 @@ def _cached_object(unit: Unit, source: Source, key: str, digests: Digests,
     stem = _object_stem(source.role, key)
     try:
         meta = json.loads((unit.obj_dir / f"{stem}.json").read_text())
-        headers, recorded = tuple(meta["sources"]), meta["key"]
+        record = ObjectRecord(source.role, str(meta["key"]), f"{stem}.o", str(meta["sha256"]),
+                              tuple(str(h) for h in meta["sources"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not (unit.obj_dir / f"{stem}.o").is_file():
+    if object_problem(unit.obj_dir, record) is not None:
         return None
     # The headers its depfile listed must still hash to what they were when it compiled.
-    if _object_key(unit, source, headers, digests, environment) != recorded:
+    if _object_key(unit, source, record.sources, digests, environment) != record.key:
         return None
-    return BuiltObject(source.role, recorded, f"{stem}.o", headers)
+    return BuiltObject(source.role, record.key, record.file, record.sha256, record.sources)
 
 
 def compile_object(unit: Unit, job: ObjectJob, digests: Digests,
@@ -202,12 +220,15 @@ def compile_object(unit: Unit, job: ObjectJob, digests: Digests,
     headers = tuple(d for d in read_depfile(temp_dep, unit.root) if d not in inputs)
     temp_dep.unlink(missing_ok=True)
     key = _object_key(unit, job.source, headers, digests, environment)
+    sha256 = file_sha256(temp_obj)
     os.replace(temp_obj, unit.obj_dir / f"{stem}.o")
     # The record goes last: an object without one is never reused.
     record = temp.with_suffix(".json")
-    record.write_text(json.dumps({"key": key, "sources": list(headers)}, indent=1) + "\n")
+    record.write_text(json.dumps({"key": key, "sha256": sha256, "sources": list(headers)},
+                                 indent=1) + "\n")
     os.replace(record, unit.obj_dir / f"{stem}.json")
-    return BuiltObject(job.source.role, key, f"{stem}.o", headers, True, started, outcome.seconds)
+    return BuiltObject(job.source.role, key, f"{stem}.o", sha256, headers, True, started,
+                       outcome.seconds)
 
 
 def finish_unit(plan: UnitPlan, done: Sequence[BuiltObject | ObjectFailure], environment: str,
@@ -240,7 +261,7 @@ def finish_unit(plan: UnitPlan, done: Sequence[BuiltObject | ObjectFailure], env
         seconds = time.perf_counter() - first
     final = unit.out_dir / f"{module}{suffix}"
     os.replace(temp_out, final)
-    manifest = _write_manifest(unit, key, module, final.name, objects, digests)
+    manifest = _write_manifest(unit, key, module, final, objects, digests)
     (unit.out_dir / "last_error.log").unlink(missing_ok=True)
     clean_unit_dir(unit, manifest)
     parts = tuple(o.role for o in objects if o.compiled) + ("link",)
@@ -268,29 +289,28 @@ def _failure(unit: Unit, failures: Sequence[ObjectFailure], seconds: float,
     return UnitResult(unit.op, unit.device, "failed", seconds, None, message)
 
 
-def _write_manifest(unit: Unit, key: str, module: str, file: str,
-                    objects: Sequence[BuiltObject], digests: Digests) -> dict:
-    """Replace manifest.json atomically; `sources`/`digests` cover every object's inputs."""
+def _write_manifest(unit: Unit, key: str, module: str, artefact: Path,
+                    objects: Sequence[BuiltObject], digests: Digests) -> Manifest:
+    """Write the unit's manifest; `sources`/`digests` cover every object's inputs."""
     inputs = {f for s in unit.sources for f in s.inputs}
     headers = sorted({h for o in objects for h in o.sources})
     local = [f for f in sorted(inputs | set(headers)) if not Path(f).is_absolute()]
-    manifest = {"key": key, "module": module, "file": file, "sources": headers,
-                "op": unit.op, "device": unit.device, "kernel": unit.kernel,
-                # Per-file digests let the loader tell an edit from a mere touch of a source.
-                "digests": digests.of(local),
-                "objects": [{"role": o.role, "key": o.key, "file": o.file,
-                             "sources": list(o.sources)} for o in objects]}
-    temp = unit.out_dir / f"{TEMP_PREFIX}manifest-{os.getpid()}.json"
-    temp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    os.replace(temp, unit.out_dir / "manifest.json")
+    manifest = Manifest(
+        op=unit.op, device=unit.device, key=key, module=module, file=artefact.name,
+        sha256=file_sha256(artefact), kernel=unit.kernel, sources=tuple(headers),
+        # Per-file digests let the loader tell an edit from a mere touch of a source.
+        digests=tuple(sorted(digests.of(local).items())),
+        objects=tuple(ObjectRecord(o.role, o.key, o.file, o.sha256, o.sources)
+                      for o in objects))
+    write_manifest(unit.out_dir, manifest)
     return manifest
 
 
-def clean_unit_dir(unit: Unit, manifest: dict) -> None:
+def clean_unit_dir(unit: Unit, manifest: Manifest) -> None:
     """Remove temp files of killed builds, and artefacts and objects the manifest does not name."""
-    keep = {manifest["file"]}
-    for o in manifest["objects"]:
-        keep |= {o["file"], Path(o["file"]).with_suffix(".json").name}
+    keep = {manifest.file}
+    for o in manifest.objects:
+        keep |= {o.file, Path(o.file).with_suffix(".json").name}
     prefix = f"_opsdk_{unit.op}_"
     for folder in (unit.out_dir, unit.obj_dir):
         if not folder.is_dir():

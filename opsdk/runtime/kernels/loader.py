@@ -2,14 +2,16 @@
 
 The runtime never compiles and never imports codegen: it runs what was built. Each build gives
 the extension a new module name (`_opsdk_<op>_<key>`), so a process can load a rebuilt kernel
-next to the one it already holds.
+next to the one it already holds. The manifest (opsdk.registry.manifest) is validated and the
+artefact's sha256 checked before the dynamic loader maps it: a truncated or patched extension
+would crash the process (SIGBUS) instead of raising. The check runs once per artefact per
+process; later calls only stat the manifest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import threading
 import warnings
 from dataclasses import dataclass
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from opsdk.registry.errors import KernelNotBuiltError
+from opsdk.registry.manifest import (MANIFEST_NAME, ManifestError, file_problem, inside,
+                                     read_manifest as read_built)
 from opsdk.registry.spec import OpSpec
 
 COMPILED_DEVICES = ("cpu", "cuda")
@@ -31,6 +35,7 @@ class BuiltKernel:
     artefact: Path
     sources: tuple[str, ...]
     digests: tuple[tuple[str, str], ...]  # workspace files -> sha256 when built
+    sha256: str  # the artefact's, as built
 
 
 _lock = threading.Lock()
@@ -41,13 +46,14 @@ _resolved: dict[Path, tuple[int, Callable]] = {}
 
 def manifest_path(spec: OpSpec, device: str) -> Path:
     """`<workspace>/build/<device>/<op>/manifest.json`."""
-    return Path(spec.workspace) / "build" / device / spec.name / "manifest.json"
+    return Path(spec.workspace) / "build" / device / spec.name / MANIFEST_NAME
 
 
 def load_kernel(spec: OpSpec, device: str = "cpu") -> Callable:
     """The built `cpu` (or `cuda`) function of an op, imported from its artefact once per build.
 
-    Raises KernelNotBuiltError when the op was never built; warns when its kernel source changed
+    Raises KernelNotBuiltError when the op was never built, or its manifest is invalid, or its
+    artefact is not the one built (truncated, patched, empty); warns when its kernel source changed
     after the build (the old kernel keeps running until `opsdk build` is rerun).
 
     >>> fn = load_kernel(registry.get("pairwise_manhattan"))      # doctest: +SKIP
@@ -67,6 +73,7 @@ def load_kernel(spec: OpSpec, device: str = "cpu") -> Callable:
     with _lock:
         fn = _modules.get(built.artefact)
         if fn is None:
+            _verify_artefact(spec, built)
             _warn_if_stale(spec, built)
             fn = _import_kernel(spec, built)
             _modules[built.artefact] = fn
@@ -76,22 +83,36 @@ def load_kernel(spec: OpSpec, device: str = "cpu") -> Callable:
 
 def read_manifest(spec: OpSpec, device: str) -> BuiltKernel:
     """The manifest of an op's build on `device`; KernelNotBuiltError if absent or unusable."""
-    path = manifest_path(spec, device)
+    folder = manifest_path(spec, device).parent
     try:
-        data = json.loads(path.read_text())
-        built = BuiltKernel(spec.name, device, str(data["module"]), path.parent / data["file"],
-                            tuple(data.get("sources", ())),
-                            tuple(sorted(dict(data.get("digests", {})).items())))
-    except (OSError, ValueError, KeyError, TypeError):
-        raise _not_built(spec, device) from None
-    if not built.artefact.is_file():
+        manifest = read_built(folder, spec.name, device)
+        artefact = inside(folder, manifest.file)
+    except ManifestError as exc:
+        if not folder.joinpath(MANIFEST_NAME).exists():
+            raise _not_built(spec, device) from None
+        raise _unusable(spec, device, str(exc)) from None
+    if not artefact.is_file():
         raise _not_built(spec, device)
-    return built
+    return BuiltKernel(spec.name, device, manifest.module, artefact, manifest.sources,
+                       manifest.digests, manifest.sha256)
+
+
+def _verify_artefact(spec: OpSpec, built: BuiltKernel) -> None:
+    """Refuse an artefact whose bytes are not those the build recorded (before it is mapped)."""
+    problem = file_problem(built.artefact.parent, built.artefact.name, built.sha256)
+    if problem is not None:
+        raise _unusable(spec, built.device, f"{built.artefact.parent}: {problem}")
 
 
 def _not_built(spec: OpSpec, device: str) -> KernelNotBuiltError:
     return KernelNotBuiltError(f"op '{spec.name}': no built {device} kernel; "
                                f"run `opsdk build` in {Path(spec.workspace).resolve()}")
+
+
+def _unusable(spec: OpSpec, device: str, why: str) -> KernelNotBuiltError:
+    return KernelNotBuiltError(f"op '{spec.name}': its built {device} kernel is unusable "
+                               f"({why}); run `opsdk build` in "
+                               f"{Path(spec.workspace).resolve()} to rebuild it")
 
 
 def _import_kernel(spec: OpSpec, built: BuiltKernel) -> Callable:
