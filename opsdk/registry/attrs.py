@@ -7,6 +7,7 @@ tuples, so attrs stay hashable (plan caches and common-subexpression elimination
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Mapping, Optional, Sequence
 
@@ -71,6 +72,8 @@ def yaml_attr_value(node: YNode, type_: str) -> tuple[Any, Optional[str]]:
         raw = _yaml_scalar(node, type_)
     else:
         return None, f"must be {_KIND_WORDS[type_]}"
+    if any(isinstance(v, float) and not math.isfinite(v) for v in (raw if isinstance(raw, list) else [raw])):
+        return None, "must be a finite number (.inf and .nan have no literal in the generated code)"
     return coerce_attr_value(type_, raw)
 
 

@@ -22,10 +22,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 
 def describe(node: YNode) -> str:
-    """How a wrong value is shown: scalars as written, containers by kind."""
+    """How a wrong value is shown: scalars as written (clipped), containers by kind."""
     if isinstance(node, YScalar):
-        return "nothing" if node.value is None else repr(node.value) if isinstance(node.value, str) else node.text
+        return "nothing" if node.value is None else clip(repr(node.value) if isinstance(node.value, str)
+                                                          else node.text)
     return KIND_NAMES[type(node)]
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """`text` cut to `limit` characters, so a huge value never floods a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class Diagnostics:
@@ -39,8 +45,16 @@ class Diagnostics:
     def location(self, line: int) -> Location:
         return Location(self.file, line)
 
-    def error(self, line: int, message: str) -> None:
-        self.errors.append(OpDefError(self.location(line), self.op, message))
+    def error(self, line: int, message: str, *, derived: bool = False) -> None:
+        self.errors.append(OpDefError(self.location(line), self.op, message, derived=derived))
+
+    def derived(self, line: int, message: str) -> None:
+        """A mistake that may be a consequence of another (listed after the root causes)."""
+        self.error(line, message, derived=True)
+
+    def sorted_errors(self) -> list[OpDefError]:
+        """Root causes first, then consequences, each by line."""
+        return sorted(self.errors, key=lambda e: (e.derived, e.location.line if e.location else 0))
 
     def count(self) -> int:
         return len(self.errors)
@@ -116,13 +130,37 @@ def as_number(node: YNode) -> Optional[float]:
     return None
 
 
+# Names become file names, C++ identifiers and Python arguments; real ones are far shorter.
+MAX_NAME_LENGTH = 64
+
+
 def is_identifier(name: str) -> bool:
     """A name usable as a Python argument and a C++ field (keywords excluded)."""
-    return name.isidentifier() and name.isascii() and not keyword.iskeyword(name) and name not in _CPP_WORDS
+    return (name.isidentifier() and name.isascii() and len(name) <= MAX_NAME_LENGTH
+            and not is_keyword(name))
+
+
+def name_problem(name: str) -> Optional[str]:
+    """Why `name` cannot name an op, input, output, attr or dim ('is a C++ keyword'), or None."""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"is {len(name)} characters long; names may have at most {MAX_NAME_LENGTH}"
+    if keyword.iskeyword(name):
+        return "is a Python keyword, which the generated wrapper cannot take as a name"
+    if name in _CPP_WORDS:
+        return "is a C++ keyword, which the generated glue cannot take as a name"
+    return None
+
+
+def is_keyword(name: str) -> bool:
+    """A word of Python or C++ that no generated name may be."""
+    return keyword.iskeyword(name) or name in _CPP_WORDS
 
 
 # Names that would break the generated C++ structs even though Python accepts them.
-_CPP_WORDS = frozenset("""auto bool break case catch char class const continue default delete do double else enum
-explicit extern float for friend goto if inline int long namespace new operator private protected public
-register return short signed sizeof static struct switch template this throw try typedef typename union
-unsigned using virtual void volatile while""".split())
+_CPP_WORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+co_return co_yield decltype default delete do double dynamic_cast else enum explicit export extern false float
+for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private
+protected public register reinterpret_cast requires return short signed sizeof static static_assert
+static_cast struct switch template this thread_local throw true try typedef typeid typename union unsigned
+using virtual void volatile wchar_t while xor xor_eq""".split())

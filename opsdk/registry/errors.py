@@ -21,12 +21,17 @@ class OpsdkError(Exception):
 
 
 class OpDefError(OpsdkError):
-    """A mistake in a declaration: `file:line: op 'name': what is wrong (the fix)`."""
+    """A mistake in a declaration: `file:line: op 'name': what is wrong (the fix)`.
 
-    def __init__(self, location: Location | None, op: str | None, message: str):
+    `derived` marks a mistake that may only follow from another one (a dim no input binds when
+    the input that would bind it was refused); those are listed after the root causes.
+    """
+
+    def __init__(self, location: Location | None, op: str | None, message: str, *, derived: bool = False):
         self.location = location
         self.op = op
         self.message = message
+        self.derived = derived
         where = f"{location}: " if location else ""
         who = f"op '{op}': " if op else ""
         super().__init__(f"{where}{who}{message}")

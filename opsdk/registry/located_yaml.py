@@ -1,14 +1,18 @@
 """YAML loaded safely into a small located tree: every key and value knows its line.
 
 PyYAML's composer gives nodes with marks; we turn them into frozen `YScalar`/`YSeq`/`YMap` once,
-so the parser can say `file:line` for any mistake. Only the safe constructor is used (no Python
-tags), and aliases are converted once per node so an alias bomb costs nothing.
+so the parser can say `file:line` for any mistake. Only the safe constructor is used, and explicit
+tags (`!!python/...`, `!foo`) are refused rather than dropped. A first pass over the parser's events
+bounds nesting (the conversion recurses) before anything is composed; aliases are converted once per
+node and the values a document expands to are counted, so an alias bomb is refused in milliseconds
+instead of being expanded by whatever reads the value later.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+import re
 from typing import Any, Optional, Union
 
 import yaml
@@ -16,7 +20,16 @@ import yaml
 from .errors import Location, OpDefError
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_STR_TAG = "tag:yaml.org,2002:str"
+_STD_TAG_PREFIX = "tag:yaml.org,2002:"
+_STR_TAG = _STD_TAG_PREFIX + "str"
+
+# Limits far above any real declaration (the flagship nests 4 deep and holds ~60 values).
+MAX_DEPTH = 50
+MAX_VALUES = 10_000
+# Characters no generated C++ or Python file can carry in a comment, string or name: C0 controls
+# other than tab and newline, and DEL (YAML's escapes can write them; it refuses lone surrogates).
+_UNCARRIABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+_TAGGED_EVENTS = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)
 
 
 @dataclass(frozen=True)
@@ -66,23 +79,67 @@ def load_documents(path: Path, shown: str) -> list[YNode]:
 
     Raises YamlLoadError (carrying located OpDefErrors) for unreadable files and syntax errors.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise YamlLoadError([OpDefError(Location(shown, 1), None, f"cannot read the file: {exc}")]) from None
+    text = _read_text(path, shown)
     converter = _Converter(shown)
     docs: list[YNode] = []
     try:
+        _check_events(text, shown)
         for node in yaml.compose_all(text, Loader=_LOADER):
             if node is None or (isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null")):
                 continue  # an empty document, e.g. after a trailing `---`
             converter.done.clear()  # ids are only unique among live nodes, and aliases stay in one document
+            converter.sizes.clear()
             docs.append(converter.convert(node))
     except yaml.YAMLError as exc:
-        raise YamlLoadError([_syntax_error(exc, shown)]) from None
+        raise YamlLoadError([_syntax_error(exc, shown, text)]) from None
     if converter.errors:
         raise YamlLoadError(converter.errors)
     return docs
+
+
+def _read_text(path: Path, shown: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise YamlLoadError([OpDefError(Location(shown, 1), None, f"cannot read the file: {exc.strerror}")]) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        byte = data[exc.start:exc.start + 1].hex()
+        raise YamlLoadError([OpDefError(Location(shown, line), None, f"byte 0x{byte} is not UTF-8 text; "
+                                                                     f"save the file as UTF-8")]) from None
+
+
+def _check_events(text: str, shown: str) -> None:
+    """Refuse explicit tags and deep nesting before composing (the C parser streams events cheaply)."""
+    depth, errors = 0, []
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1
+        if isinstance(event, _TAGGED_EVENTS) and event.tag is not None:
+            errors.append(OpDefError(Location(shown, line), None,
+                                     f"explicit YAML tag '{_written_tag(event.tag)}': tags are not read in declarations; "
+                                     f"remove it and write the plain value"))
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                errors.append(OpDefError(Location(shown, line), None,
+                                         f"lists and mappings nest more than {MAX_DEPTH} deep here; "
+                                         f"a declaration needs a few levels"))
+                break
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    if errors:
+        raise YamlLoadError(errors)
+
+
+def _written_tag(tag: str) -> str:
+    """A resolved tag as the user wrote it: `tag:yaml.org,2002:python/x` was `!!python/x`."""
+    return _clip("!!" + tag[len(_STD_TAG_PREFIX):] if tag.startswith(_STD_TAG_PREFIX) else tag)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class YamlLoadError(Exception):
@@ -93,9 +150,13 @@ class YamlLoadError(Exception):
         self.errors = errors
 
 
-def _syntax_error(exc: yaml.YAMLError, shown: str) -> OpDefError:
+def _syntax_error(exc: yaml.YAMLError, shown: str, text: str) -> OpDefError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else 1
+    source = text.splitlines()[line - 1] if 0 < line <= len(text.splitlines()) else ""
+    if "\t" in source[:len(source) - len(source.lstrip(" \t"))]:
+        return OpDefError(Location(shown, line), None, "YAML syntax error: a tab in the indentation "
+                                                       "(YAML indents with spaces only); replace it with spaces")
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
     context = getattr(exc, "context", None)
     what = f"{context}, {problem}" if context else problem
@@ -108,6 +169,7 @@ class _Converter:
     def __init__(self, shown: str):
         self.shown = shown
         self.done: dict[int, YNode] = {}
+        self.sizes: dict[int, int] = {}  # values a node expands to, aliases counted each time
         self.active: set[int] = set()
         self.errors: list[OpDefError] = []
         self.constructor = yaml.constructor.SafeConstructor()
@@ -125,6 +187,11 @@ class _Converter:
             result = self._convert(node, line)
         finally:
             self.active.discard(key)
+        self.sizes[key] = size = 1 + sum(self.sizes.get(id(child), 1) for child in _children(node))
+        if size > MAX_VALUES and not self.errors:
+            self._error(line, f"this value expands to more than {MAX_VALUES} values (each *alias repeats "
+                              f"its anchor's values); write it out without aliases")
+            result = YScalar(None, "", line)  # nothing downstream walks the expansion
         self.done[key] = result
         return result
 
@@ -136,6 +203,11 @@ class _Converter:
         return YScalar(self._scalar(node, line), str(node.value), line)
 
     def _scalar(self, node: yaml.Node, line: int) -> Any:
+        bad = _UNCARRIABLE.search(str(node.value))
+        if bad:
+            self._error(line, f"text holds the control character U+{ord(bad.group()):04X}, which generated "
+                              f"code cannot carry; remove it")
+            return None
         if node.tag == _STR_TAG:  # most scalars: names and text, no construction needed
             return node.value
         try:
@@ -153,6 +225,9 @@ class _Converter:
                 self._error(key_line, "keys must be plain names (no lists, mappings or '<<' merges)")
                 continue
             key = str(key_node.value)
+            if _UNCARRIABLE.search(key):
+                self._error(key_line, f"key {key!r} holds a control character; remove it")
+                continue
             if key in seen:
                 self._error(key_line, f"key '{key}' appears twice (first at line {seen[key]}); keep one")
                 continue
@@ -162,3 +237,11 @@ class _Converter:
 
     def _error(self, line: int, message: str) -> None:
         self.errors.append(OpDefError(Location(self.shown, line), None, message))
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    return []

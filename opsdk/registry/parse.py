@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from .diagnostics import Diagnostics, did_you_mean
+from .diagnostics import Diagnostics, clip, did_you_mean, name_problem
 from .dtypes import is_differentiable_dtype
 from .errors import OpDefErrors
 from .located_yaml import YamlLoadError, YEntry, YMap, YNode, load_documents
@@ -56,7 +56,7 @@ def parse_opdef(path: Path, workspace_root: Path) -> list[OpSpec]:
         seen[spec.name] = spec.location.line
         specs.append(spec)
     if d.errors:
-        raise OpDefErrors(sorted(d.errors, key=lambda e: e.location.line if e.location else 0))
+        raise OpDefErrors(d.sorted_errors())
     return specs
 
 
@@ -79,9 +79,9 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path) -> Op
     d.known_keys(node, TOP_KEYS, "the declaration")
     for required in ("summary", "kernels"):
         if required not in keys:
-            d.error(node.line, f"missing key '{required}'")
+            d.derived(node.line, f"missing key '{required}'")
     if "inputs" not in keys and "outputs" not in keys:
-        d.error(node.line, "missing keys 'inputs' and 'outputs' (an op needs at least one of them)")
+        d.derived(node.line, "missing keys 'inputs' and 'outputs' (an op needs at least one of them)")
     sig = _parse_signature(keys, d, paths)
     gradient, gradient_line = _gradient(keys.get("gradient"), d)
     differentiable = _differentiable(keys.get("differentiable"), gradient, d, sig)
@@ -105,13 +105,17 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path) -> Op
 
 def _op_name(entry: Optional[YEntry], node: YMap, d: Diagnostics) -> Optional[str]:
     if entry is None:
-        d.error(node.line, "missing key 'op' (the op's name, like 'op: pairwise_manhattan')")
+        d.derived(node.line, "missing key 'op' (the op's name, like 'op: pairwise_manhattan')")
         return None
     name = d.string(entry.value, "op")
     if name is None:
         return None
+    problem = name_problem(name)
+    if problem:
+        d.error(entry.value.line, f"op name '{clip(name)}' {problem}; choose another")
+        return None
     if not OP_NAME.match(name):
-        d.error(entry.value.line, f"op name '{name}' must be lower_snake_case ([a-z][a-z0-9_]*), "
+        d.error(entry.value.line, f"op name '{clip(name)}' must be lower_snake_case ([a-z][a-z0-9_]*), "
                                   f"like '{_suggest_name(name)}'")
         return None
     if name == STOP_GRADIENT:
@@ -168,7 +172,7 @@ def _check_type_attr_use(d: Diagnostics, sig: Signature) -> None:
     used = carried | {t.dtype for t in sig.outputs}
     for ta in sig.type_attrs:
         if ta.name not in used:
-            d.error(ta.location.line, f"type attr '{ta.name}' is used by no input or output; remove it")
+            d.derived(ta.location.line, f"type attr '{ta.name}' is used by no input or output; remove it")
         elif ta.name in carried and ta.default is not None:
             d.error(ta.location.line, f"type attr '{ta.name}' comes from an input's dtype, so its default "
                                       f"is never used; remove the default")
@@ -232,5 +236,5 @@ def _check_kernel_shapes(kernels, sig: Signature, d: Diagnostics) -> None:
         missing = [f"'{t.name}'" for t in sig.inputs + sig.outputs if t.shape is None]
         if missing:
             verb = "has" if len(missing) == 1 else "have"
-            d.error(kernel.location.line, f"a {kernel.device} kernel needs declared shapes, and "
+            d.derived(kernel.location.line, f"a {kernel.device} kernel needs declared shapes, and "
                                           f"{', '.join(missing)} {verb} none; write them as lists like [n, p]")

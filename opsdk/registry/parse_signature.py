@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .attrs import attr_value_problem, yaml_attr_value
-from .diagnostics import Diagnostics, describe, did_you_mean, is_identifier
+from .diagnostics import Diagnostics, clip, describe, did_you_mean, is_identifier, name_problem
 from .dtypes import DTYPE_GROUPS, DTYPE_NAMES
 from .located_yaml import YEntry, YMap, YNode, YScalar, YSeq
 from .shapes import ConstDim, EllipsisDim, ExprDim, ExprSyntaxError, SymDim, expr_names, parse_expr
@@ -16,6 +16,7 @@ ATTR_KEYS = ("type", "default", "min", "max", "choices", "doc")
 TENSOR_KEYS = ("dtype", "shape", "doc", "list")
 TYPE_ATTR_KEYS = ("allowed", "default")
 _NUMERIC_ATTR_TYPES = ("int", "float", "list(int)", "list(float)")
+_VALID_DTYPES = "dtypes are " + ", ".join(DTYPE_NAMES)
 
 
 @dataclass
@@ -80,8 +81,9 @@ def _dtype_list(node: YNode, d: Diagnostics, name: str) -> Optional[tuple[str, .
             if text not in allowed:
                 allowed.append(text)
         else:
-            hint = did_you_mean(text, DTYPE_NAMES + tuple(DTYPE_GROUPS))
-            d.error(item.line, f"type attr '{name}': unknown dtype '{text}'{hint}")
+            hint = did_you_mean(text, DTYPE_NAMES + tuple(DTYPE_GROUPS)) or (
+                f"; {_VALID_DTYPES} (groups: {', '.join(DTYPE_GROUPS)})")
+            d.error(item.line, f"type attr '{name}': unknown dtype '{clip(text)}'{hint}")
             ok = False
     if ok and not allowed:
         d.error(seq.line, f"type attr '{name}' allows no dtype; list at least one")
@@ -238,8 +240,10 @@ def _tensor_dtype(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Opt
     elif did_you_mean(text, DTYPE_NAMES):
         d.error(node.line, f"{what}: unknown dtype '{text}'{did_you_mean(text, DTYPE_NAMES)}")
     else:
-        d.error(node.line, f"{what}: dtype '{text}' is neither a type attr nor a dtype name "
-                           f"(declare it under type_attrs){did_you_mean(text, type_attrs)}")
+        # A lower-case word was meant as a dtype name (type attrs are written like T): list them.
+        hint = did_you_mean(text, type_attrs) or (f"; {_VALID_DTYPES}" if text.islower() else "")
+        d.derived(node.line, f"{what}: dtype '{clip(text)}' is neither a type attr nor a dtype name "
+                             f"(declare it under type_attrs){hint}")
     return None
 
 
@@ -297,6 +301,10 @@ def _input_dim(item: YNode, d: Diagnostics, sig: Signature, what: str):
     if text is None or isinstance(item.value, float):
         d.error(item.line, f"{what}: a dim must be a name or a size >= 0, got {describe(item)}")
         return None
+    problem = name_problem(text)
+    if problem:
+        d.error(item.line, f"{what}: dim name '{clip(text)}' {problem}; choose another")
+        return None
     if not _valid_name(text):
         d.error(item.line, f"{what}: input shapes hold dim names, sizes and a leading '...'; "
                            f"'{text}' is not a name (expressions go in output shapes)")
@@ -332,7 +340,7 @@ def _output_dim(item: YNode, d: Diagnostics, sig: Signature, what: str):
             d.error(item.line, f"{what}: attr '{name}' is a {attr.type}; dim expressions may use only int attrs")
         else:
             hint = did_you_mean(name, list(sig.bound_dims) + sorted(int_attrs))
-            d.error(item.line, f"{what} uses dim '{name}' that no input binds{hint}")
+            d.derived(item.line, f"{what} uses dim '{name}' that no input binds{hint}")
         return None
     return ExprDim(expr, text)
 
@@ -343,7 +351,7 @@ def check_output_ellipsis(d: Diagnostics, sig: Signature) -> None:
         return
     for out in sig.outputs:
         if out.has_ellipsis:
-            d.error(out.location.line, f"output '{out.name}' uses '...' but no input has '...'")
+            d.derived(out.location.line, f"output '{out.name}' uses '...' but no input has '...'")
 
 
 # -- names -----------------------------------------------------------------------------------------
@@ -356,6 +364,10 @@ def _valid_name(text: str) -> bool:
 
 
 def _check_name(entry: YEntry, d: Diagnostics, kind: str) -> bool:
+    problem = name_problem(entry.key)
+    if problem:
+        d.error(entry.key_line, f"{kind} name '{clip(entry.key)}' {problem}; choose another")
+        return False
     if not _valid_name(entry.key):
         d.error(entry.key_line, f"{kind} name '{entry.key}' must be an identifier like x or grad_x "
                                 f"(letters, digits, _; not a Python or C++ keyword)")

@@ -51,8 +51,9 @@ class Workspace:
         return self.root.resolve() == BUILTIN_ROOT
 
     def declaration_files(self) -> list[Path]:
-        """Every `opdefs/**/*.yaml` (and .yml), sorted, so loading order is deterministic."""
-        found = list(self.opdefs_dir.rglob("*.yaml")) + list(self.opdefs_dir.rglob("*.yml"))
+        """Every `opdefs/**/*.yaml` (and .yml, in any case: `Foo.YAML` is read, never skipped
+        silently), sorted, so loading order is deterministic."""
+        found = (p for p in self.opdefs_dir.rglob("*") if p.suffix.lower() in (".yaml", ".yml"))
         return sorted(p for p in found if p.is_file())
 
 

@@ -52,5 +52,5 @@ def test_alias_bomb_and_recursive_anchor(ws):
     _parse_or_report(ws, "op: !!python/object:os.system echo\n")
     path = ws.opdefs / "binary.yaml"
     path.write_bytes(b"op: \xff\xfe\n")
-    with pytest.raises(OpDefErrors, match=r"^opdefs/binary.yaml:1: cannot read the file: 'utf-8' codec can't"):
+    with pytest.raises(OpDefErrors, match=r"^opdefs/binary.yaml:1: byte 0xff is not UTF-8 text"):
         parse_opdef(path, ws.root)

@@ -14,6 +14,16 @@ F = "opdefs/op.yaml"
 ATTRS = ("attrs:\n  k: {type: int, default: 1, min: 1, max: 8}\n  axes: {type: list(int), default: []}\n"
          "  mode: {type: str, default: sum, choices: [sum, mean]}\n")
 
+
+
+def _alias_bomb(levels: int, width: int) -> str:
+    """A value whose level i repeats level i-1 `width` times through aliases: width**levels values."""
+    value = "&a0 [" + ", ".join(["0"] * width) + "]"
+    for i in range(1, levels):
+        value = f"&a{i} [{value}" + f", *a{i - 1}" * (width - 1) + "]"
+    return value
+
+
 # (id, declaration, the exact text of the OpDefErrors raised)
 CASES = [
     ("unknown-top-key", HEAD + X_IN + Z_OUT + PY + "gradiant: null\n",
@@ -179,6 +189,79 @@ CASES = [
      f"{F}:1: a declaration must be a mapping of keys (op: name, summary: ..., inputs: ...)"),
     ("empty-file", "# nothing yet\n",
      f"{F}:1: no op declared here (a declaration is a mapping starting with 'op: name')"),
+    # Names codegen cannot carry: keywords of Python or C++, and names past the length limit.
+    ("python-keyword-op-name", "op: class\nsummary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: op name 'class' is a Python keyword, which the generated wrapper cannot take as a name; "
+     f"choose another"),
+    ("cpp-keyword-op-name", "op: namespace\nsummary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: op name 'namespace' is a C++ keyword, which the generated glue cannot take as a name; "
+     f"choose another"),
+    ("python-keyword-input", HEAD + "inputs:\n  lambda: {dtype: float32, shape: [n]}\n  y: {dtype: float32, "
+     "shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input name 'lambda' is a Python keyword, which the generated wrapper cannot take as a "
+     f"name; choose another"),
+    ("cpp-keyword-output", HEAD + X_IN + "outputs:\n  delete: {dtype: float32, shape: [n]}\n" + PY,
+     f"{F}:6: op 'foo': output name 'delete' is a C++ keyword, which the generated glue cannot take as a name; "
+     f"choose another"),
+    ("keyword-attr", HEAD + "attrs:\n  import: {type: int, default: 1}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr name 'import' is a Python keyword, which the generated wrapper cannot take as a "
+     f"name; choose another"),
+    ("keyword-dim", HEAD + "inputs:\n  x: {dtype: float32, shape: [n, struct]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': dim name 'struct' is a C++ keyword, which the generated glue cannot take as "
+     f"a name; choose another"),
+    ("overlong-op-name", "op: " + "a" * 1000 + "\nsummary: Foo.\n" + X_IN + Z_OUT + PY,
+     f"{F}:1: op name '{'a' * 60}...' is 1000 characters long; names may have at most 64; choose another"),
+    ("overlong-input-name", HEAD + "inputs:\n  " + "x" * 65 + ": {dtype: float32, shape: [m]}\n"
+     + X_IN[len("inputs:\n"):] + Z_OUT + PY,
+     f"{F}:4: op 'foo': input name '{'x' * 60}...' is 65 characters long; names may have at most 64; "
+     f"choose another"),
+    # Text codegen cannot carry, and values with no literal in generated code.
+    ("nul-in-summary", "op: foo\nsummary: \"Foo\\0.\"\n" + X_IN + Z_OUT + PY,
+     f"{F}:2: text holds the control character U+0000, which generated code cannot carry; remove it"),
+    ("escape-in-doc", HEAD + "doc: \"bell\\a\"\n" + X_IN + Z_OUT + PY,
+     f"{F}:3: text holds the control character U+0007, which generated code cannot carry; remove it"),
+    ("inf-default", HEAD + "attrs:\n  s: {type: float, default: .inf}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 's': default .inf must be a finite number (.inf and .nan have no literal in the "
+     f"generated code)"),
+    ("nan-in-list-default", HEAD + "attrs:\n  s: {type: list(float), default: [1.0, .nan]}\n" + X_IN + Z_OUT + PY,
+     f"{F}:4: op 'foo': attr 's': default a list must be a finite number (.inf and .nan have no literal in the "
+     f"generated code)"),
+    # YAML that must not be half-read: explicit tags, alias bombs, deep nesting, bad bytes, tabs.
+    ("python-tag", "op: foo\nsummary: !!python/object/apply:os.system [echo hi]\n" + X_IN + Z_OUT + PY,
+     f"{F}:2: explicit YAML tag '!!python/object/apply:os.system': tags are not read in declarations; remove "
+     f"it and write the plain value"),
+    ("local-tag-on-mapping", HEAD + "inputs: !custom\n  x: {dtype: float32, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:3: explicit YAML tag '!custom': tags are not read in declarations; remove it and write the plain "
+     f"value"),
+    ("alias-bomb", HEAD + X_IN + Z_OUT + PY + "attrs:\n  k: {type: list(int), default: []}\ngradcheck:\n"
+     "  attrs:\n    k: [" + _alias_bomb(levels=6, width=9) + "]\n",
+     f"{F}:12: this value expands to more than 10000 values (each *alias repeats its anchor's values); write it "
+     f"out without aliases"),
+    ("deep-nesting", HEAD + "doc: " + "[" * 20000 + "]" * 20000 + "\n" + X_IN + Z_OUT + PY,
+     f"{F}:3: lists and mappings nest more than 50 deep here; a declaration needs a few levels"),
+    ("tab-indentation", HEAD + "inputs:\n\tx: {dtype: float32, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: YAML syntax error: a tab in the indentation (YAML indents with spaces only); replace it with "
+     f"spaces"),
+    # An unknown dtype with no close match lists the valid ones.
+    ("unknown-dtype-lists-dtypes", HEAD + "inputs:\n  x: {dtype: quux, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input 'x': dtype 'quux' is neither a type attr nor a dtype name (declare it under "
+     f"type_attrs); dtypes are bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, "
+     f"float32, float64, complex64, complex128"),
+    ("unknown-dtype-in-type-attr-lists-dtypes", HEAD + "type_attrs: {T: [quux]}\ninputs:\n  x: {dtype: float32, "
+     "shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:3: op 'foo': type attr 'T': unknown dtype 'quux'; dtypes are bool, int8, int16, int32, int64, uint8, "
+     f"uint16, uint32, uint64, float16, float32, float64, complex64, complex128 (groups: floats, ints, reals, "
+     f"numbers, all)"),
+    # Root cause first: the misspelt key, then what follows from it.
+    ("root-cause-first", HEAD + "type_attrs: {T: [float32]}\ninptus:\n  x: {dtype: T, shape: [n]}\n"
+     "outputs:\n  z: {dtype: T, shape: [n]}\n" + PY,
+     f"{F}:4: op 'foo': unknown key 'inptus' in the declaration (did you mean 'inputs'?)\n"
+     f"{F}:3: op 'foo': type attr 'T' is used by no input or output; remove it\n"
+     f"{F}:7: op 'foo': output 'z' uses dim 'n' that no input binds"),
+    ("root-cause-first-refused-input", HEAD + "inputs:\n  class: {dtype: float32, shape: [n]}\n" + Z_OUT + PY,
+     f"{F}:4: op 'foo': input name 'class' is a Python keyword, which the generated wrapper cannot take as a "
+     f"name; choose another\n"
+     f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),
 ]
 
 
@@ -214,3 +297,21 @@ def test_every_error_of_a_file_is_reported_at_once(ws):
     assert lines[0].endswith("unknown dtype 'flot32' (did you mean 'float32'?)")
     assert "unknown kernel device 'gpu'" in lines[1]
     assert lines[2] == f"{F}:9: op name 'Bar' must be lower_snake_case ([a-z][a-z0-9_]*), like 'bar'"
+
+
+def test_undecodable_bytes_are_reported_on_their_own_line(ws):
+    path = ws.opdefs / "op.yaml"
+    path.write_bytes((HEAD + X_IN).encode() + b"  # caf\xe9\n" + (Z_OUT + PY).encode())
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, ws.root)
+    assert str(info.value) == f"{F}:5: byte 0xe9 is not UTF-8 text; save the file as UTF-8"
+
+
+@pytest.mark.parametrize("suffix", [".YAML", ".Yml", ".yml"])
+def test_declarations_are_read_whatever_the_case_of_their_suffix(ws, suffix):
+    from opsdk.registry import Workspace
+
+    path = ws.write("op" + suffix, HEAD + X_IN + Z_OUT + PY)
+    assert Workspace(ws.root).declaration_files() == [path]
+    [spec] = parse_opdef(path, ws.root)
+    assert spec.name == "foo"
