@@ -8,12 +8,19 @@ A checkpoint file is
 The header lists each variable's name, dtype, shape, offset and size in the raw bytes, so reading
 one needs NumPy's `frombuffer` only: no pickle, no code. Writing goes to a temporary file in the
 same folder, is fsynced, then `os.replace`d over the target, so a crash mid-write leaves the last
-good checkpoint. A small JSON index (`checkpoint` in the folder) lists the kept checkpoints,
-newest last; the Saver deletes the oldest beyond `max_to_keep`.
+good checkpoint; a save killed before the rename leaves its temporary file, which the next save
+into that folder removes (temp names carry the writer's host and pid: a live writer's is kept).
+
+A small JSON index (`checkpoint` in the folder, `{"checkpoints": [names]}`) lists the kept
+checkpoints, newest last; the Saver deletes the oldest beyond `max_to_keep`. The index is data:
+it holds plain file names resolved inside its own folder, so a crafted one naming `/x` or `../x`
+(or a link out) is refused with an error naming the index, and nothing that is not a checkpoint
+is ever deleted.
 
     saver = Saver()
     path = saver.save(sess, "ckpt/model", global_step=100)   # 'ckpt/model-100'
     saver.restore(sess, latest_checkpoint("ckpt"))
+    get_checkpoint_state("ckpt").all_model_checkpoint_paths  # ('ckpt/model-100',), as in TF
 """
 
 from __future__ import annotations
@@ -21,7 +28,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -33,12 +42,23 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.ir.graph import get_default_graph
 from opsdk.runtime.frontend.variables import Variable, global_variables
 
-__all__ = ["Saver", "latest_checkpoint", "CheckpointEntry", "read_checkpoint"]
+__all__ = ["Saver", "latest_checkpoint", "get_checkpoint_state", "CheckpointState",
+           "CheckpointEntry", "read_checkpoint"]
 
 MAGIC = b"OPSDKCKPT1\n"
 INDEX_NAME = "checkpoint"
 _DIGEST = 32
 _LENGTH = 8
+# `.<target>.<host>.<pid>.<random>.tmp`: whose temp file it is, so that only a dead writer's goes.
+_TEMP = re.compile(r"^\.(?P<target>.+)\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[0-9a-f]+\.tmp$")
+
+
+@dataclass(frozen=True)
+class CheckpointState:
+    """What TF's `get_checkpoint_state` returns: the newest checkpoint and all kept, oldest first."""
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -72,13 +92,18 @@ class Saver:
     def save(self, sess: Any, save_path: str | os.PathLike,
              global_step: Optional[int] = None) -> str:
         """Write the variables' current values in `sess` to `save_path` (`save_path-<step>` with
-        a global_step); returns the path written. Older checkpoints beyond max_to_keep go."""
-        path = Path(f"{os.fspath(save_path)}-{int(global_step)}" if global_step is not None
-                    else os.fspath(save_path))
+        a global_step: an int, or a tensor/Variable evaluated in `sess`, as in TF); returns the
+        path written. Older checkpoints beyond max_to_keep go, and so do temp files that killed
+        saves left in the folder."""
+        path = Path(os.fspath(save_path))
+        if global_step is not None:
+            path = Path(f"{path}-{_step_value(sess, global_step)}")
+        kept = _read_index(path.parent)  # a crafted index is refused before anything is written
+        remove_dead_temp_files(path.parent)
         values = sess.run([v.value() for v in self.var_list])
         _write_atomically(path, encode({v.name: np.asarray(a)
                                         for v, a in zip(self.var_list, values)}))
-        self._remember(path)
+        self._remember(path, kept)
         return str(path)
 
     def restore(self, sess: Any, save_path: str | os.PathLike) -> None:
@@ -100,19 +125,46 @@ class Saver:
         for name, value in loaded.items():  # all checked first: a bad file changes nothing
             sess.variables.assign(name, value)
 
-    def _remember(self, path: Path) -> None:
+    def _remember(self, path: Path, listed: list[str]) -> None:
         folder = path.parent
-        kept = [p for p in _read_index(folder) if p != path.name] + [path.name]
+        kept = [name for name in listed if name != path.name] + [path.name]
         for old in kept[:-self.max_to_keep]:
-            (folder / old).unlink(missing_ok=True)
+            if _is_checkpoint(folder / old):  # never a file the index merely names
+                (folder / old).unlink(missing_ok=True)
         kept = kept[-self.max_to_keep:]
         _write_atomically(folder / INDEX_NAME, json.dumps({"checkpoints": kept}).encode())
 
 
 def latest_checkpoint(folder: str | os.PathLike) -> Optional[str]:
     """The newest checkpoint the index of `folder` lists, or None when there is none."""
-    kept = _read_index(Path(os.fspath(folder)))
-    return str(Path(os.fspath(folder)) / kept[-1]) if kept else None
+    state = get_checkpoint_state(folder)
+    return state.model_checkpoint_path if state else None
+
+
+def get_checkpoint_state(folder: str | os.PathLike) -> Optional[CheckpointState]:
+    """The kept checkpoints of `folder` as TF's `get_checkpoint_state` gives them (paths joined
+    to the folder), or None when the folder has no index or it lists none.
+
+    >>> state = get_checkpoint_state("ckpt")              # doctest: +SKIP
+    >>> saver.restore(sess, state.model_checkpoint_path)  # doctest: +SKIP
+    """
+    base = Path(os.fspath(folder))
+    kept = _read_index(base)
+    if not kept:
+        return None
+    paths = tuple(str(base / name) for name in kept)
+    return CheckpointState(paths[-1], paths)
+
+
+def _step_value(sess: Any, global_step: Any) -> int:
+    """The step as an int: given, or evaluated in `sess` (a tensor or Variable holding it)."""
+    value = global_step
+    if not isinstance(value, (int, np.integer, float, np.floating)):
+        value = np.asarray(sess.run(global_step))
+        value = value.item() if value.ndim == 0 else value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise OpsdkError(f"Saver.save: global_step must be an integer, got {value!r}")
+    return int(value)
 
 
 # ------------------------------------------------------------------------------------ format
@@ -176,17 +228,48 @@ def _write_atomically(path: Path, data: bytes) -> None:
     """Write `data` to a temporary file next to `path`, fsync it, then replace `path` with it:
     readers see the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.parent / temp_name(path.name, os.getpid())
     try:
-        with os.fdopen(handle, "wb") as out:
+        with open(tmp, "xb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    finally:  # gone when renamed; removed when anything (Ctrl-C included) stopped the write
+        tmp.unlink(missing_ok=True)
     _fsync_folder(path.parent)
+
+
+def temp_name(target: str, pid: int) -> str:
+    """The temporary file name a writer with `pid` on this host uses for `target`."""
+    return f".{target}.{_host()}.{pid}.{secrets.token_hex(4)}.tmp"
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
+
+
+def remove_dead_temp_files(folder: Path) -> None:
+    """Remove the temp files that saves killed mid-write left in `folder` (a SIGKILL runs no
+    cleanup); those of writers still alive on this host, and other hosts', are left alone."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP.match(name)
+        if m and m["host"] == _host() and not _alive(int(m["pid"])):
+            (folder / name).unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -204,11 +287,45 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def _read_index(folder: Path) -> list[str]:
+    """The names the index of `folder` lists whose file exists, oldest first; [] without an index.
+
+    OpsdkError naming the index when it is unreadable, malformed, or names anything but a plain
+    file name in the folder (an absolute path, `..`, a folder part, a link pointing out).
+    """
+    index = folder / INDEX_NAME
     try:
-        listed = json.loads((folder / INDEX_NAME).read_text())["checkpoints"]
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return []
-    return [name for name in listed if isinstance(name, str) and (folder / name).is_file()]
+    except (OSError, ValueError) as exc:
+        raise OpsdkError(f"{index}: unreadable checkpoint index ({exc}); remove it (the "
+                         "checkpoints stay) and save again") from None
+    listed = data.get("checkpoints") if isinstance(data, dict) else None
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+        raise OpsdkError(f'{index}: the index is not {{"checkpoints": [names]}}; remove it (the '
+                         "checkpoints stay) and save again")
+    for name in listed:
+        _check_entry(index, name)
+    return [name for name in listed if (folder / name).is_file()]
+
+
+def _check_entry(index: Path, name: str) -> None:
+    folder = index.parent
+    plain = name not in ("", ".", "..", INDEX_NAME) and not any(c in name for c in "/\\\0")
+    if not plain:
+        raise OpsdkError(f"{index}: the index names {name!r}, which is not a checkpoint file in "
+                         "this folder (it lists plain file names only); remove that entry")
+    if os.path.dirname(os.path.realpath(folder / name)) != os.path.realpath(folder):
+        raise OpsdkError(f"{index}: the index names {name!r}, which links outside {folder}; "
+                         "remove that entry")
+
+
+def _is_checkpoint(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
 
 
 def _fits(static: Any, shape: tuple) -> bool:
