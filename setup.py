@@ -34,6 +34,11 @@ def _stage(target: Path) -> None:
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
+def _typed_ops(target: Path, package: Path) -> None:
+    """The builtin ops' stub beside opsdk/ops.py, so type checkers see `from opsdk import ops`."""
+    shutil.copy2(target / "generated" / "python" / "ops.pyi", package / "ops.pyi")
+
+
 def _compile_kernels(build_lib: Path) -> bool:
     """Build the builtin C++ kernels inside the staged copy, portable; False when that fails."""
     code = ("from opsdk.build.driver import build_workspace; "
@@ -62,6 +67,7 @@ class BuildPyWithBuiltins(build_py):
             return  # an editable install reads the checkout itself
         target = Path(self.build_lib) / "opsdk" / "_builtin"
         _stage(target)
+        _typed_ops(target, target.parent)
         if os.environ.get("OPSDK_WHEEL_KERNELS", "1") != "0" and _compile_kernels(Path(self.build_lib)):
             _prune(target / "build")
         else:

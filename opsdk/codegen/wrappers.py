@@ -51,10 +51,18 @@ def _attr_default(attr: AttrSpec) -> Optional[str]:
     return repr(attr.default)
 
 
+def attr_annotation(attr: AttrSpec) -> str:
+    """The stub type of an attr: its Python type, or `Literal[...]` of its declared choices."""
+    if not attr.choices:
+        return names.ATTR_PY_TYPES[attr.type]
+    literal = f"Literal[{', '.join(repr(c) for c in attr.choices)}]"
+    return f"Sequence[{literal}]" if attr.type.startswith("list(") else literal
+
+
 def _params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
     list_lens = {t.list_len for t in spec.inputs if t.is_list}
     positional = [Param(t.name, "Sequence[Input]" if t.is_list else "Input", None) for t in spec.inputs]
-    keyword = [Param(a.name, names.ATTR_PY_TYPES[a.type], _attr_default(a))
+    keyword = [Param(a.name, attr_annotation(a), _attr_default(a))
                for a in spec.attrs if a.name not in list_lens]
     for ta in spec.unbound_type_attrs:
         keyword.append(Param(names.python_type_attr_param(spec, ta), "DTypeLike",

@@ -8,6 +8,7 @@ the editable opsdk of the running venv stays out).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -30,8 +31,10 @@ class InstalledWheel:
     home: Path  # an empty folder far from the checkout, to run things from
 
     def run(self, *args: str, cwd: Path | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+        # Without PYTHONPATH: nothing but the installed wheel may provide opsdk.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         return subprocess.run([str(a) for a in args], cwd=str(cwd or self.home), text=True,
-                              capture_output=True, timeout=timeout)
+                              capture_output=True, timeout=timeout, env=env)
 
 
 def _copy_sources(target: Path) -> None:

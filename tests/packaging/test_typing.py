@@ -1,0 +1,94 @@
+"""The generated stubs are real types: mypy flags wrong calls in a user's script, and only those."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from opsdk.codegen.generate import generate_workspace
+
+mypy = pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
+
+# An op with an attr of every kind, in a workspace of its own (python kernel: nothing to build).
+DECLARATION = textwrap.dedent("""
+    op: typed_op
+    summary: y = x, with attrs of every kind.
+    attrs:
+      mode: {type: str, default: sum, choices: [sum, mean]}
+      k: {type: int, default: 2}
+      axes: {type: list(int), default: [0]}
+    inputs:
+      x: {dtype: float32, shape: [n]}
+    outputs:
+      y: {dtype: float32, shape: [n]}
+    gradient: null
+    kernels:
+      python: typed_op_kernels.py:typed_op
+    reference: "x"
+""")
+
+USER_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import ops
+
+    x = np.ones(3, np.float32)
+    ops.typed_op(x, mode="mean", k=3, axes=[0, 1])
+    ops.typed_op([1.0, 2.0], name="node")
+    ops.typed_op(x, mode="median")
+    ops.typed_op(x, k="3")
+    ops.typed_op(x, bogus=1)
+    ops.typed_op(x, x)
+""")
+
+
+def _mypy(script_dir, *extra_env: tuple[str, str]) -> dict[int, str]:
+    """Run mypy on script_dir/user.py; its errors by line."""
+    env = {"PATH": "/usr/bin:/bin", **dict(extra_env)}
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--no-error-summary",
+                           "--hide-error-context", "user.py"], cwd=str(script_dir), env=env,
+                          capture_output=True, text=True, timeout=300)
+    errors: dict[int, str] = {}
+    for line in proc.stdout.splitlines():
+        found = re.match(r"user\.py:(\d+): error: (.*)", line)
+        if found:
+            errors[int(found.group(1))] = errors.get(int(found.group(1)), "") + found.group(2)
+    assert proc.returncode in (0, 1) and (errors or proc.returncode == 0), proc.stdout + proc.stderr
+    return errors
+
+
+@pytest.mark.slow
+def test_mypy_flags_wrong_calls_of_a_workspace_op(tmp_path):
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "typed_op.yaml").write_text(DECLARATION)
+    (tmp_path / "opdefs" / "typed_op_kernels.py").write_text("def typed_op(xp, x, **attrs):\n    return x\n")
+    generate_workspace(tmp_path)
+    (tmp_path / "user.py").write_text(USER_SCRIPT)
+    errors = _mypy(tmp_path, ("MYPYPATH", str(tmp_path / "generated" / "python")))
+    assert sorted(errors) == [8, 9, 10, 11], errors
+    assert "Literal['sum', 'mean']" in errors[8]
+    assert '"k"' in errors[9]
+    assert 'Unexpected keyword argument "bogus"' in errors[10]
+    assert "Too many positional arguments" in errors[11]
+
+
+@pytest.mark.slow
+def test_mypy_flags_a_bogus_attr_of_the_installed_flagship(installed_wheel):
+    script = textwrap.dedent("""
+        import numpy as np
+        from opsdk import ops
+
+        x = np.ones((3, 4), np.float32)
+        z = ops.pairwise_manhattan(x, x)
+        ops.pairwise_manhattan(x, x, bogus=1)
+        ops.reduce_sum(z, axes=[1], keepdims="yes")
+    """)
+    (installed_wheel.home / "user.py").write_text(script)
+    proc = installed_wheel.run(installed_wheel.python, "-m", "mypy", "--no-incremental",
+                               "--no-error-summary", "user.py")
+    lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["7", "8"], proc.stdout + proc.stderr
+    assert 'Unexpected keyword argument "bogus" for "pairwise_manhattan"' in lines[0]
