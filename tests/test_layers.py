@@ -21,6 +21,7 @@ ALLOWED: dict[str, Optional[frozenset[str]]] = {
     "dist": frozenset({"runtime", "registry"}),
     "gradcheck": frozenset({"runtime", "registry"}),
     "cli": None,
+    "v1": None,  # TensorFlow 1's names (opsdk/v1/): like cli, may use every layer
     TOP: frozenset({"registry", "runtime", "dist", "gradcheck", "cli"}),
 }
 

@@ -127,19 +127,6 @@ def test_no_gradient_for_any_variable_is_an_error(graph, registry):
         GradientDescentOptimizer(0.1).minimize(loss, var_list=[w])
 
 
-def test_the_tf1_mnist_softmax_program_learns(capsys):
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "examples" / "mnist_softmax.py"
-    spec = importlib.util.spec_from_file_location("mnist_softmax_example", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    losses = example.main(steps=40, report_every=20)
-    assert losses[0] == pytest.approx(np.log(10.0), rel=1e-5)  # zero weights: uniform softmax
-    assert losses[-1] < 0.5 * losses[0] and losses[-1] < losses[1]
-    assert "test accuracy" in capsys.readouterr().out
-
-
 def test_training_through_cond_and_while_loop(graph, registry):
     from opsdk.runtime.control_flow.builders import cond, while_loop
     w = Variable(np.array([1.0, -2.0, 0.5]), name="w")

@@ -1,0 +1,38 @@
+"""A stand-in for TensorFlow's `tensorflow.examples.tutorials.mnist.input_data`, with synthetic
+MNIST-shaped data (no download): 28x28 images in [0, 1] drawn around one random prototype per
+digit class, so the tutorial's models can learn them. Same interface: `read_data_sets(dir,
+one_hot=True)` gives `.train`, `.validation`, `.test`, each with `images`, `labels`, `num_examples`
+and `next_batch(n)`.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+
+class DataSet:
+    """Images (n, 784) float32 and labels (one-hot (n, 10) float32, or class ids)."""
+
+    def __init__(self, n: int, rng: np.random.Generator, prototypes: np.ndarray, one_hot: bool):
+        classes = rng.integers(0, 10, size=n)
+        noise = rng.normal(0.0, 0.35, size=(n, 784))
+        self.images = np.clip(prototypes[classes] + noise, 0.0, 1.0).astype(np.float32)
+        self.labels = np.eye(10, dtype=np.float32)[classes] if one_hot else classes.astype(np.uint8)
+        self.num_examples = n
+        self._rng = rng
+
+    def next_batch(self, batch_size: int, shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        pick = self._rng.integers(0, self.num_examples, size=batch_size)
+        return self.images[pick], self.labels[pick]
+
+
+def read_data_sets(train_dir: str = "", one_hot: bool = False, seed: int = 0,
+                   **unused: object) -> SimpleNamespace:
+    """Train (5000), validation (500) and test (1000) sets sharing the class prototypes."""
+    rng = np.random.default_rng(seed)
+    prototypes = (rng.random((10, 784)) < 0.2).astype(np.float64)
+    return SimpleNamespace(train=DataSet(5000, rng, prototypes, one_hot),
+                           validation=DataSet(500, rng, prototypes, one_hot),
+                           test=DataSet(1000, rng, prototypes, one_hot))

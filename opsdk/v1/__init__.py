@@ -1,0 +1,89 @@
+"""TensorFlow 1's names over opsdk, so a TF1 program runs with only its import changed.
+
+    import opsdk.v1 as tf          # instead of: import tensorflow as tf
+    x = tf.placeholder(tf.float32, [None, 784])
+    W = tf.Variable(tf.random_uniform([784, 10]))
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=x @ W))
+    train_op = tf.train.AdagradOptimizer(0.01).minimize(loss)
+
+Graph, Session, Variable, control flow, gradients, optimizers and Saver are opsdk's own, with
+TF1's calling conventions, dtype rules and default session added here (`docs/tf1.md` lists what
+is provided and what is not). Any other builtin op is reachable by its name (`tf.exp`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.v1 import session as _session, tensors as _tensors, math_ops as _math
+from opsdk.v1.dtypes import (as_dtype, bool_ as bool, double, float16, float32, float64, half,  # noqa: A001
+                             int8, int16, int32, int64, string, uint8, uint16)
+from opsdk.v1.session import ConfigProto, GPUOptions, InteractiveSession, Session, get_default_session
+from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, convert_to_tensor, fill,
+                              ones, ones_like, placeholder, placeholder_with_default,
+                              random_normal, random_uniform, set_random_seed, truncated_normal,
+                              zeros, zeros_like)
+from opsdk.v1.math_ops import (abs, add, argmax, argmin, cast, clip_by_value, concat, div,  # noqa: A001
+                               divide, equal, exp, expand_dims, gather, greater, greater_equal,
+                               identity, less, less_equal, log, log1p, matmul, maximum, minimum,
+                               mul, multiply, negative, not_equal, one_hot, pack, pow, range, rank,
+                               reciprocal, reduce_any, reduce_max, reduce_mean, reduce_min,
+                               reduce_sum, reshape, rsqrt, shape, sigmoid, sign, split, sqrt,
+                               square, squeeze, stack, stop_gradient, sub, subtract, tanh,
+                               to_float, to_int32, to_int64, transpose, truediv, unpack, unstack,
+                               where)
+from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
+                             constant_initializer, get_collection, get_variable,
+                             get_variable_scope, glorot_uniform_initializer, global_variables,
+                             global_variables_initializer, group, local_variables,
+                             local_variables_initializer, no_op, ones_initializer,
+                             random_normal_initializer, random_uniform_initializer,
+                             trainable_variables, truncated_normal_initializer,
+                             variable_scope, variables_initializer, variance_scaling_initializer,
+                             zeros_initializer)
+from opsdk.v1.scopes import tuple_ as tuple  # noqa: A001 - TF's name
+from opsdk.v1.misc import app, flags, gfile
+from opsdk.v1.train import train
+from opsdk.v1 import nn, layers, losses, summary, contrib  # noqa: E402
+
+Graph, Operation, Tensor = opsdk.Graph, opsdk.Operation, opsdk.Tensor
+get_default_graph, reset_default_graph = opsdk.get_default_graph, opsdk.reset_default_graph
+name_scope, control_dependencies, device = opsdk.name_scope, opsdk.control_dependencies, opsdk.device
+cond, while_loop, gradients = opsdk.cond, opsdk.while_loop, opsdk.gradients
+initialize_all_variables, all_variables = global_variables_initializer, global_variables
+logging = __import__("logging").getLogger("opsdk.v1")
+logging.set_verbosity = lambda level: None  # TF's tf.logging.set_verbosity: accepted
+logging.INFO, logging.WARN, logging.ERROR = 20, 30, 40
+newaxis = None
+VERSION = __version__ = "1.15 (opsdk.v1)"
+
+_session.attach()
+_tensors.attach()
+_math.attach()
+
+
+def _adapt(fn: Any) -> Any:
+    """A builtin op's wrapper taking Variables and Python numbers as tensors."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*(convert_to_tensor(a) for a in args), **kwargs)
+    call.__name__ = getattr(fn, "__name__", "op")
+    call.__doc__ = fn.__doc__
+    return call
+
+
+def __getattr__(name: str) -> Any:
+    """Any other builtin op by name (`tf.exp(x)`), taking Variables as tensors."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    try:
+        fn = getattr(_ops, name)
+    except AttributeError:
+        raise AttributeError(f"opsdk.v1 has no '{name}' (neither a TF1 name opsdk provides nor "
+                             "a builtin op; see docs/tf1.md and `opsdk list`)") from None
+    value = _adapt(fn)
+    globals()[name] = value
+    return value

@@ -1,0 +1,29 @@
+"""`tf.contrib`: only what TF1 tutorials commonly reach there (see docs/tf1.md): `rnn` cells,
+`layers.flatten` / `fully_connected` / `xavier_initializer`. Anything else raises a clear error."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import layers as _layers, rnn as _rnn, scopes
+
+
+class _Missing(SimpleNamespace):
+    def __init__(self, path: str, **names: Any):
+        super().__init__(**names)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise OpsdkError(f"tf.{self._path}.{name} is not provided by opsdk.v1 (docs/tf1.md lists "
+                         "what tf.contrib offers)")
+
+
+rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn)
+layers = _Missing("contrib.layers", flatten=_layers.flatten,
+                  fully_connected=_layers.fully_connected,
+                  xavier_initializer=scopes.xavier_initializer,
+                  xavier_initializer_conv2d=scopes.xavier_initializer)

@@ -1,0 +1,152 @@
+"""TensorBoard event files written by hand: the TFRecord framing with masked CRC-32C and the
+few protobuf messages a scalar or histogram summary needs (Event, Summary, HistogramProto).
+
+A record is `uint64 length | uint32 masked_crc(length) | data | uint32 masked_crc(data)`, little
+endian; `masked_crc(x) = rotate_right(crc32c(x), 15) + 0xa282ead8`. Messages are encoded field by
+field (tag = field << 3 | wire type), which is all protobuf's wire format asks of a writer.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import numpy as np
+
+_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected
+
+
+def _table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc(data: bytes) -> int:
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def record(data: bytes) -> bytes:
+    """One TFRecord around `data`."""
+    length = struct.pack("<Q", len(data))
+    return (length + struct.pack("<I", masked_crc(length)) + data
+            + struct.pack("<I", masked_crc(data)))
+
+
+def read_records(path: str | os.PathLike) -> Iterator[bytes]:
+    """The data of each record of a file, checking both checksums."""
+    blob = Path(path).read_bytes()
+    at = 0
+    while at < len(blob):
+        header = blob[at:at + 8]
+        if len(header) < 8 or struct.unpack("<I", blob[at + 8:at + 12])[0] != masked_crc(header):
+            raise ValueError(f"{path}: corrupt record header at byte {at}")
+        (n,) = struct.unpack("<Q", header)
+        data = blob[at + 12:at + 12 + n]
+        if struct.unpack("<I", blob[at + 12 + n:at + 16 + n])[0] != masked_crc(data):
+            raise ValueError(f"{path}: corrupt record data at byte {at}")
+        yield data
+        at += 16 + n
+
+
+# ------------------------------------------------------------------------ protobuf encoding
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    value &= (1 << 64) - 1
+    while True:
+        bits = value & 0x7F
+        value >>= 7
+        out.append(bits | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _key(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _bytes_field(field: int, data: bytes) -> bytes:
+    return _key(field, 2) + _varint(len(data)) + data
+
+
+def _double(field: int, value: float) -> bytes:
+    return _key(field, 1) + struct.pack("<d", float(value))
+
+
+def _packed_doubles(field: int, values: np.ndarray) -> bytes:
+    return _bytes_field(field, np.asarray(values, dtype="<f8").tobytes())
+
+
+def scalar_value(tag: str, value: float) -> bytes:
+    """A Summary.Value with simple_value."""
+    return _bytes_field(1, tag.encode()) + _key(2, 5) + struct.pack("<f", float(value))
+
+
+def histogram_value(tag: str, values: np.ndarray, bins: int = 30) -> bytes:
+    """A Summary.Value with a HistogramProto of `values`."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size:
+        counts, edges = np.histogram(values, bins=bins)
+        lo, hi = float(values.min()), float(values.max())
+    else:
+        counts, edges, lo, hi = np.zeros(1), np.zeros(2), 0.0, 0.0
+    histo = (_double(1, lo) + _double(2, hi) + _double(3, values.size)
+             + _double(4, values.sum()) + _double(5, np.square(values).sum())
+             + _packed_doubles(6, edges[1:]) + _packed_doubles(7, counts))
+    return _bytes_field(1, tag.encode()) + _bytes_field(5, histo)
+
+
+def summary(values: list[bytes]) -> bytes:
+    """A serialized Summary of encoded Summary.Values."""
+    return b"".join(_bytes_field(1, v) for v in values)
+
+
+def event(step: int, wall_time: Optional[float] = None, summary_bytes: Optional[bytes] = None,
+          file_version: Optional[str] = None) -> bytes:
+    out = _double(1, time.time() if wall_time is None else wall_time)
+    out += _key(2, 0) + _varint(int(step))
+    if file_version is not None:
+        out += _bytes_field(3, file_version.encode())
+    if summary_bytes is not None:
+        out += _bytes_field(5, summary_bytes)
+    return out
+
+
+class EventFileWriter:
+    """Appends events to `logdir/events.out.tfevents.<time>.<host>` (TensorBoard's name)."""
+
+    def __init__(self, logdir: str | os.PathLike):
+        folder = Path(os.fspath(logdir))
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}"
+        self._file = open(self.path, "ab")
+        self.write(event(0, file_version="brain.Event:2"))
+
+    def write(self, event_bytes: bytes) -> None:
+        self._file.write(record(event_bytes))
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.close()

@@ -1,0 +1,102 @@
+"""`tf.layers`: dense, conv2d, max_pooling2d, average_pooling2d, dropout, flatten (functional
+forms), each making its variables with `get_variable` under its own variable scope."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import math_ops as _m, nn, scopes
+from opsdk.v1.tensors import convert_to_tensor as _t
+
+
+def _pair(value: Any) -> list[int]:
+    return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+
+
+def _activate(y: Any, activation: Any) -> Any:
+    return activation(y) if activation is not None else y
+
+
+def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True,
+          kernel_initializer: Any = None, bias_initializer: Any = None,
+          kernel_regularizer: Any = None, trainable: bool = True, name: Optional[str] = None,
+          reuse: Any = None, **unused: Any) -> Any:
+    """activation(inputs @ kernel + bias) over the last axis of inputs."""
+    x = _t(inputs)
+    depth = x.shape[-1] if x.shape else None
+    if depth is None:
+        raise OpsdkError("dense: the last dim of the inputs must be known")
+    with scopes.variable_scope(name, default_name="dense", reuse=reuse):
+        kernel = scopes.get_variable("kernel", [depth, int(units)], initializer=kernel_initializer,
+                                     regularizer=kernel_regularizer, trainable=trainable)
+        y = _m.matmul(x, kernel) if x.ndim == 2 else _ops.reshape(
+            _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
+            shape=[-1 if d is None else d for d in x.shape[:-1]] + [int(units)])
+        if use_bias:
+            bias = scopes.get_variable("bias", [int(units)], trainable=trainable,
+                                       initializer=bias_initializer or scopes.zeros_initializer())
+            y = _ops.bias_add(y, bias)
+        return _activate(y, activation)
+
+
+def fully_connected(inputs: Any, num_outputs: int, activation_fn: Any = nn.relu,
+                    scope: Optional[str] = None, **kwargs: Any) -> Any:
+    """`tf.contrib.layers.fully_connected`: dense with a relu by default."""
+    return dense(inputs, num_outputs, activation=activation_fn, name=scope or "fully_connected")
+
+
+def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
+           padding: str = "valid", data_format: str = "channels_last", dilation_rate: Any = (1, 1),
+           activation: Any = None, use_bias: bool = True, kernel_initializer: Any = None,
+           bias_initializer: Any = None, trainable: bool = True, name: Optional[str] = None,
+           reuse: Any = None, **unused: Any) -> Any:
+    """A 2-D convolution layer over NHWC inputs (channels_last)."""
+    if data_format != "channels_last":
+        raise OpsdkError("layers.conv2d: opsdk.v1 supports data_format='channels_last' only")
+    x = _t(inputs)
+    kh, kw = _pair(kernel_size)
+    with scopes.variable_scope(name, default_name="conv2d", reuse=reuse):
+        kernel = scopes.get_variable("kernel", [kh, kw, int(x.shape[-1]), int(filters)],
+                                     initializer=kernel_initializer, trainable=trainable)
+        y = nn.conv2d(x, kernel, _pair(strides), padding.upper())
+        if use_bias:
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+                                       initializer=bias_initializer or scopes.zeros_initializer())
+            y = _ops.bias_add(y, bias)
+        return _activate(y, activation)
+
+
+def max_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                  data_format: str = "channels_last", name: Optional[str] = None) -> Any:
+    return nn.max_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
+
+
+def average_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                      data_format: str = "channels_last", name: Optional[str] = None) -> Any:
+    return nn.avg_pool(inputs, _pair(pool_size), _pair(strides), padding.upper(), name=name)
+
+
+def dropout(inputs: Any, rate: Any = 0.5, noise_shape: Any = None, seed: Any = None,
+            training: Any = False, name: Optional[str] = None) -> Any:
+    """Dropout only while `training` (a bool, or a bool tensor such as a placeholder)."""
+    x = _t(inputs)
+    if isinstance(training, bool):
+        return nn.dropout(x, rate=rate, seed=seed, name=name) if training else x
+    training = _t(training)
+    return opsdk.cond(training, lambda: nn.dropout(x, rate=rate, seed=seed),
+                      lambda: _ops.identity(x))
+
+
+def flatten(inputs: Any, name: Optional[str] = None, **unused: Any) -> Any:
+    """[batch, ...] -> [batch, product of the rest] (the rest must be known)."""
+    x = _t(inputs)
+    rest = x.shape[1:] if x.shape is not None else None
+    if rest is None or any(d is None for d in rest):
+        raise OpsdkError(f"flatten: '{x.name}' needs known dims after the batch, has {x.shape}")
+    size = 1
+    for d in rest:
+        size *= d
+    return _ops.reshape(x, shape=[-1, size], name=name)

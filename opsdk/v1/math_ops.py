@@ -1,0 +1,317 @@
+"""TF1's math and array functions with TF's positional signatures and keyword aliases
+(`tf.argmax(x, 1)`, `tf.reduce_mean(x, reduction_indices=[1], keep_dims=True)`,
+`tf.cast(x, tf.float32)`, `tf.reshape(x, [-1, 28, 28, 1])`), over opsdk's builtin ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1.dtypes import default_array, name_of
+from opsdk.v1.tensors import TensorShape, convert_to_tensor
+
+
+def _t(x: Any) -> Any:
+    return convert_to_tensor(x)
+
+
+def _pair(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two operands as tensors; a Python number takes the other's dtype (TF's rule)."""
+    a, b = (x._as_graph_element() if hasattr(x, "_as_graph_element") else x for x in (a, b))
+    if isinstance(a, opsdk.Tensor) and not isinstance(b, opsdk.Tensor):
+        return a, opsdk.constant(np.asarray(b, dtype=a.dtype))
+    if isinstance(b, opsdk.Tensor) and not isinstance(a, opsdk.Tensor):
+        return opsdk.constant(np.asarray(a, dtype=b.dtype)), b
+    return _t(a), _t(b)
+
+
+def _binary(op: str) -> Callable:
+    fn = getattr(_ops, op)
+
+    def binary(x: Any, y: Any, name: Optional[str] = None) -> Any:
+        return fn(*_pair(x, y), name=name)
+    binary.__name__ = op
+    binary.__doc__ = f"`{op}` of x and y (broadcasting), TF's signature."
+    return binary
+
+
+def _unary(op: str) -> Callable:
+    fn = getattr(_ops, op)
+
+    def unary(x: Any, name: Optional[str] = None) -> Any:
+        return fn(_t(x), name=name)
+    unary.__name__ = op
+    unary.__doc__ = f"`{op}` of x elementwise, TF's signature."
+    return unary
+
+
+add, subtract, multiply, divide = (_binary(n) for n in ("add", "sub", "mul", "div"))
+truediv, maximum, minimum, pow = _binary("div"), _binary("maximum"), _binary("minimum"), _binary("pow")
+equal, not_equal, less, less_equal = (_binary(n) for n in ("equal", "not_equal", "less",
+                                                           "less_equal"))
+greater, greater_equal = _binary("greater"), _binary("greater_equal")
+exp, log, sqrt, square, abs, sign = (_unary(n) for n in ("exp", "log", "sqrt", "square", "abs",
+                                                         "sign"))
+negative, identity, stop_gradient = _unary("neg"), _unary("identity"), _unary("stop_gradient")
+tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
+sub, mul, div = subtract, multiply, divide
+
+
+def rsqrt(x: Any, name: Optional[str] = None) -> Any:
+    return _ops.div(_ops.ones_like(_t(x)), _ops.sqrt(_t(x)), name=name)
+
+
+def reciprocal(x: Any, name: Optional[str] = None) -> Any:
+    return _ops.div(_ops.ones_like(_t(x)), _t(x), name=name)
+
+
+def log1p(x: Any, name: Optional[str] = None) -> Any:
+    return _ops.log(_t(x) + 1, name=name)
+
+
+def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
+           adjoint_a: bool = False, adjoint_b: bool = False, a_is_sparse: bool = False,
+           b_is_sparse: bool = False, name: Optional[str] = None) -> Any:
+    """a @ b, either side transposed first."""
+    a, b = _t(a), _t(b)
+    if transpose_a or adjoint_a:
+        a = _ops.transpose(a, perm=_swap_last(a))
+    if transpose_b or adjoint_b:
+        b = _ops.transpose(b, perm=_swap_last(b))
+    return _ops.matmul(a, b, name=name)
+
+
+def _swap_last(x: Any) -> list[int]:
+    if x.ndim is None or x.ndim < 2:
+        raise OpsdkError(f"matmul: transposing '{x.name}' needs a known rank of at least 2")
+    perm = list(range(x.ndim))
+    perm[-2:] = perm[-1], perm[-2]
+    return perm
+
+
+def cast(x: Any, dtype: Any, name: Optional[str] = None) -> Any:
+    """x converted to `dtype` (`tf.cast(correct, tf.float32)`)."""
+    x = _t(x)
+    if x.dtype == name_of(dtype):
+        return x if name is None else _ops.identity(x, name=name)
+    return _ops.cast(x, dtype=name_of(dtype), name=name)
+
+
+to_float = lambda x, name=None: cast(x, "float32", name)  # noqa: E731 - TF's names
+to_int32 = lambda x, name=None: cast(x, "int32", name)  # noqa: E731
+to_int64 = lambda x, name=None: cast(x, "int64", name)  # noqa: E731
+
+
+def _axes(axis: Any, alias: Any, who: str) -> list[int]:
+    if axis is not None and alias is not None:
+        raise OpsdkError(f"{who}: give axis or reduction_indices, not both")
+    axis = alias if axis is None else axis
+    if hasattr(axis, "_as_graph_element") or isinstance(axis, opsdk.Tensor):
+        raise OpsdkError(f"{who}: axis must be known when the graph is built (an int or a list)")
+    if axis is None:
+        return []
+    return [int(a) for a in np.atleast_1d(axis)]
+
+
+def _reduction(op: str) -> Callable:
+    fn = getattr(_ops, op)
+
+    def reduce(input_tensor: Any, axis: Any = None, keepdims: Any = None, name: Optional[str] = None,
+               reduction_indices: Any = None, keep_dims: Any = None) -> Any:
+        keep = bool(keepdims if keepdims is not None else keep_dims)
+        x = _t(input_tensor)
+        axes = _axes(axis, reduction_indices, op)
+        if op == "reduce_mean" and x.dtype not in ("float16", "float32", "float64"):
+            raise OpsdkError(f"reduce_mean of integer tensor '{x.name}': cast it to a float first")
+        return fn(x, axes=axes, keepdims=keep, name=name)
+    reduce.__name__ = op
+    reduce.__doc__ = f"`{op}` over `axis` (None: all; alias reduction_indices), TF's signature."
+    return reduce
+
+
+reduce_sum, reduce_mean = _reduction("reduce_sum"), _reduction("reduce_mean")
+reduce_max, reduce_min = _reduction("reduce_max"), _reduction("reduce_min")
+
+
+def reduce_any(input_tensor: Any, axis: Any = None, keepdims: Any = None,
+               name: Optional[str] = None, reduction_indices: Any = None,
+               keep_dims: Any = None) -> Any:
+    as_int = _ops.cast(_t(input_tensor), dtype="int32")
+    total = reduce_max(as_int, axis, keepdims, None, reduction_indices, keep_dims)
+    return _ops.cast(total, dtype="bool", name=name)
+
+
+def _arg(op: str) -> Callable:
+    fn = getattr(_ops, op)
+
+    def arg(input: Any, axis: Any = None, name: Optional[str] = None, dimension: Any = None,
+            output_type: Any = "int64") -> Any:
+        axis = dimension if axis is None else axis
+        out = fn(_t(input), axis=0 if axis is None else int(axis), name=name)
+        return out if out.dtype == name_of(output_type) else _ops.cast(out, dtype=name_of(output_type))
+    arg.__name__ = op
+    return arg
+
+
+argmax, argmin = _arg("argmax"), _arg("argmin")
+
+
+def reshape(tensor: Any, shape: Any, name: Optional[str] = None) -> Any:
+    """x with a new static shape; one -1 (or one dim given as a tensor) takes the rest."""
+    return _ops.reshape(_t(tensor), shape=_shape_list(shape), name=name)
+
+
+def _shape_list(shape: Any) -> list[int]:
+    if isinstance(shape, TensorShape):
+        shape = shape.as_list()
+    if isinstance(shape, opsdk.Tensor):
+        raise OpsdkError(f"reshape: shape '{shape.name}' is a tensor; give a list of ints (a "
+                         "single unknown dim may be -1)")
+    dims = [-1 if isinstance(d, opsdk.Tensor) or d is None else int(d) for d in shape]
+    if dims.count(-1) > 1:
+        raise OpsdkError(f"reshape: shape {dims} has more than one unknown dim")
+    return dims
+
+
+def transpose(a: Any, perm: Any = None, name: Optional[str] = None, conjugate: bool = False) -> Any:
+    return _ops.transpose(_t(a), perm=[] if perm is None else [int(p) for p in perm], name=name)
+
+
+def concat(values: Any, axis: int, name: Optional[str] = None) -> Any:
+    return _ops.concat([_t(v) for v in values], axis=int(axis), name=name)
+
+
+def stack(values: Any, axis: int = 0, name: Optional[str] = None) -> Any:
+    return _ops.stack([_t(v) for v in values], axis=int(axis), name=name)
+
+
+pack = stack
+
+
+def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Any:
+    x = _t(input)
+    axis = int(dim if axis is None else axis)
+    dims = [-1 if d is None else d for d in x.shape]
+    axis = axis if axis >= 0 else len(dims) + 1 + axis
+    return _ops.reshape(x, shape=dims[:axis] + [1] + dims[axis:], name=name)
+
+
+def squeeze(input: Any, axis: Any = None, name: Optional[str] = None,
+            squeeze_dims: Any = None) -> Any:
+    x = _t(input)
+    axis = squeeze_dims if axis is None else axis
+    drop = ({a % x.ndim for a in np.atleast_1d(axis)} if axis is not None
+            else {i for i, d in enumerate(x.shape) if d == 1})
+    dims = [-1 if d is None else d for i, d in enumerate(x.shape) if i not in drop]
+    return _ops.reshape(x, shape=dims, name=name)
+
+
+def unstack(value: Any, num: Optional[int] = None, axis: int = 0,
+            name: Optional[str] = None) -> list:
+    """The slices of `value` along `axis` (its size must be known), each without that axis."""
+    x = _t(value)
+    axis = axis % x.ndim
+    size = x.shape[axis] if num is None else int(num)
+    if size is None:
+        raise OpsdkError(f"unstack: axis {axis} of '{x.name}' has an unknown size; pass num=")
+    return [_take(x, axis, i, 1, squeeze=True) for i in range(size)]
+
+
+unpack = unstack
+
+
+def split(value: Any, num_or_size_splits: Any, axis: int = 0, num: Any = None,
+          name: Optional[str] = None) -> list:
+    """`value` cut along `axis` into equal parts (an int) or parts of the given sizes."""
+    x = _t(value)
+    axis = axis % x.ndim
+    total = x.shape[axis]
+    if isinstance(num_or_size_splits, (int, np.integer)):
+        if total is None or total % int(num_or_size_splits):
+            raise OpsdkError(f"split: axis {axis} of '{x.name}' (size {total}) does not split "
+                             f"into {num_or_size_splits} equal parts")
+        sizes = [total // int(num_or_size_splits)] * int(num_or_size_splits)
+    else:
+        sizes = [int(s) for s in num_or_size_splits]
+    starts = np.cumsum([0] + sizes[:-1])
+    return [_take(x, axis, int(b), s, squeeze=False) for b, s in zip(starts, sizes)]
+
+
+def _take(x: Any, axis: int, begin: int, size: int, squeeze: bool) -> Any:
+    starts, sizes = [0] * x.ndim, [-1] * x.ndim
+    starts[axis], sizes[axis] = begin, size
+    part = _ops.slice(x, begin=starts, size=sizes)
+    if not squeeze:
+        return part
+    dims = [-1 if d is None else d for i, d in enumerate(part.shape) if i != axis]
+    if dims.count(-1) > 1:
+        raise OpsdkError(f"unstack: '{x.name}' has more than one unknown dim besides axis {axis}")
+    return _ops.reshape(part, shape=dims)
+
+
+def gather(params: Any, indices: Any, validate_indices: Any = None, name: Optional[str] = None,
+           axis: int = 0) -> Any:
+    return _ops.gather(_t(params), _t(indices), axis=int(axis), name=name)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Any:
+    if x is None or y is None:
+        raise OpsdkError("where: opsdk.v1 supports where(condition, x, y) only")
+    x, y = _pair(x, y)
+    return _ops.where(_t(condition), x, y, name=name)
+
+
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any,
+                  name: Optional[str] = None) -> Any:
+    t = _t(t)
+    return minimum(maximum(t, clip_value_min), clip_value_max, name=name)
+
+
+def one_hot(indices: Any, depth: int, on_value: Any = 1.0, off_value: Any = 0.0, axis: int = -1,
+            dtype: Any = "float32", name: Optional[str] = None) -> Any:
+    """1 where the last axis equals the index, else 0 (axis=-1 only)."""
+    idx = _t(indices)
+    classes = opsdk.constant(np.arange(int(depth), dtype=idx.dtype))
+    hit = _ops.equal(expand_dims(idx, -1), classes)
+    on, off = (np.asarray(v, dtype=name_of(dtype)) for v in (on_value, off_value))
+    return _ops.where(hit, _ops.fill(shape=[1], value=float(on), dtype=name_of(dtype)),
+                      _ops.fill(shape=[1], value=float(off), dtype=name_of(dtype)), name=name)
+
+
+def shape(input: Any, name: Optional[str] = None, out_type: Any = "int32") -> Any:
+    """The dynamic shape of `input` as an int32 vector (known when the graph runs)."""
+    out = _ops.shape(_t(input), name=name)
+    return out if out.dtype == name_of(out_type) else _ops.cast(out, dtype=name_of(out_type))
+
+
+def rank(input: Any, name: Optional[str] = None) -> Any:
+    x = _t(input)
+    if x.ndim is None:
+        raise OpsdkError(f"rank: '{x.name}' has an unknown rank")
+    return opsdk.constant(np.int32(x.ndim), name=name or "Rank")
+
+
+def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
+          name: Optional[str] = "range") -> Any:
+    """`tf.range(n)`, `tf.range(a, b, step)` with bounds known when the graph is built (Python
+    ints become int32, floats float32, as in TF)."""
+    bounds = (start, limit, delta) if limit is not None else (0, start, delta)
+    if any(isinstance(b, opsdk.Tensor) or hasattr(b, "_as_graph_element") for b in bounds):
+        raise OpsdkError("range: opsdk.v1 needs bounds known when the graph is built (numbers), "
+                         "not tensors")
+    array = np.arange(*bounds)
+    array = default_array(array.tolist()) if dtype is None else array.astype(name_of(dtype))
+    return opsdk.constant(array, name=name)
+
+
+def attach() -> None:
+    """Python operators TF1 tensors have beyond opsdk's (`abs`, `&` and `~` of bools)."""
+    opsdk.Tensor.__abs__ = lambda self: abs(self)
+    opsdk.Tensor.__and__ = lambda a, b: _ops.equal(
+        _ops.cast(a, dtype="int8") + _ops.cast(_t(b), dtype="int8"), opsdk.constant(np.int8(2)))
+    opsdk.Tensor.__invert__ = lambda a: _ops.equal(a, opsdk.constant(np.asarray(False)))

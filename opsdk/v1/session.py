@@ -1,0 +1,155 @@
+"""TF1's sessions: a default-session stack (`with tf.Session():`, `InteractiveSession`) so that
+`Tensor.eval()`, `Operation.run()` and `Variable.eval()` work, `config=tf.ConfigProto(...)`
+accepted, and fetched summaries and strings turned back into bytes.
+
+The methods `eval` and `run` are attached to opsdk's Tensor and Operation by `attach()` (called
+when `opsdk.v1` is imported): the runtime's IR knows nothing of TF's default session.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Mapping, Optional
+
+import opsdk
+from opsdk.registry.errors import OpsdkError
+
+# id(tensor) -> (tensor, decoder): tensors whose fetched array stands for something else
+# (a serialized Summary, a string constant); `Session.run` decodes them.
+_DECODERS: dict[int, tuple[Any, Callable[[Any], Any]]] = {}
+
+
+class ConfigProto:
+    """TF's session options. opsdk chooses threads and placement itself, so the fields are kept
+    (for programs that read them back) but change nothing."""
+
+    def __init__(self, **fields: Any):
+        self.__dict__.update(fields)
+        self.gpu_options = fields.get("gpu_options", GPUOptions())
+
+
+class GPUOptions:
+    """TF's GPU options (`allow_growth`, ...): accepted, not used."""
+
+    def __init__(self, **fields: Any):
+        self.allow_growth = False
+        self.__dict__.update(fields)
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:
+        self.sessions: list["Session"] = []
+
+
+_stack = _Stack()
+
+
+def get_default_session() -> Optional["Session"]:
+    """The innermost `with session:` (or live InteractiveSession) of this thread, else None."""
+    return _stack.sessions[-1] if _stack.sessions else None
+
+
+class Session(opsdk.Session):
+    """`tf.Session(target='', graph=None, config=None)`; entering it makes it the default."""
+
+    def __init__(self, target: str = "", graph: Any = None, config: Any = None):
+        if target not in ("", None):
+            raise OpsdkError(f"Session: target {target!r}: opsdk.v1 runs in this process only "
+                             "(for clusters use opsdk.dist)")
+        super().__init__(graph)
+        self.tf_config = config
+
+    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+            options: Any = None, run_metadata: Any = None) -> Any:
+        """`opsdk.Session.run`, with TF's extra arguments accepted and summaries decoded."""
+        result = super().run(fetches, _feeds(feed_dict))
+        return _decode(fetches, result) if _DECODERS else result
+
+    def as_default(self) -> "_DefaultContext":
+        """Make this the default session inside a `with` block (does not close it after)."""
+        return _DefaultContext(self)
+
+    def __enter__(self) -> "Session":
+        _stack.sessions.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if _stack.sessions and _stack.sessions[-1] is self:
+            _stack.sessions.pop()
+        self.close()
+
+
+class InteractiveSession(Session):
+    """A Session that makes itself the default when made (until closed), for shells and
+    notebooks: `sess = tf.InteractiveSession(); x.eval()`."""
+
+    def __init__(self, target: str = "", graph: Any = None, config: Any = None):
+        super().__init__(target, graph, config)
+        _stack.sessions.append(self)
+
+    def close(self) -> None:
+        if self in _stack.sessions:
+            _stack.sessions.remove(self)
+        super().close()
+
+
+class _DefaultContext:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def __enter__(self) -> Session:
+        _stack.sessions.append(self.session)
+        return self.session
+
+    def __exit__(self, *exc: Any) -> None:
+        _stack.sessions.remove(self.session)
+
+
+def _feeds(feed_dict: Optional[Mapping[Any, Any]]) -> Optional[Mapping[Any, Any]]:
+    """Feed keys may be Variables (TF feeds their value tensor)."""
+    if not feed_dict:
+        return feed_dict
+    return {(k._as_graph_element() if hasattr(k, "_as_graph_element") else k): v
+            for k, v in feed_dict.items()}
+
+
+def register_decoder(tensor: Any, decode: Callable[[Any], Any]) -> None:
+    """Have `Session.run` hand out `decode(array)` whenever `tensor` is fetched."""
+    _DECODERS[id(tensor)] = (tensor, decode)
+
+
+def _decode(fetch: Any, value: Any) -> Any:
+    entry = _DECODERS.get(id(fetch))
+    if entry is not None and entry[0] is fetch:
+        return entry[1](value)
+    if isinstance(fetch, dict):
+        return type(value)((k, _decode(fetch[k], v)) for k, v in value.items())
+    if isinstance(fetch, (list, tuple)) and not hasattr(fetch, "_fields"):
+        return type(value)(_decode(f, v) for f, v in zip(fetch, value))
+    return value
+
+
+def _session_for(who: str, session: Optional[Session]) -> Session:
+    session = session or get_default_session()
+    if session is None:
+        raise OpsdkError(f"{who}: no default session; pass session=, or call it inside "
+                         "`with tf.Session() as sess:` (or after tf.InteractiveSession())")
+    return session
+
+
+def _tensor_eval(self: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                 session: Optional[Session] = None) -> Any:
+    """The tensor's value in `session` (default: the default session)."""
+    return _session_for(f"eval of '{self.name}'", session).run(self, feed_dict)
+
+
+def _operation_run(self: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                   session: Optional[Session] = None) -> None:
+    """Run the node in `session` (default: the default session)."""
+    _session_for(f"run of '{self.name}'", session).run(self, feed_dict)
+
+
+def attach() -> None:
+    """Give opsdk's Tensor and Operation TF1's `eval()` and `run()`."""
+    opsdk.Tensor.eval = _tensor_eval
+    opsdk.Operation.run = _operation_run

@@ -1,0 +1,50 @@
+"""String constants and fetches (`tf.constant("hello")`, `sess.run(greeting)` -> b'hello').
+
+opsdk's runtime has numeric tensors only, so a string constant travels as a uint8 tensor of its
+UTF-8 bytes (a [n, width] zero-padded matrix for a list of strings), and `Session.run` turns the
+fetched array back into bytes, as TF hands out strings. Ops on strings are not provided.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+import opsdk
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import session as _session
+
+
+def _bytes(item: Any) -> bytes:
+    if isinstance(item, bytes):
+        return item
+    if isinstance(item, str):
+        return item.encode("utf-8")
+    raise OpsdkError(f"string constant: {item!r} is not a str or bytes")
+
+
+def string_constant(value: Any, name: Optional[str] = None) -> Any:
+    """A constant holding a string (or a list of strings); fetching it gives bytes."""
+    if isinstance(value, (str, bytes)):
+        array = np.frombuffer(_bytes(value), dtype=np.uint8).copy()
+        decode = _decode_scalar
+    else:
+        items = [_bytes(v) for v in value]
+        width = max((len(b) for b in items), default=0)
+        array = np.zeros((len(items), width), dtype=np.uint8)
+        for row, b in zip(array, items):
+            row[:len(b)] = np.frombuffer(b, dtype=np.uint8)
+        decode = _decode_list
+    tensor = opsdk.constant(array, name=name or "Const")
+    _session.register_decoder(tensor, decode)
+    return tensor
+
+
+def _decode_scalar(array: np.ndarray) -> bytes:
+    return np.asarray(array, dtype=np.uint8).tobytes()
+
+
+def _decode_list(array: np.ndarray) -> np.ndarray:
+    rows = [np.asarray(r, dtype=np.uint8).tobytes().rstrip(b"\0") for r in array]
+    return np.array(rows, dtype=object)

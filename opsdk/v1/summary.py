@@ -1,0 +1,118 @@
+"""`tf.summary`: scalar, histogram, merge, merge_all and FileWriter, writing TensorBoard event
+files (events.py).
+
+A summary is a float64 vector tensor `[count, values...]` per summarized tensor (merged ones are
+concatenated); `Session.run` turns a fetched summary into the serialized Summary protobuf, as
+TensorFlow hands it out, and `FileWriter.add_summary` writes it with its step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import events, scopes, session as _session
+from opsdk.v1.tensors import convert_to_tensor as _t
+
+_LAYOUTS: dict[int, list[tuple[str, str]]] = {}  # id(summary tensor) -> [(kind, tag)]
+
+
+def _piece(values: Any) -> Any:
+    flat = _ops.reshape(_ops.cast(_t(values), dtype="float64"), shape=[-1])
+    count = _ops.reshape(_ops.reduce_sum(_ops.ones_like(flat)), shape=[1])
+    return _ops.concat([count, flat], axis=0)
+
+
+def _register(tensor: Any, layout: list, collections: Any) -> Any:
+    _LAYOUTS[id(tensor)] = layout
+    _session.register_decoder(tensor, lambda array: decode(layout, array))
+    for key in (collections if collections is not None else [scopes.GraphKeys.SUMMARIES]):
+        opsdk.get_default_graph().add_to_collection(key, tensor)
+    return tensor
+
+
+def _tag(name: str) -> str:
+    scope = opsdk.get_default_graph()._stacks.names  # TF prefixes the open name scopes
+    return "/".join([*scope, name])
+
+
+def scalar(name: str, tensor: Any, collections: Any = None, family: Any = None) -> Any:
+    """A summary of one number (the tensor must hold exactly one value)."""
+    return _register(_piece(tensor), [("scalar", _tag(name))], collections)
+
+
+def histogram(name: str, values: Any, collections: Any = None, family: Any = None) -> Any:
+    """A summary of the distribution of a tensor's values."""
+    return _register(_piece(values), [("histogram", _tag(name))], collections)
+
+
+def merge(inputs: list, collections: Any = None, name: Optional[str] = None) -> Any:
+    """One summary holding all of `inputs`."""
+    layout = []
+    for tensor in inputs:
+        if id(tensor) not in _LAYOUTS:
+            raise OpsdkError(f"summary.merge: '{getattr(tensor, 'name', tensor)}' is not a "
+                             "summary made by tf.summary.scalar/histogram/merge")
+        layout.extend(_LAYOUTS[id(tensor)])
+    merged = _ops.concat(list(inputs), axis=0, name=name)
+    return _register(merged, layout, collections if collections is not None else [])
+
+
+def merge_all(key: str = scopes.GraphKeys.SUMMARIES, scope: Any = None,
+              name: Optional[str] = None) -> Any:
+    """All summaries of the collection, merged; None when there are none (as in TF)."""
+    found = scopes.get_collection(key, scope)
+    return merge(found, name=name) if found else None
+
+
+def decode(layout: list, array: np.ndarray) -> bytes:
+    """The serialized Summary of a fetched summary vector."""
+    values, at = [], 0
+    for kind, tag in layout:
+        count = int(array[at])
+        data = array[at + 1:at + 1 + count]
+        at += 1 + count
+        if kind == "scalar":
+            if count != 1:
+                raise OpsdkError(f"summary.scalar '{tag}': the tensor has {count} values, not one")
+            values.append(events.scalar_value(tag, float(data[0])))
+        else:
+            values.append(events.histogram_value(tag, data))
+    return events.summary(values)
+
+
+class FileWriter:
+    """Writes summaries (and nothing of the graph yet) to an event file in `logdir`."""
+
+    def __init__(self, logdir: Any, graph: Any = None, max_queue: int = 10,
+                 flush_secs: int = 120, **unused: Any):
+        self._writer = events.EventFileWriter(logdir)
+        self.path = self._writer.path
+
+    def add_summary(self, summary: Any, global_step: Optional[int] = None) -> None:
+        if not isinstance(summary, (bytes, bytearray)):
+            raise OpsdkError("FileWriter.add_summary: give the value that sess.run returned for "
+                             "a summary (serialized bytes)")
+        self._writer.write(events.event(int(global_step or 0), summary_bytes=bytes(summary)))
+
+    def add_graph(self, graph: Any, global_step: Any = None) -> None:
+        """Accepted; opsdk does not write a GraphDef (use `opsdk graph` to draw a graph)."""
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def __enter__(self) -> "FileWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+SummaryWriter = FileWriter

@@ -1,0 +1,298 @@
+"""Making tensors the TF1 way: `constant`, `placeholder`, `Variable`, `convert_to_tensor`, the
+filled and random tensors with TF's positional signatures, and `TensorShape`.
+
+    x = tf.placeholder("float", [None, 784])     # float32, as in TF
+    W = tf.Variable(tf.random_normal([784, 10], stddev=0.1))
+    W.get_shape().as_list()                      # [784, 10]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import dtypes, session as _session, strings
+from opsdk.v1.dtypes import as_dtype, default_array, name_of
+
+
+class Dimension:
+    """One dim of a TensorShape: `.value` is the size or None."""
+
+    def __init__(self, value: Optional[int]):
+        self.value = None if value is None else int(value)
+
+    def __int__(self) -> int:
+        if self.value is None:
+            raise OpsdkError("int() of an unknown dimension")
+        return self.value
+
+    __index__ = __int__
+
+    def __eq__(self, other: Any) -> bool:
+        other = other.value if isinstance(other, Dimension) else other
+        return self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.value})"
+
+
+class TensorShape:
+    """TF's static shape: `as_list()`, `ndims`, `[i]` (a Dimension), `num_elements()`."""
+
+    def __init__(self, dims: Optional[Sequence[Any]]):
+        self.dims = None if dims is None else [d if isinstance(d, Dimension) else Dimension(d)
+                                               for d in dims]
+
+    @property
+    def ndims(self) -> Optional[int]:
+        return None if self.dims is None else len(self.dims)
+
+    def as_list(self) -> list:
+        if self.dims is None:
+            raise OpsdkError("as_list() is not defined on a shape of unknown rank")
+        return [d.value for d in self.dims]
+
+    def num_elements(self) -> Optional[int]:
+        sizes = self.as_list() if self.dims is not None else [None]
+        return None if None in sizes else int(np.prod(sizes, dtype=np.int64))
+
+    def is_fully_defined(self) -> bool:
+        return self.dims is not None and None not in self.as_list()
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return TensorShape(self.as_list()[i])
+        return self.dims[i] if self.dims is not None else Dimension(None)
+
+    def __len__(self) -> int:
+        return len(self.as_list())
+
+    def __iter__(self):
+        return iter(self.dims or ())
+
+    def __eq__(self, other: Any) -> bool:
+        other = other.as_list() if isinstance(other, TensorShape) else list(other)
+        return self.as_list() == other
+
+    def __repr__(self) -> str:
+        return "TensorShape(None)" if self.dims is None else f"TensorShape({self.as_list()})"
+
+
+def _get_shape(self: Any) -> TensorShape:
+    return TensorShape(self.shape)
+
+
+def _set_shape(self: Any, shape: Any) -> None:
+    """Check that `shape` agrees with what is known (opsdk infers every static shape)."""
+    want = TensorShape(shape.as_list() if isinstance(shape, TensorShape) else shape)
+    have = self.shape
+    if have is None or want.dims is None:
+        return
+    if len(have) != len(want.dims) or any(
+            a is not None and b.value is not None and a != b.value for a, b in zip(have, want)):
+        raise OpsdkError(f"set_shape: tensor '{self.name}' has shape {list(have)}, "
+                         f"incompatible with {want.as_list()}")
+
+
+def _value(item: Any) -> Any:
+    return item._as_graph_element() if hasattr(item, "_as_graph_element") else item
+
+
+def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
+                      preferred_dtype: Any = None) -> Any:
+    """A Tensor for `value`: tensors (and Variables' values) as they are, else a constant by TF's
+    dtype rules (Python floats float32, ints int32)."""
+    value = _value(value)
+    if isinstance(value, opsdk.Tensor):
+        if dtype is not None and value.dtype != name_of(dtype):
+            raise OpsdkError(f"convert_to_tensor: tensor '{value.name}' is {value.dtype}, "
+                             f"not {name_of(dtype)}")
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(_value(v), opsdk.Tensor) for v in value):
+        return _ops.stack([convert_to_tensor(v, dtype) for v in value], name=name)
+    return constant(value, dtype=dtype or preferred_dtype, name=name)
+
+
+def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[str] = None,
+             verify_shape: bool = False) -> Any:
+    """`tf.constant`: a scalar with `shape` fills it; strings are supported as constants."""
+    if dtype is dtypes.string or isinstance(value, (str, bytes)) or (
+            isinstance(value, (list, tuple)) and value and isinstance(value[0], (str, bytes))):
+        return strings.string_constant(value, name)
+    array = default_array(value, dtype)
+    if shape is not None:
+        shape = [int(d) for d in shape]
+        array = (np.broadcast_to(array, shape) if array.size == 1 or array.shape == tuple(shape)
+                 else array.reshape(shape))
+    return opsdk.constant(np.ascontiguousarray(array), name=name or "Const")
+
+
+def placeholder(dtype: Any, shape: Any = None, name: Optional[str] = None) -> Any:
+    """`tf.placeholder(tf.float32, [None, 784])` (positional shape; "float" is float32)."""
+    if isinstance(shape, TensorShape):
+        shape = None if shape.dims is None else shape.as_list()
+    return opsdk.placeholder(name_of(dtype), shape, name=name or "Placeholder")
+
+
+def placeholder_with_default(input: Any, shape: Any, name: Optional[str] = None) -> Any:
+    """The default's value unless fed (a fed tensor of the same shape)."""
+    return _ops.identity(convert_to_tensor(input), name=name)
+
+
+_OWN = frozenset({"op", "graph", "trainable", "initializer"})  # set in __init__: never forwarded
+
+
+class Variable(opsdk.Variable):
+    """`tf.Variable(initial_value, trainable=True, collections=None, validate_shape=True,
+    name=None, dtype=None)`: Python values follow TF's dtype rules; a callable is called."""
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True,
+                 collections: Any = None, validate_shape: bool = True,
+                 caching_device: Any = None, name: Optional[str] = None, dtype: Any = None,
+                 **unused: Any):
+        if initial_value is None:
+            raise OpsdkError("Variable: initial_value is required")
+        if callable(initial_value):
+            initial_value = initial_value()
+        value = _value(initial_value)
+        if not isinstance(value, opsdk.Tensor):
+            value = default_array(value, dtype)
+        elif dtype is not None and value.dtype != name_of(dtype):
+            value = _ops.cast(value, dtype=name_of(dtype))
+        super().__init__(value, name=name or "Variable", trainable=trainable)
+        for key in collections or ():
+            if key not in (opsdk.GraphKeys.GLOBAL_VARIABLES,):
+                self.graph.add_to_collection(key, self)
+
+    def eval(self, session: Any = None) -> Any:
+        """The variable's value in `session` (default: the default session)."""
+        return self.value().eval(session=session)
+
+    def get_shape(self) -> TensorShape:
+        return TensorShape(self.shape)
+
+    def initialized_value(self) -> Any:
+        """The value, read after the initializer ran."""
+        with self.graph.control_dependencies([self.initializer]):
+            return _ops.identity(self.value())
+
+    def read_value(self) -> Any:
+        return self.value()
+
+    def load(self, value: Any, session: Any = None) -> None:
+        """Set the value in `session` directly."""
+        _session._session_for(f"load of '{self.name}'", session).variables.assign(
+            self.name, np.asarray(value, dtype=self.dtype))
+
+    # Operators read the value (as TF's Variable does).
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name in _OWN:
+            raise AttributeError(name)
+        return getattr(self.value(), name)
+
+    def __add__(self, o): return self.value() + o
+    def __radd__(self, o): return o + self.value()
+    def __sub__(self, o): return self.value() - o
+    def __rsub__(self, o): return o - self.value()
+    def __mul__(self, o): return self.value() * o
+    def __rmul__(self, o): return o * self.value()
+    def __truediv__(self, o): return self.value() / o
+    def __rtruediv__(self, o): return o / self.value()
+    def __matmul__(self, o): return self.value() @ o
+    def __rmatmul__(self, o): return o @ self.value()
+    def __neg__(self): return -self.value()
+    def __pow__(self, o): return self.value() ** o
+    def __getitem__(self, key): return self.value()[key]
+
+
+def _static_shape(who: str, shape: Any) -> list[int]:
+    shape = _value(shape)
+    if isinstance(shape, opsdk.Tensor):
+        raise OpsdkError(f"{who}: the shape must be known when the graph is built (a list of "
+                         "ints); opsdk.v1 takes no shape tensors here")
+    if isinstance(shape, TensorShape):
+        shape = shape.as_list()
+    if isinstance(shape, (int, np.integer)):
+        shape = [shape]
+    return [int(d) for d in shape]
+
+
+def zeros(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
+    return _ops.zeros(shape=_static_shape("zeros", shape), dtype=name_of(dtype), name=name)
+
+
+def ones(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
+    return _ops.ones(shape=_static_shape("ones", shape), dtype=name_of(dtype), name=name)
+
+
+def fill(dims: Any, value: Any, name: Optional[str] = None) -> Any:
+    array = default_array(value)
+    return _ops.fill(shape=_static_shape("fill", dims), value=float(array),
+                     dtype=array.dtype.name, name=name)
+
+
+def zeros_like(tensor: Any, dtype: Any = None, name: Optional[str] = None) -> Any:
+    out = _ops.zeros_like(convert_to_tensor(tensor), name=name)
+    return out if dtype is None else _ops.cast(out, dtype=name_of(dtype))
+
+
+def ones_like(tensor: Any, dtype: Any = None, name: Optional[str] = None) -> Any:
+    out = _ops.ones_like(convert_to_tensor(tensor), name=name)
+    return out if dtype is None else _ops.cast(out, dtype=name_of(dtype))
+
+
+_SEED = {"graph": None}
+
+
+def set_random_seed(seed: int) -> None:
+    """TF's graph-level seed: ops created after it without their own seed draw fixed values."""
+    _SEED["graph"] = int(seed)
+    _SEED["count"] = 0
+
+
+def op_seed(seed: Optional[int]) -> int:
+    """The op seed for opsdk's random ops (0: fresh values per run), from TF's two seeds."""
+    if seed is not None:
+        return int(seed) % (2 ** 31 - 1) + 1
+    if _SEED["graph"] is None:
+        return 0
+    _SEED["count"] = _SEED.get("count", 0) + 1
+    return (_SEED["graph"] * 7919 + _SEED["count"]) % (2 ** 31 - 1) + 1
+
+
+def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
+                   seed: Optional[int] = None, name: Optional[str] = None) -> Any:
+    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats)."""
+    if as_dtype(dtype).kind in "iu":
+        raise OpsdkError("random_uniform: integer dtypes are not supported by opsdk.v1")
+    return _ops.random_uniform(shape=_static_shape("random_uniform", shape), minval=float(minval),
+                               maxval=1.0 if maxval is None else float(maxval),
+                               seed=op_seed(seed), dtype=name_of(dtype), name=name)
+
+
+def random_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
+                  seed: Optional[int] = None, name: Optional[str] = None) -> Any:
+    return _ops.random_normal(shape=_static_shape("random_normal", shape), mean=float(mean),
+                              stddev=float(stddev), seed=op_seed(seed), dtype=name_of(dtype),
+                              name=name)
+
+
+def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
+                     seed: Optional[int] = None, name: Optional[str] = None) -> Any:
+    """Normal values redrawn until within two standard deviations of the mean."""
+    return _ops.truncated_normal(shape=_static_shape("truncated_normal", shape), mean=float(mean),
+                                 stddev=float(stddev), seed=op_seed(seed), dtype=name_of(dtype),
+                                 name=name)
+
+
+def attach() -> None:
+    """Give opsdk's Tensor TF's `get_shape()` and `set_shape()`."""
+    opsdk.Tensor.get_shape = _get_shape
+    opsdk.Tensor.set_shape = _set_shape

@@ -1,0 +1,83 @@
+"""`tf.train`: opsdk's optimizers and Saver under TF's names, `get_global_step`,
+`get_checkpoint_state`, and the learning-rate schedule `exponential_decay`."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+from typing import Any, Optional
+
+import numpy as np
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import scopes
+from opsdk.v1.tensors import Variable, convert_to_tensor
+
+
+class Saver(opsdk.Saver):
+    """`tf.train.Saver(var_list=None, max_to_keep=5)`; var_list may be a dict (name -> var)."""
+
+    def __init__(self, var_list: Any = None, reshape: bool = False, sharded: bool = False,
+                 max_to_keep: Optional[int] = 5, **unused: Any):
+        if isinstance(var_list, dict):
+            var_list = list(var_list.values())
+        super().__init__(var_list, max_to_keep=max_to_keep or 1_000_000)
+
+    def save(self, sess: Any, save_path: Any, global_step: Any = None, **unused: Any) -> str:
+        if global_step is not None and not isinstance(global_step, (int, np.integer)):
+            global_step = int(sess.run(global_step))
+        return super().save(sess, save_path, global_step=global_step)
+
+
+def get_checkpoint_state(checkpoint_dir: Any, latest_filename: Any = None) -> Any:
+    """The checkpoint state of a folder (`.model_checkpoint_path`), or None when it has none."""
+    found = getattr(opsdk, "get_checkpoint_state", None)
+    if found is None:
+        try:  # the runtime's own, where this version has it
+            from opsdk.runtime.train.saver import get_checkpoint_state as found
+        except ImportError:
+            found = None
+    if found is not None:
+        return found(checkpoint_dir)
+    latest = opsdk.latest_checkpoint(os.fspath(checkpoint_dir))
+    if latest is None:
+        return None
+    return SimpleNamespace(model_checkpoint_path=latest, all_model_checkpoint_paths=[latest])
+
+
+def get_or_create_global_step(graph: Any = None) -> Any:
+    found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
+    if found:
+        return found[0]
+    step = Variable(np.int64(0), trainable=False, name="global_step")
+    opsdk.get_default_graph().add_to_collection(scopes.GraphKeys.GLOBAL_STEP, step)
+    return step
+
+
+def get_global_step(graph: Any = None) -> Any:
+    found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
+    return found[0] if found else None
+
+
+def exponential_decay(learning_rate: float, global_step: Any, decay_steps: int,
+                      decay_rate: float, staircase: bool = False, name: Any = None) -> Any:
+    """learning_rate * decay_rate ** (global_step / decay_steps), as a float32 tensor."""
+    step = _ops.cast(convert_to_tensor(global_step), dtype="float32")
+    ratio = step / float(decay_steps)
+    if staircase:
+        raise OpsdkError("exponential_decay: staircase=True is not supported by opsdk.v1")
+    rate = opsdk.constant(np.float32(decay_rate))
+    return _ops.mul(opsdk.constant(np.float32(learning_rate)), _ops.pow(rate, ratio), name=name)
+
+
+train = SimpleNamespace(
+    Optimizer=opsdk.GradientDescentOptimizer.__mro__[1],
+    GradientDescentOptimizer=opsdk.GradientDescentOptimizer,
+    MomentumOptimizer=opsdk.MomentumOptimizer, AdagradOptimizer=opsdk.AdagradOptimizer,
+    AdamOptimizer=opsdk.AdamOptimizer, RMSPropOptimizer=opsdk.RMSPropOptimizer, Saver=Saver,
+    latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
+    get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
+    global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,
+)
