@@ -8,10 +8,13 @@ STAMP := $(VENV)/.opsdk-installed
 
 all: test
 
-$(STAMP): pyproject.toml
+# Exact versions from constraints.txt (pyproject.toml has the ranges); torch's CPU wheel and jax
+# for the framework tests. setuptools first, so the editable install needs no isolated build env.
+$(STAMP): pyproject.toml constraints.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -c constraints.txt setuptools wheel
+	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,torch,jax]'
 	$(BIN)/python -m compileall -q opsdk opdefs >/dev/null  # fast CLI start even where bytecode writing is off
 	touch $(STAMP)
 
@@ -32,7 +35,7 @@ test: build
 
 # The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only.
 bench: build
-	$(BIN)/python -m pip install -q -e '.[test,bench]'
+	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,bench]'
 	$(BIN)/python bench/bench_pairwise_manhattan.py
 	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_executor.py

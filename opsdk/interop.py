@@ -1,0 +1,98 @@
+"""DLPack in and out: any array offering `__dlpack__` as NumPy (or CuPy) without a copy, and back.
+
+An eager call receives torch tensors, JAX arrays, CuPy arrays or any other DLPack producer; the
+kernels take NumPy arrays on the CPU and CuPy arrays on a GPU. `as_kernel_array` makes the one
+from the other by DLPack (zero-copy where the producer's memory allows), and `like` turns a result
+back into the kind of array the caller passed, again by DLPack.
+
+    >>> import numpy as np
+    >>> arr = as_kernel_array(np.arange(3.0))
+    >>> like(arr * 2, np.arange(3.0))
+    array([0., 2., 4.])
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+# DLPack device types (dlpack.h: DLDeviceType): where an array's memory lives.
+DLPACK_CPU = 1
+DLPACK_CUDA_HOST = 3
+_HOST_DEVICES = (DLPACK_CPU, DLPACK_CUDA_HOST)
+
+
+def is_foreign_array(value: Any) -> bool:
+    """Whether `value` is a DLPack array that is not already a NumPy array or a Python scalar."""
+    return hasattr(value, "__dlpack__") and not isinstance(value, (np.ndarray, np.generic))
+
+
+def _detached(value: Any) -> Any:
+    # A torch tensor that requires grad refuses export: the kernel reads values only.
+    detach = getattr(value, "detach", None)
+    return detach() if callable(detach) and type(value).__module__.startswith("torch") else value
+
+
+def on_host(value: Any) -> bool:
+    """Whether a DLPack array's memory is CPU memory (NumPy can view it)."""
+    device = getattr(value, "__dlpack_device__", None)
+    return device is None or int(device()[0]) in _HOST_DEVICES
+
+
+def as_kernel_array(value: Any) -> Any:
+    """NumPy array (CPU memory) or CuPy array (GPU memory) viewing `value`; others unchanged.
+
+    Raises TypeError naming the array's type when its memory is on a GPU and CuPy is missing.
+    """
+    if not is_foreign_array(value):
+        return value
+    value = _detached(value)
+    if on_host(value):
+        return np.from_dlpack(value)
+    try:
+        import cupy
+    except ImportError:
+        raise TypeError(f"a {type(value).__module__}.{type(value).__name__} on a GPU needs CuPy "
+                        "to run opsdk kernels: pip install 'opsdk[gpu]'") from None
+    return cupy.from_dlpack(value)
+
+
+def _producer_module(value: Any) -> Any:
+    """The top-level module of `value`'s type (torch, jax, cupy, ...), if imported."""
+    root = type(value).__module__.split(".")[0]
+    if root == "jaxlib":
+        root = "jax"
+    return sys.modules.get(root)
+
+
+def like(result: Any, example: Any) -> Any:
+    """`result` (an array, or a tuple/list of them) as the kind of array `example` is.
+
+    NumPy or non-array examples leave `result` as it is; torch gets `torch.from_dlpack`, JAX
+    `jax.dlpack.from_dlpack`, any other producer module its `from_dlpack`.
+    """
+    if isinstance(result, (tuple, list)):
+        return type(result)(like(item, example) for item in result)
+    if not is_foreign_array(example) or not hasattr(result, "__dlpack__"):
+        return result
+    module = _producer_module(example)
+    if module is None:
+        return result
+    if module.__name__ == "jax":
+        import jax.dlpack
+
+        return jax.dlpack.from_dlpack(result)
+    from_dlpack = getattr(module, "from_dlpack", None)
+    return from_dlpack(result) if callable(from_dlpack) else result
+
+
+def first_foreign(values: Any) -> Any:
+    """The first DLPack array (not NumPy) among `values` and the lists in it, or None."""
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        for item in items:
+            if is_foreign_array(item):
+                return item
+    return None

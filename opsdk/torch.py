@@ -1,0 +1,242 @@
+"""Any declared op as a PyTorch operator (`torch.library`), from its declaration alone.
+
+    import torch
+    from opsdk.torch import ops                          # builtin ops; load_ops(dir) for a workspace
+    x = torch.rand(5, 3, requires_grad=True)
+    z = ops.pairwise_manhattan(x, torch.rand(4, 3))    # torch.ops.opsdk.pairwise_manhattan
+    z.sum().backward()                                  # the declared gradient op runs
+
+The operator's fake (meta) implementation gives the output shapes and dtypes the declaration
+infers; its autograd formula calls the declared gradient op (itself such an operator, so double
+backward works where the gradient op has a gradient); its CPU and CUDA implementations run the
+built kernels on the tensors' memory through DLPack (no copy). It is opaque to torch.compile, so a
+compiled model keeps it as one node without graph breaks. Ops with list inputs or outputs are not
+supported yet (a clear OpsdkError says so).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import torch
+
+from opsdk.interop import as_kernel_array
+from opsdk.registry import OpsdkError, load_registry
+from opsdk.registry.attrs import normalize_attrs
+from opsdk.registry.infer import infer_outputs
+from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec
+
+NAMESPACE = "opsdk"
+_SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str",
+                 "list(int)": "int[]", "list(float)": "float[]"}
+_lock = threading.RLock()
+_defined: dict[str, "TorchOp"] = {}  # qualified name -> the op made for it
+_library = torch.library.Library(NAMESPACE, "FRAGMENT")
+
+
+@dataclass(frozen=True)
+class TorchOp:
+    """One declared op registered with torch: call it like the generated wrapper."""
+    spec: OpSpec
+    attr_names: tuple[str, ...]  # keyword-only arguments: attrs, then unbound type attrs
+    packet: Any  # torch.ops.opsdk.<name>
+
+    def __call__(self, *inputs: Any, **attrs: Any) -> Any:
+        return self.packet(*inputs, **attrs)
+
+
+def _schema_default(attr: AttrSpec) -> str:
+    value = attr.default
+    if attr.type == "str":
+        return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if attr.type == "bool":
+        return "True" if value else "False"
+    if attr.type.startswith("list("):
+        return "[" + ", ".join(repr(v) for v in value) + "]"
+    return repr(float(value)) if attr.type == "float" else repr(int(value))
+
+
+def _refuse_unsupported(spec: OpSpec) -> None:
+    lists = [t.name for t in (*spec.inputs, *spec.outputs) if t.is_list]
+    if lists:
+        raise OpsdkError(f"op '{spec.name}': opsdk.torch does not support list inputs or "
+                         f"outputs yet ({', '.join(lists)}); call it through opsdk.ops instead")
+
+
+def schema(spec: OpSpec) -> tuple[str, tuple[str, ...]]:
+    """The torch schema of an op, `(Tensor x, Tensor y, *, int k=1) -> Tensor`, and its kwargs."""
+    _refuse_unsupported(spec)
+    args = [f"Tensor {t.name}" for t in spec.inputs]
+    keyword, names = [], []
+    for attr in spec.attrs:
+        default = "" if attr.default is NO_DEFAULT else f"={_schema_default(attr)}"
+        keyword.append(f"{_SCHEMA_TYPES[attr.type]} {attr.name}{default}")
+        names.append(attr.name)
+    for ta in spec.unbound_type_attrs:
+        default = f'="{ta.default}"' if ta.default else ""
+        keyword.append(f"str {ta.name}{default}")
+        names.append(ta.name)
+    if keyword:
+        args += ["*", *keyword]
+    outs = ", ".join("Tensor" for _ in spec.outputs)
+    returns = outs if len(spec.outputs) == 1 else f"({outs})"
+    return f"({', '.join(args)}) -> {returns}", tuple(names)
+
+
+def _split(spec: OpSpec, args: tuple, kwargs: dict) -> tuple[list, dict]:
+    count = len(spec.inputs)
+    return list(args[:count]), dict(kwargs)
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def _dtype_name(tensor: torch.Tensor) -> str:
+    return str(tensor.dtype).replace("torch.", "")
+
+
+def _run_kernel(spec: OpSpec, registry: Any, inputs: list, attrs: dict) -> Any:
+    """The built kernel on the tensors' memory (DLPack, no copy); torch tensors back."""
+    from opsdk.runtime.frontend.api import apply_op
+
+    device = "cuda" if any(t.is_cuda for t in inputs) else None
+    arrays = [as_kernel_array(t.contiguous()) for t in inputs]
+    result = apply_op(registry, spec.name, arrays, attrs, device=device)
+    results = result if isinstance(result, tuple) else (result,)
+    tensors = tuple(_owned_tensor(r, inputs) for r in results)
+    return tensors if len(spec.outputs) > 1 else tensors[0]
+
+
+def _owned_tensor(result: Any, inputs: list) -> torch.Tensor:
+    """A result as a tensor torch may own: never a view of an input, never read-only memory."""
+    if hasattr(result, "__cuda_array_interface__"):
+        tensor = torch.from_dlpack(result)  # a CuPy result of a cuda kernel
+    else:
+        array = np.asarray(result)
+        if not array.flags.writeable or not array.flags.c_contiguous:
+            array = np.array(array, order="C")
+        tensor = torch.from_numpy(array)
+    views_input = any(tensor.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+                      for t in inputs if t.numel())
+    return tensor.clone() if views_input else tensor
+
+
+def _fake(spec: OpSpec, inputs: list, attrs: dict) -> Any:
+    """Empty tensors of the shapes and dtypes the declaration infers (torch's meta function)."""
+    shapes = [tuple(t.shape) for t in inputs]
+    dtypes = [_dtype_name(t) for t in inputs]
+    inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, attrs))
+    device = inputs[0].device if inputs else torch.device("cpu")
+    outs = []
+    for tensor, (shape, dtype) in zip(spec.outputs, inferred):
+        if shape is None or any(d is None for d in shape):
+            raise OpsdkError(f"op '{spec.name}': output '{tensor.name}' has no static shape "
+                             "from its declaration; torch needs one for its fake implementation")
+        outs.append(torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=device))
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _autograd(spec: OpSpec, registry: Any, attr_names: tuple[str, ...]) -> tuple[Callable, Callable]:
+    """setup_context and backward calling the declared gradient op (as a torch op too)."""
+    grad_spec = registry.get(spec.gradient_op)
+    grad_op = _define(grad_spec, registry)
+    input_names = [t.name for t in spec.inputs]
+    output_names = [t.name for t in spec.outputs]
+
+    # Attrs are keyword-only in the schema: torch hands them over as keyword_only_inputs, and
+    # backward returns one gradient per (tensor) positional input.
+    def setup_context(ctx: Any, inputs: tuple, output: Any,
+                      keyword_only_inputs: Optional[dict] = None) -> None:
+        outputs = output if isinstance(output, tuple) else (output,)
+        ctx.save_for_backward(*inputs, *outputs)
+        given = keyword_only_inputs or {}
+        ctx.grad_attrs = {k: v for k, v in given.items() if k in grad_op.attr_names}
+
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        saved = ctx.saved_tensors
+        known = dict(zip(input_names + output_names, saved))
+        for name, grad, out in zip(output_names, grads, saved[len(input_names):]):
+            known[f"grad_{name}"] = torch.zeros_like(out) if grad is None else grad
+        result = grad_op(*[known[t.name] for t in grad_spec.inputs], **ctx.grad_attrs)
+        results = result if isinstance(result, tuple) else (result,)
+        by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_spec.outputs, results)}
+        return tuple(by_input.get(n) for n in input_names)
+
+    return setup_context, backward
+
+
+def _define(spec: OpSpec, registry: Any) -> TorchOp:
+    qualified = f"{NAMESPACE}::{spec.name}"
+    with _lock:
+        made = _defined.get(qualified)
+        if made is not None:
+            return made
+        text, attr_names = schema(spec)
+        _library.define(f"{spec.name}{text}")
+
+        def impl(*args: Any, **kwargs: Any) -> Any:
+            inputs, attrs = _split(spec, args, kwargs)
+            return _run_kernel(spec, registry, inputs, attrs)
+
+        def fake(*args: Any, **kwargs: Any) -> Any:
+            inputs, attrs = _split(spec, args, kwargs)
+            return _fake(spec, inputs, attrs)
+
+        _library.impl(spec.name, impl, "CPU")
+        _library.impl(spec.name, impl, "CUDA")
+        torch.library.register_fake(qualified, fake, lib=_library)
+        made = TorchOp(spec, attr_names, getattr(getattr(torch.ops, NAMESPACE), spec.name))
+        _defined[qualified] = made
+        if spec.gradient_op:
+            setup_context, backward = _autograd(spec, registry, attr_names)
+            torch.library.register_autograd(qualified, backward, setup_context=setup_context,
+                                            lib=_library)
+        return made
+
+
+def op(name: str, workspace: Optional[str | Path] = None) -> TorchOp:
+    """The torch operator `torch.ops.opsdk.<name>` of a builtin or workspace op (made once).
+
+    >>> pm = op("pairwise_manhattan")                          # doctest: +SKIP
+    >>> pm(torch.rand(5, 3), torch.rand(4, 3)).shape           # doctest: +SKIP
+    torch.Size([5, 4])
+    """
+    registry = load_registry(None if workspace is None else Path(workspace))
+    return _define(registry.get(name), registry)
+
+
+class TorchOps:
+    """Every op of a registry as a torch operator, as plain attributes: `ops.pairwise_manhattan`.
+
+    All are made at once, when this object is, so code under torch.compile finds them by a
+    plain attribute lookup (nothing to trace, no graph break).
+    """
+
+    def __init__(self, workspace: Optional[str | Path] = None):
+        registry = load_registry(None if workspace is None else Path(workspace))
+        self._refused: dict[str, str] = {}
+        for name in registry.names():
+            try:
+                setattr(self, name, _define(registry.get(name), registry))
+            except OpsdkError as exc:
+                self._refused[name] = str(exc)
+
+    def __getattr__(self, name: str) -> TorchOp:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        reason = self.__dict__.get("_refused", {}).get(name, f"no op named '{name}'")
+        raise AttributeError(f"opsdk.torch: {reason}")
+
+
+def load_ops(workspace: Optional[str | Path] = None) -> TorchOps:
+    """The builtin ops and those of `workspace`, as torch operators (see TorchOps)."""
+    return TorchOps(workspace)
+
+
+# The builtin ops (about 0.4 s to register, once per process).
+ops = TorchOps()

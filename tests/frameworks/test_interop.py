@@ -1,0 +1,59 @@
+"""opsdk.interop: DLPack arrays become NumPy views without a copy, results go back as the caller's kind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.interop import as_kernel_array, first_foreign, is_foreign_array, like
+
+
+class OnlyDLPack:
+    """An array that offers nothing but the DLPack protocol (wrapping a NumPy array)."""
+
+    def __init__(self, array: np.ndarray):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_numpy_and_scalars_pass_through_untouched():
+    a = np.arange(4.0)
+    assert as_kernel_array(a) is a and as_kernel_array(2.5) == 2.5
+    assert not is_foreign_array(a) and not is_foreign_array(np.float32(1))
+    assert like(a, a) is a
+
+
+def test_a_dlpack_only_object_becomes_a_numpy_view_without_copy():
+    base = np.arange(6.0).reshape(2, 3)
+    view = as_kernel_array(OnlyDLPack(base))
+    assert isinstance(view, np.ndarray) and np.shares_memory(view, base)
+    np.testing.assert_array_equal(view, base)
+    assert first_foreign([base, [base, OnlyDLPack(base)]]).__class__ is OnlyDLPack
+    assert first_foreign([base, 1.0]) is None
+
+
+def test_torch_tensors_round_trip_without_copy():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: pip install 'opsdk[torch]'")
+    t = torch.arange(6.0, requires_grad=True)
+    view = as_kernel_array(t)
+    assert isinstance(view, np.ndarray) and view.ctypes.data == t.data_ptr()
+    back = like(view * 2, t)
+    assert isinstance(back, torch.Tensor) and back.tolist() == [0, 2, 4, 6, 8, 10]
+    pair = like((view, view), t)
+    assert isinstance(pair, tuple) and all(isinstance(p, torch.Tensor) for p in pair)
+
+
+def test_jax_arrays_round_trip():
+    jnp = pytest.importorskip("jax.numpy", reason="JAX not installed: pip install 'opsdk[jax]'")
+    import jax
+
+    a = jnp.arange(3.0)
+    view = as_kernel_array(a)
+    assert isinstance(view, np.ndarray)
+    back = like(np.asarray(view) + 1, a)
+    assert isinstance(back, jax.Array) and back.tolist() == [1.0, 2.0, 3.0]

@@ -1,0 +1,92 @@
+"""opsdk.torch: declared ops as torch.library operators, checked by PyTorch's own tools."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch not installed: pip install 'opsdk[torch]'")
+
+from opsdk.registry import OpsdkError, load_registry  # noqa: E402
+from opsdk.torch import TorchOps, ops, schema  # noqa: E402
+
+def _inputs(name: str, requires_grad: bool = False):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(6, 4, dtype=torch.float64, generator=gen, requires_grad=requires_grad)
+    y = torch.rand(5, 4, dtype=torch.float64, generator=gen, requires_grad=requires_grad)
+    if name == "pairwise_manhattan_grad":
+        return (x.detach(), y.detach(), torch.rand(6, 5, dtype=torch.float64, generator=gen))
+    return (x, y)
+
+
+def test_every_builtin_op_with_a_cpu_kernel_is_covered():
+    registry = load_registry()
+    compiled = sorted(n for n in registry.names() if registry.get(n).kernel("cpu"))
+    assert compiled == ["pairwise_manhattan", "pairwise_manhattan_grad"]
+
+
+def test_schema_from_the_declaration():
+    registry = load_registry()
+    assert schema(registry.get("pairwise_manhattan")) == ("(Tensor x, Tensor y) -> Tensor", ())
+    text, names = schema(registry.get("reduce_sum"))
+    assert text == "(Tensor x, *, int[] axes=[], bool keepdims=False) -> Tensor"
+    assert names == ("axes", "keepdims")
+
+
+def test_flagship_matches_its_reference_and_returns_tensors():
+    x, y = _inputs("pairwise_manhattan")
+    z = ops.pairwise_manhattan(x, y)
+    assert isinstance(z, torch.Tensor) and z.dtype == torch.float64
+    torch.testing.assert_close(z, (x[:, None, :] - y[None]).abs().sum(-1))
+
+
+@pytest.mark.parametrize("name", ["pairwise_manhattan", "pairwise_manhattan_grad"])
+def test_opcheck_passes_on_ops_with_a_cpu_kernel(name):
+    torch.library.opcheck(getattr(ops, name).packet.default, _inputs(name))
+
+
+def test_gradcheck_passes_on_the_flagship():
+    x, y = _inputs("pairwise_manhattan", requires_grad=True)
+    assert torch.autograd.gradcheck(ops.pairwise_manhattan, (x, y))
+
+
+@pytest.mark.parametrize("name, kwargs", [("softmax", {}), ("reduce_sum", {"axes": [1]}),
+                                          ("exp", {})])
+def test_python_kernel_ops_pass_opcheck_and_gradcheck(name, kwargs):
+    x = torch.rand(3, 4, dtype=torch.float64, requires_grad=True)
+    op = getattr(ops, name)
+    torch.library.opcheck(op.packet.default, (x,), kwargs)
+    assert torch.autograd.gradcheck(lambda t: op(t, **kwargs), (x,))
+
+
+def test_a_wrong_shape_is_the_declarations_error():
+    x, _ = _inputs("pairwise_manhattan")
+    with pytest.raises(Exception, match="pairwise_manhattan"):
+        ops.pairwise_manhattan(x, torch.rand(5, 3, dtype=torch.float64))
+
+
+def test_list_ops_are_refused_with_the_reason():
+    with pytest.raises(AttributeError, match="list inputs or outputs"):
+        ops.concat
+    with pytest.raises(OpsdkError, match="op 'concat'"):
+        schema(load_registry().get("concat"))
+
+
+@pytest.mark.slow
+def test_torch_compile_without_graph_breaks_and_backward():
+    x, y = _inputs("pairwise_manhattan", requires_grad=True)
+
+    def loss(a, b):
+        return (ops.pairwise_manhattan(a, b) * 2).min(dim=1).values.sum()
+
+    compiled = torch.compile(loss, fullgraph=True)  # fullgraph: a graph break is an error
+    value = compiled(x, y)
+    value.backward()
+    torch.testing.assert_close(value, loss(x.detach(), y.detach()))
+    assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_workspace_ops_load_apart():
+    made = TorchOps()
+    assert made.pairwise_manhattan.spec.name == "pairwise_manhattan"
+    with pytest.raises(AttributeError, match="no op named 'nope'"):
+        made.nope
