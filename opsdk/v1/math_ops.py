@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import builtins
+
 import numpy as np
 
 import opsdk
@@ -89,7 +91,7 @@ def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
 def _swap_last(x: Any) -> list[int]:
     if x.ndim is None or x.ndim < 2:
         raise OpsdkError(f"matmul: transposing '{x.name}' needs a known rank of at least 2")
-    perm = list(range(x.ndim))
+    perm = list(builtins.range(x.ndim))
     perm[-2:] = perm[-1], perm[-2]
     return perm
 
@@ -219,7 +221,7 @@ def unstack(value: Any, num: Optional[int] = None, axis: int = 0,
     size = x.shape[axis] if num is None else int(num)
     if size is None:
         raise OpsdkError(f"unstack: axis {axis} of '{x.name}' has an unknown size; pass num=")
-    return [_take(x, axis, i, 1, squeeze=True) for i in range(size)]
+    return [_take(x, axis, i, 1, squeeze=True) for i in builtins.range(size)]
 
 
 unpack = unstack

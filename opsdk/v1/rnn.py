@@ -301,22 +301,27 @@ def dynamic_rnn(cell: Any, inputs: Any, sequence_length: Any = None, initial_sta
     state = initial_state if initial_state is not None else _zero_like_batch(cell, first)
     flat_state = _flat(state)
     units = cell.output_size
-    acc = _ops.slice(_ops.reshape(_ops.matmul(first, _ops.zeros(shape=[int(x.shape[-1]), units],
-                                                                 dtype=x.dtype)),
-                                  shape=[1, -1, units]), begin=[0, 0, 0], size=[0, -1, -1])
-    total = _ops.reshape(_ops.slice(_ops.shape(steps), begin=[0], size=[1]), shape=[])
+    count = x.shape[0 if time_major else 1]
+    if count is None:
+        raise OpsdkError("dynamic_rnn: the number of time steps must be known when the graph is "
+                         "built (give the placeholder a time dim)")
+    # Outputs gather into a [time, batch, units] tensor of one shape (the loop's gradient needs
+    # loop values of fixed shape): step i adds its output where onehot(i) is 1.
+    zero = _ops.matmul(first, _ops.zeros(shape=[int(x.shape[-1]), units], dtype=x.dtype))
+    acc = _ops.mul(_ops.reshape(zero, shape=[1, -1, units]),
+                   _ops.ones(shape=[int(count), 1, 1], dtype=x.dtype))
+    times = opsdk.constant(np.arange(int(count), dtype=np.int32).reshape(-1, 1, 1))
 
     def cond(i, acc, *flat):
-        return _ops.less(i, total)
+        return _ops.less(i, opsdk.constant(np.int32(count)))
 
     def body(i, acc, *flat):
         out, new = cell.step(_ops.gather(steps, i), _pack(state, list(flat)))
-        acc = _ops.concat([acc, _ops.reshape(out, shape=[1, -1, units])], axis=0)
+        hit = _ops.cast(_ops.equal(times, i), dtype=x.dtype)
+        acc = acc + hit * _ops.reshape(out, shape=[1, -1, units])
         return (i + 1, acc, *_flat(new))
 
-    invariants = [(), (None, *acc.shape[1:]), *[t.shape for t in flat_state]]
-    i, acc, *final = opsdk.while_loop(cond, body, [opsdk.constant(np.int32(0)), acc, *flat_state],
-                                      shape_invariants=invariants)
+    i, acc, *final = opsdk.while_loop(cond, body, [opsdk.constant(np.int32(0)), acc, *flat_state])
     outputs = acc if time_major else _ops.transpose(acc, perm=[1, 0, 2])
     return outputs, _pack(state, final)
 
