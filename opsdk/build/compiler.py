@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Optional
 
+from opsdk.build.toolchain import (CudaTargets, Toolchain, cuda_targets,  # noqa: F401
+                                   find_toolchain, supported_cuda_archs)
 from opsdk.registry.errors import OpsdkError
 
 DEVICES = ("cpu", "cuda")
@@ -28,26 +30,11 @@ MODULE_PLACEHOLDER = "{module}"
 DEPFILE_PLACEHOLDER = "{depfile}"
 # Extra flags from the environment, appended last (e.g. OPSDK_CXXFLAGS="-g -O1" to debug a kernel).
 EXTRA_FLAGS_ENV = {"cpu": "OPSDK_CXXFLAGS", "cuda": "OPSDK_NVCCFLAGS"}
-_COMPILER_NAMES = {"cpu": ("OPSDK_CXX", "g++"), "cuda": ("OPSDK_NVCC", "nvcc")}
 # The glue's optimisation level, measured on pairwise_manhattan's binding (2-core machine, load ~2):
 # compile 8.2 s at -O0, 9.2 s at -O1, 13.3 s at -O2, 15.8 s at -O3; one call on 1x1 inputs
 # 3.07 us at -O0, 0.75 us at -O1, 0.68 us at -O2, 0.70 us at -O3. -O1 keeps the call within
 # 0.1 us of -O3 for 40% less compile time; the kernel itself is always built at -O3.
 GLUE_OPT = "-O1"
-_CUDA_ARCHS = ("arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90",
-               "arch=compute_90,code=compute_90")
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    """A compiler for one device: its path and the output of `--version` (part of every key)."""
-    device: str
-    path: str
-    version: str
-
-    @property
-    def name(self) -> str:
-        return Path(self.path).name
 
 
 @dataclass(frozen=True)
@@ -61,19 +48,6 @@ class CompileOutcome:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
-
-
-def find_toolchain(device: str) -> Optional[Toolchain]:
-    """The compiler for `device` on PATH (g++ or nvcc; OPSDK_CXX / OPSDK_NVCC override), or None."""
-    env_var, default = _COMPILER_NAMES[device]
-    path = shutil.which(os.environ.get(env_var) or default)
-    if path is None:
-        return None
-    try:
-        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return Toolchain(device=device, path=path, version=(proc.stdout + proc.stderr).strip())
 
 
 def include_dirs(root: Path) -> tuple[str, ...]:
@@ -98,7 +72,7 @@ def flag_template(device: str, root: Path) -> tuple[str, ...]:
         base = ["-O3", "-std=c++17", "-fPIC", "-shared", "-fopenmp", *cpu_arch_flags(),
                 "-fvisibility=hidden"]
     else:
-        base = [*_cuda_compile_base(), "-shared"]
+        base = [*_cuda_compile_base(None), "-shared"]
     return tuple(base + define + includes + deps + _extra_flags(device))
 
 
@@ -129,11 +103,13 @@ def _extra_flags(device: str) -> list[str]:
     return shlex.split(os.environ.get(EXTRA_FLAGS_ENV[device], ""))
 
 
-def _cuda_compile_base() -> list[str]:
-    base = ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden"]
-    for arch in _CUDA_ARCHS:
-        base += ["-gencode", arch]
-    return base
+def _cuda_compile_base(targets: Optional[CudaTargets]) -> list[str]:
+    """nvcc's flags: every arch in one call (one host pass, one fat binary), PTX last."""
+    if targets is None:
+        nvcc = find_toolchain("cuda")
+        targets = cuda_targets(supported_cuda_archs(nvcc.path) if nvcc else None)
+    return ["-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+            *targets.gencode_flags()]
 
 
 def glue_module_name(op: str) -> str:
@@ -145,7 +121,8 @@ def glue_module_name(op: str) -> str:
     return f"opsdk_glue_{op}"
 
 
-def object_flags(device: str, role: str, root: Path, op: str) -> tuple[str, ...]:
+def object_flags(device: str, role: str, root: Path, op: str,
+                 cuda: Optional[CudaTargets] = None) -> tuple[str, ...]:
     """Flags compiling one translation unit of an op into an object, with a `{depfile}` placeholder.
 
     role "kernel": the author's cpu kernel and its instantiations, -O3 -march=native, no pybind11
@@ -156,7 +133,7 @@ def object_flags(device: str, role: str, root: Path, op: str) -> tuple[str, ...]
     glue_define = [f"-DOPSDK_MODULE_NAME={glue_module_name(op)}"]
     includes = [f"-I{d}" for d in include_dirs(root)]
     if device == "cuda":
-        base = [*_cuda_compile_base(), "-c", *glue_define]
+        base = [*_cuda_compile_base(cuda), "-c", *glue_define]
     elif role == "kernel":
         base = ["-O3", "-std=c++17", "-fPIC", "-fopenmp", *cpu_arch_flags(), "-fvisibility=hidden",
                 "-c"]
@@ -178,7 +155,7 @@ def object_command(toolchain: Toolchain, flags: Iterable[str], source: str, outp
                    depfile: str) -> tuple[str, ...]:
     """The argv that compiles `source` into the object `output`, writing its depfile."""
     filled = [f.replace(DEPFILE_PLACEHOLDER, depfile) for f in flags]
-    return (toolchain.path, *filled, source, "-o", output)
+    return (*toolchain.command, *filled, source, "-o", output)
 
 
 def link_command(toolchain: Toolchain, flags: Iterable[str], objects: Iterable[str], output: str,
@@ -191,7 +168,7 @@ def link_command(toolchain: Toolchain, flags: Iterable[str], objects: Iterable[s
     alias = f"PyInit_{module}=PyInit_{glue_module_name(op)}"
     define = (["-Wl,--defsym," + alias] if toolchain.device == "cpu"
               else ["-Xlinker", "--defsym=" + alias])
-    return (toolchain.path, *flags, *objects, *define, "-o", output)
+    return (*toolchain.command, *flags, *objects, *define, "-o", output)
 
 
 def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, output: str,
@@ -199,7 +176,7 @@ def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, out
     """The argv that compiles `source` into the extension `output` exporting `module`."""
     filled = [f.replace(MODULE_PLACEHOLDER, module).replace(DEPFILE_PLACEHOLDER, depfile)
               for f in flags]
-    return (toolchain.path, *filled, source, "-o", output)
+    return (*toolchain.command, *filled, source, "-o", output)
 
 
 def run_compiler(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
@@ -297,9 +274,14 @@ def _cpu_flags() -> str:
 
 def build_key(digests: Mapping[str, str], flags: Iterable[str], toolchain: Toolchain,
               environment: str) -> str:
-    """The content key of one artefact: source digests, the flag list, compiler and environment."""
+    """The content key of one artefact: source digests, the flag list, compiler and environment.
+
+    The compiler is its `--version` (with the options OPSDK_CXX gave it); a launcher (ccache)
+    is left out: it does not change the bytes, so switching it on rebuilds nothing.
+    """
+    compiler = [toolchain.version, *toolchain.options] if toolchain.options else toolchain.version
     payload = json.dumps({"files": sorted(digests.items()), "flags": list(flags),
-                          "compiler": toolchain.version, "environment": environment},
+                          "compiler": compiler, "environment": environment},
                          sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 

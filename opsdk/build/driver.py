@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.build.compiler import (Toolchain, environment_fingerprint, find_toolchain, link_flags,
-                       object_flags)
+from opsdk.build.compiler import environment_fingerprint, link_flags, object_flags
+from opsdk.build.toolchain import (CudaTargets, Toolchain, cuda_targets, find_toolchain,
+                                   supported_cuda_archs, why_missing)
 from opsdk.build.state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
                           read_state, write_state)
 from opsdk.build.progress import Display, UnitResult, make_display
@@ -169,17 +170,19 @@ def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[Uni
     toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if wanted["cuda"] else (None, None)
     if cuda_note:
         notes.append(cuda_note)
+    targets = _cuda_targets(toolchains["cuda"])
     units = []
     for device in ("cpu", "cuda"):
         toolchain = toolchains[device]
         if toolchain is None:
             continue
         for spec in wanted[device]:
-            units.append(_make_unit(root, spec, device, toolchain))
+            units.append(_make_unit(root, spec, device, toolchain, targets))
     return units, notes
 
 
-def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain) -> Unit:
+def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain,
+               targets: Optional[CudaTargets]) -> Unit:
     header = f"generated/cpp/{spec.name}_op.h"
     kernel = spec.kernel(device)
     sources = []
@@ -187,47 +190,39 @@ def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain) -
         path = template.format(op=spec.name)
         # What feeds a unit before its depfile says more: on cpu the glue never sees the kernel.
         inputs = (path, header) if (device, role) == ("cpu", "glue") else (path, header, kernel)
-        sources.append(Source(role, path, object_flags(device, role, root, spec.name), inputs))
+        flags = object_flags(device, role, root, spec.name, targets)
+        sources.append(Source(role, path, flags, inputs))
     return Unit(spec.name, device, root, kernel, toolchain, tuple(sources), link_flags(device))
 
 
 def _cpu_toolchain() -> Toolchain:
     toolchain = find_toolchain("cpu")
     if toolchain is None:
-        raise OpsdkError("g++ not found on PATH: install g++ (C++17) to build cpu kernels, "
-                         "or set OPSDK_CXX to your compiler")
+        raise OpsdkError(f"cannot build cpu kernels: {why_missing('cpu')}; install g++ (C++17), "
+                         "or set OPSDK_CXX to your compiler (a launcher may precede it: "
+                         "'ccache g++')")
     return toolchain
 
 
 def _cuda_toolchain(mode: str) -> tuple[Optional[Toolchain], Optional[str]]:
-    """nvcc when the mode asks for it: `auto` also needs a usable GPU, `on` only nvcc."""
+    """nvcc whenever it is on the machine (`auto`, `on`), GPU or not: CI compiles every CUDA
+    kernel without a GPU. `on` makes a missing nvcc an error; `off` never compiles CUDA."""
     if mode == "off":
         return None, None
     toolchain = find_toolchain("cuda")
-    if mode == "on":
-        if toolchain is None:
-            raise OpsdkError("--cuda=on but nvcc is not on PATH: install the CUDA toolkit, "
-                             "or build with --cuda=auto")
+    if toolchain is not None:
         return toolchain, None
+    if mode == "on":
+        raise OpsdkError(f"--cuda=on but nvcc is not usable: {why_missing('cuda')}; install the "
+                         "CUDA toolkit, or build with --cuda=auto")
+    return None, "cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them)"
+
+
+def _cuda_targets(toolchain: Optional[Toolchain]) -> Optional[CudaTargets]:
+    """The archs of every CUDA unit (OPSDK_CUDA_ARCHS, else the defaults this nvcc supports)."""
     if toolchain is None:
-        return None, "cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them)"
-    if not gpu_available():
-        return None, "cuda kernels skipped: no GPU (use --cuda=on to compile anyway)"
-    return toolchain, None
-
-
-def gpu_available() -> bool:
-    """Whether CuPy imports and sees at least one GPU (only then can a cuda kernel run here)."""
-    import importlib.util
-
-    if importlib.util.find_spec("cupy") is None:
-        return False
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # any CUDA driver/runtime failure means: no usable GPU
-        return False
+        return None
+    return cuda_targets(supported_cuda_archs(toolchain.path))
 
 
 def _compile_all(plans: list[UnitPlan], environment: str, digests: Digests,

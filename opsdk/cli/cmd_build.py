@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from .common import workspace_root
 
@@ -17,11 +18,17 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel compiles (default: the number of CPUs)")
     p.add_argument("--cuda", choices=("auto", "on", "off"), default="auto",
-                   help="auto: compile cuda kernels when nvcc and a GPU are present; "
-                        "on: whenever nvcc is; off: never")
+                   help="auto: compile cuda kernels whenever nvcc is present, GPU or not; "
+                        "on: the same, and a missing nvcc is an error; off: never")
     p.add_argument("--no-progress", action="store_true", help="print only the summary")
     p.add_argument("--builtin", action="store_true",
                    help="build opsdk's own builtin ops (an installed wheel without their kernels)")
+    p.add_argument("--wheel", action="store_true",
+                   help="pack the workspace's ops into a wheel for other machines of this "
+                        "platform (kernels built for its portable baseline, not -march=native)")
+    p.add_argument("-o", "--out-dir", type=Path, default=Path("dist"),
+                   help="where --wheel writes the wheel (default: dist/)")
+    p.add_argument("--wheel-version", default="0.1.0", help="the wheel's version (default 0.1.0)")
     return p
 
 
@@ -33,6 +40,12 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         print("opsdk build: error: -j needs a positive number of jobs", file=sys.stderr)
         return 1
+    if args.wheel:
+        from ..build.wheel import build_wheel
+
+        path = build_wheel(workspace_root(args), args.out_dir, version=args.wheel_version)
+        print(f"wrote {path} (cpu kernels built for the platform's portable baseline)")
+        return 0
     try:
         root = _builtin_root() if args.builtin else workspace_root(args)
         report = build_workspace(root, ops=args.ops or None, jobs=args.jobs,

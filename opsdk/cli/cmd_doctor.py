@@ -28,8 +28,8 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Print one row per tool; missing tools are reported, not errors (exit 0)."""
-    checks = [_program("g++", "building cpu kernels (`opsdk build`)"),
-              _program("nvcc", "building cuda kernels"),
+    checks = [_compiler("cpu", "building cpu kernels (`opsdk build`)"),
+              _compiler("cuda", "building cuda kernels (built whenever nvcc is present)"),
               _cupy(),
               _module("ray", "ray", "distributed graphs (opsdk.dist); pip install ray"),
               _program("dot", "rendering graphs to images (Graphviz)", "-V"),
@@ -56,6 +56,38 @@ def _program(name: str, disables: str, version_flag: str = "--version") -> Check
     # nvcc puts its release on the last lines; g++ and dot on the first.
     version = (last[-2] if name == "nvcc" and len(last) > 1 else last[0]) if last else path
     return Check(name, True, version, disables)
+
+
+def _compiler(device: str, disables: str) -> Check:
+    """The compiler `opsdk build` uses (OPSDK_CXX / OPSDK_NVCC, launcher included), its version,
+    and for nvcc the GPU archs it compiles for."""
+    from ..build.toolchain import (COMPILER_ENV, cuda_targets, find_toolchain,
+                                   supported_cuda_archs, why_missing)
+    from ..registry import OpsdkError
+
+    env_var, name = COMPILER_ENV[device]
+    try:
+        toolchain = find_toolchain(device)
+        if toolchain is None:
+            return Check(name, False, why_missing(device), disables)
+        lines = [line for line in toolchain.version.splitlines() if line.strip()]
+        # nvcc puts its release on the last lines; g++ on the first.
+        found = (lines[-2] if device == "cuda" and len(lines) > 1 else lines[0]) if lines else ""
+        if toolchain.launcher or toolchain.options:
+            found += f"; {env_var}: {toolchain.describe()}"
+        if device == "cuda":
+            found += "; " + _cuda_archs_text(cuda_targets(supported_cuda_archs(toolchain.path)))
+    except OpsdkError as exc:  # OPSDK_CXX / OPSDK_CUDA_ARCHS that cannot be used
+        return Check(name, False, str(exc), disables)
+    return Check(name, True, found, disables)
+
+
+def _cuda_archs_text(targets) -> str:
+    text = "archs " + ",".join(targets.archs) + "".join(f" +PTX {a}" for a in targets.ptx)
+    if targets.dropped:
+        text += (f" (default sm_{', sm_'.join(targets.dropped)} left out: this nvcc no longer "
+                 "supports it)")
+    return text
 
 
 def _module(name: str, module: str, disables: str) -> Check:
