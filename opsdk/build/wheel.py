@@ -1,0 +1,175 @@
+"""`opsdk build --wheel`: a workspace's ops as a wheel that installs and imports elsewhere.
+
+The wheel holds one package named after the workspace: its declarations and kernel files
+(opdefs/), the generated glue (generated/) and the cpu kernels compiled for the platform's
+portable baseline (OPSDK_PORTABLE=1: x86-64-v2 / armv8-a, never -march=native, so it runs on any
+machine of the same platform; a kernel picks faster paths at run time itself, e.g. with GCC
+`target_clones` under `#ifdef OPSDK_PORTABLE`). Installed, `import <name>` gives the ops:
+`<name>.ops.my_op(x)`. The wheel is made by pip and setuptools from a generated project, so its
+format is theirs, not opsdk's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from opsdk.registry.errors import OpsdkError
+
+from .compiler import PORTABLE_ENV, cpu_arch_flags
+
+# What a build leaves that a wheel must not carry.
+_LEFTOVERS = ("obj", ".lock", ".generate-state.json")
+
+_INIT = '''"""The ops of workspace {name!r}, packed by `opsdk build --wheel`.
+
+    import {package}
+    {package}.ops.<op>(x, ...)
+
+cpu kernels were built for the portable baseline ({flags}), not for one machine's CPU.
+"""
+
+from pathlib import Path as _Path
+
+import opsdk as _opsdk
+
+ROOT = _Path(__file__).resolve().parent
+ops = _opsdk.load_ops(ROOT)
+'''
+
+_SETUP = '''from setuptools import setup
+from setuptools.dist import Distribution
+
+
+class _Platform(Distribution):
+    def has_ext_modules(self):  # compiled kernels inside: a platform wheel
+        return True
+
+
+setup(distclass=_Platform)
+'''
+
+_PYPROJECT = '''[build-system]
+requires = ["setuptools>=77", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "{dist}"
+version = "{version}"
+description = "opsdk ops of workspace {name}; cpu kernels built for the portable baseline ({flags})"
+requires-python = ">=3.10"
+dependencies = ["opsdk>={opsdk_version}"]
+
+[tool.setuptools]
+packages = ["{package}"]
+include-package-data = false
+
+[tool.setuptools.package-data]
+"{package}" = ["**/*"]
+'''
+
+
+def package_name(root: Path) -> str:
+    """A Python package name from the workspace folder's name (`my-ops` -> `my_ops`)."""
+    name = re.sub(r"\W", "_", root.name.lower()).strip("_") or "ops"
+    return f"ops_{name}" if name[0].isdigit() else name
+
+
+def _stage(root: Path, package_dir: Path) -> None:
+    """Copy the workspace's declarations and generated glue (the build regenerates it anyway)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(root / "opdefs", package_dir / "opdefs", ignore=ignore)
+    if (root / "generated").is_dir():
+        shutil.copytree(root / "generated", package_dir / "generated", ignore=ignore)
+
+
+def _compile_portable(package_dir: Path) -> None:
+    """`opsdk build` of the staged copy with OPSDK_PORTABLE=1, in a child (its own environment)."""
+    env = {**os.environ, PORTABLE_ENV: "1"}
+    proc = subprocess.run([sys.executable, "-m", "opsdk.cli", "build", "--cuda=off",
+                           "--no-progress", "-C", str(package_dir)],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise OpsdkError(f"building the workspace's kernels for the wheel failed:\n"
+                         f"{proc.stdout}{proc.stderr}".rstrip())
+    for name in _LEFTOVERS:
+        for path in (package_dir / "build").rglob(name):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def _portable_flags() -> str:
+    old = os.environ.get(PORTABLE_ENV)
+    os.environ[PORTABLE_ENV] = "1"
+    try:
+        return " ".join(cpu_arch_flags())
+    finally:
+        os.environ.pop(PORTABLE_ENV) if old is None else os.environ.__setitem__(PORTABLE_ENV, old)
+
+
+def _write_project(project: Path, root: Path, package: str, version: str) -> None:
+    flags = _portable_flags()
+    values = dict(name=root.name, package=package, dist=package.replace("_", "-"),
+                  version=version, flags=flags, opsdk_version=_opsdk_version())
+    (project / package / "__init__.py").write_text(_INIT.format(**values))
+    info = {"portable": True, "cpu_flags": flags, "workspace": root.name}
+    (project / package / "opsdk_wheel.json").write_text(json.dumps(info, indent=2) + "\n")
+    (project / "setup.py").write_text(_SETUP)
+    (project / "pyproject.toml").write_text(_PYPROJECT.format(**values))
+
+
+def _pip_wheel(project: Path, package: str, out_dir: Path) -> Path:
+    # With setuptools here, no isolated build environment (nothing to download).
+    isolation = ["--no-build-isolation"] if _has_setuptools() else []
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation,
+                           "-w", str(out_dir), str(project)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise OpsdkError(f"pip wheel failed:\n{proc.stdout}{proc.stderr}".rstrip())
+    wheels = sorted(out_dir.glob(f"{package}-*.whl"), key=lambda p: p.stat().st_mtime)
+    if not wheels:
+        raise OpsdkError(f"pip wheel made no wheel in {out_dir}")
+    return wheels[-1]
+
+
+def _opsdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("opsdk")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _has_setuptools() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("setuptools") is not None
+
+
+def build_wheel(root: Path, out_dir: Path, version: str = "0.1.0",
+                name: Optional[str] = None) -> Path:
+    """Pack the workspace at `root` into a wheel in `out_dir`; its path.
+
+    >>> build_wheel(Path("myops"), Path("dist"))           # doctest: +SKIP
+    PosixPath('dist/myops-0.1.0-cp311-cp311-linux_x86_64.whl')
+    """
+    root = Path(root).resolve()
+    if not (root / "opdefs").is_dir():
+        raise OpsdkError(f"{root} is not a workspace (no opdefs/ folder)")
+    package = name or package_name(root)
+    if not package.isidentifier():
+        raise OpsdkError(f"--name {package!r} is not a Python package name")
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="opsdk-wheel-") as temp:
+        project = Path(temp) / package.replace("_", "-")
+        _stage(root, project / package)
+        _compile_portable(project / package)
+        _write_project(project, root, package, version)
+        return _pip_wheel(project, package, out_dir)
