@@ -71,9 +71,13 @@ def manifest_file(folder: Path) -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """sha256 of a file's bytes, streamed (artefacts run to megabytes)."""
+    """sha256 of a file's bytes, streamed (artefacts run to megabytes; Python 3.10 has no
+    hashlib.file_digest)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # ------------------------------------------------------------------------------------ writing
