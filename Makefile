@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.opsdk-installed
 
-.PHONY: all setup build generate demo test bench clean
+.PHONY: all setup build generate demo test bench clean api-docs
 
 all: test
 
@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt setuptools wheel
-	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,torch,jax]'
+	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,torch,jax,docs]'
 	$(BIN)/python -m compileall -q opsdk opdefs >/dev/null  # fast CLI start even where bytecode writing is off
 	touch $(STAMP)
 
@@ -40,6 +40,12 @@ bench: build
 	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_executor.py
 	$(BIN)/python bench/bench_build.py
+
+# The API reference from the docstrings (docs/api/README.md).
+API_MODULES := opsdk opsdk.torch opsdk.jax opsdk.interop opsdk.registry '!opsdk.runtime' '!opsdk.cli' \
+	'!opsdk.build' '!opsdk.codegen' '!opsdk.v1' '!opsdk.dist' '!opsdk.gradcheck'
+api-docs: setup
+	$(BIN)/python -m pdoc -o docs/api/html --no-search $(API_MODULES)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
