@@ -40,7 +40,7 @@ def chain_graph(registry, length: int) -> tuple[Graph, Tensor, Tensor]:
 
     Returns (graph, x, last): fetch `last` feeding x. bench_overhead.py times the same chain.
     """
-    graph = Graph(registry=registry)
+    graph = Graph()
     with graph.as_default():
         x = placeholder("float32", [], name="x")
         t = x
@@ -73,7 +73,7 @@ def bench_chain(registry, length: int) -> None:
 
 
 def bench_overlap(registry, size: int) -> None:
-    graph = Graph(registry=registry)
+    graph = Graph()
     with graph.as_default():
         u = placeholder("float64", [size], name="u")
         v = placeholder("float64", [size], name="v")

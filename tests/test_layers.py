@@ -117,6 +117,69 @@ def all_violations() -> list[Violation]:
     return out
 
 
+# Inside the runtime, sub-packages in DESIGN.md's order: each imports only those before it.
+RUNTIME_ORDER = ("ir", "devices", "kernels", "frontend", "compile", "exec", "autodiff",
+                 "control_flow", "train", "io")
+
+
+def runtime_part(module: str) -> Optional[str]:
+    """`opsdk.runtime.compile.place` -> 'compile'; None outside a runtime sub-package."""
+    parts = module.split(".")
+    if parts[:2] != ["opsdk", "runtime"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in RUNTIME_ORDER else None
+
+
+def runtime_violations(source: str, module: str, file: str, is_package: bool = False
+                       ) -> list[str]:
+    """Imports of a runtime sub-package module that point up RUNTIME_ORDER."""
+    part = runtime_part(module)
+    if part is None:
+        return []
+    rank = RUNTIME_ORDER.index(part)
+    out = []
+    for line, target in imported_modules(source, module, is_package):
+        other = runtime_part(target)
+        if other is None and target.startswith("opsdk.runtime") and target != "opsdk.runtime":
+            other = "?"
+        if target == "opsdk.runtime" or (other is not None and other != "?"
+                                         and RUNTIME_ORDER.index(other) > rank):
+            out.append(f"{file}:{line}: runtime/{part} imports {target}; it may import only "
+                       f"{', '.join(RUNTIME_ORDER[:rank + 1])}")
+        elif other == "?":
+            out.append(f"{file}:{line}: runtime/{part} imports {target}, outside the sub-packages")
+    return out
+
+
+def test_runtime_subpackages_import_down_the_pipeline():
+    out = []
+    for path in sorted((PACKAGE_DIR / "runtime").rglob("*.py")):
+        rel = path.relative_to(PACKAGE_DIR.parent).as_posix()
+        out += runtime_violations(path.read_text(), module_name(path), rel,
+                                  is_package=path.name == "__init__.py")
+    assert not out, "runtime imports against DESIGN.md's order:\n" + "\n".join(out)
+
+
+def test_every_runtime_module_is_in_a_subpackage():
+    loose = sorted(p.name for p in (PACKAGE_DIR / "runtime").glob("*.py") if p.name != "__init__.py")
+    subpackages = sorted(p.name for p in (PACKAGE_DIR / "runtime").iterdir()
+                         if p.is_dir() and (p / "__init__.py").is_file())
+    assert loose == [] and subpackages == sorted(RUNTIME_ORDER)
+
+
+@pytest.mark.parametrize("source, module, ok", [
+    ("from opsdk.runtime.frontend.api import apply_op", "opsdk.runtime.ir.tensor", False),
+    ("from opsdk.runtime.ir.graph import Graph", "opsdk.runtime.frontend.api", True),
+    ("from opsdk.runtime.control_flow import gradients", "opsdk.runtime.autodiff.gradients",
+     False),
+    ("from opsdk.runtime.autodiff.gradients import x", "opsdk.runtime.control_flow.gradients",
+     True),
+    ("import opsdk.runtime", "opsdk.runtime.exec.session", False),
+])
+def test_runtime_order_checker(source, module, ok):
+    assert (runtime_violations(source, module, "synthetic.py") == []) is ok
+
+
 def test_imports_follow_the_layer_table():
     violations = all_violations()
     assert not violations, "imports against DESIGN.md's layer table:\n" + "\n".join(

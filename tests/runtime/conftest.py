@@ -138,6 +138,6 @@ def hooks(registry):
 @pytest.fixture
 def graph(registry) -> Graph:
     """An empty graph resolving operators through the test registry, made the default."""
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         yield g

@@ -48,7 +48,7 @@ def test_eager_device_choice(registry):
 
 
 def test_graph_mode_inside_context_and_from_tensor_inputs(registry):
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         inside = apply_op(registry, "add", [np.ones(2), np.ones(2)], {}, name="inside")
         x = placeholder("float64", [2], name="x")
@@ -61,7 +61,7 @@ def test_graph_mode_inside_context_and_from_tensor_inputs(registry):
 
 
 def test_type_attr_and_attrs_in_a_graph(registry):
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         z = apply_op(registry, "zeros", [], {"shape": [2, 3], "dtype": "float32"}, name="z")
         total = apply_op(registry, "reduce_sum", [z + 1.0], {"axes": [1]})

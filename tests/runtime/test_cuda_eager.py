@@ -184,7 +184,7 @@ def test_an_op_with_only_a_cpu_kernel_cannot_run_on_cuda(gpu_registry, fake_cupy
     with pytest.raises(OpsdkError) as info:
         apply_op(gpu_registry, "host_only", [np.ones(2)], {}, device="cuda")
     assert str(info.value) == ("op 'host_only': no cuda or python kernel declared, so it cannot "
-                               "run on the GPU (kernels: cpu)")
+                               "run on /device:GPU:0 (kernels: cpu)")
 
 
 # ------------------------------------------------------------------------------ on a real GPU

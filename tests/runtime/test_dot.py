@@ -17,7 +17,7 @@ from opsdk.runtime.io.serialize import save_graph
 
 def build(registry) -> Graph:
     """A small graph with nested name scopes, a control edge and both control-flow nodes."""
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         x = placeholder("float32", shape=[None, 3], name="x")
         with g.name_scope("model"), g.name_scope("layer"):

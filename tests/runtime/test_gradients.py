@@ -106,10 +106,10 @@ def test_unconnected_inputs_get_none(graph, op):
         np.testing.assert_allclose(got, np.full(3, 2.0))
 
 
-def test_an_op_without_gradient_names_itself_and_the_path(graph, op):
+def test_an_op_without_gradient_names_itself_and_the_path(graph, op, registry):
     x = placeholder("float64", [2, 3], name="x")
     other = placeholder("float64", [4, 3], name="other")
-    f = apply_op(graph.get_registry(), "l1_dist", [op("exp", x, name="e"), other], {}, name="f")
+    f = apply_op(registry, "l1_dist", [op("exp", x, name="e"), other], {}, name="f")
     loss = op("reduce_sum", f, name="loss")
     with pytest.raises(OpsdkError) as info:
         gradients(loss, x)

@@ -124,7 +124,7 @@ def test_consumers_and_collections(graph, registry):
 
 
 def test_inputs_from_two_graphs_are_rejected(registry):
-    g1, g2 = Graph(registry=registry), Graph(registry=registry)
+    g1, g2 = Graph(), Graph()
     with g1.as_default():
         a = placeholder("float32", [2], name="a")
     with g2.as_default():

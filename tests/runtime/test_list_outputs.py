@@ -73,7 +73,7 @@ def chunk_registry(registry, tmp_path_factory) -> Registry:
 
 
 def test_a_list_output_is_one_graph_output_per_element(chunk_registry):
-    g = Graph(registry=chunk_registry)
+    g = Graph()
     with g.as_default():
         x = placeholder("float64", [6], name="x")
         parts, total = apply_op(chunk_registry, "chunks", [x], {"k": 3}, name="c")
@@ -92,7 +92,7 @@ def test_a_list_output_is_one_graph_output_per_element(chunk_registry):
 
 
 def test_list_output_of_a_folded_node_and_inside_a_loop_body(chunk_registry):
-    g = Graph(registry=chunk_registry)
+    g = Graph()
     with g.as_default():
         folded, _ = apply_op(chunk_registry, "chunks", [np.arange(4.0)], {"k": 2})
         x = placeholder("float64", [4], name="x")
@@ -107,7 +107,7 @@ def test_list_output_of_a_folded_node_and_inside_a_loop_body(chunk_registry):
 
 
 def test_a_kernel_returning_the_wrong_number_of_pieces_is_named(chunk_registry):
-    g = Graph(registry=chunk_registry)
+    g = Graph()
     with g.as_default():
         x = placeholder("float64", [6], name="x")
         parts = apply_op(chunk_registry, "short_chunks", [x], {"k": 3}, name="short")
@@ -122,7 +122,7 @@ def test_a_kernel_returning_the_wrong_number_of_pieces_is_named(chunk_registry):
 
 def test_gradients_through_concat_and_stack_match_finite_differences(registry):
     rng = np.random.default_rng(3)
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         a = placeholder("float64", [2, 3], name="a")
         b = placeholder("float64", [2, 1], name="b")
@@ -142,7 +142,7 @@ def op_tanh(registry, x):
 
 
 def test_concat_gradient_inside_cond_and_while_loop(registry):
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         x = placeholder("float64", [3], name="x")
 
@@ -160,7 +160,7 @@ def test_concat_gradient_inside_cond_and_while_loop(registry):
 
 
 def test_export_and_import_keep_list_outputs(registry, chunk_registry):
-    g = Graph(registry=chunk_registry)
+    g = Graph()
     with g.as_default():
         a = placeholder("float64", [2, 2], name="a")
         b = placeholder("float64", [2, 3], name="b")
@@ -185,7 +185,7 @@ def test_export_and_import_keep_list_outputs(registry, chunk_registry):
 # --------------------------------------------------------------------- Variables as op inputs
 def test_a_variable_is_read_wherever_an_op_takes_a_tensor(registry):
     from opsdk import ops
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         x = placeholder("float64", [2, 3], name="x")
         w = Variable(np.arange(6.0).reshape(3, 2), name="w")
@@ -205,7 +205,7 @@ def test_a_variable_is_read_wherever_an_op_takes_a_tensor(registry):
 
 
 def test_a_variable_alone_builds_in_its_graph_and_in_a_loop_body(registry):
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         w = Variable(np.array([2.0, 3.0]), name="w")
     doubled = apply_op(registry, "mul", [w, w], {})  # no graph context: the variable's graph
@@ -222,7 +222,7 @@ def test_a_variable_alone_builds_in_its_graph_and_in_a_loop_body(registry):
 
 def test_an_eager_call_with_a_variable_is_a_clear_error(registry):
     from opsdk.runtime.frontend.api import run_eager
-    g = Graph(registry=registry)
+    g = Graph()
     with g.as_default():
         w = Variable(np.ones((3, 2)), name="w")
     with pytest.raises(OpsdkError) as info:

@@ -88,7 +88,7 @@ def test_kernel_error_names_node_and_op(graph, registry):
 
 
 def test_fetching_from_another_graph_or_a_closed_session(graph, registry):
-    other = Graph(registry=registry)
+    other = Graph()
     with other.as_default():
         stray = constant(1.0, name="stray")
     sess = Session(graph)

@@ -6,7 +6,9 @@ topological order) and, for each node that receives a gradient, calls its gradie
 The gradient op takes the forward inputs, optionally the forward outputs, then `grad_<output>`
 per output (zeros for an output that got none), and returns `grad_<input>` per differentiable
 input (the signature rule of `opsdk.registry.gradients`). Contributions along several paths are
-summed. `cond` and `while_loop` nodes are differentiated by `control_flow_grad`.
+summed. Nodes that are not declared ops (runtime primitives, `cond`, `while_loop`) are
+differentiated by the rule registered for their type (`register_gradient_rule`); control flow
+registers its rules beside its builders.
 
     loss = reduce_mean(square(w * x - y))
     gw, gx = gradients(loss, [w, x])
@@ -14,24 +16,29 @@ summed. `cond` and `while_loop` nodes are differentiated by `control_flow_grad`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 from opsdk.registry.spec import OpSpec
 
-from opsdk.runtime.control_flow import gradients as control_flow_grad
 from opsdk.runtime.frontend.api import apply_op, node_of
+from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry, gradient_spec
 from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.tensor import Tensor
 
 __all__ = ["gradients", "differentiate", "group_inputs", "group_values", "zeros_like", "ones_like",
-           "add_all"]
+           "add_all", "register_gradient_rule", "GRADIENT_RULES"]
 
-# Primitives through which a gradient passes unchanged, input i <- output i.
-_PASS_THROUGH = frozenset({"identity"})
-# Primitives that start a graph: a gradient reaching them simply stops there.
-_LEAVES = frozenset({"placeholder", "const", "variable"})
+# rule(op, out_grads, differentiate) -> per data input of op its gradient (None: none flows)
+GradientRule = Callable[..., list]
+GRADIENT_RULES: dict[str, GradientRule] = {}
+
+
+def register_gradient_rule(op_type: str, rule: GradientRule) -> GradientRule:
+    """The gradient of nodes of type `op_type` (a runtime primitive, cond, while_loop, ...)."""
+    GRADIENT_RULES[op_type] = rule
+    return rule
 
 
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients"
@@ -88,14 +95,9 @@ def _op_gradient(op: Operation, out_grads: list[Optional[Tensor]], path: "_Path"
                              f"{path.through(op)}; declare a gradient op for '{op.type}' or put "
                              "stop_gradient() where no gradient should flow")
         return _declared_gradient(op, out_grads)
-    if op.type in _PASS_THROUGH:
-        return list(out_grads[:len(op.inputs)])
-    if op.type == "cond":
-        return control_flow_grad.cond_gradient(op, out_grads, differentiate)
-    if op.type == "while_loop":
-        return control_flow_grad.while_gradient(op, out_grads, differentiate)
-    if op.type in _LEAVES:
-        return []
+    rule = GRADIENT_RULES.get(op.type)
+    if rule is not None:
+        return rule(op, out_grads, differentiate)
     raise OpsdkError(f"no gradient for op '{op.type}' (node '{op.name}'), on the path "
                      f"{path.through(op)}; a '{op.type}' node passes no gradient")
 
@@ -103,8 +105,7 @@ def _op_gradient(op: Operation, out_grads: list[Optional[Tensor]], path: "_Path"
 def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list[Optional[Tensor]]:
     """Call the op's gradient op on (inputs, [outputs,] grad_outputs); map its results back."""
     spec: OpSpec = op.spec
-    registry = op.graph.get_registry()
-    grad_spec = registry.get(spec.gradient_op)
+    grad_spec = gradient_spec(spec)
     values: dict[str, Any] = dict(zip((t.name for t in spec.inputs), group_inputs(op)))
     outputs = group_values(op.outputs, spec.outputs, op.attrs)
     filled = [g if g is not None else zeros_like(t) for t, g in zip(op.outputs, out_grads)]
@@ -115,7 +116,7 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
     attrs = {a.name: op.attrs[a.name] for a in grad_spec.attrs if a.name in op.attrs}
     attrs.update({ta.name: op.type_attrs[ta.name] for ta in grad_spec.unbound_type_attrs
                   if ta.name in op.type_attrs})
-    result = apply_op(registry, grad_spec.name, [values[t.name] for t in grad_spec.inputs], attrs,
+    result = apply_op(SpecRegistry(grad_spec), grad_spec.name, [values[t.name] for t in grad_spec.inputs], attrs,
                       name=f"{op.name}_grad", device=op.device or None)
     grad_op = node_of(result)
     by_input = dict(zip((t.name[len("grad_"):] for t in grad_spec.outputs),
@@ -154,19 +155,19 @@ def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict, who: st
 # ------------------------------------------------------------------------------ building blocks
 def zeros_like(t: Tensor) -> Tensor:
     """Zeros of t's shape and dtype, as a node of the default graph."""
-    return apply_op(t.graph.get_registry(), "zeros_like", [t], {})
+    return apply_op(builtin_registry(), "zeros_like", [t], {})
 
 
 def ones_like(t: Tensor) -> Tensor:
     """Ones of t's shape and dtype, as a node of the default graph."""
-    return apply_op(t.graph.get_registry(), "ones_like", [t], {})
+    return apply_op(builtin_registry(), "ones_like", [t], {})
 
 
 def add_all(terms: Sequence[Tensor]) -> Tensor:
     """The sum of `terms` (one or more tensors of one dtype) as a chain of `add` nodes."""
     total = terms[0]
     for term in terms[1:]:
-        total = apply_op(total.graph.get_registry(), "add", [total, term], {}, name="grad_sum")
+        total = apply_op(builtin_registry(), "add", [total, term], {}, name="grad_sum")
     return total
 
 
@@ -302,3 +303,10 @@ def _as_seed(seed: Any, y: Tensor) -> Tensor:
         raise OpsdkError(f"gradients: grad_ys for '{y.name}' is {tensor.dtype} but the tensor is "
                          f"{y.dtype}")
     return tensor
+
+
+# Primitives through which a gradient passes unchanged (input i <- output i), and those that
+# start a graph, where a gradient simply stops.
+register_gradient_rule("identity", lambda op, out_grads, _: list(out_grads[:len(op.inputs)]))
+for _leaf in ("placeholder", "const", "variable"):
+    register_gradient_rule(_leaf, lambda op, out_grads, _: [])

@@ -1,42 +1,28 @@
-"""From (fetches, feeds) to an executable plan: prune, order, place, optimise, compile steps.
+"""Lowering a compiled program to what the executor runs: steps over one flat list of slots.
 
-Each stage is a pass over the pruned node list, so later stages (GPU placement with copies,
-partitioning for distribution) slot in between without touching the executor:
-
-    prune -> topological order (cycles reported) -> place (kernel per node) ->
-    value numbering with constant folding and CSE, scalar slots (passes.py) ->
-    steps + dependency counts
-
-Steps (steps.py) are closures over slots of one flat value list, so the executor's per-node
-cost is one Python call plus the kernel's.
+Steps (steps.py) are closures over slots, so the executor's per-node cost is one Python call plus
+the kernel's. The plan also says when each value dies: `frees[i]` lists the slots whose last
+reader is step i (in the serial order), and `readers` counts each slot's reading steps for the
+concurrent path, so a value lives only until its last reader has run (fetched values and
+constants excepted) and a step's peak memory is the graph's widest point, not every
+intermediate.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-from opsdk.registry.errors import OpsdkError
-
-from opsdk.runtime.ir.device_names import DeviceSpec
-from opsdk.runtime.ir.graph import Operation
-from opsdk.runtime.kernels.choice import KernelChoice, choose_kernel
-from opsdk.runtime.compile.passes import number_values, scalar_slots
+from opsdk.runtime.compile.fold import scalar_slots
+from opsdk.runtime.compile.program import Program
 from opsdk.runtime.compile.steps import Step, make_step
+from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
 
 
 @dataclass(frozen=True)
-class PlanOptions:
-    """The switches of the optimisation passes (SessionConfig carries them)."""
-
-    constant_folding: bool = True
-    cse: bool = True
-
-
-@dataclass(frozen=True)
 class Plan:
-    """What Session.run executes for one (fetches, feeds) signature; built once, then cached."""
+    """What a run executes for one (fetches, feeds) signature; built once, then cached."""
 
     steps: tuple[Step, ...]
     runs: tuple  # each step's run function, in order (what the executor calls)
@@ -47,116 +33,74 @@ class Plan:
     successors: tuple[tuple[int, ...], ...]  # per step: the steps waiting on it
     roots: tuple[int, ...]
     serial: bool  # no two steps can ever be ready together: run in order, no hand-offs
+    frees: tuple[tuple[int, ...], ...]  # per step: slots to release after it (serial order)
+    reads: tuple[tuple[int, ...], ...]  # per step: the slots it reads (concurrent release)
+    readers: tuple[int, ...]  # per slot: how many steps read it (0: never released)
     folded: tuple[str, ...]  # names of nodes folded into constants (for tests and `explain`)
     merged: tuple[str, ...]  # names of nodes merged away by CSE
+    program: Any = None  # the compiled program (for `explain`)
 
 
-def build_plan(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
-               options: PlanOptions) -> Plan:
-    """The plan that computes `elements` given values for `feeds`."""
-    needed = prune(elements, feeds)
-    order = topological_order(needed, set(feeds))
-    choices = place(order)
-    num = number_values(order, feeds, choices, options.constant_folding, options.cse)
-    scalars = scalar_slots(num, choices, {num.slot_of[e] for e in elements
-                                          if isinstance(e, Tensor)})
+def lower(program: Program) -> Plan:
+    """The plan of a compiled program."""
+    num = program.numbering
+    fetched_slots = {num.slot_of[program.value_of(e)] for e in program.fetches
+                     if isinstance(e, Tensor)}
+    scalars = scalar_slots(program, fetched_slots)
     template = [value[()] if i in scalars and value is not None else value
                 for i, value in enumerate(num.template)]
-    steps = tuple(make_step(op, choices.get(op), num.slot_of, num.out_slots[op], scalars)
+    steps = tuple(make_step(op, program.kernel.get(op), program.device[op],
+                            program.inputs_of(op), num.slot_of, num.out_slots[op], scalars,
+                            program.options)
                   for op in num.kept)
     index = {op: i for i, op in enumerate(num.kept)}
-    producers = [_producers(op, index, num.alias, set(feeds)) for op in num.kept]
+    fed = program.feed_set
+    producers = [_producers(op, program.inputs_of(op), index, num.alias, fed) for op in num.kept]
     successors: list[list[int]] = [[] for _ in steps]
     for i, deps in enumerate(producers):
         for d in deps:
             successors[d].append(i)
     pending = tuple(len(d) for d in producers)
+    reads = tuple(tuple(sorted({num.slot_of[t] for t in program.inputs_of(op)}))
+                  for op in num.kept)
+    keep = fetched_slots | {i for i, const in enumerate(num.is_const) if const}
+    frees, readers = _lifetimes(reads, [num.out_slots[op] for op in num.kept], keep,
+                                len(template))
     return Plan(
         steps=steps, runs=tuple(s.run for s in steps), template=tuple(template),
-        feed_slots=tuple((t, num.slot_of[t]) for t in feeds),
-        fetch_slots=tuple(num.slot_of[e] if isinstance(e, Tensor) else None for e in elements),
+        feed_slots=tuple((t, num.slot_of[t]) for t in program.feeds),
+        fetch_slots=tuple(num.slot_of[program.value_of(e)] if isinstance(e, Tensor) else None
+                          for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
-        serial=_is_serial(pending, successors),
+        serial=_is_serial(pending, successors), frees=frees, reads=reads, readers=readers,
         folded=tuple(op.name for op in num.folded if op.type != "const"),
-        merged=tuple(op.name for op in num.merged))
+        merged=tuple(op.name for op in num.merged), program=program)
 
 
-def prune(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor]) -> list[Operation]:
-    """The nodes the fetches need, walking inputs (stopping at fed tensors) and control inputs."""
-    fed = set(feeds)
-    needed: dict[Operation, None] = {}
-    stack: list[tuple[Operation, Optional[Operation]]] = []
-    for e in elements:
-        if isinstance(e, Operation):
-            stack.append((e, None))
-        elif e not in fed:
-            stack.append((e.op, None))
-    while stack:
-        op, needed_by = stack.pop()
-        if op in needed:
-            continue
-        if op.type == "placeholder":
-            by = f"needed by '{needed_by.name}'" if needed_by else "fetched"
-            raise OpsdkError(f"placeholder '{op.name}' must be fed ({by}); "
-                             f"pass feed_dict={{{op.name}: value}}")
-        needed[op] = None
-        stack.extend((t.op, op) for t in op.inputs if t not in fed)
-        stack.extend((c, op) for c in op.control_inputs)
-    return list(needed)
+def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...]],
+               keep: set[int], n_slots: int) -> tuple[tuple, tuple]:
+    """Per step the slots that die after it in the serial order (last read there, or written
+    and never read), and per slot its count of reading steps (0 for slots never released)."""
+    last: dict[int, int] = {}
+    count = [0] * n_slots
+    for i, slots in enumerate(reads):
+        for s in slots:
+            last[s] = i
+            count[s] += 1
+    frees: list[list[int]] = [[] for _ in reads]
+    for s, i in last.items():
+        if s not in keep:
+            frees[i].append(s)
+    for i, slots in enumerate(writes):
+        frees[i].extend(s for s in slots if s not in keep and s not in last)
+    readers = tuple(0 if s in keep else c for s, c in enumerate(count))
+    return tuple(tuple(f) for f in frees), readers
 
 
-def topological_order(ops: Sequence[Operation], fed: set) -> list[Operation]:
-    """Kahn's order of the pruned nodes; a cycle (through control inputs) is an error naming it."""
-    members = set(ops)
-    deps = {op: {t.op for t in op.inputs if t not in fed} | set(op.control_inputs) for op in ops}
-    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
-    for op, ds in deps.items():
-        for d in ds:
-            if d in members:
-                users[d].append(op)
-    count = {op: sum(1 for d in ds if d in members) for op, ds in deps.items()}
-    # Creation order breaks ties, so the same graph always gives the same plan.
-    ready = sorted((op for op in ops if count[op] == 0), key=lambda o: o._id, reverse=True)
-    order: list[Operation] = []
-    while ready:
-        op = ready.pop()
-        order.append(op)
-        for user in users[op]:
-            count[user] -= 1
-            if count[user] == 0:
-                ready.append(user)
-    if len(order) != len(ops):
-        stuck = sorted((op for op in ops if count[op] > 0), key=lambda o: o._id)
-        names = ", ".join(f"'{op.name}'" for op in stuck[:6])
-        raise OpsdkError(f"the graph has a cycle among nodes {names}; a node cannot depend "
-                         "(through inputs or control dependencies) on itself")
-    return order
-
-
-def place(order: Sequence[Operation]) -> dict[Operation, KernelChoice]:
-    """The placement pass: a kernel for every declared op of the plan, from its device scope.
-
-    On a CPU (or unset) device a node runs its python kernel with NumPy when declared, else the
-    built cpu kernel; GPU nodes need the device layer that places copies between devices.
-    """
-    choices: dict[Operation, KernelChoice] = {}
-    for op in order:
-        if op.spec is None:
-            continue
-        device = DeviceSpec.parse(op.device).kernel_device
-        if device == "cuda":
-            raise OpsdkError(f"{op.type} (node '{op.name}'): placed on '{op.device}', but this "
-                             "session runs on CPU only; remove the GPU device scope")
-        try:
-            choices[op] = choose_kernel(op.spec)
-        except OpsdkError as exc:
-            raise OpsdkError(f"{op.type} (node '{op.name}'): {exc}") from None
-    return choices
-
-
-def _producers(op: Operation, index: dict, alias: dict, fed: set) -> set[int]:
-    deps = {t.op for t in op.inputs if t not in fed} | set(op.control_inputs)
+def _producers(op: Operation, inputs: Sequence[Tensor], index: dict, alias: dict,
+               fed: frozenset) -> set[int]:
+    deps = {t.op for t in inputs if t not in fed} | set(op.control_inputs)
     resolved = (alias.get(d, d) for d in deps)
     return {index[d] for d in resolved if d in index}
 

@@ -14,12 +14,14 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
-
-from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
+from opsdk.runtime.devices import Device
+from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
-from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel, kernel_call,
-                      kernel_failure, scalar_form)
 from opsdk.runtime.ir.primitives import PRIMITIVES
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
+from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
+                                          kernel_call, scalar_form)
 
 RunFn = Callable[[list, Any], None]
 
@@ -35,30 +37,34 @@ class Step:
 
 
 def step_error(op: Operation, exc: BaseException) -> BaseException:
-    """What a failing node raises: errors of the runtime's own nodes (they already say what is
-    wrong, e.g. an uninitialised variable) pass through; kernel failures get "<op> (node 'n'): "."""
-    if isinstance(exc, OpsdkError) and (op.spec is None or f"(node '{op.name}')" in str(exc)):
+    """What a failing node raises, its context attached once (`ir.context`): errors of the
+    runtime's own nodes (they already say what is wrong, e.g. an uninitialised variable) pass
+    through; kernel failures get "<op> (node 'n'): "."""
+    if isinstance(exc, OpsdkError) and op.spec is None:
         return exc
-    return kernel_failure(f"{op.type} (node '{op.name}')", exc)
+    return in_context(node_label(op.type, op.name), exc)
 
 
-def make_step(op: Operation, choice: Optional[KernelChoice], slot_of: dict,
-              outs: tuple[int, ...], scalars: frozenset = frozenset()) -> Step:
-    """The step of `op`, reading its inputs' slots and writing `outs`.
+def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
+              inputs: Sequence[Tensor], slot_of: dict, outs: tuple[int, ...],
+              scalars: frozenset = frozenset(), options: Any = None) -> Step:
+    """The step of `op` on `device`, reading the slots of `inputs` and writing `outs`.
 
     `scalars`: the slots that only scalar steps read and nobody fetches, so a 0-d result
-    written there may stay a NumPy scalar (passes.scalar_slots)."""
-    ins = tuple(slot_of[t] for t in op.inputs)
+    written there may stay a NumPy scalar (fold.scalar_slots)."""
+    ins = tuple(slot_of[t] for t in inputs)
     if op.spec is None:
-        return Step(op, _primitive_run(op, ins, outs))
+        prim = PRIMITIVES[op.type]
+        run = prim.prepare(op, device, options) if prim.prepare is not None else prim.run
+        return Step(op, _primitive_run(op, run, ins, outs))
     form = scalar_form(op, choice)
     if form is not None:
         return Step(op, _scalar_run(op, form, ins, outs[0], outs[0] in scalars))
-    open_shapes = any(t.shape is None or None in t.shape for t in op.inputs)
+    open_shapes = any(t.shape is None or None in t.shape for t in inputs)
     if not open_shapes:
         raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
         if raw is not None and len(ins) == 2:
-            return Step(op, _direct_run2(op, raw, ins, outs[0]))
+            return Step(op, _direct_run2(op, raw, device.xp, ins, outs[0]))
     # One plain output: the kernel's own return value is the slot's, no tuple in between.
     single = len(outs) == 1 and not op.spec.outputs[0].is_list
     call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs)
@@ -67,13 +73,13 @@ def make_step(op: Operation, choice: Optional[KernelChoice], slot_of: dict,
     return Step(op, _kernel_run(op, call, ins, outs, single))
 
 
-def _direct_run2(op: Operation, fn: Callable, ins: tuple, o: int) -> RunFn:
+def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> RunFn:
     # The hot path of elementwise binary ops: one closure, then the kernel itself.
     a, b = ins
 
     def run(v: list, ctx: Any) -> None:
         try:
-            v[o] = fn(np, v[a], v[b])
+            v[o] = fn(xp, v[a], v[b])
         except Exception as exc:
             raise step_error(op, exc) from exc
     return run
@@ -102,9 +108,7 @@ def _scalar_run(op: Operation, form: Callable, ins: tuple, o: int, keep_scalar: 
     return run
 
 
-def _primitive_run(op: Operation, ins: tuple, outs: tuple) -> RunFn:
-    prim = PRIMITIVES[op.type].run
-
+def _primitive_run(op: Operation, prim: Callable, ins: tuple, outs: tuple) -> RunFn:
     def run(v: list, ctx: Any) -> None:
         try:
             results = prim(ctx, op, [v[i] for i in ins])
@@ -184,19 +188,16 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
 def _check_inputs(op: Operation, values: Sequence) -> None:
     """`infer_outputs` over the actual values; its OpError renamed for the node."""
     from opsdk.registry import infer_outputs
-    spec = op.spec
-    arrays = [np.asarray(v) for v in values]
+    arrays = [v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v) for v in values]
     groups = _input_groups(op)
     shapes = [[arrays[i].shape for i in g] if isinstance(g, list) else arrays[g].shape
               for g in groups]
     dtypes = [[arrays[i].dtype.name for i in g] if isinstance(g, list) else arrays[g].dtype.name
               for g in groups]
     try:
-        infer_outputs(spec, shapes, dtypes, {**op.attrs, **op.type_attrs})
+        infer_outputs(op.spec, shapes, dtypes, {**op.attrs, **op.type_attrs})
     except OpError as exc:
-        text = str(exc)
-        text = text[len(spec.name) + 2:] if text.startswith(f"{spec.name}: ") else text
-        raise OpError(f"{op.type} (node '{op.name}'): {text}") from None
+        raise in_context(node_label(op.type, op.name), exc) from None
 
 
 def _input_groups(op: Operation) -> list:

@@ -2,8 +2,9 @@
 
 Each branch, loop condition and loop body is traced once into a `SubGraph` (func_graph.py); outer
 tensors it uses become explicit inputs of the node, so pruning, placement and export see every
-dependency. At run time the node's primitive runs only the sub-graph it needs: the branch taken,
-or cond and body until the condition is false.
+dependency. At run time the node runs only the sub-graph it needs: the branch taken, or cond and
+body until the condition is false, each compiled by the same pipeline and run on the same
+executor as the step itself (control_flow/run.py).
 
     x = placeholder("float32", shape=[3])
     y = cond(x[0] > 0.0, lambda: x * 2.0, lambda: -x)
@@ -21,12 +22,11 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.ir.func_graph import SubGraph, building_graph, trace
 from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure_text
-from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Shape, Tensor
 
 __all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "compatible",
@@ -147,20 +147,6 @@ def _seal(graph, captured: Sequence[Tensor], outputs: Sequence[Tensor],
     return SubGraph(graph, (*leading, *inner), tuple(outputs))
 
 
-def _truth(who: str, value: Any) -> bool:
-    array = np.asarray(value)
-    if array.size != 1:
-        raise OpError(f"{who}: the condition has shape {list(array.shape)}; it must be a "
-                      "single bool")
-    return bool(array.reshape(()))
-
-
-def _run_cond(ctx: Any, op: Operation, inputs: list) -> tuple:
-    who = f"cond (node '{op.name}')"
-    branch = op.attrs["then_branch"] if _truth(who, inputs[0]) else op.attrs["else_branch"]
-    return branch.runner.run(ctx, inputs[1:], who)
-
-
 # ----------------------------------------------------------------------------------- while_loop
 def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
                shape_invariants: Any = None, maximum_iterations: Optional[int] = None,
@@ -276,50 +262,6 @@ def _loop_body_outputs(who: str, graph, result: Any, tree: Any, init: list[Tenso
     return flat
 
 
-def _run_while(ctx: Any, op: Operation, inputs: list) -> tuple:
-    who = f"while_loop (node '{op.name}')"
-    attrs = op.attrs
-    invariants, names = attrs["shape_invariants"], attrs["loop_var_names"]
-    n = len(invariants)
-    values, captured = list(inputs[:n]), list(inputs[n:])
-    limit, keep = attrs["maximum_iterations"], attrs["keep_intermediates"]
-    cond_run, body_run = attrs["cond"].runner, attrs["body"].runner
-    history: list[list] = [[] for _ in range(n)]
-    count = 0
-    _check_invariants(who, values, invariants, names, count)
-    while limit is None or count < limit:
-        if not _truth(who, cond_run.run(ctx, [*values, *captured], who)[0]):
-            break
-        if keep:
-            for h, v in zip(history, values):
-                h.append(v)
-        values = list(body_run.run(ctx, [*values, *captured], who))
-        count += 1
-        _check_invariants(who, values, invariants, names, count)
-    outputs = [*values, np.int64(count)]
-    if keep:
-        outputs += [_stack(who, h, v, label) for h, v, label in zip(history, values, names)]
-    return tuple(outputs)
-
-
-def _check_invariants(who: str, values: list, invariants: list, names: list, count: int) -> None:
-    for value, shape, label in zip(values, invariants, names):
-        if not fits(shape, np.shape(value)):
-            when = "starts" if count == 0 else f"after iteration {count}"
-            raise OpError(f"{who}: loop variable {label} has shape {list(np.shape(value))} "
-                          f"({when}), which breaks its shape invariant {shape_text(shape)}")
-
-
-def _stack(who: str, history: list, last: Any, label: str) -> np.ndarray:
-    if not history:
-        return np.empty((0, *np.shape(last)), dtype=np.asarray(last).dtype)
-    if len({np.shape(v) for v in history}) > 1:
-        raise OpError(f"{who}: recording the iterations (keep_intermediates, which a gradient "
-                      f"through the loop turns on) needs loop variable {label} to keep one shape "
-                      "across iterations; its shape changed")
-    return np.stack(history)
-
-
 def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     """(iteration count, per loop variable its history) of a `while_loop` node built with
     `keep_intermediates=True`. History `h` has shape (count, *var shape); `h[i]` is the value the
@@ -353,10 +295,3 @@ def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
 
 
 _recording_lock = threading.Lock()
-
-# Both nodes count as stateful: a sub-graph may assign variables or draw random numbers, and the
-# plan must then neither fold nor merge the node (its `stateful` flag is per node type).
-register_primitive(Primitive("cond", True, _run_cond,
-                             "runs then_branch or else_branch of its attrs on its inputs"))
-register_primitive(Primitive("while_loop", True, _run_while,
-                             "runs body while cond holds; outputs the final loop values"))

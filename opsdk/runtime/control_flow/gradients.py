@@ -20,7 +20,9 @@ from typing import Any, Callable, Optional, Sequence
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 
+from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
 from opsdk.runtime.frontend.api import apply_op, node_of
+from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry
 from opsdk.runtime.control_flow.builders import cond, record_intermediates, while_loop
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
@@ -61,9 +63,8 @@ def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tup
     if op.type == "placeholder":
         raise OpsdkError(f"{who}: placeholder '{op.name}' of '{op.graph.name}' is not bound")
     if op.spec is not None and not op.spec.stateful:
-        from opsdk.runtime.autodiff.gradients import group_values  # gradients imports this module
         grouped = group_values(inputs, op.spec.inputs, op.attrs)
-        result = apply_op(graph.get_registry(), op.type, grouped,
+        result = apply_op(SpecRegistry(op.spec), op.type, grouped,
                           {**op.attrs, **op.type_attrs}, name=op.name.split("/")[-1],
                           device=op.device or None)
         return node_of(result).outputs  # flat: a list output's tensors one by one
@@ -168,12 +169,16 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
 
 
 def _gather(history: Tensor, i: Tensor) -> Tensor:
-    return apply_op(get_default_graph().get_registry(), "gather", [history, i], {"axis": 0})
+    return apply_op(builtin_registry(), "gather", [history, i], {"axis": 0})
 
 
 def _zeros(t: Tensor) -> Tensor:
-    return apply_op(get_default_graph().get_registry(), "zeros_like", [t], {})
+    return apply_op(builtin_registry(), "zeros_like", [t], {})
 
 
 def _add(a: Tensor, b: Tensor) -> Tensor:
-    return apply_op(get_default_graph().get_registry(), "add", [a, b], {}, name="grad_sum")
+    return apply_op(builtin_registry(), "add", [a, b], {}, name="grad_sum")
+
+
+register_gradient_rule("cond", cond_gradient)
+register_gradient_rule("while_loop", while_gradient)

@@ -1,4 +1,8 @@
-"""Running a plan: one flat list of value slots, a pending count per step, a ready queue.
+"""The one executor: one flat list of value slots, a pending count per step, a ready queue.
+
+Every plan runs here: a Session step (all its partitions in one ready queue) and every cond
+branch and while_loop body (their plans compiled by the same pipeline). A value is released as
+soon as its last reader has run (`Plan.frees` in the serial order, reader counts otherwise).
 
 A serial plan (a chain: never two steps ready at once) runs in order on the calling thread, with
 no locks and no hand-offs. Otherwise the calling thread and a thread pool drive the ready queue:
@@ -35,15 +39,17 @@ def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor])
     for tensor, slot in plan.feed_slots:
         values[slot] = feeds[tensor]
     if plan.serial or pool is None:
-        _run_serial(plan.runs, values, ctx)
+        _run_serial(plan.runs, plan.frees, values, ctx)
     else:
         _Run(plan, values, ctx, pool).wait()
     return values
 
 
-def _run_serial(runs: tuple, values: list, ctx: StepContext) -> None:
-    for run in runs:  # each step raises its own error naming its node
+def _run_serial(runs: tuple, frees: tuple, values: list, ctx: StepContext) -> None:
+    for run, free in zip(runs, frees):  # each step raises its own error naming its node
         run(values, ctx)
+        for slot in free:
+            values[slot] = None
 
 
 class _Run:
@@ -52,6 +58,7 @@ class _Run:
     def __init__(self, plan: Plan, values: list, ctx: StepContext, pool: Executor):
         self.plan, self.values, self.ctx, self.pool = plan, values, ctx, pool
         self.pending = list(plan.pending)
+        self.readers = list(plan.readers)
         self.remaining = len(plan.steps)
         self.lock = threading.Lock()
         self.done = threading.Event()
@@ -86,6 +93,10 @@ class _Run:
                 return
             ready = []
             with self.lock:
+                for s in self.plan.reads[i]:
+                    self.readers[s] -= 1
+                    if self.readers[s] == 0:
+                        self.values[s] = None
                 for j in successors[i]:
                     self.pending[j] -= 1
                     if self.pending[j] == 0:

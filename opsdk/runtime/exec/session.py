@@ -19,13 +19,17 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
-from opsdk.runtime.kernels.call_cache import BoundedDict
+from opsdk.runtime.compile.pipeline import build_plan, check_options
+from opsdk.runtime.compile.plan import Plan
+from opsdk.runtime.compile.program import PlanOptions
+from opsdk.runtime.devices import device_of
 from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.variable_store import VariableStore
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
-from opsdk.runtime.compile.plan import Plan, PlanOptions, build_plan
 from opsdk.runtime.ir.tensor import Tensor
-from opsdk.runtime.frontend.variables import VariableStore
+from opsdk.runtime.kernels.call_cache import BoundedDict
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
@@ -40,6 +44,23 @@ class SessionConfig:
     cse: bool = True
     # Threads that run independent nodes besides the caller's; None: max(4, cores).
     inter_op_threads: Optional[int] = None
+    # An op with no kernel for its requested (or an unavailable) device runs where it can,
+    # logged once per node; False makes that an error.
+    allow_soft_placement: bool = True
+    # Device types for nodes with no device scope, most preferred first (e.g. ("GPU", "CPU"));
+    # None: every available accelerator, then the host.
+    device_preference: Optional[tuple[str, ...]] = None
+    # Passes of the compile pipeline to switch off, by name (see compile.pipeline.PASS_NAMES).
+    passes_off: frozenset = frozenset()
+
+    def plan_options(self) -> PlanOptions:
+        """The pipeline's switches these settings give."""
+        options = PlanOptions(self.constant_folding, self.cse, self.allow_soft_placement,
+                              None if self.device_preference is None
+                              else tuple(d.upper() for d in self.device_preference),
+                              frozenset(self.passes_off))
+        check_options(options)
+        return options
 
 
 @dataclass
@@ -58,7 +79,7 @@ class Session:
         self.config = config or SessionConfig()
         self.variables = VariableStore()
         self.stats = SessionStats()
-        self._options = PlanOptions(self.config.constant_folding, self.config.cse)
+        self._options = self.config.plan_options()
         self._plans: dict[tuple, Plan] = {}
         self._structures = BoundedDict(_STRUCTURES_MAX)
         self._lock = threading.Lock()
@@ -93,6 +114,32 @@ class Session:
                 self._plans[key] = plan
                 self.stats.plans_built += 1
         return plan
+
+    def explain(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                show: bool = True) -> Explanation:
+        """What each pass of the pipeline did for these fetches and feeds: where each node went,
+        which copies were inserted, what was folded or merged, and the partitions. Printed
+        unless `show=False`; nothing runs. `feed_dict` values may be None (only the keys count).
+
+        >>> sess.explain(loss, {x: None})                       # doctest: +SKIP
+        """
+        structure = FetchStructure(self.graph, fetches)
+        feeds = tuple(self._feed_keys(feed_dict or {}))
+        plan = build_plan(structure.elements, feeds, self._options)
+        explanation = explain_plan(plan)
+        if show:
+            print(explanation)
+        return explanation
+
+    def _feed_keys(self, feed_dict: Mapping[Any, Any]) -> list[Tensor]:
+        keys = []
+        for key in feed_dict:
+            element = self.graph.as_graph_element(key)
+            if isinstance(element, Operation):
+                raise OpsdkError(f"cannot feed node '{element.name}'; feed one of its tensors, "
+                                 f"e.g. '{element.name}:0'")
+            keys.append(element)
+        return keys
 
     def _structure(self, fetches: Any) -> FetchStructure:
         """The FetchStructure of `fetches`, remembered when they are a Tensor, Operation or name,
@@ -177,7 +224,7 @@ def _np_dtype(name: str) -> np.dtype:
 def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
     cross-kind dtype (float into int) is an error naming the tensor."""
-    array = value if type(value) is np.ndarray else np.asarray(value)
+    array = value if type(value) is np.ndarray else _host_array(value)
     # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
     if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
         if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
@@ -191,3 +238,10 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
         raise OpsdkError(f"feed for '{tensor.name}' has shape {list(array.shape)} but the tensor's "
                          f"shape is {want}")
     return array
+
+
+def _host_array(value: Any) -> np.ndarray:
+    """A fed value as a NumPy array: a device array (CuPy's, the test device's) is copied to the
+    host, and the copy pass moves it on to the devices that read it."""
+    device = device_of(value)
+    return np.asarray(value) if device.is_host else device.to_host(value)

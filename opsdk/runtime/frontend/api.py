@@ -16,14 +16,15 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
 from opsdk.runtime.ir.graph import Graph, constant, get_default_graph, in_graph_context
-from opsdk.runtime.kernels.call_cache import EAGER_CALLS, EagerCall, eager_key
-from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs, kernel_failure
+from opsdk.runtime.kernels.call_cache import eager_key
+from opsdk.runtime.kernels.choice import group_outputs
+from opsdk.runtime.kernels.eager import (infer, normalize, refuse_graph_values, run_eager,
+                                         run_eager_keyed, scalar_dtypes)
 from opsdk.runtime.ir.nest import flatten
 from opsdk.runtime.ir.tensor import Tensor
 
@@ -47,12 +48,12 @@ def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[
     if not in_graph_context():
         key = eager_key(spec, inputs, attrs, device)
         if key is not None:  # NumPy arrays only, outside a graph: an eager call for sure
-            return _run_eager_keyed(spec, inputs, attrs, device, key)
+            return run_eager_keyed(spec, inputs, attrs, device, key)
     if len(inputs) != len(spec.inputs):
         raise OpError(f"{spec.name}: takes {len(spec.inputs)} input(s) "
                       f"({', '.join(t.name for t in spec.inputs)}), got {len(inputs)}")
     if device == "python":
-        _refuse_graph_values(spec, inputs, "an eager call (device='python')")
+        refuse_graph_values(spec, inputs, "an eager call (device='python')")
     inputs = [_read_variables(value) for value in inputs]
     graph = _graph_of(inputs)
     if graph is not None:
@@ -85,20 +86,6 @@ def _read_variables(value: Any) -> Any:
     return value
 
 
-def _refuse_graph_values(spec: OpSpec, inputs: Sequence[Any], what: str) -> None:
-    """Eager calls take arrays: a Variable or graph Tensor has a value only inside a Session."""
-    for tspec, value in zip(spec.inputs, inputs):
-        items = value if tspec.is_list and isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if hasattr(item, "_as_graph_element") or isinstance(item, Tensor):
-                kind = "graph Tensor" if isinstance(item, Tensor) else "Variable"
-                raise OpsdkError(
-                    f"{spec.name}: input '{tspec.name}' is the {kind} '{item.name}', whose value "
-                    f"exists only while a Session runs; {what} takes arrays: build the op in a "
-                    f"graph and run it with Session.run, or pass the value "
-                    f"(sess.run({item.name!r}))")
-
-
 def _flat(inputs: Sequence[Any]) -> list:
     out: list = []
     for value in inputs:
@@ -109,55 +96,10 @@ def _flat(inputs: Sequence[Any]) -> list:
     return out
 
 
-def normalize(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any], who: str
-              ) -> tuple[dict, dict[str, str]]:
-    """The call's attrs checked and completed by the registry, split into scalar attrs and the
-    values of unbound type attrs (`{"DstT": "float32"}`); errors name `who`."""
-    from opsdk.registry import normalize_attrs
-    try:
-        attrs = normalize_attrs(spec, attrs, inputs)
-    except OpError as exc:
-        raise OpError(_relabel(str(exc), spec.name, who)) from None
-    type_attrs: dict[str, str] = {}
-    for ta in spec.unbound_type_attrs:
-        if ta.name not in attrs:
-            raise OpError(f"{who}: type attr '{ta.name}' must be given "
-                          f"(one of {', '.join(ta.allowed)})")
-        type_attrs[ta.name] = attrs.pop(ta.name)
-    return attrs, type_attrs
-
-
-def _infer(spec: OpSpec, shapes: list, dtypes: list, attrs: dict, type_attrs: dict,
-           who: str) -> list:
-    from opsdk.registry import infer_outputs
-    try:
-        return infer_outputs(spec, shapes, dtypes, {**attrs, **type_attrs})
-    except OpError as exc:
-        raise OpError(_relabel(str(exc), spec.name, who)) from None
-
-
-def _relabel(message: str, op: str, who: str) -> str:
-    """'<op>: ...' from the registry becomes "<op> (node 'n'): ..." for a graph node."""
-    return who + message[len(op):] if message.startswith(f"{op}:") else f"{who}: {message}"
-
-
-def _scalar_dtypes(spec: OpSpec, values: Sequence[Any]) -> list[Optional[str]]:
-    """The dtype a Python number or list given for each input should take: that of another input
-    sharing its type attr (so `add(x_float32, 2)` stays float32); None leaves NumPy's choice."""
-    bound: dict[str, str] = {}
-    for tspec, value in zip(spec.inputs, values):
-        first = value[0] if tspec.is_list and value else value
-        if isinstance(first, (Tensor, np.ndarray, np.generic)) or _on_device(first):
-            bound.setdefault(tspec.dtype, np.dtype(first.dtype).name)
-    return [bound.get(t.dtype) for t in spec.inputs]
-
-
 def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
              attrs: Mapping[str, Any], name: Optional[str], device: Optional[str]) -> Any:
     """Graph mode of `apply_op`: infer shapes (errors name the node) and add the node."""
-    if graph.registry is None:
-        graph.registry = registry
-    wanted = _scalar_dtypes(spec, inputs)
+    wanted = scalar_dtypes(spec, inputs)
     with graph.as_default():
         grouped = [[_as_tensor(v, d) for v in value] if tspec.is_list else _as_tensor(value, d)
                    for tspec, value, d in zip(spec.inputs, inputs, wanted)]
@@ -166,7 +108,7 @@ def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
     attrs, type_attrs = normalize(spec, inputs, attrs, who)
     shapes = [[t.shape for t in g] if isinstance(g, list) else g.shape for g in grouped]
     dtypes = [[t.dtype for t in g] if isinstance(g, list) else g.dtype for g in grouped]
-    outputs = expand_outputs(spec, _infer(spec, shapes, dtypes, attrs, type_attrs, who), attrs, who)
+    outputs = expand_outputs(spec, infer(spec, shapes, dtypes, attrs, type_attrs, who), attrs, who)
     flat = [t for g in grouped for t in (g if isinstance(g, list) else [g])]
     if device == "python":
         raise OpsdkError(f"{who}: device='python' is for eager calls; in a graph use a device "
@@ -213,101 +155,6 @@ def output_values(op: Any) -> Any:
 
 def _as_tensor(value: Any, dtype: Optional[str]) -> Tensor:
     return value if isinstance(value, Tensor) else constant(value, dtype=dtype)
-
-
-def run_eager(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
-              device: Optional[str] = None) -> Any:
-    """Eager mode of `apply_op`: validate, run the kernel now, return array(s).
-
-    NumPy arrays come back, except on `device="cuda"`, chosen explicitly or because an input is a
-    CuPy array: inputs then move to the GPU and the results stay there, as CuPy arrays."""
-    return _run_eager_keyed(spec, inputs, attrs, device, eager_key(spec, inputs, attrs, device))
-
-
-def _run_eager_keyed(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
-                     device: Optional[str], key: Optional[tuple]) -> Any:
-    """`run_eager` with the call's cache key (None: not cacheable): a hit skips straight to the
-    kernel; a miss runs the full path and, when it succeeds, stores what it resolved."""
-    if key is not None:
-        entry = EAGER_CALLS.data.get(key)
-        if entry is not None and entry.spec is spec:
-            return _run_cached(entry, inputs)
-    _refuse_graph_values(spec, inputs, "an eager call")
-    if device is None and any(_on_device(v) for v in _flat_values(spec, inputs)):
-        device = "cuda"
-    xp: Any = np
-    if device == "cuda":
-        from opsdk.runtime.kernels import cuda_eager  # imports CuPy: only when asked for
-        xp = cuda_eager.cupy_module(spec.name)
-    wanted = _scalar_dtypes(spec, inputs)
-    grouped = [[_as_array(xp, spec, tspec, v, d) for v in value] if tspec.is_list
-               else _as_array(xp, spec, tspec, value, d)
-               for tspec, value, d in zip(spec.inputs, inputs, wanted)]
-    attrs, type_attrs = normalize(spec, inputs, attrs, spec.name)
-    shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
-    dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name for g in grouped]
-    outputs = _infer(spec, shapes, dtypes, attrs, type_attrs, spec.name)
-    if device == "cuda":
-        flat_out = cuda_eager.run(spec, grouped, attrs, type_attrs, outputs, xp)
-    else:
-        choice = choose_kernel(spec, device)
-        entry = None if key is None else EagerCall(spec, device, attrs, type_attrs, choice)
-        bound = bind_kernel(spec, choice, attrs, type_attrs) if entry is None else entry.call
-        flat = [a for g in grouped for a in (g if isinstance(g, list) else [g])]
-        try:
-            flat_out = [np.asarray(o) for o in bound(flat)]
-        except Exception as exc:  # any kernel failure becomes one error naming the op
-            raise kernel_failure(spec.name, exc) from exc
-        if entry is not None:  # only a call that succeeded is remembered
-            entry.outputs.put(tuple(shapes), outputs)
-            EAGER_CALLS.put(key, entry)
-    # A list output stays a list of arrays (one per element), as docs/internals.md says.
-    values = group_outputs(spec, flat_out, attrs)
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
-    """An eager call whose op, device, dtypes and attrs were resolved before (all inputs NumPy
-    arrays, none a list): check shapes unless this signature passed before, run the kernel."""
-    spec = entry.spec
-    shapes = tuple([value.shape for value in inputs])
-    if shapes not in entry.outputs.data:  # the same check, and error, as the full path
-        dtypes = [value.dtype.name for value in inputs]
-        entry.outputs.put(shapes, _infer(spec, list(shapes), dtypes, entry.attrs,
-                                         entry.type_attrs, spec.name))
-    call = entry.kernel()
-    try:
-        out = call(inputs)
-    except Exception as exc:  # any kernel failure becomes one error naming the op
-        raise kernel_failure(spec.name, exc) from exc
-    if entry.single:
-        return np.asarray(out[0])
-    values = group_outputs(spec, [np.asarray(o) for o in out], entry.attrs)
-    return values[0] if len(values) == 1 else tuple(values)
-
-
-def _flat_values(spec: OpSpec, inputs: Sequence[Any]) -> list:
-    return [v for tspec, value in zip(spec.inputs, inputs)
-            for v in (value if tspec.is_list and isinstance(value, (list, tuple)) else [value])]
-
-
-def _on_device(value: Any) -> bool:
-    """Whether `value` is a GPU array (CuPy's, or any exposing __cuda_array_interface__)."""
-    return hasattr(value, "__cuda_array_interface__")
-
-
-def _as_array(xp: Any, spec: OpSpec, tspec: Any, value: Any, dtype: Optional[str]) -> Any:
-    if xp is not np:
-        return xp.asarray(value if _on_device(value) or isinstance(value, (np.ndarray, np.generic))
-                          else np.asarray(value, dtype=dtype))
-    if _on_device(value):
-        raise OpsdkError(f"{spec.name}: input '{tspec.name}' is a GPU array; call with "
-                         "device='cuda', or copy it to the host first (x.get() for CuPy)")
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    return np.asarray(value, dtype=dtype)
 
 
 def workspace_applier(root: str | Path | None) -> Applier:

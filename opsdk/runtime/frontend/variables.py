@@ -14,12 +14,10 @@ independent copies.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable, Optional
 
-import numpy as np
 
-from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.errors import OpError
 
 from opsdk.runtime.ir.graph import Graph, GraphKeys, Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -143,36 +141,3 @@ def trainable_variables(graph: Optional[Graph] = None) -> list[Variable]:
 def global_variables(graph: Optional[Graph] = None) -> list[Variable]:
     """All variables of the graph, in creation order."""
     return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES)
-
-
-class VariableStore:
-    """The values of one session's variables, by variable node name."""
-
-    def __init__(self) -> None:
-        self._values: dict[str, np.ndarray] = {}
-        self._lock = threading.Lock()
-
-    def read(self, name: str) -> np.ndarray:
-        """The current value; an uninitialised variable is an error saying what to run."""
-        try:
-            return self._values[name]
-        except KeyError:
-            raise OpsdkError(f"variable '{name}' is not initialised; run "
-                             "global_variables_initializer() first") from None
-
-    def assign(self, name: str, value: np.ndarray) -> np.ndarray:
-        """Store `value` (a fresh array: callers may not keep a handle that aliases it)."""
-        value = np.array(value, copy=True)
-        with self._lock:
-            self._values[name] = value
-        return value
-
-    def update(self, name: str, value: np.ndarray, fn: Callable) -> np.ndarray:
-        """`fn(current, value)` stored atomically (concurrent assign_add steps do not lose updates)."""
-        with self._lock:
-            new = np.asarray(fn(self.read(name), value)).astype(value.dtype, copy=False)
-            self._values[name] = new
-        return new
-
-    def initialised(self, name: str) -> bool:
-        return name in self._values

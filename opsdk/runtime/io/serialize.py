@@ -27,6 +27,7 @@ import numpy as np
 from opsdk.registry.diagnostics import did_you_mean
 from opsdk.registry.errors import OpsdkError
 
+from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
 from opsdk.runtime.ir.func_graph import FuncGraph, SubGraph
 from opsdk.runtime.ir.graph import Graph, GraphKeys, Operation
@@ -166,8 +167,8 @@ def import_graph(text: str, registry: Any = None) -> Graph:
         raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
                              f"({exc.msg})") from None
     _check_header(document)
-    graph = Graph(registry)
-    registry = graph.get_registry()
+    graph = Graph()
+    registry = registry if registry is not None else builtin_registry()
     _build_nodes(graph, document["nodes"], registry)
     _import_collections(graph, document.get("collections", {}))
     return graph

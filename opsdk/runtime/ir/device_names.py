@@ -1,8 +1,10 @@
 """Device names: `/job:worker/task:1/device:GPU:0`, `/cpu:0`, `cuda`, parsed once into a spec.
 
-A graph records the device string a `with g.device(...)` scope asked for; the placement pass of a
-plan turns it into a kernel choice. Nested scopes merge field by field (inner fields win), as in
-TensorFlow, so `with device('/job:ps'): with device('/cpu:0'):` means `/job:ps/device:CPU:0`.
+A graph records the device string a `with g.device(...)` scope asked for; the placement pass turns
+it into a device object (`opsdk.runtime.devices`). The IR knows no device types: a type is any
+name (`CPU`, `GPU`, `TEST`, ...), upper-cased, and `cuda` is spelled `GPU` as in TensorFlow; which
+types exist is the devices registry's business. Nested scopes merge field by field (inner fields
+win), so `with device('/job:ps'): with device('/cpu:0'):` means `/job:ps/device:CPU:0`.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ from typing import Optional
 
 from opsdk.registry.errors import OpsdkError
 
-# Device types as users write them -> the kernel device of the registry that serves them.
-_TYPE_ALIASES = {"cpu": "CPU", "gpu": "GPU", "cuda": "GPU"}
-KERNEL_DEVICE = {"CPU": "cpu", "GPU": "cuda"}
+# Spellings of a type that name another: TensorFlow's `gpu` is opsdk's cuda device.
+_TYPE_ALIASES = {"CUDA": "GPU"}
+# The device types that exist, filled by `opsdk.runtime.devices` as it registers each one, so a
+# scope naming no known type fails where it is written.
+KNOWN_TYPES: set[str] = set()
+
+
+def register_device_type(name: str) -> None:
+    """Make `name` (upper case, e.g. 'GPU') a device type scopes may name."""
+    KNOWN_TYPES.add(name.upper())
 
 _PART = re.compile(r"^(job|task|replica|device):(.+)$")
-_SHORT = re.compile(r"^(cpu|gpu|cuda)(?::(\d+))?$", re.IGNORECASE)
+_SHORT = re.compile(r"^([A-Za-z][A-Za-z0-9_]*)(?::(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -27,7 +36,7 @@ class DeviceSpec:
 
     job: Optional[str] = None
     task: Optional[int] = None
-    device_type: Optional[str] = None  # "CPU" or "GPU"
+    device_type: Optional[str] = None  # "CPU", "GPU", "TEST", ...
     index: Optional[int] = None
 
     @classmethod
@@ -38,7 +47,7 @@ class DeviceSpec:
             # A bare `cpu:0` is short for `device:cpu:0`.
             match = _PART.match(part)
             key, value = match.groups() if match else ("device", part)
-            spec = cls._with_field(spec, text, key, value)
+            spec = cls._with_field(spec, text or "", key, value)
         return spec
 
     @classmethod
@@ -49,10 +58,16 @@ class DeviceSpec:
             return replace(spec, task=int(value)) if key == "task" else spec
         short = _SHORT.match(value) if key == "device" else None
         if short:
-            return replace(spec, device_type=_TYPE_ALIASES[short.group(1).lower()],
+            kind = short.group(1).upper()
+            kind = _TYPE_ALIASES.get(kind, kind)
+            if KNOWN_TYPES and kind not in KNOWN_TYPES:
+                short = None
+        if short:
+            return replace(spec, device_type=kind,
                            index=int(short.group(2)) if short.group(2) else None)
-        raise OpsdkError(f"device '{text}': cannot read '{key}:{value}' (write e.g. '/cpu:0', "
-                         "'/gpu:0' or '/job:worker/task:1/cpu:0')")
+        known = ", ".join(sorted(KNOWN_TYPES)) or "CPU, GPU"
+        raise OpsdkError(f"device '{text}': cannot read '{key}:{value}' (device types: {known}; "
+                         "write e.g. '/cpu:0', '/gpu:0' or '/job:worker/task:1/cpu:0')")
 
     def merged_into(self, outer: "DeviceSpec") -> "DeviceSpec":
         """This (inner) spec over an outer one: fields set here win."""
@@ -62,11 +77,6 @@ class DeviceSpec:
             device_type=self.device_type if self.device_type is not None else outer.device_type,
             index=self.index if self.index is not None else outer.index,
         )
-
-    @property
-    def kernel_device(self) -> Optional[str]:
-        """`cpu` or `cuda`, the registry's name for the device type, or None when unset."""
-        return KERNEL_DEVICE.get(self.device_type) if self.device_type else None
 
     def to_string(self) -> str:
         """The canonical name, e.g. `/job:ps/task:0/device:CPU:0`; '' when nothing is set."""

@@ -16,14 +16,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
 
-from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.errors import OpsdkError
 
-from opsdk.runtime.ir.device_names import DeviceSpec
 from opsdk.runtime.ir.graph import Graph, Operation, constant, get_default_graph, in_graph_context, placeholder
-from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, kernel_failure
-from opsdk.runtime.ir.primitives import PRIMITIVES
 from opsdk.runtime.ir.tensor import Tensor
 
 
@@ -31,8 +27,12 @@ class FuncGraph(Graph):
     """A graph traced from a function inside `outer_graph`; outer tensors it uses are captured."""
 
     def __init__(self, outer_graph: Graph, name: str):
-        super().__init__(registry=outer_graph.get_registry())
+        super().__init__()
         self.outer_graph = outer_graph
+        # The function's ops inherit the device scope the cond/while_loop is built under.
+        outer_device = outer_graph.current_device()
+        if outer_device:
+            self._stacks.devices.append(outer_device)
         self.name = name
         self._captures: dict[Tensor, Tensor] = {}  # outer tensor -> its placeholder here
         self._copies: dict[Tensor, Tensor] = {}  # outer constant -> its copy here
@@ -119,105 +119,20 @@ class SubGraph:
     @cached_property
     def stateful(self) -> bool:
         """Whether running it has effects (an assign, randomness) anywhere inside, nested too."""
-        return any(_op_has_effects(op) for op in self.graph.operations)
+        return any(has_effects(op) for op in self.graph.operations)
 
-    @cached_property
-    def runner(self) -> "SubGraphRunner":
-        """The compiled interpreter of this sub-graph, built on first use."""
-        return SubGraphRunner(self)
+    def effect_ops(self) -> list[Operation]:
+        """The nodes with effects: a traced function runs them all, whether or not its outputs
+        use them (as Python ran the assigns it met)."""
+        return [op for op in self.graph.operations if has_effects(op)]
 
 
-def _op_has_effects(op: Operation) -> bool:
+def has_effects(op: Operation) -> bool:
+    """Whether running `op` has effects (state, randomness), inside its sub-graphs too."""
     subs = [v for v in op.attrs.values() if isinstance(v, SubGraph)]
     if subs:
         return any(s.stateful for s in subs)
     return op.stateful
-
-
-@dataclass(frozen=True)
-class _Step:
-    op: Operation
-    in_slots: tuple[int, ...]
-    out_slots: tuple[int, ...]
-    call: Callable[[Any, list], tuple]
-
-
-class SubGraphRunner:
-    """Runs a sub-graph sequentially: what the outputs need, plus every op with effects (as a
-    traced function runs all its side effects, whether or not its outputs use them)."""
-
-    def __init__(self, sub: SubGraph):
-        self.sub = sub
-        ops = _needed(sub)
-        slot_of: dict[Tensor, int] = {t: i for i, t in enumerate(sub.inputs)}
-        template: list = [None] * len(sub.inputs)
-        steps: list[_Step] = []
-        for op in ops:
-            if op.type == "const":
-                slot_of[op.outputs[0]] = len(template)
-                template.append(op.attrs["value"])
-                continue
-            if op.type == "placeholder":
-                if op.outputs[0] not in slot_of:
-                    raise OpsdkError(f"'{sub.name}': placeholder '{op.name}' inside a traced "
-                                     "function cannot be fed; pass the value in from outside")
-                continue
-            outs = tuple(range(len(template), len(template) + len(op.outputs)))
-            template.extend([None] * len(op.outputs))
-            slot_of.update(zip(op.outputs, outs))
-            steps.append(_Step(op, tuple(slot_of[t] for t in op.inputs), outs, _callable(op)))
-        self._template = template
-        self._steps = tuple(steps)
-        self._out_slots = tuple(slot_of[t] for t in sub.outputs)
-
-    def run(self, ctx: Any, values: Sequence[Any], who: str) -> tuple:
-        """The outputs for `values` (one per `sub.inputs`); errors name `who` and the inner node."""
-        slots = list(self._template)
-        slots[:len(values)] = values
-        for step in self._steps:
-            try:
-                outputs = step.call(ctx, [slots[i] for i in step.in_slots])
-            except OpsdkError as exc:
-                raise type(exc)(f"{who}, in '{self.sub.name}': {exc}") from exc
-            except Exception as exc:  # a kernel failure: one error naming the inner node
-                inner = kernel_failure(f"{step.op.type} (node '{step.op.name}')", exc)
-                raise OpError(f"{who}, in '{self.sub.name}': {inner}") from exc
-            for slot, value, t in zip(step.out_slots, outputs, step.op.outputs):
-                slots[slot] = _checked_dtype(step.op, t, value)
-        return tuple(slots[i] for i in self._out_slots)
-
-
-def _needed(sub: SubGraph) -> list[Operation]:
-    roots = [t.op for t in sub.outputs] + [op for op in sub.graph.operations
-                                            if _op_has_effects(op)]
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        op = stack.pop()
-        if id(op) in seen:
-            continue
-        seen.add(id(op))
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return [op for op in sub.graph.operations if id(op) in seen]  # creation order: topological
-
-
-def _callable(op: Operation) -> Callable[[Any, list], tuple]:
-    if op.spec is None:
-        run = PRIMITIVES[op.type].run
-        return lambda ctx, values: run(ctx, op, values)
-    device = DeviceSpec.parse(op.device).kernel_device
-    choice = choose_kernel(op.spec, "cuda" if device == "cuda" else None)
-    bound = bind_kernel(op.spec, choice, op.attrs, op.type_attrs)
-    return lambda ctx, values: bound(values)
-
-
-def _checked_dtype(op: Operation, tensor: Tensor, value: Any) -> Any:
-    value = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if value.dtype.name != tensor.dtype:
-        raise OpError(f"{op.type} (node '{op.name}'): output {tensor.index} is {value.dtype.name}, "
-                      f"declared {tensor.dtype}")
-    return value
 
 
 def trace(outer: Graph, fn: Callable, args: Sequence[tuple[str, Any]], name: str

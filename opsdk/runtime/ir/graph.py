@@ -103,7 +103,7 @@ class _ThreadStacks(threading.local):
 class Graph:
     """A dataflow graph. Building is thread-safe; names are unique (`add`, `add_1`, ...)."""
 
-    def __init__(self, registry: Any = None):
+    def __init__(self) -> None:
         self._ops: list[Operation] = []
         self._by_name: dict[str, Operation] = {}
         self._used_names: set[str] = set()
@@ -111,9 +111,6 @@ class Graph:
         self._collections: dict[str, list] = {}
         self._lock = threading.RLock()
         self._stacks = _ThreadStacks()
-        # The registry operator overloads resolve builtin ops through; set by the first
-        # apply_op that adds a node, else the builtin registry on first use.
-        self.registry = registry
 
     # ----------------------------------------------------------------- contexts
     @contextmanager
@@ -156,6 +153,10 @@ class Graph:
         finally:
             self._stacks.devices.pop()
 
+    def current_device(self) -> str:
+        """The device string of the innermost `device(...)` scope of this thread ('' if none)."""
+        return self._stacks.devices[-1] if self._stacks.devices else ""
+
     # ----------------------------------------------------------------- building
     def create_op(self, op_type: str, inputs: Sequence[Tensor], attrs: Mapping[str, Any],
                   outputs: Sequence[tuple[Shape, str]], *, spec: Optional[OpSpec] = None,
@@ -177,7 +178,7 @@ class Graph:
             full = name if reserved_name and name else self.unique_name(name or op_type)
             op = Operation(self, op_type, full, tuple(inputs), attrs,
                            type_attrs or {}, self._control_inputs(control_inputs),
-                           self._stacks.devices[-1] if self._stacks.devices else "", spec,
+                           self.current_device(), spec,
                            len(self._ops))
             op.outputs = tuple(Tensor(op, i, None if s is None else tuple(s), dtype_name(d))
                                for i, (s, d) in enumerate(outputs))
@@ -282,13 +283,6 @@ class Graph:
         """A copy of the collection `key` (empty when nothing was added)."""
         with self._lock:
             return list(self._collections.get(key, ()))
-
-    def get_registry(self) -> Any:
-        """The registry this graph resolves op names with (the builtin one by default)."""
-        if self.registry is None:
-            from opsdk.registry import load_registry  # here: keeps graph import light
-            self.registry = load_registry(None)
-        return self.registry
 
 
 class _DefaultStack(threading.local):

@@ -6,12 +6,17 @@ needs to hold a graph together: feeding (`placeholder`), constants (`const`), gr
 adds its nodes to the same table with `register_primitive`.
 
 A primitive's `run(ctx, op, inputs) -> tuple` gets a step context (`ctx.variables` is the
-session's variable store) and returns one value per output of the node.
+session's variable store) and returns one value per output of the node. Values may be arrays of
+any device (NumPy, CuPy, the test device's): primitives use only what every array has (shape,
+dtype, astype, operators). `prepare(op, device, options) -> run`, when a primitive has it, is
+called once when a plan is compiled and gives the run function of that node (control flow
+compiles its sub-graphs there).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+import operator
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -29,6 +34,8 @@ class Primitive:
     stateful: bool
     run: Optional[RunFn]  # None: the plan provides the value (placeholder feeds, const values)
     doc: str
+    foldable: bool = False  # a pure function of its inputs that folding may run at plan time
+    prepare: Optional[Callable[..., RunFn]] = None
 
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -54,6 +61,12 @@ def _read_variable(ctx, op, inputs) -> tuple:
     return (ctx.variables.read(op.name),)
 
 
+def _prepare_read(op, device, options) -> RunFn:
+    """A variable read on the device the node was placed on: a value stored on another device
+    (restored from a checkpoint, assigned elsewhere) is copied over."""
+    return lambda ctx, op, inputs: (ctx.variables.read(op.name, device),)
+
+
 # Assign nodes name their variable in attrs rather than taking its value as an input: an input
 # edge would make the initializer read the variable before it holds anything.
 def _assign(ctx, op, inputs) -> tuple:
@@ -61,17 +74,22 @@ def _assign(ctx, op, inputs) -> tuple:
 
 
 def _assign_add(ctx, op, inputs) -> tuple:
-    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), np.add),)
+    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), operator.add),)
 
 
 def _assign_sub(ctx, op, inputs) -> tuple:
-    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), np.subtract),)
+    return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), operator.sub),)
 
 
-def _checked(op, value) -> np.ndarray:
+def _copy(ctx, op, inputs) -> tuple:
+    return (op.attrs["to"].copy_from(inputs[0], op.attrs["from"]),)
+
+
+def _checked(op, value) -> Any:
     """The value an assign node stores: the variable's dtype, a shape its static shape allows."""
     shape, dtype = op.outputs[0].shape, op.outputs[0].dtype
-    value = np.asarray(value)
+    if not hasattr(value, "astype"):
+        value = np.asarray(value)
     if shape is not None and (value.ndim != len(shape) or any(
             d is not None and d != s for d, s in zip(shape, value.shape))):
         raise OpError(f"{op.type} (node '{op.name}'): value of shape {list(value.shape)} does not "
@@ -83,9 +101,12 @@ for _prim in (
     Primitive("placeholder", False, None, "a value the caller feeds at run time"),
     Primitive("const", False, None, "a constant held in attrs['value']"),
     Primitive("no_op", False, _no_op, "groups control dependencies; no outputs"),
-    Primitive("identity", False, _identity, "forwards its input (a named alias)"),
+    Primitive("identity", False, _identity, "forwards its input (a named alias)", foldable=True),
+    # Inserted by the copy pass where an edge crosses devices; attrs hold the Device objects.
+    Primitive("copy", False, _copy, "copies its input from one device to another", foldable=True),
     # The variable node's output is the variable's current value in the running session.
-    Primitive("variable", True, _read_variable, "reads a variable's value in this session"),
+    Primitive("variable", True, _read_variable, "reads a variable's value in this session",
+              prepare=_prepare_read),
     Primitive("assign", True, _assign, "stores a new value into a variable; outputs it"),
     Primitive("assign_add", True, _assign_add, "adds into a variable; outputs the new value"),
     Primitive("assign_sub", True, _assign_sub, "subtracts from a variable; outputs the new value"),

@@ -69,12 +69,12 @@ class EagerCall:
     for it, so a shape seen before is validated by one dict lookup.
     """
 
-    __slots__ = ("spec", "device", "attrs", "type_attrs", "choice", "call", "checked_at",
+    __slots__ = ("spec", "device", "kind", "attrs", "type_attrs", "choice", "call", "checked_at",
                  "outputs", "single")
 
-    def __init__(self, spec: OpSpec, device: Optional[str], attrs: dict,
+    def __init__(self, spec: OpSpec, device: Optional[str], kind: Optional[str], attrs: dict,
                  type_attrs: dict, choice: KernelChoice):
-        self.spec, self.device = spec, device
+        self.spec, self.device, self.kind = spec, device, kind
         self.attrs, self.type_attrs = attrs, type_attrs
         self.choice = choice
         self.call: BoundKernel = bind_kernel(spec, choice, attrs, type_attrs)
@@ -87,7 +87,7 @@ class EagerCall:
         """The bound kernel, re-resolved when the last resolution is older than RECHECK_S."""
         now = time.monotonic()
         if now - self.checked_at > RECHECK_S:
-            choice = choose_kernel(self.spec, self.device)
+            choice = choose_kernel(self.spec, self.choice.device, self.kind)
             if choice.fn is not self.choice.fn:
                 self.call = bind_kernel(self.spec, choice, self.attrs, self.type_attrs)
                 self.choice = choice

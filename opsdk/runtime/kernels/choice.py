@@ -1,10 +1,10 @@
-"""Choosing an op's kernel and binding its attrs once, so a call is `fn(inputs) -> tuple`.
+"""Choosing an op's kernel for a device and binding its attrs once, so a call is `fn(inputs)`.
 
-Both interpreters (eager `apply_op` and the session's executor) call kernels through here, so the
-calling conventions of docs/internals.md live in one place:
+Eager calls, the executor and constant folding all call kernels through here; the calling
+convention of each kernel kind is the device's (`Device.call`). What is generic lives here:
 
-* python kernel: `fn(xp, *inputs, **attrs, **unbound type attrs as NumPy dtypes)`;
-* built kernel:  `fn(*inputs, *attrs in declaration order, *unbound type attr names)`;
+* a device runs the first kernel kind of its `kernel_kinds` the op declares (the host prefers a
+  python kernel over a built one; a GPU prefers its built cuda kernel);
 * a list input is passed as one Python list; a single output may come back bare;
 * a bound kernel returns one value per *graph* output: a list output (`list: N`) is flattened
   into its N arrays, as the graph holds one output tensor per element (`group_outputs` regroups).
@@ -15,38 +15,47 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-import numpy as np
-
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
+from opsdk.runtime.devices import Device, host
 
 BoundKernel = Callable[[Sequence[Any]], tuple]
 
 
 @dataclass(frozen=True)
 class KernelChoice:
-    """The kernel picked for one op: its device ('python', 'cpu', 'cuda') and raw callable."""
+    """The kernel picked for one op on one device: its kind ('python', 'cpu', 'cuda'), its raw
+    callable, and the device that calls it."""
 
-    device: str
+    kind: str
     fn: Callable
+    device: Device
 
 
-def choose_kernel(spec: OpSpec, device: Optional[str] = None) -> KernelChoice:
-    """`device` None: the python kernel when declared, else the built cpu kernel."""
-    if device is None:
-        device = "python" if spec.kernel("python") else "cpu"
-    if device not in ("python", "cpu", "cuda"):
-        raise OpsdkError(f"op '{spec.name}': unknown device '{device}' (python, cpu or cuda)")
-    if device == "python":
-        if spec.kernel("python") is None:
-            raise OpsdkError(f"op '{spec.name}': no python kernel declared "
+def kernel_kinds(spec: OpSpec, device: Device) -> list[str]:
+    """The kinds of kernel of `spec` that `device` can run, preferred first."""
+    return [k for k in device.kernel_kinds if spec.kernel(k) is not None]
+
+
+def choose_kernel(spec: OpSpec, device: Optional[Device] = None,
+                  kind: Optional[str] = None) -> KernelChoice:
+    """The kernel of `spec` for `device` (the host by default): `kind` when given, else the
+    device's preferred kind among those declared."""
+    device = device or host()
+    if kind is None:
+        kinds = kernel_kinds(spec, device)
+        if not kinds:
+            raise OpsdkError(f"op '{spec.name}': no {' or '.join(device.kernel_kinds)} kernel "
+                             f"declared, so it cannot run on {device.name} "
                              f"(kernels: {', '.join(spec.devices) or 'none'})")
-        return KernelChoice("python", load_python_kernel(spec))
-    if spec.kernel(device) is None:
-        raise OpsdkError(f"op '{spec.name}': no {device} kernel declared "
+        kind = kinds[0]
+    elif spec.kernel(kind) is None:
+        raise OpsdkError(f"op '{spec.name}': no {kind} kernel declared "
                          f"(kernels: {', '.join(spec.devices) or 'none'})")
-    from opsdk.runtime.kernels.loader import load_kernel  # the loader imports built modules; only needed here
-    return KernelChoice(device, load_kernel(spec, device))
+    if kind == "python":
+        return KernelChoice(kind, load_python_kernel(spec), device)
+    from opsdk.runtime.kernels.loader import load_kernel  # imports built modules: only here
+    return KernelChoice(kind, load_kernel(spec, kind), device)
 
 
 def load_python_kernel(spec: OpSpec) -> Callable:
@@ -55,14 +64,20 @@ def load_python_kernel(spec: OpSpec) -> Callable:
     return load_callable(spec, spec.kernel("python").source, "python kernel")
 
 
-def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
-                type_attrs: Mapping[str, str], xp: Any = np) -> BoundKernel:
-    """A function of the flat input values that calls the kernel and returns a tuple of outputs.
+def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                type_attrs: Mapping[str, str]) -> Callable[[Sequence[Any]], Any]:
+    """The kernel as a function of the flat input values, returning what the kernel returns
+    (bare for one output): the device's calling convention with the attrs bound."""
+    return choice.device.call(spec, choice.kind, choice.fn, attrs, type_attrs)
 
-    Attrs are bound here, once per node, because the executor calls the result on every step.
-    """
+
+def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                type_attrs: Mapping[str, str]) -> BoundKernel:
+    """A function of the flat input values that calls the kernel and returns a tuple of outputs,
+    one per graph output. Attrs are bound here, once per node, because the executor calls the
+    result on every step."""
     n_out = len(spec.outputs)
-    call = kernel_call(spec, choice, attrs, type_attrs, xp)
+    call = kernel_call(spec, choice, attrs, type_attrs)
     if any(t.is_list for t in spec.outputs):
         sizes = output_sizes(spec, attrs)
         if n_out == 1:
@@ -71,67 +86,6 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
     if n_out == 1:
         return lambda values: (call(values),)
     return lambda values: _as_tuple(spec, call(values), n_out)
-
-
-def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
-                type_attrs: Mapping[str, str], xp: Any = np) -> Callable[[Sequence[Any]], Any]:
-    """The kernel as a function of the flat input values, returning what the kernel returns
-    (bare for one output). `bind_kernel` builds on it; a step whose node has one plain output
-    calls it directly and saves a tuple per call."""
-    pack = _packer(spec, attrs)
-    fn = choice.fn
-    if choice.device != "python":
-        return _compiled_call(spec, fn, pack, attrs, type_attrs, choice.device == "cpu")
-    kwargs = dict(attrs)
-    kwargs.update({k: np.dtype(v) for k, v in type_attrs.items()})
-    if not kwargs and pack is None:
-        return lambda values: fn(xp, *values)  # the hot path: no packing, no kwargs
-    if pack is None:
-        return lambda values: fn(xp, *values, **kwargs)
-    return lambda values: fn(xp, *pack(values), **kwargs)
-
-
-def _compiled_call(spec: OpSpec, fn: Callable, pack: Optional[Callable],
-                   attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
-                   host: bool) -> Callable:
-    """A built kernel's call: inputs, then attrs in declaration order, then the unbound type
-    attrs' dtype names. (The registry refuses a shape_fn on ops with cpu/cuda kernels, so no
-    output shapes are ever appended.)
-
-    The generated glue refuses strided inputs (a ValueError, before any work) rather than
-    copying them behind the caller's back; the runtime, which made those views itself
-    (transpose, slice), copies them for a host kernel. Only after such a refusal: checking
-    every input's flags on every call would cost more than the kernel on small inputs.
-    """
-    tail = tuple(attrs[a.name] for a in spec.attrs) + tuple(
-        type_attrs[t.name] for t in spec.unbound_type_attrs)
-    if not host:
-        return lambda values: fn(*(pack(values) if pack else values), *tail)
-
-    def call(values: Sequence[Any]) -> Any:
-        args = pack(values) if pack else values
-        try:
-            return fn(*args, *tail)
-        except ValueError:
-            copies = _contiguous(args)
-            if copies is args:  # nothing was strided: the kernel's own error
-                raise
-        return fn(*copies, *tail)
-    return call
-
-
-def _contiguous(values: Sequence[Any]) -> Sequence[Any]:
-    """Each array C-contiguous (a copy only where it is not); list inputs element by element.
-    `values` itself when nothing needed a copy."""
-    out = []
-    for v in values:
-        if isinstance(v, list):
-            out.append(_contiguous(v))
-        elif isinstance(v, np.ndarray) and not v.flags.c_contiguous:
-            out.append(np.ascontiguousarray(v))
-        else:
-            out.append(v)
-    return values if all(a is b for a, b in zip(out, values)) else out
 
 
 def output_sizes(spec: OpSpec, attrs: Mapping[str, Any]) -> list[Optional[int]]:
@@ -167,8 +121,8 @@ def group_outputs(spec: OpSpec, flat: Sequence[Any], attrs: Mapping[str, Any]) -
 def direct_python_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
                          type_attrs: Mapping[str, str]) -> Optional[Callable]:
     """The raw python kernel when it needs nothing bound (one output, no attrs, no list inputs),
-    so the executor can call `fn(np, a, b)` with no wrapper in between; else None."""
-    if (choice.device != "python" or len(spec.outputs) != 1 or attrs or type_attrs
+    so the executor can call `fn(xp, a, b)` with no wrapper in between; else None."""
+    if (choice.kind != "python" or len(spec.outputs) != 1 or attrs or type_attrs
             or any(t.is_list for t in spec.inputs)):
         return None
     return choice.fn
@@ -179,10 +133,12 @@ _SCALAR_FLOATS = frozenset(("float16", "float32", "float64"))
 
 def scalar_form(op: Any, choice: Optional[KernelChoice]) -> Optional[Callable]:
     """The python kernel's `scalar_form` (e.g. `operator.add` for add) when node `op` may use it:
-    every input and its one output statically 0-d floats, no attrs. A kernel declares it only
-    when it is the same IEEE operation as the kernel (correctly rounded: + - * / and negation),
-    so the result is bit-identical, computed on NumPy scalars without a ufunc call."""
-    if choice is None or choice.device != "python" or op.attrs or op.type_attrs:
+    on the host, every input and its one output statically 0-d floats, no attrs. A kernel
+    declares it only when it is the same IEEE operation as the kernel (correctly rounded:
+    + - * / and negation), so the result is bit-identical, computed on NumPy scalars without a
+    ufunc call."""
+    if (choice is None or choice.kind != "python" or not choice.device.is_host or op.attrs
+            or op.type_attrs):
         return None
     form = getattr(choice.fn, "scalar_form", None)
     if form is None or len(op.outputs) != 1:
@@ -198,44 +154,3 @@ def _as_tuple(spec: OpSpec, result: Any, n_out: int) -> tuple:
         raise OpError(f"{spec.name}: kernel returned {type(result).__name__}, expected a tuple of "
                       f"{n_out} outputs ({', '.join(o.name for o in spec.outputs)})")
     return tuple(result)
-
-
-def _packer(spec: OpSpec, attrs: Mapping[str, Any]) -> Optional[Callable[[Sequence], list]]:
-    """Regroup flat inputs into the declared inputs (list inputs become lists); None if flat."""
-    if not any(t.is_list for t in spec.inputs):
-        return None
-    sizes = [int(attrs[t.list_len]) if t.is_list else None for t in spec.inputs]
-
-    def pack(values: Sequence) -> list:
-        out, i = [], 0
-        for size in sizes:
-            if size is None:
-                out.append(values[i])
-                i += 1
-            else:
-                out.append(list(values[i:i + size]))
-                i += size
-        return out
-    return pack
-
-
-def kernel_failure(who: str, exc: BaseException) -> OpsdkError:
-    """The error a failing kernel becomes: `who` (e.g. "add (node 'a')") and what it said."""
-    op = who.split(" ", 1)[0]
-    if isinstance(exc, OpsdkError) or str(exc).startswith(f"{op}: "):
-        text = str(exc)  # a message the runtime or the generated glue phrased for the user
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    # Built kernels already begin their messages with "<op>: "; do not say it twice.
-    if text.startswith(f"{op}: "):
-        text = text[len(op) + 2:]
-    elif text.startswith(f"op '{op}': "):
-        text = text[len(op) + 6:]
-    if isinstance(exc, NotImplementedError):
-        # An unwritten kernel body: keep the exact words the glue gave when called eagerly.
-        return KernelNotWrittenError(str(exc) if who == op else f"{who}: {text}")
-    return OpError(f"{who}: {text}")
-
-
-class KernelNotWrittenError(OpsdkError, NotImplementedError):
-    """A kernel body that `opsdk new` scaffolded and nobody has written yet."""

@@ -19,6 +19,7 @@ import numpy as np
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.autodiff.gradients import gradients
 from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.tensor import Tensor
@@ -122,7 +123,7 @@ class Optimizer:
         inputs = [var.value(), *(s.value() for s in slots), *self._before_hypers(var), *hypers,
                   grad]
         base = var.name.replace("/", "_")
-        result = apply_op(graph.get_registry(), self._op, inputs, self._attrs(),
+        result = apply_op(builtin_registry(), self._op, inputs, self._attrs(),
                           name=f"update_{base}", device=var.op.device or None)
         outputs = (result,) if isinstance(result, Tensor) else tuple(result)
         return [target.assign(value, name=f"update_{base}/assign_{i}")
@@ -175,7 +176,7 @@ class MomentumOptimizer(Optimizer):
         inputs = [var.value(), slot.value(), self._scalar(self.learning_rate, var.dtype), grad,
                   self._scalar(self.momentum, var.dtype)]
         base = var.name.replace("/", "_")
-        new_var, new_accum = apply_op(graph.get_registry(), self._op, inputs,
+        new_var, new_accum = apply_op(builtin_registry(), self._op, inputs,
                                       {"use_nesterov": self.use_nesterov},
                                       name=f"update_{base}", device=var.op.device or None)
         return [var.assign(new_var, name=f"update_{base}/assign_0"),

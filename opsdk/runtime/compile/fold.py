@@ -1,5 +1,5 @@
-"""Optimisation passes over a pruned plan: value numbering with constant folding and CSE, and
-the slots that may hold NumPy scalars.
+"""The fold/CSE pass: value numbering with constant folding and common-subexpression
+elimination, and the slots that may hold NumPy scalars.
 
 One walk in topological order gives every tensor a value slot. A node whose inputs are all
 constant and that is not stateful is folded: its kernel runs once, here, and its outputs become
@@ -15,13 +15,16 @@ arrays. Every other reader, and every fetch, still sees arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from opsdk.runtime.compile.program import Program
+from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
-from opsdk.runtime.kernels.choice import KernelChoice, bind_kernel, kernel_failure, scalar_form
+from opsdk.runtime.ir.primitives import PRIMITIVES
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.choice import KernelChoice, bind_kernel, scalar_form
 
 _SMALL_CONST = 4096  # bytes: constants up to this size are merged by value
 
@@ -46,25 +49,43 @@ class Numbering:
         return len(self.template) - 1
 
 
-def number_values(order: Sequence[Operation], feeds: Sequence[Tensor],
-                  choices: Mapping[Operation, KernelChoice], fold: bool, cse: bool) -> Numbering:
-    """Walk `order` (topological, pruned) once; see the module docstring."""
+def fold_pass(program: Program) -> Program:
+    """Number the program's values, folding and merging as its options say."""
+    options = program.options
+    num = number_values(program, options.constant_folding, options.cse)
+    program.numbering = num
+    folded = [op.name for op in num.folded if op.type != "const"]
+    program.note("fold_cse", f"folded: {', '.join(folded) or 'nothing'}")
+    program.note("fold_cse", f"merged: {', '.join(op.name for op in num.merged) or 'nothing'}")
+    return program
+
+
+def number_only(program: Program) -> Program:
+    """The fold/CSE pass switched off: every node runs, each value has its own slot."""
+    program.numbering = number_values(program, False, False)
+    program.note("fold_cse", "off")
+    return program
+
+
+def number_values(program: Program, fold: bool, cse: bool) -> Numbering:
+    """Walk the program's nodes (topological) once; see the module docstring."""
     num = Numbering()
-    fed = set(feeds)
-    for t in feeds:
+    fed = program.feed_set
+    for t in program.feeds:
         num.slot_of[t] = num.new_slot()
     seen: dict[Any, Operation] = {}
-    for op in order:
+    for op in program.ops:
         if op.type == "const":
             _number_const(num, op, seen if cse else None, fed)
             continue
-        in_slots = tuple(num.slot_of[t] for t in op.inputs)
+        inputs = program.inputs_of(op)
+        in_slots = tuple(num.slot_of[t] for t in inputs)
         key = _cse_key(op, in_slots, num) if cse and not op.stateful else None
         if key is not None and key in seen:
             _merge(num, op, seen[key], fed)
             continue
         if fold and _foldable(op, in_slots, num):
-            _fold(num, op, in_slots, choices[op], fed)
+            _fold(num, op, in_slots, program.kernel.get(op), fed)
         else:
             slots = []
             for t in op.outputs:
@@ -79,7 +100,7 @@ def number_values(order: Sequence[Operation], feeds: Sequence[Tensor],
     return num
 
 
-def _number_const(num: Numbering, op: Operation, seen: Optional[dict], fed: set) -> None:
+def _number_const(num: Numbering, op: Operation, seen: Optional[dict], fed: frozenset) -> None:
     value = op.attrs["value"]
     key = None
     if seen is not None and value.nbytes <= _SMALL_CONST:
@@ -94,7 +115,7 @@ def _number_const(num: Numbering, op: Operation, seen: Optional[dict], fed: set)
         seen[key] = op
 
 
-def _merge(num: Numbering, op: Operation, into: Operation, fed: set) -> None:
+def _merge(num: Numbering, op: Operation, into: Operation, fed: frozenset) -> None:
     for mine, theirs in zip(op.outputs, into.outputs):
         if mine not in fed:
             num.slot_of[mine] = num.slot_of[theirs]
@@ -104,19 +125,25 @@ def _merge(num: Numbering, op: Operation, into: Operation, fed: set) -> None:
 
 
 def _foldable(op: Operation, in_slots: tuple, num: Numbering) -> bool:
-    if op.stateful or op.spec is None or op.control_inputs:
+    if op.stateful or op.control_inputs:
+        return False
+    if op.spec is None and not PRIMITIVES[op.type].foldable:
         return False
     return all(num.is_const[s] for s in in_slots)
 
 
-def _fold(num: Numbering, op: Operation, in_slots: tuple, choice: KernelChoice, fed: set) -> None:
-    call = bind_kernel(op.spec, choice, op.attrs, op.type_attrs)
+def _fold(num: Numbering, op: Operation, in_slots: tuple, choice: Optional[KernelChoice],
+          fed: frozenset) -> None:
+    values = [num.template[s] for s in in_slots]
     try:
-        outputs = call([num.template[s] for s in in_slots])
+        if op.spec is None:
+            outputs = PRIMITIVES[op.type].run(None, op, values)
+        else:
+            outputs = bind_kernel(op.spec, choice, op.attrs, op.type_attrs)(values)
     except Exception as exc:  # the same error the step would raise when run
-        raise kernel_failure(f"{op.type} (node '{op.name}')", exc) from exc
+        raise in_context(node_label(op.type, op.name), exc) from exc
     for t, value in zip(op.outputs, outputs):
-        array = np.asarray(value)
+        array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
         if t not in fed:
             num.slot_of[t] = num.new_slot(array, const=True)
     num.folded.append(op)
@@ -143,16 +170,16 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-def scalar_slots(num: Numbering, choices: Mapping[Operation, KernelChoice],
-                 fetched: set[int]) -> frozenset[int]:
+def scalar_slots(program: Program, fetched: set[int]) -> frozenset[int]:
     """Slots that may hold a NumPy scalar instead of a 0-d array: the output of a scalar step
     (`kernels.scalar_form`) or a 0-d float constant, read only by scalar steps (which accept
     both) and not fetched. A kernel, a primitive or the caller never sees such a value."""
+    num, choices = program.numbering, program.kernel
     readers: dict[int, list[bool]] = {}
     candidates: list[int] = []
     for op in num.kept:
         scalar = scalar_form(op, choices.get(op)) is not None
-        for t in op.inputs:
+        for t in program.inputs_of(op):
             readers.setdefault(num.slot_of[t], []).append(scalar)
         if scalar:
             candidates.append(num.out_slots[op][0])

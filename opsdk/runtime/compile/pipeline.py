@@ -1,0 +1,79 @@
+"""The compile pipeline: a named, ordered list of passes from (fetches, feeds) to a plan.
+
+    prune -> place -> copies -> fold_cse -> partition      then `lower` makes the Plan
+
+Each pass is a function Program -> Program with its own tests; each can be switched off
+(`PlanOptions.disabled`), and then its `off` form runs instead (the least that keeps the program
+runnable: everything, on the host, no copies, no folding, one partition). `Session.explain`
+shows what every pass did. Later passes (fusion) are inserted into `PIPELINE` by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.compile.copies import copies_pass, no_copies
+from opsdk.runtime.compile.fold import fold_pass, number_only
+from opsdk.runtime.compile.partition import one_partition, partition_pass
+from opsdk.runtime.compile.place import host_only, place_pass
+from opsdk.runtime.compile.plan import Plan, lower
+from opsdk.runtime.compile.program import PlanOptions, Program
+from opsdk.runtime.compile.prune import keep_everything, prune_pass
+from opsdk.runtime.devices import Device, host
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.tensor import Tensor
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One named pass and what runs in its place when it is switched off."""
+
+    name: str
+    run: Callable[[Program], Program]
+    off: Callable[[Program], Program]
+    doc: str
+
+
+PIPELINE: tuple[Pass, ...] = (
+    Pass("prune", prune_pass, keep_everything, "keep the nodes the fetches need, in order"),
+    Pass("place", place_pass, host_only, "a device and a kernel for every node"),
+    Pass("copies", copies_pass, no_copies, "a copy on every edge that crosses devices"),
+    Pass("fold_cse", fold_pass, number_only, "fold constants, merge common subexpressions"),
+    Pass("partition", partition_pass, one_partition, "split the placed nodes by location"),
+)
+PASS_NAMES = tuple(p.name for p in PIPELINE)
+
+
+def check_options(options: PlanOptions) -> None:
+    """Refuse a switch naming no pass."""
+    unknown = sorted(set(options.disabled) - set(PASS_NAMES))
+    if unknown:
+        raise OpsdkError(f"unknown pass(es) {', '.join(unknown)} to switch off (passes: "
+                         f"{', '.join(PASS_NAMES)})")
+
+
+def compile_program(program: Program) -> Program:
+    """Run every pass of the pipeline (or its `off` form) over the program."""
+    for p in PIPELINE:
+        program = (p.off if p.name in program.options.disabled else p.run)(program)
+    return program
+
+
+def new_program(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
+                options: PlanOptions, feed_device: Optional[Device] = None,
+                result_device: Optional[Device] = None,
+                roots: Sequence[Operation] = ()) -> Program:
+    """A program for (fetches, feeds): fed values on `feed_device`, fetched values delivered on
+    `result_device` (both the host by default, as Session.run wants)."""
+    return Program(tuple(elements), tuple(feeds), options, feed_device or host(),
+                   result_device or host(), tuple(roots))
+
+
+def build_plan(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
+               options: PlanOptions, feed_device: Optional[Device] = None,
+               result_device: Optional[Device] = None, roots: Sequence[Operation] = ()) -> Plan:
+    """The plan that computes `elements` given values for `feeds` (see `new_program`)."""
+    program = new_program(elements, feeds, options, feed_device, result_device, roots)
+    return lower(compile_program(program))

@@ -1,0 +1,174 @@
+"""The place pass: a device (and a kernel) for every node.
+
+An explicit `device(...)` scope wins when that device is available and the op has a kernel for
+it. Otherwise, with soft placement (on by default) the node falls back to a device that can run
+it, and the fallback is logged once per node; with soft placement off it is an error naming the
+node, the op, the device and the devices it has kernels for. A node with no scope goes to the
+first available device of the preference (accelerators first, then the host) whose kernels it
+has. Runtime primitives follow their data: constants on the host, a variable and the assigns of
+it on one device (the device of the ops that update it), control flow like a kernel-less op.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Optional
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.compile.program import PlanOptions, Program
+from opsdk.runtime.devices import DEVICE_TYPES, Device, get_device, host
+from opsdk.runtime.ir.device_names import DeviceSpec
+from opsdk.runtime.ir.graph import Graph, Operation
+from opsdk.runtime.kernels.choice import choose_kernel, kernel_kinds
+
+log = logging.getLogger("opsdk.placement")
+_logged: set[tuple[int, str]] = set()
+_logged_lock = threading.Lock()
+
+# Primitives whose device is that of their (first) input's producer.
+_FOLLOW_INPUT = frozenset({"identity"})
+_VARIABLE_OPS = frozenset({"variable", "assign", "assign_add", "assign_sub"})
+
+
+def place_pass(program: Program) -> Program:
+    """Give every node of the program a device, and every declared op its kernel there."""
+    variables = _VariableHomes(program.options)
+    for op in program.ops:
+        device = _place(program, op, variables)
+        program.device[op] = device
+        if op.spec is not None:
+            program.kernel[op] = choose_kernel(op.spec, device)
+        kind = f" ({program.kernel[op].kind} kernel)" if op in program.kernel else ""
+        program.note("place", f"{op.name} -> {device.name}{kind}")
+    return program
+
+
+def host_only(program: Program) -> Program:
+    """The place pass switched off: every node on the host with its default kernel."""
+    for op in program.ops:
+        program.device[op] = host()
+        if op.spec is not None:
+            program.kernel[op] = _on_host(op)
+    program.note("place", f"off: all {len(program.ops)} node(s) on the host")
+    return program
+
+
+def _on_host(op: Operation):
+    try:
+        return choose_kernel(op.spec, host())
+    except OpsdkError as exc:
+        raise OpsdkError(f"{op.type} (node '{op.name}'): {_detail(op, exc)}") from None
+
+
+def _detail(op: Operation, exc: Exception) -> str:
+    text = str(exc)
+    prefix = f"op '{op.type}': "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def _place(program: Program, op: Operation, variables: "_VariableHomes") -> Device:
+    if op.spec is not None:
+        return place_declared(op, program.options)
+    if op.type in ("const", "no_op", "placeholder"):
+        return host()
+    if op.type in _FOLLOW_INPUT and op.inputs:
+        return program.device_of(program.inputs_of(op)[0])
+    if op.type in _VARIABLE_OPS:
+        return variables.home(op)
+    explicit = _explicit(op)
+    if explicit is not None and explicit.unavailable() is None:
+        return explicit
+    return auto_devices(program.options)[0]
+
+
+def place_declared(op: Operation, options: PlanOptions) -> Device:
+    """The device of a declared op's node (see the module docstring)."""
+    explicit = _explicit(op)
+    if explicit is not None:
+        why = explicit.unavailable()
+        if why is None and kernel_kinds(op.spec, explicit):
+            return explicit
+        problem = (f"that device {why}" if why else f"op '{op.type}' has no kernel for it")
+        if not options.soft_placement:
+            raise OpsdkError(
+                f"{op.type} (node '{op.name}'): placed on '{op.device}', but {problem}; "
+                f"'{op.type}' has kernels for {_kernel_devices(op)} (turn soft placement on, "
+                "or change the device scope)")
+        chosen = _auto(op, options)
+        _log_once(op, f"{op.type} (node '{op.name}'): placed on '{op.device}', but {problem}; "
+                      f"running it on {chosen.name}")
+        return chosen
+    return _auto(op, options)
+
+
+def _auto(op: Operation, options: PlanOptions) -> Device:
+    for device in auto_devices(options):
+        if kernel_kinds(op.spec, device):
+            return device
+    raise OpsdkError(f"{op.type} (node '{op.name}'): no kernel for any available device "
+                     f"(it has kernels for {_kernel_devices(op)})")
+
+
+def auto_devices(options: PlanOptions) -> list[Device]:
+    """Available devices for nodes with no scope, most preferred first; the host is last."""
+    if options.device_preference is not None:
+        names = list(options.device_preference)
+    else:
+        names = [n for n, t in DEVICE_TYPES.items() if t.auto and not t.is_host]
+    found = [get_device(f"/device:{n}:0") for n in names]
+    devices = [d for d in found if d.unavailable() is None]
+    return devices + ([host()] if host() not in devices else [])
+
+
+def _explicit(op: Operation) -> Optional[Device]:
+    spec = DeviceSpec.parse(op.device)
+    return get_device(spec) if spec.device_type else None
+
+
+def _kernel_devices(op: Operation) -> str:
+    """The device types that can run one of the op's kernels."""
+    kinds = set(op.spec.devices)
+    names = [n for n, t in DEVICE_TYPES.items() if kinds & set(t.kernel_kinds)]
+    return ", ".join(names) or "no device"
+
+
+def _log_once(op: Operation, message: str) -> None:
+    key = (id(op.graph), op.name)
+    with _logged_lock:
+        if key in _logged:
+            return
+        _logged.add(key)
+    log.warning(message)
+
+
+class _VariableHomes:
+    """Where each variable lives: its own device scope, else the device of the declared ops that
+    compute its updates (the node feeding one of its assigns), else the host. Decided over the
+    whole graph, not one plan's part of it, so every plan agrees."""
+
+    def __init__(self, options: PlanOptions):
+        self.options = options
+        self._homes: dict[tuple[int, str], Device] = {}
+
+    def home(self, op: Operation) -> Device:
+        name = op.name if op.type == "variable" else op.attrs["variable"]
+        key = (id(op.graph), name)
+        if key not in self._homes:
+            self._homes[key] = self._decide(op.graph, name)
+        return self._homes[key]
+
+    def _decide(self, graph: Graph, name: str) -> Device:
+        try:
+            var = graph.get_operation(name)
+        except OpsdkError:
+            var = None
+        explicit = _explicit(var) if var is not None else None
+        if explicit is not None and explicit.unavailable() is None:
+            return explicit
+        for op in graph.operations:
+            if op.type in _VARIABLE_OPS and op.attrs.get("variable") == name and op.inputs:
+                producer = op.inputs[0].op
+                if producer.spec is not None:
+                    return place_declared(producer, self.options)
+        return host()

@@ -1,0 +1,135 @@
+"""How `cond` and `while_loop` nodes run: their sub-graphs compiled by the same pipeline and
+run on the same executor as any step, with the same placement, checks and optimisations.
+
+When a plan containing a control-flow node is compiled, the node's `prepare` compiles each of
+its sub-graphs into a plan whose inputs arrive, and whose outputs are delivered, on the node's
+device (the copy pass moves values in between), running every op with effects as well as what
+the outputs need. At run time only the branch taken, or cond and body until the condition is
+false, run; sub-plans run serially on the step's thread (a pool thread waiting on its own pool
+could starve it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.runtime.compile.pipeline import build_plan
+from opsdk.runtime.compile.plan import Plan
+from opsdk.runtime.control_flow.builders import fits, shape_text
+from opsdk.runtime.devices import Device, to_host
+from opsdk.runtime.exec.executor import execute
+from opsdk.runtime.ir.func_graph import SubGraph
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.primitives import Primitive, register_primitive
+
+RunFn = Callable[[Any, Operation, list], tuple]
+
+
+def compile_subgraph(sub: SubGraph, device: Device, options: Any) -> Plan:
+    """The plan of a sub-graph run on `device` (its inputs fed there, its outputs left there)."""
+    return build_plan(sub.outputs, sub.inputs, options, feed_device=device,
+                      result_device=device, roots=sub.effect_ops())
+
+
+def run_subgraph(plan: Plan, sub: SubGraph, values: list, ctx: Any, who: str) -> tuple:
+    """The outputs of `sub` for input `values`; errors name `who` and the inner node."""
+    try:
+        slots = execute(plan, dict(zip(sub.inputs, values)), ctx, None)
+    except OpsdkError as exc:
+        raise type(exc)(f"{who}, in '{sub.name}': {exc}") from exc
+    return tuple(slots[s] for s in plan.fetch_slots)
+
+
+def _truth(who: str, value: Any) -> bool:
+    array = to_host(value) if not isinstance(value, (bool, np.bool_)) else np.asarray(value)
+    if array.size != 1:
+        raise OpError(f"{who}: the condition has shape {list(array.shape)}; it must be a "
+                      "single bool")
+    return bool(array.reshape(()))
+
+
+# ----------------------------------------------------------------------------------------- cond
+def _prepare_cond(op: Operation, device: Device, options: Any) -> RunFn:
+    who = f"cond (node '{op.name}')"
+    subs = (op.attrs["then_branch"], op.attrs["else_branch"])
+    plans = tuple(compile_subgraph(sub, device, options) for sub in subs)
+
+    def run(ctx: Any, op: Operation, inputs: list) -> tuple:
+        k = 0 if _truth(who, inputs[0]) else 1
+        return run_subgraph(plans[k], subs[k], inputs[1:], ctx, who)
+    return run
+
+
+# ----------------------------------------------------------------------------------- while_loop
+def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
+    who = f"while_loop (node '{op.name}')"
+    cond_sub, body_sub = op.attrs["cond"], op.attrs["body"]
+    cond_plan = compile_subgraph(cond_sub, device, options)
+    body_plan = compile_subgraph(body_sub, device, options)
+
+    def run(ctx: Any, op: Operation, inputs: list) -> tuple:
+        attrs = op.attrs
+        invariants, names = attrs["shape_invariants"], attrs["loop_var_names"]
+        n = len(invariants)
+        values, captured = list(inputs[:n]), list(inputs[n:])
+        limit, keep = attrs["maximum_iterations"], attrs["keep_intermediates"]
+        history: list[list] = [[] for _ in range(n)]
+        count = 0
+        _check_invariants(who, values, invariants, names, count)
+        while limit is None or count < limit:
+            pred = run_subgraph(cond_plan, cond_sub, [*values, *captured], ctx, who)[0]
+            if not _truth(who, pred):
+                break
+            if keep:
+                for h, v in zip(history, values):
+                    h.append(v)
+            values = list(run_subgraph(body_plan, body_sub, [*values, *captured], ctx, who))
+            count += 1
+            _check_invariants(who, values, invariants, names, count)
+        outputs = [*values, _on(device, np.asarray(count, dtype=np.int64))]
+        if keep:
+            outputs += [_stack(device, who, h, v, label)
+                        for h, v, label in zip(history, values, names)]
+        return tuple(outputs)
+    return run
+
+
+def _on(device: Device, array: np.ndarray) -> Any:
+    return array if device.is_host else device.from_host(array)
+
+
+def _check_invariants(who: str, values: list, invariants: list, names: list, count: int) -> None:
+    for value, shape, label in zip(values, invariants, names):
+        if not fits(shape, np.shape(value)):
+            when = "starts" if count == 0 else f"after iteration {count}"
+            raise OpError(f"{who}: loop variable {label} has shape {list(np.shape(value))} "
+                          f"({when}), which breaks its shape invariant {shape_text(shape)}")
+
+
+def _stack(device: Device, who: str, history: list, last: Any, label: str) -> Any:
+    xp = device.xp
+    if not history:
+        return xp.empty((0, *np.shape(last)), dtype=last.dtype if hasattr(last, "dtype")
+                        else np.asarray(last).dtype)
+    if len({np.shape(v) for v in history}) > 1:
+        raise OpError(f"{who}: recording the iterations (keep_intermediates, which a gradient "
+                      f"through the loop turns on) needs loop variable {label} to keep one shape "
+                      "across iterations; its shape changed")
+    return xp.stack(history)
+
+
+def _not_prepared(ctx: Any, op: Operation, inputs: list) -> tuple:
+    raise OpsdkError(f"{op.type} (node '{op.name}') runs only inside a compiled plan")
+
+
+# Both nodes count as stateful: a sub-graph may assign variables or draw random numbers, and the
+# plan must then neither fold nor merge the node (its `stateful` flag is per node type).
+register_primitive(Primitive("cond", True, _not_prepared,
+                             "runs then_branch or else_branch of its attrs on its inputs",
+                             prepare=_prepare_cond))
+register_primitive(Primitive("while_loop", True, _not_prepared,
+                             "runs body while cond holds; outputs the final loop values",
+                             prepare=_prepare_while))

@@ -1,0 +1,72 @@
+"""The host: NumPy arrays, python kernels with `xp=numpy`, and the built `cpu` kernels.
+
+A built kernel is called as its generated binding expects (docs/internals.md, "The binding
+module"): `cpu(*inputs, *attrs in declaration order, *unbound type attr names)`, returning its
+outputs. The glue refuses strided inputs rather than copying them behind the caller's back; the
+runtime, which made those views itself (transpose, slice), copies them, but only after such a
+refusal: checking every input's flags on every call would cost more than small kernels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from opsdk.registry.spec import OpSpec
+from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
+
+
+class CpuDevice(Device):
+    """The host CPU."""
+
+    type_name = "CPU"
+    kernel_kinds = ("python", "cpu")
+    auto = True
+    is_host = True
+
+    @property
+    def xp(self) -> Any:
+        return np
+
+    def owns(self, value: Any) -> bool:
+        return isinstance(value, (np.ndarray, np.generic))
+
+    def from_host(self, array: np.ndarray) -> np.ndarray:
+        return array
+
+    def to_host(self, value: Any) -> np.ndarray:
+        return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+    def call(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+             type_attrs: Mapping[str, str]) -> KernelCall:
+        if kind != "cpu":
+            return super().call(spec, kind, fn, attrs, type_attrs)
+        return _built_call(fn, packer(spec, attrs), compiled_tail(spec, attrs, type_attrs))
+
+
+def _built_call(fn: Callable, pack: Any, tail: tuple) -> KernelCall:
+    def call(values: Sequence[Any]) -> Any:
+        args = pack(values) if pack else values
+        try:
+            return fn(*args, *tail)
+        except ValueError:
+            copies = _contiguous(args)
+            if copies is args:  # nothing was strided: the kernel's own error
+                raise
+        return fn(*copies, *tail)
+    return call
+
+
+def _contiguous(values: Sequence[Any]) -> Sequence[Any]:
+    """Each array C-contiguous (a copy only where it is not); list inputs element by element.
+    `values` itself when nothing needed a copy."""
+    out = []
+    for v in values:
+        if isinstance(v, list):
+            out.append(_contiguous(v))
+        elif isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+            out.append(np.ascontiguousarray(v))
+        else:
+            out.append(v)
+    return values if all(a is b for a, b in zip(out, values)) else out

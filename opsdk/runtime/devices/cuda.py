@@ -1,0 +1,133 @@
+"""CUDA GPUs through CuPy: CuPy arrays, python kernels with `xp=cupy`, and built `cuda` kernels.
+
+A built cuda kernel is called as its generated binding expects (docs/internals.md, "The binding
+module"):
+
+    cuda(*inputs, *attrs in declaration order, *unbound type attr names,
+         *preallocated outputs (a list of them for a list output), stream pointer) -> None
+
+with the outputs allocated here from the declaration's shape inference on the actual inputs,
+and launched on CuPy's current stream, so kernels run in order with CuPy's own work. CuPy is
+imported only when a GPU is asked for; the probe's answer is kept for the process.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.infer import infer_outputs
+from opsdk.registry.spec import OpSpec
+from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
+
+_probe_lock = threading.Lock()
+# id of the `cupy` entry of sys.modules when probed -> (cupy module or None, what is missing)
+_probes: dict[int, tuple[Any, Optional[str]]] = {}
+
+
+def probe_cupy() -> tuple[Any, Optional[str]]:
+    """(the cupy module, None) when CuPy imports and sees a GPU; else (None, what it needs).
+    Probed once per CuPy module object (so a test that stands in a fake CuPy is seen)."""
+    key = id(sys.modules.get("cupy"))
+    found = _probes.get(key)
+    if found is None:
+        with _probe_lock:
+            found = _probes[key] = _probe_now()
+    return found
+
+
+def _probe_now() -> tuple[Any, Optional[str]]:
+    try:
+        import cupy
+    except ImportError:
+        return None, "needs CuPy, which is not installed (pip install '.[gpu]'), and a CUDA GPU"
+    try:
+        count = int(cupy.cuda.runtime.getDeviceCount())
+    except Exception as exc:  # noqa: BLE001 - any driver failure means: no usable GPU
+        return None, f"needs a CUDA GPU; CuPy cannot reach one ({type(exc).__name__}: {exc})"
+    if count < 1:
+        return None, "needs a CUDA GPU; CuPy sees no GPU on this machine"
+    return cupy, None
+
+
+class CudaDevice(Device):
+    """One CUDA GPU (`/gpu:N`, `/device:GPU:N`, `cuda`)."""
+
+    type_name = "GPU"
+    kernel_kinds = ("cuda", "python")
+    auto = True
+
+    def unavailable(self) -> Optional[str]:
+        cupy, why = probe_cupy()
+        if cupy is None:
+            return why
+        if self.index >= int(cupy.cuda.runtime.getDeviceCount()):
+            return f"needs GPU {self.index}; this machine has {cupy.cuda.runtime.getDeviceCount()}"
+        return None
+
+    @property
+    def xp(self) -> Any:
+        cupy, why = probe_cupy()
+        if cupy is None:
+            raise OpsdkError(f"{self.name} {why}")
+        return cupy
+
+    def owns(self, value: Any) -> bool:
+        return hasattr(value, "__cuda_array_interface__")
+
+    def from_host(self, array: np.ndarray) -> Any:
+        return self.xp.asarray(array)
+
+    def to_host(self, value: Any) -> np.ndarray:
+        return self.xp.asnumpy(value)
+
+    def call(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+             type_attrs: Mapping[str, str]) -> KernelCall:
+        if kind != "cuda":
+            return super().call(spec, kind, fn, attrs, type_attrs)
+        return _BuiltCall(spec, fn, attrs, type_attrs, self.xp)
+
+
+class _BuiltCall:
+    """A built cuda kernel with its attrs bound: allocates the outputs, launches, returns them."""
+
+    def __init__(self, spec: OpSpec, fn: Callable, attrs: Mapping[str, Any],
+                 type_attrs: Mapping[str, str], cp: Any):
+        self.spec, self.fn, self.cp = spec, fn, cp
+        self.attrs = {**attrs, **type_attrs}
+        self.pack = packer(spec, attrs)
+        self.tail = compiled_tail(spec, attrs, type_attrs)
+
+    def __call__(self, values: Sequence[Any]) -> Any:
+        grouped = self.pack(values) if self.pack else list(values)
+        shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
+        dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name
+                  for g in grouped]
+        outputs = infer_outputs(self.spec, shapes, dtypes, self.attrs)
+        allocated = [_allocate(self.spec, t, shape, dtype, self.cp)
+                     for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
+        stream = int(self.cp.cuda.get_current_stream().ptr)
+        self.fn(*grouped, *self.tail, *allocated, stream)
+        return allocated[0] if len(allocated) == 1 else tuple(allocated)
+
+
+def _allocate(spec: OpSpec, tspec: Any, shape: Any, dtype: str, cp: Any) -> Any:
+    """An uninitialised device array for one declared output (a list of N for a list output):
+    the kernel writes every element, as on the CPU."""
+    if not tspec.is_list:
+        return cp.empty(_known(spec, tspec, shape), dtype=dtype)
+    if not isinstance(shape, list):
+        raise OpError(f"{spec.name}: the shapes of list output '{tspec.name}' are unknown for "
+                      "these inputs; a cuda kernel's outputs are allocated from them")
+    return [cp.empty(_known(spec, tspec, s), dtype=dtype) for s in shape]
+
+
+def _known(spec: OpSpec, tspec: Any, shape: Any) -> tuple[int, ...]:
+    if shape is None or any(d is None for d in shape):
+        raise OpError(f"{spec.name}: the shape of output '{tspec.name}' is unknown for these "
+                      f"inputs ({shape}); a cuda kernel's outputs are allocated from it")
+    return tuple(int(d) for d in shape)

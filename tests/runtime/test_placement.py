@@ -1,0 +1,227 @@
+"""Placement, copies, soft placement and the one executor, on the test device (no GPU needed)."""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import numpy as np
+import pytest
+
+from opsdk.registry import BUILTIN_ROOT, Registry, load_registry, parse_opdef
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.control_flow.builders import cond, while_loop
+from opsdk.runtime.devices import get_device
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph, device, placeholder
+from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+RECORD_OPS = """
+op: record_type
+summary: Returns x, recording the type of array its kernel was given.
+type_attrs:
+  T: [float32, float64]
+inputs:
+  x: {dtype: T, shape: any}
+outputs:
+  y: {dtype: T}
+shape_fn: like_x
+kernels:
+  python: record_kernels.py:record_type
+"""
+
+RECORD_KERNELS = '''
+seen = []
+
+
+def record_type(xp, x):
+    seen.append(type(x).__name__)
+    return x * 1
+'''
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    """(registry with record_type, the list its kernel appends array type names to)."""
+    root = tmp_path_factory.mktemp("record_ws")
+    (root / "opdefs").mkdir()
+    (root / "opdefs" / "record.yaml").write_text(textwrap.dedent(RECORD_OPS))
+    (root / "opdefs" / "record_kernels.py").write_text(textwrap.dedent(RECORD_KERNELS))
+    specs = {s.name: s for s in parse_opdef(root / "opdefs" / "record.yaml", root)}
+    for path in sorted((BUILTIN_ROOT / "opdefs" / "builtin").glob("*.yaml")):
+        specs.update({s.name: s for s in parse_opdef(path, BUILTIN_ROOT)})
+    registry = Registry(specs)
+    from opsdk.registry import load_callable
+    spec = registry.get("record_type")
+    seen = load_callable(spec, spec.kernel("python").source).__globals__["seen"]
+    return registry, seen
+
+
+def _ops(registry):
+    def op(op_name, *inputs, **attrs):
+        node = attrs.pop("name", None)
+        return apply_op(registry, op_name, list(inputs), attrs, name=node)
+    return op
+
+
+def test_an_explicit_scope_places_nodes_and_copies_cross_the_edges(graph, registry):
+    op = _ops(registry)
+    x = placeholder("float32", [3], name="x")
+    with device("/test:0"):
+        e = op("exp", x, name="e")
+        y = op("add", e, e, name="y")  # two readers of e on the same device
+        z = op("mul", y, x, name="z")  # x read again on the test device: the same copy
+    out = op("neg", z, name="out")
+    with Session(graph) as sess:
+        explanation = sess.explain(out, {x: None}, show=False)
+        got = sess.run(out, {x: np.arange(3, dtype=np.float32)})
+    assert type(got) is np.ndarray  # fetches come back as NumPy
+    xs = np.arange(3, dtype=np.float32)
+    np.testing.assert_allclose(got, -(2 * np.exp(xs)) * xs, rtol=1e-6)
+    assert explanation.placement["e"] == "/device:TEST:0"
+    assert explanation.placement["out"] == "/device:CPU:0"
+    assert sorted(explanation.copies) == [("x:0", "/device:CPU:0", "/device:TEST:0"),
+                                          ("z:0", "/device:TEST:0", "/device:CPU:0")]
+    assert set(explanation.partitions) == {"/device:CPU:0", "/device:TEST:0"}
+
+
+def test_copies_are_counted_per_step(graph, registry):
+    op = _ops(registry)
+    x = placeholder("float64", [2], name="x")
+    with device("/test:0"):
+        y = op("exp", x)
+    test = get_device("/test:0")
+    with Session(graph) as sess:
+        sess.run(y, {x: np.ones(2)})
+        before = (test.copies_in, test.copies_out)
+        sess.run(y, {x: np.ones(2)})
+    assert (test.copies_in - before[0], test.copies_out - before[1]) == (1, 1)
+
+
+def test_constants_copied_to_a_device_are_folded_once(graph, registry):
+    op = _ops(registry)
+    x = placeholder("float64", [2], name="x")
+    with device("/test:0"):
+        y = op("mul", x, np.float64(3.0), name="y")
+    with Session(graph) as sess:
+        explanation = sess.explain(y, {x: None}, show=False)
+        assert sess.run(y, {x: np.ones(2)}).tolist() == [3.0, 3.0]
+    assert any("copy" in name for name in explanation.folded)
+
+
+def test_soft_placement_falls_back_and_logs_once_per_node(graph, caplog):
+    registry = load_registry()
+    x = placeholder("float32", [2, 3], name="x")
+    with device("/test:0"):
+        d = apply_op(registry, "pairwise_manhattan", [x, x], {}, name="dist")
+    with caplog.at_level(logging.WARNING, logger="opsdk.placement"):
+        with Session(graph) as sess:
+            explanation = sess.explain(d, {x: None}, show=False)
+            got = sess.run(d, {x: np.ones((2, 3), np.float32)})
+            sess.run(d, {x: np.ones((2, 3), np.float32)})
+    assert explanation.placement["dist"] == "/device:CPU:0"
+    assert got.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    logged = [r.getMessage() for r in caplog.records if "(node 'dist')" in r.getMessage()]
+    assert logged == ["pairwise_manhattan (node 'dist'): placed on '/device:TEST:0', but op "
+                      "'pairwise_manhattan' has no kernel for it; running it on /device:CPU:0"]
+
+
+def test_without_soft_placement_a_missing_kernel_is_an_error_naming_everything(graph):
+    registry = load_registry()
+    x = placeholder("float32", [2, 3], name="x")
+    with device("/test:0"):
+        d = apply_op(registry, "pairwise_manhattan", [x, x], {}, name="dist")
+    with Session(graph, SessionConfig(allow_soft_placement=False)) as sess:
+        with pytest.raises(OpsdkError) as info:
+            sess.run(d, {x: np.ones((2, 3), np.float32)})
+    assert str(info.value) == (
+        "pairwise_manhattan (node 'dist'): placed on '/device:TEST:0', but op "
+        "'pairwise_manhattan' has no kernel for it; 'pairwise_manhattan' has kernels for CPU, "
+        "GPU (turn soft placement on, or change the device scope)")
+
+
+def test_an_unavailable_gpu_falls_back_softly_or_is_named(graph, registry, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    op = _ops(registry)
+    x = placeholder("float64", [2], name="x")
+    with device("/gpu:0"):
+        y = op("exp", x, name="e")
+    with Session(graph) as sess:
+        np.testing.assert_allclose(sess.run(y, {x: np.zeros(2)}), [1.0, 1.0])
+    with Session(graph, SessionConfig(allow_soft_placement=False)) as sess:
+        with pytest.raises(OpsdkError, match=r"^exp \(node 'e'\): placed on '/device:GPU:0', "
+                                             r"but that device needs CuPy, which is not "
+                                             r"installed"):
+            sess.run(y, {x: np.zeros(2)})
+
+
+def test_a_preference_places_unscoped_nodes_on_the_test_device(graph, registry):
+    op = _ops(registry)
+    x = placeholder("float64", [3], name="x")
+    y = op("exp", x, name="e")
+    config = SessionConfig(device_preference=("test", "cpu"))
+    with Session(graph, config) as sess:
+        explanation = sess.explain(y, {x: None}, show=False)
+        np.testing.assert_allclose(sess.run(y, {x: np.zeros(3)}), np.ones(3))
+    assert explanation.placement["e"] == "/device:TEST:0"
+
+
+def test_a_cond_branch_runs_on_its_device_through_the_one_executor(record):
+    registry, seen = record
+    op = _ops(registry)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [3], name="x")
+        with device("/test:0"):
+            y = cond(op("reduce_sum", x) > 0.0, lambda: op("record_type", x * 2.0),
+                     lambda: op("record_type", -x), name="c")
+        out = op("record_type", y)
+    seen.clear()
+    with Session(g) as sess:
+        got = sess.run(out, {x: np.ones(3)})
+    assert got.tolist() == [2.0, 2.0, 2.0]
+    # Inside the branch the kernel got the test device's arrays; outside, NumPy's.
+    assert seen == ["TestArray", "ndarray"]
+
+
+def test_a_while_body_runs_on_its_device_and_checks_shapes_at_run_time(record):
+    registry, seen = record
+    op = _ops(registry)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", None, name="x")  # unknown shape: checked when it runs
+        with device("/test:0"):
+            _, total = while_loop(lambda i, t: i < 3, lambda i, t: (i + 1, op("record_type", t) + x),
+                                  [0, np.zeros(2)])
+            bad = op("add", x, np.zeros(3), name="bad")
+    seen.clear()
+    with Session(g) as sess:
+        assert sess.run(total, {x: np.ones(2)}).tolist() == [3.0, 3.0]
+        with pytest.raises(OpsdkError, match=r"^add \(node 'bad'\):"):
+            sess.run(bad, {x: np.ones(2)})
+    assert seen == ["TestArray"] * 3
+
+
+def test_a_variable_lives_and_trains_on_its_device(registry):
+    op = _ops(registry)
+    results = {}
+    for where in ("/cpu:0", "/test:0"):
+        g = Graph()
+        with g.as_default(), device(where):
+            x = placeholder("float64", [4, 2], name="x")
+            w = Variable(np.array([[1.0], [-1.0]]), name="w")
+            loss = op("reduce_sum", op("square", op("matmul", x, w)))
+            train = GradientDescentOptimizer(0.05).minimize(loss)
+            init = global_variables_initializer()
+        with Session(g) as sess:
+            sess.run(init)
+            losses = [float(sess.run([train, loss], {x: np.arange(8.0).reshape(4, 2) / 8})[1])
+                      for _ in range(5)]
+            explanation = sess.explain(train, {x: None}, show=False)
+        results[where] = losses
+        assert explanation.placement["w"] == get_device(where).name
+    np.testing.assert_allclose(results["/test:0"], results["/cpu:0"], rtol=1e-12)
+    assert results["/cpu:0"][-1] < results["/cpu:0"][0]
