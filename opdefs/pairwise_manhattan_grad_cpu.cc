@@ -1,4 +1,4 @@
-// pairwise_manhattan_grad, CPU: with s = sign(x[i, k] - y[j, k]) and sign(0) = 0,
+// pairwise_manhattan_grad, CPU: with s = sign(x[i, k] - y[j, k]), sign(0) = 0 and sign(NaN) = NaN,
 //   grad_x[i, k] =  sum_j grad_z[i, j] * s
 //   grad_y[j, k] = -sum_i grad_z[i, j] * s
 //
@@ -10,7 +10,10 @@
 // - One pass computes each signed term once and adds it to both grad_x and grad_y, for a register
 //   tile of R rows of x by C rows of y whose grad_z values stay in registers over all of k.
 // - The sign is built from two comparisons and bit operations (x < y flips the sign bit of g,
-//   x == y clears it), keeping the adder ports free for the two accumulations.
+//   x == y clears it), keeping the adder ports free for the two accumulations. That is exact
+//   for finite x and y only (a NaN compares unequal and unordered: it would count as +1), so a
+//   scan of x and y (O((n + m) p), a few % of the work) picks the exact form instead when they
+//   hold a NaN or an infinity: g * sign(x - y) as the reference computes it, NaN included.
 // - Threads would race on grad_y (every row of x touches every row of y). Instead the (i, j)
 //   plane is cut into T x T blocks and run in T rounds; in round s thread t takes block
 //   (t, (t + s) mod T), so no two threads share rows of x or rows of y. No extra memory.
@@ -18,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "pairwise_manhattan_simd.h"
 
@@ -46,13 +51,47 @@ inline T signed_term_scalar(T g, T a, T b) {
     return a > b ? g : (a < b ? -g : T(0));
 }
 
+// g * sign(a - b) for any a, b: sign(d) is built as +-1 from d's sign bit (0 where d == 0) with a
+// quiet NaN's bits OR-ed in where d is NaN (a NaN input, or inf - inf), then multiplied by g.
+template <typename T>
+inline typename Simd<T>::V signed_term_exact(typename Simd<T>::V g, typename Simd<T>::V a,
+                                             typename Simd<T>::V b) {
+    using M = typename Simd<T>::M;
+    using V = typename Simd<T>::V;
+    const V d = a - b;
+    const M one = (M)(V{} + T(1));
+    const M sign = ((M)(d != 0) & one) | ((M)d & Simd<T>::kSignBit) | ((M)(d != d) & Simd<T>::kQuietNaN);
+    return g * (V)sign;
+}
+
+template <typename T>
+inline T signed_term_exact_scalar(T g, T a, T b) {
+    const T d = a - b;
+    return g * (d > 0 ? T(1) : (d < 0 ? T(-1) : (d == 0 ? T(0) : d)));
+}
+
+// Whether every value is finite: no NaN, no infinity (their exponent bits are all ones). An
+// integer OR-reduction, which the compiler vectorises.
+template <typename T>
+bool all_finite(const T* v, int64_t count) {
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr U kExp = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+    U bad = 0;
+    for (int64_t i = 0; i < count; ++i) {
+        U bits;
+        std::memcpy(&bits, v + i, sizeof(T));
+        bad |= U((bits & kExp) == kExp);
+    }
+    return bad == 0;
+}
+
 struct Problem {
     int64_t n, m, p;
 };
 
 // The R x C tile of pairs (i0 + r, j0 + c): adds its terms to grad_x rows and subtracts them
 // from grad_y rows, over all of k.
-template <typename T, int R, int C>
+template <typename T, bool Exact, int R, int C>
 inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr, int64_t i0,
                  int64_t j0) {
     using V = typename Simd<T>::V;
@@ -78,7 +117,8 @@ inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Proble
         }
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) {
-                const V t = signed_term<T>(g[r][c], xv[r], yv[c]);
+                const V t = Exact ? signed_term_exact<T>(g[r][c], xv[r], yv[c])
+                                  : signed_term<T>(g[r][c], xv[r], yv[c]);
                 gxv[r] += t;
                 gyv[c] -= t;
             }
@@ -88,31 +128,32 @@ inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Proble
     for (; k < p; ++k)
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) {
-                const T t = signed_term_scalar<T>(gs[r][c], x[(i0 + r) * p + k], y[(j0 + c) * p + k]);
+                const T a = x[(i0 + r) * p + k], b = y[(j0 + c) * p + k];
+                const T t = Exact ? signed_term_exact_scalar<T>(gs[r][c], a, b) : signed_term_scalar<T>(gs[r][c], a, b);
                 gx[(i0 + r) * p + k] += t;
                 gy[(j0 + c) * p + k] -= t;
             }
 }
 
-template <typename T, int R>
+template <typename T, bool Exact, int R>
 inline void row_tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr,
                      int64_t i0, int64_t j0, int64_t j1) {
     int64_t j = j0;
-    for (; j + kTileC <= j1; j += kTileC) tile<T, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
-    for (; j < j1; ++j) tile<T, R, 1>(x, y, gz, gx, gy, pr, i0, j);
+    for (; j + kTileC <= j1; j += kTileC) tile<T, Exact, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
+    for (; j < j1; ++j) tile<T, Exact, R, 1>(x, y, gz, gx, gy, pr, i0, j);
 }
 
 // All pairs in rows [i0, i1) of x by rows [j0, j1) of y. Rows of y (and grad_y) are taken in
 // blocks of about 128 KiB so they stay in L2 while the rows of x pass over them.
-template <typename T>
+template <typename T, bool Exact>
 void block(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr, int64_t i0,
            int64_t i1, int64_t j0, int64_t j1) {
     const int64_t jblock = std::max<int64_t>(kTileC, (64 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(pr.p, 1));
     for (int64_t jb = j0; jb < j1; jb += jblock) {
         const int64_t je = std::min(j1, jb + jblock);
         int64_t i = i0;
-        for (; i + kTileR <= i1; i += kTileR) row_tile<T, kTileR>(x, y, gz, gx, gy, pr, i, jb, je);
-        for (; i < i1; ++i) row_tile<T, 1>(x, y, gz, gx, gy, pr, i, jb, je);
+        for (; i + kTileR <= i1; i += kTileR) row_tile<T, Exact, kTileR>(x, y, gz, gx, gy, pr, i, jb, je);
+        for (; i < i1; ++i) row_tile<T, Exact, 1>(x, y, gz, gx, gy, pr, i, jb, je);
     }
 }
 
@@ -129,6 +170,8 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
     const T* x = in.x.data;
     const T* y = in.y.data;
     const T* gz = in.grad_z.data;
+    const bool exact = !(detail::all_finite(x, pr.n * pr.p) && detail::all_finite(y, pr.m * pr.p));
+    const auto run = exact ? detail::block<T, true> : detail::block<T, false>;
     // One thread unless there is enough work (~n*m*p, ~0.5 ms) to pay for waking the others: on a
     // loaded machine a round that waits for a descheduled thread can cost milliseconds.
     const int64_t work = pr.n * pr.m * pr.p;
@@ -139,7 +182,7 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
         opsdk::parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
             for (int64_t t = t0; t < t1; ++t) {
                 const int64_t u = (t + round) % threads;
-                detail::block<T>(x, y, gz, gx, gy, pr, lo(pr.n, threads, t), lo(pr.n, threads, t + 1),
+                run(x, y, gz, gx, gy, pr, lo(pr.n, threads, t), lo(pr.n, threads, t + 1),
                                  lo(pr.m, threads, u), lo(pr.m, threads, u + 1));
             }
         });

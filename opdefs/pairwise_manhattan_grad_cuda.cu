@@ -1,4 +1,4 @@
-// pairwise_manhattan_grad, CUDA: with s = sign(x[i, k] - y[j, k]) and sign(0) = 0,
+// pairwise_manhattan_grad, CUDA: with s = sign(x[i, k] - y[j, k]), sign(0) = 0 and sign(NaN) = NaN,
 //   grad_x[i, k] = sum_j grad_z[i, j] * s  and  grad_y[j, k] = sum_i grad_z[i, j] * sign(y[j, k] - x[i, k]).
 //
 // Defines the template that generated/cpp/pairwise_manhattan_grad_op.h declares; the generated
@@ -21,7 +21,7 @@ constexpr int kPer = kTile / kThreadsSide;
 
 template <typename T>
 __device__ inline T signed_weight(T w, T d) {
-    return d > T(0) ? w : (d < T(0) ? -w : T(0));
+    return d > T(0) ? w : (d < T(0) ? -w : (d == T(0) ? T(0) : d));  // NaN stays NaN, like the reference
 }
 
 // grad_a = sum_b w[a, b] * sign(a[a, k] - b[b, k]); w[a, b] is wt[b * na + a] when transposed

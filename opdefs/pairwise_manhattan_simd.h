@@ -25,12 +25,14 @@ template <> struct Simd<float> {
     typedef int32_t M __attribute__((vector_size(kVecBytes), aligned(4)));
     static constexpr int32_t kAbsMask = 0x7fffffff;
     static constexpr int32_t kSignBit = INT32_MIN;
+    static constexpr int32_t kQuietNaN = 0x7fc00000;  // OR-ed into any float, gives a NaN
 };
 template <> struct Simd<double> {
     typedef double V __attribute__((vector_size(kVecBytes), aligned(8)));
     typedef int64_t M __attribute__((vector_size(kVecBytes), aligned(8)));
     static constexpr int64_t kAbsMask = 0x7fffffffffffffffLL;
     static constexpr int64_t kSignBit = INT64_MIN;
+    static constexpr int64_t kQuietNaN = 0x7ff8000000000000LL;
 };
 
 template <typename T> constexpr int lanes() { return kVecBytes / static_cast<int>(sizeof(T)); }

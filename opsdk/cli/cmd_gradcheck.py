@@ -19,7 +19,8 @@ def register(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None,
                    help="hypothesis seed (default: 0); a failure prints the seed that reproduces it")
     p.add_argument("--max-examples", type=int, default=None, metavar="K",
-                   help="cases per op and device (default: the declaration's gradcheck.max_examples)")
+                   help="drawn cases per op and device (default: the declaration's "
+                        "gradcheck.max_examples), besides one stress case per gradcheck.stress_sizes")
     # Also accepted after the subcommand; SUPPRESS keeps `opsdk -C DIR gradcheck` working.
     p.add_argument("-C", "--workspace", metavar="DIR", default=argparse.SUPPRESS,
                    help="the workspace (a folder with opdefs/)")

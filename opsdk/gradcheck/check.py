@@ -3,7 +3,7 @@ differences, over cases that hypothesis draws from the declaration and shrinks o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -21,7 +21,7 @@ from .gradient_call import GradientCall
 from .numeric import (Slot, Worst, central_difference, contract, eval_reference, slot_label,
                       slots_of, worst_element)
 from .precision import Precision
-from .strategies import Case, OpPlan, arrays_text, case_strategy
+from .strategies import Case, OpPlan, arrays_text, case_strategy, stress_schedule
 from .values import cotangent
 
 
@@ -54,6 +54,12 @@ class DeviceResult:
     message: str = ""
     # The drawn attrs' combinations the checked cases used; None when the op draws no attrs.
     coverage: Optional[AttrCoverage] = None
+    # Per dim, the sizes the checked cases gave it (stress sizes included), for the report.
+    sizes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+
+    def sizes_text(self) -> str:
+        """`n 0-5; p 0-5,15-17,31-33,64,65`: the sizes checked, runs of consecutive ones joined."""
+        return "; ".join(f"{name} {_runs(values)}" for name, values in self.sizes) or "-"
 
     @property
     def ok(self) -> bool:
@@ -73,6 +79,7 @@ class _Tally:
     """What the examples that ran saw; mutable because hypothesis calls the test many times."""
 
     attrs: CoverageTally
+    sizes: dict = field(default_factory=dict)  # dim -> set of sizes checked
     cases: int = 0
     worst: float = 0.0
     last_rejection: str = ""
@@ -82,30 +89,37 @@ class _Tally:
 
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
                  max_examples: int) -> DeviceResult:
-    """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`."""
+    """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`: `max_examples` cases
+    drawn within the declared dims, then one case per entry of the stress schedule."""
     spec, tally = plan.spec, _Tally(CoverageTally(plan.attrs))
     grad = GradientCall.for_op(registry, plan)
 
-    @settings(max_examples=max_examples, deadline=None, database=None, derandomize=False,
-              report_multiple_bugs=False, verbosity=Verbosity.quiet, print_blob=False,
-              suppress_health_check=list(HealthCheck))
-    @seed(seed_value)
-    @given(st.data())
-    def example(data: st.DataObject) -> None:
-        case = data.draw(case_strategy(plan), label="case")
-        try:
-            _run_case(registry, plan, grad, device, case, data, tally)
-        except CaseFailed:
-            # Cases run while shrinking are not counted: `cases` is what ran up to the failure.
-            tally.failed = True
-            raise
+    def run(stress: Optional[tuple[str, int]], count: int) -> None:
+        @settings(max_examples=count, deadline=None, database=None, derandomize=False,
+                  report_multiple_bugs=False, verbosity=Verbosity.quiet, print_blob=False,
+                  suppress_health_check=list(HealthCheck))
+        @seed(seed_value)
+        @given(st.data())
+        def example(data: st.DataObject) -> None:
+            case = data.draw(case_strategy(plan, stress), label="case")
+            try:
+                _run_case(registry, plan, grad, device, case, data, tally)
+            except CaseFailed:
+                # Cases run while shrinking are not counted: `cases` is what ran up to the failure.
+                tally.failed = True
+                raise
+
+        example()
 
     def result(status: str, cases: int, worst: float, **extra: Any) -> DeviceResult:
+        sizes = tuple((name, tuple(sorted(tally.sizes[name]))) for name in spec.dim_names if name in tally.sizes)
         return DeviceResult(op=spec.name, device=device, status=status, cases=cases, worst=worst,
-                            precision=plan.precision, coverage=tally.attrs.coverage(), **extra)
+                            precision=plan.precision, coverage=tally.attrs.coverage(), sizes=sizes, **extra)
 
     try:
-        example()
+        run(None, max_examples)
+        for stress in stress_schedule(spec):
+            _run_stress(run, stress)
     except CaseFailed as failure:
         return result("fail", tally.cases + 1, max(tally.worst, 1.0),
                       counterexample=failure.counterexample)
@@ -120,6 +134,27 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
             "every case drawn was empty (nothing to differentiate); raise the lower bound of "
             "gradcheck.dims"))
     return result("pass", tally.cases, tally.worst)
+
+
+def _run_stress(run, stress: tuple[str, int]) -> None:
+    """One stress case; a size the op refuses in every drawn case (a dim tied to an attr's
+    bounds) is not checked and not reported as checked."""
+    try:
+        run(stress, 1)
+    except Unsatisfiable:
+        pass
+
+
+def _runs(values: tuple[int, ...]) -> str:
+    """`0-5,15-17,64` from (0, 1, 2, 3, 4, 5, 15, 16, 17, 64)."""
+    parts, start = [], None
+    for i, v in enumerate(values):
+        if start is None:
+            start = v
+        if i + 1 == len(values) or values[i + 1] != v + 1:
+            parts.append(str(v) if v == start else f"{start}-{v}" if v > start + 1 else f"{start},{v}")
+            start = None
+    return ",".join(parts)
 
 
 def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, case: Case,
@@ -154,6 +189,8 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
     if not tally.failed:
         tally.cases += 1
         tally.attrs.add(case.attr_dict())
+        for name, size in case.dims:
+            tally.sizes.setdefault(name, set()).add(size)
     tally.worst = max(tally.worst, worst[1].ratio)
     if worst[1].ratio > 1.0:
         slot, w = worst

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .check import DeviceResult
 from .runner import GradCheckReport
 
-TABLE_HEADERS = ("op", "device", "cases", "attrs", "worst err/tol", "tolerance", "status")
+TABLE_HEADERS = ("op", "device", "cases", "attrs", "sizes checked", "worst err/tol", "tolerance", "status")
 
 
 def table_title(report: GradCheckReport) -> str:
@@ -15,20 +15,21 @@ def table_title(report: GradCheckReport) -> str:
 
 def table_rows(report: GradCheckReport) -> list[tuple[str, ...]]:
     """One row per (op, device): cases checked, distinct attr combinations they used (out of
-    those that can be drawn; '-' when the op draws no attrs), worst error / tolerance, the
+    those that can be drawn; '-' when the op draws no attrs), the sizes each dim took in the checked
+    cases (stress sizes included), worst error / tolerance, the
     tolerance itself (dtype, rtol, atol: an error counts as |analytic - numeric| over
     atol + rtol * |numeric|), status; skipped ops get one row with the reason."""
     rows: list[tuple[str, ...]] = []
     for outcome in report.outcomes:
         if outcome.skipped:
-            rows.append((outcome.op, "-", "-", "-", "-", "-", f"skipped: {outcome.skipped}"))
+            rows.append((outcome.op, "-", "-", "-", "-", "-", "-", f"skipped: {outcome.skipped}"))
             continue
         for r in outcome.results:
             worst = f"{r.worst:.3g}" if r.cases else "-"
             attrs = r.coverage.text() if r.coverage is not None else "-"
             tol = (f"{r.precision.dtype} rtol={r.precision.rtol:g} atol={r.precision.atol:g}"
                    if r.precision is not None else "-")
-            rows.append((r.op, r.device, str(r.cases), attrs, worst, tol, r.status))
+            rows.append((r.op, r.device, str(r.cases), attrs, r.sizes_text(), worst, tol, r.status))
     return rows
 
 

@@ -28,6 +28,9 @@ from .values import ValueRule, bool_array, index_array, spread_floats
 MAX_LEADING_DIMS = 2  # how many dims `...` may stand for in a drawn case
 MAX_FREE_RANK = 3  # rank of inputs whose shape only a shape function knows
 MAX_LIST_LEN = 3
+# A stress case keeps every input within this many elements (the other dims shrink to fit):
+# finite differences cost two calls of the op per element.
+MAX_STRESS_ELEMENTS = 1024
 
 
 @dataclass(frozen=True)
@@ -150,16 +153,41 @@ def _input_skip(spec: OpSpec, dtypes: dict[str, str]) -> Optional[str]:
     return None
 
 
+def stress_schedule(spec: OpSpec) -> tuple[tuple[str, int], ...]:
+    """(dim, size) of each stress case: every stress size once, the stress dims taken in turn.
+
+    >>> stress_schedule(spec)   # doctest: +SKIP   (dims n, m, p; stress_dims: [p])
+    (('p', 15), ('p', 16), ('p', 17), ('p', 31), ('p', 32), ('p', 33), ('p', 64), ('p', 65))
+    """
+    gc = spec.gradcheck
+    dims = spec.dim_names if gc.stress_dims is None else gc.stress_dims
+    if not dims:
+        return ()
+    return tuple((dims[i % len(dims)], size) for i, size in enumerate(gc.stress_sizes))
+
+
 @st.composite
-def case_strategy(draw, plan: OpPlan) -> Case:
-    """Draw one `Case` for the planned op."""
+def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None) -> Case:
+    """Draw one `Case` for the planned op; `stress` = (dim, size) fixes one dim's size."""
     spec = plan.spec
     has_ints = any(d in INT_DTYPES for _, d in plan.dtypes)
     # Indices need something to index: with integer inputs every dim has at least one element.
     lo, hi = spec.gradcheck.dim_range
-    dim = st.integers(max(lo, 1) if has_ints else lo, max(hi, 1) if has_ints else hi)
+    # A stress case must differentiate something: its other dims are not empty either.
+    nonempty = has_ints or stress is not None
+    dim = st.integers(max(lo, 1) if nonempty else lo, max(hi, 1) if nonempty else hi)
+    if stress is not None:
+        # A stress case is one draw, and hypothesis draws the simplest first: counting down from
+        # the top of the range makes that the largest other dims (register tiles and their
+        # remainders), not 1s.
+        top = max(hi, 1)
+        dim = st.integers(0, top - max(lo, 1)).map(lambda below: top - below)
     dims = {name: draw(dim) for name in spec.dim_names}
-    leading = tuple(draw(st.lists(dim, max_size=MAX_LEADING_DIMS))) if _has_ellipsis(spec) else ()
+    if stress is not None:
+        dims[stress[0]] = stress[1]
+        _fit_budget(spec, dims, stress[0])
+    # A stress case is already as large as a case should get: `...` stands for no dims there.
+    leading = tuple(draw(st.lists(dim, max_size=MAX_LEADING_DIMS))) if _has_ellipsis(spec) and not stress else ()
     free = tuple(draw(st.lists(dim, max_size=MAX_FREE_RANK))) if _has_free_shape(spec) else ()
     lens = {name: draw(st.integers(a, b)) for name, a, b in plan.list_lens}
     attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
@@ -169,6 +197,20 @@ def case_strategy(draw, plan: OpPlan) -> Case:
     inputs = _draw_values(draw, plan, shapes, lens)
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
                 inputs=tuple(inputs.items()))
+
+
+def _fit_budget(spec: OpSpec, dims: dict[str, int], stressed: str) -> None:
+    """Shrink the other dims (largest first) until every input fits MAX_STRESS_ELEMENTS."""
+    def largest() -> int:
+        sizes = [int(np.prod([dims[d.name] if isinstance(d, SymDim) else getattr(d, "size", 1)
+                              for d in t.shape or ()], dtype=np.int64)) for t in spec.inputs]
+        return max(sizes, default=0)
+
+    while largest() > MAX_STRESS_ELEMENTS:
+        others = [name for name in dims if name != stressed and dims[name] > 1]
+        if not others:
+            return
+        dims[max(others, key=lambda name: dims[name])] -= 1
 
 
 def _has_ellipsis(spec: OpSpec) -> bool:

@@ -94,8 +94,18 @@ def bool_array(shape: tuple[int, ...]) -> st.SearchStrategy:
 
 
 def cotangent(shape: tuple[int, ...], dtype: str) -> st.SearchStrategy:
-    """A cotangent for one output: values in [-1, 1], in the output's dtype."""
-    return hnp.arrays(np.dtype(dtype), shape, elements=st.floats(-1.0, 1.0, width=_width(dtype)))
+    """A cotangent for one output: a fixed pattern of distinct values of both signs, magnitudes in
+    [0.5, 1], each moved by a drawn amount in [-0.25, 0.25] (so never 0), in the output's dtype.
+
+    Never zero: hypothesis tries the simplest draw first (and a stress case is one draw), and a
+    zero cotangent would make every gradient, right or wrong, zero. Distinct values catch a
+    gradient that reads the cotangent at the wrong position.
+    """
+    size = int(np.prod(shape, dtype=np.int64))
+    index = np.arange(size)
+    pattern = np.where(index % 2 == 0, 1.0, -1.0) * (0.5 + 0.5 * ((index * 0.6180339887) % 1.0))
+    moves = hnp.arrays(np.float64, size, elements=st.floats(-0.25, 0.25))
+    return moves.map(lambda m: (pattern + m).reshape(shape).astype(dtype))
 
 
 def _width(dtype: str) -> int:

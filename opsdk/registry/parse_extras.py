@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 from typing import Optional, Sequence
 
 from .attrs import attr_value_problem, yaml_attr_value
-from .diagnostics import Diagnostics, describe, did_you_mean, is_identifier
+from .diagnostics import Diagnostics, clip, describe, did_you_mean, is_identifier
 from .located_yaml import YEntry, YNode, YSeq
+from .shapes import SymDim
 from .spec import DEVICES, AttrSpec, GradCheckSpec, KernelSpec, TensorSpec
 
 GRADCHECK_KEYS = ("rtol", "atol", "domain", "avoid", "min_gap", "dims", "max_examples", "eps", "enabled",
-                  "attrs")
+                  "attrs", "stress_dims", "stress_sizes")
+MAX_STRESS_SIZE = 512  # a stressed dim of a few hundred already passes every SIMD width and tile
 _SOURCE_SUFFIXES = {"cpu": (".cc", ".cpp", ".cxx"), "cuda": (".cu",)}
+# What `#include "path"` cannot carry: its closing quote, backslashes (not escapes there, and
+# implementation-defined) and line breaks or other controls.
+_UNINCLUDABLE = re.compile(r'["\\\x00-\x1f\x7f]')
 
 
 class Paths:
@@ -66,6 +72,11 @@ def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec
             source = None
         else:
             source = paths.relative(text, line, d, f"{entry.key} kernel file")
+            if source is not None and _UNINCLUDABLE.search(source):
+                d.error(line, f"{entry.key} kernel file path {source!r} holds a quote, a backslash or a "
+                              f"control character, which the generated #include cannot name; rename the "
+                              f"file or its folder")
+                source = None
         if source is not None:
             kernels.append(KernelSpec(entry.key, source, d.location(entry.key_line)))
     return tuple(kernels)
@@ -142,6 +153,10 @@ def parse_gradcheck(node: YNode, d: Diagnostics, attrs: Sequence[AttrSpec] = (),
         values["avoid"] = _numbers(keys["avoid"].value, d, "gradcheck avoid")
     if "attrs" in keys:
         values["attr_values"] = _attr_values(keys["attrs"].value, d, attrs, inputs)
+    if "stress_dims" in keys:
+        values["stress_dims"] = _stress_dims(keys["stress_dims"].value, d, inputs)
+    if "stress_sizes" in keys:
+        values["stress_sizes"] = _stress_sizes(keys["stress_sizes"].value, d)
     return GradCheckSpec(**{k: v for k, v in values.items() if v is not None})
 
 
@@ -237,3 +252,35 @@ def _pair(node: YNode, d: Diagnostics, what: str, integer: bool) -> Optional[tup
         d.error(seq.line, f"{what} must have low {relation} high, got [{values[0]:g}, {values[1]:g}]")
         return None
     return tuple(values)
+
+
+def _stress_dims(node: YNode, d: Diagnostics, inputs: Sequence[TensorSpec]) -> Optional[tuple[str, ...]]:
+    """`stress_dims: [p]`: dims of the op's inputs (`[]`: no stress cases)."""
+    seq = d.sequence(node, "gradcheck stress_dims (a list of dim names)")
+    if seq is None:
+        return None
+    dims = [dim.name for t in inputs for dim in t.shape or () if isinstance(dim, SymDim)]
+    names: list[str] = []
+    for item in seq.items:
+        name = d.string(item, "an entry of gradcheck stress_dims")
+        if name is not None and name not in dims:
+            hint = did_you_mean(name, dims) or (f"; its dims are {', '.join(dict.fromkeys(dims))}" if dims
+                                                else "; the op's inputs name no dims")
+            d.error(item.line, f"gradcheck stress_dims: '{clip(name)}' is not a dim of the op's inputs{hint}")
+        elif name is not None and name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _stress_sizes(node: YNode, d: Diagnostics) -> Optional[tuple[int, ...]]:
+    """`stress_sizes: [7, 8, 9]`: the sizes stress cases give a stress dim."""
+    seq = d.sequence(node, "gradcheck stress_sizes (a list of sizes)")
+    if seq is None:
+        return None
+    sizes = [d.integer(item, "gradcheck stress_sizes values", minimum=0) for item in seq.items]
+    for item, size in zip(seq.items, sizes):
+        if size is not None and size > MAX_STRESS_SIZE:
+            d.error(item.line, f"gradcheck stress_sizes: {size} is above {MAX_STRESS_SIZE} (finite "
+                               f"differences cost two calls per element); use a smaller size")
+            return None
+    return None if None in sizes else tuple(dict.fromkeys(sizes))

@@ -108,6 +108,11 @@ class GradCheckSpec:
     # (the kinks of |x - y|); 0 turns it off.
     min_gap: float = 0.0
     dim_range: tuple[int, int] = (0, 5)
+    # Kernels take other code paths at larger sizes (vector loops, their tails, register tiles):
+    # besides the cases drawn within dim_range, one case per size here sets one of the stress
+    # dims to that size (the other dims kept small). None: every dim of the op is a stress dim.
+    stress_dims: Optional[tuple[str, ...]] = None
+    stress_sizes: tuple[int, ...] = (15, 16, 17, 31, 32, 33, 64, 65)
     max_examples: int = 25
     eps: float = 1e-6
     enabled: bool = True

@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 from opsdk.cli.main import main
+from opsdk.registry.spec import GradCheckSpec
+
+# The "sizes checked" column: per dim its sizes ("x 1-3,15-17; y 2"), or "-".
+SIZES = r"(?:[a-z_]\w* [\d,-]+(?:; [a-z_]\w* [\d,-]+)*|-)"
 
 # y = x^3, with two gradient ops: the right one, and one that is wrong only for negative x
 # (3 x |x| instead of 3 x^2), which the checker must find and shrink to a single element.
@@ -129,10 +133,11 @@ def test_correct_twin_passes(python_workspace, capsys):
     code = main(["gradcheck", "good_cube", "-C", str(python_workspace), "--max-examples", "8"])
     out = capsys.readouterr().out
     assert code == 0, out
-    # Cases with an empty x (dims may be 0) are drawn but not counted: at most 8 are.
-    # "-" under attrs: the cube has no attrs to draw.
-    row = re.search(r"good_cube\s+python\s+(\d+)\s+-\s+(\S+)\s+float64 rtol=0\.0001 atol=1e-06\s+pass", out)
-    assert row and 1 <= int(row.group(1)) <= 8 and float(row.group(2)) <= 1.0, out
+    # Cases with an empty x (dims may be 0) are drawn but not counted: at most 8 are, plus one
+    # stress case per stress size. "-" under attrs: the cube has no attrs to draw.
+    row = re.search(r"good_cube\s+python\s+(\d+)\s+-\s+" + SIZES + r"\s+(\S+)\s+float64 rtol=0\.0001 atol=1e-06\s+pass", out)
+    stress = len(GradCheckSpec().stress_sizes)
+    assert row and 1 + stress <= int(row.group(1)) <= 8 + stress and float(row.group(2)) <= 1.0, out
     assert "all gradients agree" in out
 
 
@@ -146,7 +151,7 @@ def test_gradient_ops_are_listed_as_skipped(python_workspace, capsys):
 def test_an_op_refusing_every_case_is_an_error_not_a_pass(python_workspace, capsys):
     code = main(["gradcheck", "refusing_cube", "-C", str(python_workspace), "--max-examples", "5"])
     out = capsys.readouterr().out
-    assert code == 1 and re.search(r"refusing_cube\s+python\s+0\s+-\s+-\s+float64 rtol=0\.0001 atol=1e-06\s+error", out), out
+    assert code == 1 and re.search(r"refusing_cube\s+python\s+0\s+-\s+-\s+-\s+float64 rtol=0\.0001 atol=1e-06\s+error", out), out
     assert "no valid case could be drawn" in out and "refuses every input" in out
 
 

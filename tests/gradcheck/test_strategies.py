@@ -172,3 +172,52 @@ def test_coverage_counts_combinations_and_names_unused_listed_values():
     assert coverage.unchecked == ("axes=[-1]", "axes=[0, 1]", "k=64")
     plain = op("p", [tensor("x", ["n"])], [tensor("y", ["n"])], attrs=[attr("axes", "list(int)", ())])
     assert CoverageTally(plan_op(plain).attrs).coverage() is None  # nothing drawn: no column value
+
+
+# -- stress cases: sizes the small range never reaches --------------------------------------------
+
+STRESSED = op("pm", [tensor("x", ["n", "p"]), tensor("y", ["m", "p"])], [tensor("z", ["n", "m"])],
+              gradcheck=GradCheckSpec(dim_range=(0, 5), stress_dims=("p",), stress_sizes=(15, 16, 17, 300)))
+
+
+def test_stress_schedule_gives_every_size_to_the_named_dims_in_turn():
+    from opsdk.gradcheck.strategies import stress_schedule
+
+    assert stress_schedule(STRESSED) == (("p", 15), ("p", 16), ("p", 17), ("p", 300))
+    every = op("e", [tensor("x", ["n", "p"])], [tensor("z", ["n"])],
+               gradcheck=GradCheckSpec(stress_sizes=(7, 8, 9)))
+    assert stress_schedule(every) == (("n", 7), ("p", 8), ("n", 9))
+    off = op("o", [tensor("x", ["n"])], [tensor("z", ["n"])], gradcheck=GradCheckSpec(stress_dims=()))
+    assert stress_schedule(off) == ()
+
+
+@FAST
+@given(st.data())
+def test_a_stress_case_fixes_its_dim_keeps_others_non_empty_and_fits_the_budget(data):
+    from opsdk.gradcheck.strategies import MAX_STRESS_ELEMENTS
+
+    size = data.draw(st.sampled_from([15, 16, 17, 300]))
+    case = data.draw(case_strategy(plan_op(STRESSED), ("p", size)))
+    dims = dict(case.dims)
+    assert dims["p"] == size and dims["n"] >= 1 and dims["m"] >= 1
+    assert all(a.size <= MAX_STRESS_ELEMENTS for _, a in case.inputs)
+    if size <= 200:  # room for the others at the top of the range: tiles and their remainders
+        assert dims["n"] * size <= MAX_STRESS_ELEMENTS
+
+
+def test_the_simplest_stress_case_has_the_largest_other_dims():
+    from hypothesis import find
+
+    case = find(case_strategy(plan_op(STRESSED), ("p", 16)), lambda c: True)
+    assert dict(case.dims) == {"n": 5, "p": 16, "m": 5}
+
+
+@FAST
+@given(st.data())
+def test_cotangents_are_never_zero_and_not_all_equal(data):
+    from opsdk.gradcheck.values import cotangent
+
+    shape = data.draw(st.sampled_from([(1,), (2, 3), (4, 4)]))
+    c = data.draw(cotangent(shape, "float64"))
+    assert c.shape == shape and np.all(np.abs(c) >= 0.25) and np.all(np.abs(c) <= 1.25)
+    assert c.size == 1 or len(np.unique(np.sign(c))) == 2

@@ -252,6 +252,18 @@ CASES = [
      f"{F}:3: op 'foo': type attr 'T': unknown dtype 'quux'; dtypes are bool, int8, int16, int32, int64, uint8, "
      f"uint16, uint32, uint64, float16, float32, float64, complex64, complex128 (groups: floats, ints, reals, "
      f"numbers, all)"),
+    # gradcheck's stress cases: dims of the op, sizes within bounds.
+    ("gradcheck-stress-dim-unknown", HEAD + "inputs:\n  x: {dtype: float32, shape: [n, p]}\n" + Z_OUT + PY
+     + "gradcheck: {stress_dims: [q]}\n",
+     f"{F}:8: op 'foo': gradcheck stress_dims: 'q' is not a dim of the op's inputs; its dims are n, p"),
+    ("gradcheck-stress-dim-no-dims", HEAD + "inputs:\n  x: {dtype: float32, shape: [3]}\n"
+     "outputs:\n  z: {dtype: float32, shape: [3]}\n" + PY + "gradcheck: {stress_dims: [n]}\n",
+     f"{F}:8: op 'foo': gradcheck stress_dims: 'n' is not a dim of the op's inputs; the op's inputs name no dims"),
+    ("gradcheck-stress-size-too-large", HEAD + X_IN + Z_OUT + PY + "gradcheck: {stress_sizes: [16, 4096]}\n",
+     f"{F}:8: op 'foo': gradcheck stress_sizes: 4096 is above 512 (finite differences cost two calls per "
+     f"element); use a smaller size"),
+    ("gradcheck-stress-size-negative", HEAD + X_IN + Z_OUT + PY + "gradcheck: {stress_sizes: [-1]}\n",
+     f"{F}:8: op 'foo': gradcheck stress_sizes values must be >= 0, got -1"),
     # Root cause first: the misspelt key, then what follows from it.
     ("root-cause-first", HEAD + "type_attrs: {T: [float32]}\ninptus:\n  x: {dtype: T, shape: [n]}\n"
      "outputs:\n  z: {dtype: T, shape: [n]}\n" + PY,
