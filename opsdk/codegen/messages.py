@@ -7,7 +7,6 @@ generated code evaluates only after a check has failed, so the success path buil
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Union
 
@@ -45,9 +44,35 @@ _TO_TEXT = {
 }
 
 
+_CPP_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
 def cpp_string_literal(text: str) -> str:
-    """A C++ string literal for any text (JSON's escapes are valid C++ escapes for ASCII)."""
-    return json.dumps(text, ensure_ascii=True)
+    """A C++ string literal (UTF-8 at run time) for any text, in plain ASCII source.
+
+    Printable ASCII stays as it is (but '??', which could start a trigraph, becomes '?\\?');
+    quotes, backslashes and controls are escaped (controls as
+    three-digit octal, which no following character can extend, unlike \\x); every other
+    character is a universal character name, \\u for the BMP and \\U beyond it (a non-BMP
+    character has no \\u form: JSON's surrogate pairs are not valid C++).
+
+    >>> print(cpp_string_literal('say "hi" \\U0001F600'))
+    "say \\"hi\\" \\U0001f600"
+    """
+    # A '?' after a '?' is escaped: '??/' and friends are trigraphs to older compilers.
+    return '"' + "".join("\\?" if c == "?" and text[i - 1:i] == "?" else _cpp_char(c)
+                         for i, c in enumerate(text)) + '"'
+
+
+def _cpp_char(c: str) -> str:
+    if c in _CPP_ESCAPES:
+        return _CPP_ESCAPES[c]
+    code = ord(c)
+    if 0x20 <= code < 0x7F:
+        return c
+    if code < 0x20 or code == 0x7F:
+        return f"\\{code:03o}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def cpp_message(message: Message) -> str:

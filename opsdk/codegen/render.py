@@ -48,9 +48,21 @@ def render_template(template: str, **values) -> str:
 
 def generated_header(sources: Iterable[str], comment: str) -> str:
     """The do-not-edit first line(s), naming the declaration files (workspace-relative)."""
-    listed = ", ".join(sorted(set(sources)))
+    listed = comment_text(", ".join(sorted(set(sources))))
     return (f"{comment} {names.GENERATED_MARK} from {listed}. Do not edit: "
             f"run `opsdk generate` to rewrite it.")
+
+
+def comment_text(text: str) -> str:
+    """Text made safe for one `//` or `#` comment line: every line break (including \\r, \\f,
+    U+2028) and run of spaces becomes one space, and a trailing backslash, which would splice the
+    next line of C++ into the comment, is followed by a full stop.
+
+    >>> comment_text("a path\\nwith C:\\\\")
+    'a path with C:\\\\.'
+    """
+    one = " ".join(text.split())
+    return one + "." if one.endswith("\\") else one
 
 
 @dataclass(frozen=True)
@@ -67,16 +79,12 @@ def _tensor_comment(tensor: TensorSpec) -> str:
     return f"{text}: {tensor.doc}" if tensor.doc else text
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def render_op_header(spec: OpSpec) -> str:
     """generated/cpp/<op>_op.h: Attrs, Dims, Inputs, Outputs and the kernel declarations."""
-    attrs = [MemberModel(a.name, names.attr_cpp_type(a), _one_line(a.doc)) for a in spec.attrs]
-    inputs = [MemberModel(t.name, names.input_member_type(spec, t), _one_line(_tensor_comment(t)))
+    attrs = [MemberModel(a.name, names.attr_cpp_type(a), comment_text(a.doc)) for a in spec.attrs]
+    inputs = [MemberModel(t.name, names.input_member_type(spec, t), comment_text(_tensor_comment(t)))
               for t in spec.inputs]
-    outputs = [MemberModel(t.name, names.output_member_type(spec, t), _one_line(_tensor_comment(t)))
+    outputs = [MemberModel(t.name, names.output_member_type(spec, t), comment_text(_tensor_comment(t)))
                for t in spec.outputs]
     return render_template(
         "op.h.j2", header=generated_header([spec.file], "//"), op=spec.name,
