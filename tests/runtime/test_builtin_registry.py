@@ -15,11 +15,11 @@ from opsdk.runtime.frontend.api import apply_op
 BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 # Ops with float inputs that pass no gradient, on purpose (bool results, or gradient ops).
 NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "argmin",
-               "argmax"}
+               "argmax", "in_top_k"}
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
-STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like"}
+STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape"}
 
 
 @pytest.fixture(scope="module")
