@@ -1,4 +1,4 @@
-"""The host: NumPy arrays, python kernels with `xp=numpy`, and the built `cpu` kernels.
+"""The host: NumPy arrays, the built `cpu` kernels, and python kernels with `xp=numpy`.
 
 A built kernel is called as its generated binding expects (docs/internals.md, "The binding
 module"): `cpu(*inputs, *attrs in declaration order, *unbound type attr names)`, returning its
@@ -21,7 +21,7 @@ class CpuDevice(Device):
     """The host CPU."""
 
     type_name = "CPU"
-    kernel_kinds = ("python", "cpu")
+    kernel_kinds = ("cpu", "python")
     auto = True
     is_host = True
 

@@ -3,8 +3,9 @@
 Eager calls, the executor and constant folding all call kernels through here; the calling
 convention of each kernel kind is the device's (`Device.call`). What is generic lives here:
 
-* a device runs the first kernel kind of its `kernel_kinds` the op declares (the host prefers a
-  python kernel over a built one; a GPU prefers its built cuda kernel);
+* a device runs the first kernel kind of its `kernel_kinds` the op declares, skipping a built
+  kind that has not been built when another kind is declared (the host prefers its built cpu
+  kernel, else the python one; a GPU its built cuda kernel, else the python one);
 * a list input is passed as one Python list; a single output may come back bare;
 * a bound kernel returns one value per *graph* output: a list output (`list: N`) is flattened
   into its N arrays, as the graph holds one output tensor per element (`group_outputs` regroups).
@@ -44,6 +45,8 @@ def choose_kernel(spec: OpSpec, device: Optional[Device] = None,
     device = device or host()
     if kind is None:
         kinds = kernel_kinds(spec, device)
+        built = [k for k in kinds if k == "python" or _is_built(spec, k)]
+        kinds = built or kinds  # nothing built: the error names the kernel to build
         if not kinds:
             raise OpsdkError(f"op '{spec.name}': no {' or '.join(device.kernel_kinds)} kernel "
                              f"declared, so it cannot run on {device.name} "
@@ -56,6 +59,11 @@ def choose_kernel(spec: OpSpec, device: Optional[Device] = None,
         return KernelChoice(kind, load_python_kernel(spec), device)
     from opsdk.runtime.kernels.loader import load_kernel  # imports built modules: only here
     return KernelChoice(kind, load_kernel(spec, kind), device)
+
+
+def _is_built(spec: OpSpec, kind: str) -> bool:
+    from opsdk.runtime.kernels.loader import manifest_path
+    return manifest_path(spec, kind).is_file()
 
 
 def load_python_kernel(spec: OpSpec) -> Callable:
