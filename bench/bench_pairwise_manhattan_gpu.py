@@ -1,8 +1,15 @@
 """GPU benchmark of pairwise_manhattan and its gradient: opsdk's CUDA kernels against
-torch.cdist(p=1) on CUDA and a CuPy broadcasting baseline, with a correctness check first.
+torch.cdist(p=1) on CUDA and a CuPy broadcasting baseline, with a correctness check first; then
+the MNIST tutorial's training step through Session.run on the GPU and on the CPU.
 
-    opsdk build --cuda on pairwise_manhattan pairwise_manhattan_grad
+    opsdk build pairwise_manhattan pairwise_manhattan_grad
     python bench/bench_pairwise_manhattan_gpu.py [--quick] [--repeats N]
+
+Cases: n=m=4096 and 8192, p=64 and 256, float32 and float64, forward and gradient. Each row
+prints the median time, GF/s (3 flops per element and k), the ratio to opsdk, and for opsdk the
+fraction of the card's limit for this kernel: two adds per element and k (|x - y| accumulated:
+a subtract and an add with the abs folded in), so the limit is the card's add rate / 2 (FP32
+lanes x SMs x clock for float32; FP64 lanes for float64).
 
 Without CuPy or a GPU it says so and exits 0 (skipped). Times are medians of wall-clock time
 around each call followed by a device-wide synchronisation (so torch's own stream is covered too).
@@ -174,7 +181,23 @@ def run_case(case: Case, cp, kernels, repeats: int) -> list[Row]:
     return rows
 
 
-def print_rows(case: Case, rows: list[Row]) -> None:
+# FP32 and FP64 lanes per SM by compute capability (CUDA programming guide's throughput table).
+_LANES = {(7, 0): (64, 32), (7, 5): (64, 2), (8, 0): (64, 32), (8, 6): (128, 2),
+          (8, 7): (128, 2), (8, 9): (128, 2), (9, 0): (128, 64), (10, 0): (128, 64),
+          (12, 0): (128, 2)}
+
+
+def element_limit(cp, dtype: str) -> Optional[float]:
+    """The card's limit in (i, j, k) elements per second for this kernel: its add rate / 2."""
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    lanes = _LANES.get((props["major"], props["minor"]))
+    if lanes is None:
+        return None
+    per_sm = lanes[0] if dtype == "float32" else lanes[1]
+    return props["multiProcessorCount"] * per_sm * props["clockRate"] * 1e3 / 2.0
+
+
+def print_rows(case: Case, rows: list[Row], limit: Optional[float]) -> None:
     base = next((r.seconds for r in rows if r.impl == "opsdk"), None)
     print(f"\n{case.label}")
     for r in rows:
@@ -182,7 +205,33 @@ def print_rows(case: Case, rows: list[Row]) -> None:
             print(f"  {r.impl:<16} {r.note}")
             continue
         ratio = f"{r.seconds / base:7.2f}x opsdk's time" if base else ""
-        print(f"  {r.impl:<16} {r.seconds * 1e3:10.3f} ms  {case.flops / r.seconds / 1e9:9.1f} GF/s  {ratio}")
+        elements = case.n * case.m * case.p / r.seconds
+        share = f"  {elements / limit:6.1%} of the card's limit" if limit else ""
+        print(f"  {r.impl:<16} {r.seconds * 1e3:10.3f} ms  {case.flops / r.seconds / 1e9:9.1f} "
+              f"GF/s  {ratio}{share}")
+
+
+def mnist_step_ms(device: str, repeats: int) -> float:
+    """Median ms of one training step of the MNIST tutorial's model (batch 100) through
+    Session.run, everything under `device`."""
+    import numpy as np
+    import opsdk.v1 as tf
+    graph = tf.Graph()
+    with graph.as_default(), tf.device(device):
+        x = tf.placeholder(tf.float32, [None, 784])
+        W = tf.Variable(tf.zeros([784, 10]))
+        b = tf.Variable(tf.zeros([10]))
+        y_ = tf.placeholder(tf.float32, [None, 10])
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(
+            labels=y_, logits=tf.matmul(x, W) + b))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        init = tf.global_variables_initializer()
+    rng = np.random.default_rng(0)
+    feed = {x: rng.random((100, 784), dtype=np.float32),
+            y_: np.eye(10, dtype=np.float32)[rng.integers(0, 10, 100)]}
+    with tf.Session(graph=graph) as sess:
+        sess.run(init)
+        return 1e3 * median_seconds(lambda: sess.run(train, feed), lambda: None, repeats)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -204,13 +253,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     if not check_correctness(cp, kernels):
         print("correctness check FAILED", file=sys.stderr)
         return 1
-    big = 2048 if args.quick else 4096
+    sizes = (2048,) if args.quick else (4096, 8192)
     repeats = args.repeats or (5 if args.quick else 20)
-    cases = [Case("forward", big, big, 256, "float32"), Case("forward", big, big, 256, "float64"),
-             Case("forward", 128, 128, 64, "float32"), Case("gradient", 1024, 1024, 256, "float32"),
-             Case("gradient", big, big, 256, "float32")]
+    cases = [Case(kind, n, n, p, dtype) for kind in ("forward", "gradient") for n in sizes
+             for p in (64, 256) for dtype in ("float32", "float64")]
     for case in cases:
-        print_rows(case, run_case(case, cp, kernels, repeats))
+        print_rows(case, run_case(case, cp, kernels, repeats), element_limit(cp, case.dtype))
+    print("\nMNIST tutorial's training step (batch 100) through Session.run:")
+    steps = {device: mnist_step_ms(device, repeats * 10) for device in ("/gpu:0", "/cpu:0")}
+    for device, ms in steps.items():
+        print(f"  {device:<8} {ms:8.3f} ms/step")
+    print(f"  GPU/CPU  {steps['/gpu:0'] / steps['/cpu:0']:8.2f}x")
     return 0
 
 
