@@ -44,7 +44,9 @@ def _compile_kernels(build_lib: Path) -> bool:
     code = ("from opsdk.build.driver import build_workspace; "
             "from opsdk.registry import BUILTIN_ROOT; "
             "print(build_workspace(BUILTIN_ROOT, cuda='off', progress=False).summary())")
-    env = {**os.environ, "OPSDK_PORTABLE": "1", "PYTHONPATH": str(build_lib)}
+    # The staged package first; pip's isolated build environment is on PYTHONPATH too: keep it.
+    path = os.pathsep.join(p for p in (str(build_lib), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "OPSDK_PORTABLE": "1", "PYTHONPATH": path}
     # Run from the staged package (not this checkout), so BUILTIN_ROOT is the package data.
     proc = subprocess.run([sys.executable, "-c", code], cwd=str(build_lib), env=env,
                           capture_output=True, text=True)
