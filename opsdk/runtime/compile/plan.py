@@ -5,7 +5,10 @@ the kernel's. The plan also says when each value dies: `frees[i]` lists the slot
 reader is step i (in the serial order), and `readers` counts each slot's reading steps for the
 concurrent path, so a value lives only until its last reader has run (fetched values and
 constants excepted) and a step's peak memory is the graph's widest point, not every
-intermediate.
+intermediate. Values statically known to be small (a few KB) are left alone: releasing them
+saves nothing and would cost a chain of scalar steps a third of its time. The serial order is
+`serial_runs`: the steps' run functions with a releasing function after each step that frees
+something, so the serial loop stays one call per step.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ class Plan:
     roots: tuple[int, ...]
     serial: bool  # no two steps can ever be ready together: run in order, no hand-offs
     frees: tuple[tuple[int, ...], ...]  # per step: slots to release after it (serial order)
+    serial_runs: tuple  # the runs in serial order, releasing functions in between
     reads: tuple[tuple[int, ...], ...]  # per step: the slots it reads (concurrent release)
     readers: tuple[int, ...]  # per slot: how many steps read it (0: never released)
     folded: tuple[str, ...]  # names of nodes folded into constants (for tests and `explain`)
@@ -63,17 +67,20 @@ def lower(program: Program) -> Plan:
     pending = tuple(len(d) for d in producers)
     reads = tuple(tuple(sorted({num.slot_of[t] for t in program.inputs_of(op)}))
                   for op in num.kept)
-    keep = fetched_slots | {i for i, const in enumerate(num.is_const) if const}
+    keep = (fetched_slots | {i for i, const in enumerate(num.is_const) if const}
+            | _small_slots(num.slot_of))
     frees, readers = _lifetimes(reads, [num.out_slots[op] for op in num.kept], keep,
                                 len(template))
+    runs = tuple(s.run for s in steps)
     return Plan(
-        steps=steps, runs=tuple(s.run for s in steps), template=tuple(template),
+        steps=steps, runs=runs, template=tuple(template),
         feed_slots=tuple((t, num.slot_of[t]) for t in program.feeds),
         fetch_slots=tuple(num.slot_of[program.value_of(e)] if isinstance(e, Tensor) else None
                           for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
-        serial=_is_serial(pending, successors), frees=frees, reads=reads, readers=readers,
+        serial=_is_serial(pending, successors), frees=frees,
+        serial_runs=_with_releases(runs, frees), reads=reads, readers=readers,
         folded=tuple(op.name for op in num.folded if op.type != "const"),
         merged=tuple(op.name for op in num.merged), program=program)
 
@@ -96,6 +103,49 @@ def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...
         frees[i].extend(s for s in slots if s not in keep and s not in last)
     readers = tuple(0 if s in keep else c for s, c in enumerate(count))
     return tuple(tuple(f) for f in frees), readers
+
+
+_SMALL_BYTES = 4096
+
+
+def _small_slots(slot_of: dict) -> set[int]:
+    """Slots whose every tensor has a static shape of at most _SMALL_BYTES (at 8 bytes an item)."""
+    small: dict[int, bool] = {}
+    for t, slot in slot_of.items():
+        fits = t.shape is not None and None not in t.shape and 8 * _size(t.shape) <= _SMALL_BYTES
+        small[slot] = small.get(slot, True) and fits
+    return {slot for slot, ok in small.items() if ok}
+
+
+def _size(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _with_releases(runs: tuple, frees: tuple) -> tuple:
+    """The runs with, after each step that frees slots, a function that releases them."""
+    out = []
+    for run, free in zip(runs, frees):
+        out.append(run)
+        if free:
+            out.append(_releaser(free))
+    return tuple(out)
+
+
+def _releaser(slots: tuple[int, ...]):
+    if len(slots) == 1:
+        (slot,) = slots
+
+        def release_one(values: list, ctx: Any) -> None:
+            values[slot] = None
+        return release_one
+
+    def release(values: list, ctx: Any) -> None:
+        for s in slots:
+            values[s] = None
+    return release
 
 
 def _producers(op: Operation, inputs: Sequence[Tensor], index: dict, alias: dict,

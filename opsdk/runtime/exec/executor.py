@@ -2,7 +2,8 @@
 
 Every plan runs here: a Session step (all its partitions in one ready queue) and every cond
 branch and while_loop body (their plans compiled by the same pipeline). A value is released as
-soon as its last reader has run (`Plan.frees` in the serial order, reader counts otherwise).
+soon as its last reader has run (releasing functions in `Plan.serial_runs`, reader counts
+otherwise).
 
 A serial plan (a chain: never two steps ready at once) runs in order on the calling thread, with
 no locks and no hand-offs. Otherwise the calling thread and a thread pool drive the ready queue:
@@ -39,17 +40,15 @@ def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor])
     for tensor, slot in plan.feed_slots:
         values[slot] = feeds[tensor]
     if plan.serial or pool is None:
-        _run_serial(plan.runs, plan.frees, values, ctx)
+        _run_serial(plan.serial_runs, values, ctx)
     else:
         _Run(plan, values, ctx, pool).wait()
     return values
 
 
-def _run_serial(runs: tuple, frees: tuple, values: list, ctx: StepContext) -> None:
-    for run, free in zip(runs, frees):  # each step raises its own error naming its node
+def _run_serial(runs: tuple, values: list, ctx: StepContext) -> None:
+    for run in runs:  # each step raises its own error naming its node; releases in between
         run(values, ctx)
-        for slot in free:
-            values[slot] = None
 
 
 class _Run:
