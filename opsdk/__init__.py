@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "load_registry": "opsdk.registry",
     "OpsdkError": "opsdk.registry.errors",
     "OpError": "opsdk.registry.errors",
+    "CancelledError": "opsdk.runtime.exec.executor",
 }
 
 __all__ = sorted([*_EXPORTS, "ops"])

@@ -79,7 +79,9 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
         history: list[list] = [[] for _ in range(n)]
         count = 0
         _check_invariants(who, values, invariants, names, count)
+        token = ctx.token
         while limit is None or count < limit:
+            token.check(f"{who}, after {count} iteration(s)")
             pred = run_subgraph(cond_plan, cond_sub, [*values, *captured], ctx, who)[0]
             if not _truth(who, pred):
                 break

@@ -16,6 +16,7 @@ the caller raises it at once, naming the node.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Executor
 from typing import Any, Optional
 
@@ -24,14 +25,47 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.plan import Plan
 
 
+class CancelledError(OpsdkError):
+    """A run stopped before it finished: cancelled (Session.close, Ctrl-C) or past its timeout."""
+
+
+class RunToken:
+    """The cancellation of one run: a flag any thread may set, and an optional deadline.
+
+    Every blocking wait of the executor and every loop iteration checks it, so a run that is
+    cancelled, interrupted or late stops at its next step or iteration (a kernel already
+    running finishes first: compiled code cannot be stopped from outside)."""
+
+    __slots__ = ("cancelled", "deadline", "reason")
+
+    def __init__(self, timeout: Optional[float] = None):
+        self.cancelled = False
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        if not self.cancelled:
+            self.reason = reason
+            self.cancelled = True
+
+    def check(self, where: str) -> None:
+        """Raise CancelledError naming `where` if the run must stop."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.cancel("its timeout passed")
+        if self.cancelled:
+            raise CancelledError(f"{where}: stopped because {self.reason}")
+
+
 class StepContext:
-    """What a running step may reach besides its inputs: the session's variables and session."""
+    """What a running step may reach besides its inputs: the session's variables and session,
+    and the run's cancellation token."""
 
-    __slots__ = ("variables", "session")
+    __slots__ = ("variables", "session", "token")
 
-    def __init__(self, variables: Any, session: Any):
+    def __init__(self, variables: Any, session: Any, token: Optional[RunToken] = None):
         self.variables = variables
         self.session = session
+        self.token = token or RunToken()
 
 
 def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor]) -> list:
@@ -69,11 +103,23 @@ class _Run:
         roots = self.plan.roots
         for i in roots[1:]:
             self._submit(i)
-        if roots:
-            self._drive(roots[0])
-        self.done.wait()
+        try:
+            if roots:
+                self._drive(roots[0])
+            self._wait_done()
+        except BaseException as exc:  # Ctrl-C (or any failure) while waiting: stop the others
+            self.ctx.token.cancel(f"the run was interrupted ({type(exc).__name__})")
+            raise
         if self.error is not None:
             raise self.error
+
+    def _wait_done(self) -> None:
+        token = self.ctx.token
+        while not self.done.wait(None if token.deadline is None else 0.05):
+            try:
+                token.check("Session.run")
+            except CancelledError as exc:
+                self._fail(exc)
 
     def _submit(self, i: int) -> None:
         try:
@@ -84,8 +130,11 @@ class _Run:
 
     def _drive(self, i: int) -> None:
         runs, successors = self.plan.runs, self.plan.successors
+        token = self.ctx.token
         while self.error is None:
             try:
+                if token.cancelled:
+                    token.check(f"node '{self.plan.steps[i].op.name}'")
                 runs[i](self.values, self.ctx)
             except Exception as exc:  # already the user's error, naming the node
                 self._fail(exc)

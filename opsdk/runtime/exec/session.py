@@ -23,7 +23,7 @@ from opsdk.runtime.compile.pipeline import build_plan, check_options
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.compile.program import PlanOptions
 from opsdk.runtime.devices import device_of
-from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.exec.executor import RunToken, StepContext, execute
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
 from opsdk.runtime.exec.variable_store import VariableStore
@@ -85,19 +85,33 @@ class Session:
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._closed = False
-        self._ctx = StepContext(self.variables, self)
+        self._active: set[RunToken] = set()
 
     # --------------------------------------------------------------------------- running
-    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None) -> Any:
+    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+            timeout: Optional[float] = None) -> Any:
         """Compute `fetches` (a Tensor, Operation, name, or nested list/tuple/dict/namedtuple of
-        them) with `feed_dict` values; returns the same structure of NumPy values."""
+        them) with `feed_dict` values; returns the same structure of NumPy values.
+
+        `timeout` (seconds): a run still going then stops at its next step or loop iteration
+        with a CancelledError naming where it was; `close()` from another thread and Ctrl-C stop
+        a run the same way."""
         if self._closed:
             raise OpsdkError("Session.run on a closed session; create a new Session")
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
         pool = None if plan.serial else self._get_pool()
-        values = execute(plan, feeds, self._ctx, pool)
+        token = RunToken(timeout)
+        with self._lock:
+            if self._closed:
+                raise OpsdkError("Session.run on a closed session; create a new Session")
+            self._active.add(token)
+        try:
+            values = execute(plan, feeds, StepContext(self.variables, self, token), pool)
+        finally:
+            with self._lock:
+                self._active.discard(token)
         self.stats.runs += 1
         return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
 
@@ -178,9 +192,12 @@ class Session:
 
     # --------------------------------------------------------------------------- lifetime
     def close(self) -> None:
-        """Release the threads; the session's variable values are dropped."""
-        self._closed = True
+        """Stop the runs in flight (at their next step or loop iteration), release the threads;
+        the session's variable values are dropped."""
         with self._lock:
+            self._closed = True
+            for token in self._active:
+                token.cancel("the session was closed")
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
