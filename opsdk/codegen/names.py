@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import itertools
-import keyword
 import re
 
+from opsdk.registry.diagnostics import name_problem
 from opsdk.registry.dtypes import CPP_TYPES, DTYPE_NAMES
 from opsdk.registry.shapes import ExprDim, SymDim, render_cpp
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec, TypeAttr
@@ -31,7 +31,6 @@ ATTR_PY_TYPES: dict[str, str] = {
 }
 
 OP_NAME_RE = re.compile(r"[a-z][a-z0-9_]*\Z")
-MAX_OP_NAME = 64
 
 
 def namespace(spec: OpSpec) -> str:
@@ -154,8 +153,5 @@ def check_op_name(name: str) -> str | None:
     """Why `name` cannot name a new op, or None when it can."""
     if not OP_NAME_RE.match(name):
         return "an op name is lowercase letters, digits and '_', starting with a letter"
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        return "a Python keyword cannot name an op (its wrapper is a Python function)"
-    if len(name) > MAX_OP_NAME:
-        return f"an op name has at most {MAX_OP_NAME} characters"
-    return None
+    problem = name_problem(name)  # the parser's rule: keywords of Python and C++, the length
+    return f"'{name[:60]}' {problem}" if problem else None

@@ -19,6 +19,10 @@ SCAFFOLD_FILES = (
 )
 
 
+GRAD_SUFFIX = "_grad"
+_NOT_FOR_GRAD = ("kernel_cuda.cu.j2", "test_op.py.j2")
+
+
 def _existing_ops(root: Path) -> tuple[str, ...]:
     """Names already taken: builtin ops and the workspace's own (when its declarations parse)."""
     if not (root / "opdefs").is_dir():
@@ -56,12 +60,17 @@ def scaffold_op(root: Path, name: str) -> list[Path]:
     """
     root = Path(root).resolve()
     check_new_op_name(root, name)
-    targets = [(template, root / pattern.format(name=name)) for template, pattern in SCAFFOLD_FILES]
+    is_grad = name.endswith(GRAD_SUFFIX)
+    # A gradient op is checked through its forward op (gradcheck), and the scaffold gives it no
+    # CUDA body: no test file, no .cu file, no `cuda:` line.
+    targets = [(template, root / pattern.format(name=name)) for template, pattern in SCAFFOLD_FILES
+               if not (is_grad and template in _NOT_FOR_GRAD)]
     existing = [str(path.relative_to(root)) for _, path in targets if path.exists()]
     if existing:
         raise OpsdkError(f"cannot create op '{name}': {', '.join(existing)} already exist(s); "
                          f"remove or rename it first")
-    values = {"name": name, "namespace": f"opsdk_op_{name}", "header": f"{name}_op.h"}
+    values = {"name": name, "namespace": f"opsdk_op_{name}", "header": f"{name}_op.h", "is_grad": is_grad,
+              "forward": name[:-len(GRAD_SUFFIX)] if is_grad else None}
     written = []
     for template, path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)

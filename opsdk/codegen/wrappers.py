@@ -311,7 +311,9 @@ def wrapper_model(spec: OpSpec, forward: Optional[OpSpec] = None) -> WrapperMode
     `forward`: the op whose gradient op `spec` is (its example then feeds this one's)."""
     positional, keyword = _params(spec)
     inputs_expr, attrs_expr = _call_exprs(spec)
-    returns = "Output" if len(spec.outputs) == 1 else f"tuple[{', '.join(['Output'] * len(spec.outputs))}]"
+    # `tuple[()]` for an op with no outputs: `tuple[]` is not Python (found by the declaration fuzz).
+    several = ", ".join(["Output"] * len(spec.outputs)) or "()"
+    returns = "Output" if len(spec.outputs) == 1 else f"tuple[{several}]"
     return WrapperModel(name=spec.name, positional=tuple(positional), keyword=tuple(keyword),
                         inputs_expr=inputs_expr, attrs_expr=attrs_expr, returns=returns,
                         docstring=_docstring(spec, forward))

@@ -88,11 +88,12 @@ class _Tally:
 
 
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
-                 max_examples: int) -> DeviceResult:
+                 max_examples: int, gradients: bool = True) -> DeviceResult:
     """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`: `max_examples` cases
-    drawn within the declared dims, then one case per entry of the stress schedule."""
+    drawn within the declared dims, then one case per entry of the stress schedule. With
+    gradients=False only the forward kernel is checked against the reference."""
     spec, tally = plan.spec, _Tally(CoverageTally(plan.attrs))
-    grad = GradientCall.for_op(registry, plan)
+    grad = GradientCall.for_op(registry, plan) if gradients else None
 
     def run(stress: Optional[tuple[str, int]], count: int) -> None:
         @settings(max_examples=count, deadline=None, database=None, derandomize=False,
@@ -157,13 +158,16 @@ def _runs(values: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, case: Case,
+def _run_case(registry: Any, plan: OpPlan, grad: Optional[GradientCall], device: str, case: Case,
               data: st.DataObject, tally: _Tally) -> None:
     spec, precision = plan.spec, plan.precision
     inputs, attrs = case.input_dict(), case.attr_dict()
     outputs = _forward(registry, spec, inputs, attrs, device, case, tally)
     if spec.reference:
         _check_reference(spec, inputs, attrs, outputs, precision, case)
+    if grad is None:  # the forward alone: every case that ran counts
+        _count(tally, case)
+        return
     cots = tuple(data.draw(cotangent(o.shape, str(o.dtype)), label=f"grad_{t.name}")
                  if str(o.dtype) in FLOAT_DTYPES else None
                  for t, o in zip(spec.outputs, outputs))
@@ -186,17 +190,21 @@ def _run_case(registry: Any, plan: OpPlan, grad: "GradientCall", device: str, ca
             worst = (slot, w)
     if worst is None:
         return  # nothing to differentiate (an empty input): not counted as a checked case
-    if not tally.failed:
-        tally.cases += 1
-        tally.attrs.add(case.attr_dict())
-        for name, size in case.dims:
-            tally.sizes.setdefault(name, set()).add(size)
+    _count(tally, case)
     tally.worst = max(tally.worst, worst[1].ratio)
     if worst[1].ratio > 1.0:
         slot, w = worst
         _fail(case, "gradient", f"d/d{slot_label(slot)}{list(w.index)}: analytic {w.actual:.9g}, "
                                 f"numeric {w.expected:.9g} (error/tolerance {w.ratio:.3g}, "
                                 f"{precision.describe()})", tuple(zip(spec.outputs, cots)))
+
+
+def _count(tally: _Tally, case: Case) -> None:
+    if not tally.failed:
+        tally.cases += 1
+        tally.attrs.add(case.attr_dict())
+        for name, size in case.dims:
+            tally.sizes.setdefault(name, set()).add(size)
 
 
 def _forward(registry: Any, spec: OpSpec, inputs: dict, attrs: dict, device: str, case: Case,

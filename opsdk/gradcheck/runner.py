@@ -89,6 +89,24 @@ def check_op(registry: Any, spec: OpSpec, seed_value: int = DEFAULT_SEED,
         check_device(registry, plan, d, seed_value, count) for d in devices))
 
 
+def check_reference(registry: Any, spec: OpSpec, device: str = "cpu", seed_value: int = DEFAULT_SEED,
+                    max_examples: Optional[int] = None) -> DeviceResult:
+    """The forward kernel of `spec` on `device` against its `reference`, on the cases gradcheck
+    draws from the declaration (differentiable or not). OpsdkError when it has no reference or no
+    case can be drawn for it.
+
+    >>> check_reference(load_registry(), load_registry().get("pairwise_manhattan")).ok  # doctest: +SKIP
+    True
+    """
+    if not spec.reference:
+        raise OpsdkError(f"op '{spec.name}' declares no reference to check its kernels against")
+    plan = plan_op(spec)
+    if plan.skip:
+        raise OpsdkError(f"op '{spec.name}': no case can be drawn: {plan.skip}")
+    count = max_examples if max_examples is not None else spec.gradcheck.max_examples
+    return check_device(registry, plan, device, seed_value, count, gradients=False)
+
+
 def run_gradcheck(registry: Any, names: Iterable[str] = (), seed_value: int = DEFAULT_SEED,
                   max_examples: Optional[int] = None, progress=None) -> GradCheckReport:
     """Check the named ops (all when none) and return the report.

@@ -1,4 +1,4 @@
-"""Resolving `module:function` and `path/file.py:function` references, lazily and once.
+"""Resolving `path/file.py:function` references to a workspace's files, lazily and once.
 
 Declarations name Python callables (shape functions, python kernels) by reference; importing them
 at parse time would make loading a registry run user code, so they are resolved on first use.
@@ -6,7 +6,6 @@ at parse time would make loading a registry run user code, so they are resolved 
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import sys
 import threading
@@ -39,12 +38,12 @@ def load_callable(spec: OpSpec, reference: str, what: str = "function") -> Calla
 
 
 def _module(spec: OpSpec, module_ref: str, what: str, reference: str) -> object:
-    if not module_ref.endswith(".py"):
-        try:
-            return importlib.import_module(module_ref)
-        except ImportError as exc:
-            raise OpsdkError(f"op '{spec.name}': {what} '{reference}': cannot import {module_ref}: {exc}") from None
+    # Only files of the op's own workspace, followed through symlinks: the parser refuses module
+    # names, and a link out of the workspace is refused here (docs/trust.md).
     path = (spec.workspace / module_ref).resolve()
+    if not module_ref.endswith(".py") or not path.is_relative_to(spec.workspace.resolve()):
+        raise OpsdkError(f"op '{spec.name}': {what} '{reference}' does not name a .py file inside the "
+                         f"workspace {spec.workspace}; a {what} resolves only to the workspace's files")
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:

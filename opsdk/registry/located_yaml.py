@@ -101,7 +101,8 @@ def _read_text(path: Path, shown: str) -> str:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise YamlLoadError([OpDefError(Location(shown, 1), None, f"cannot read the file: {exc.strerror}")]) from None
+        error = OpDefError(Location(shown, 1), None, f"cannot read the file: {exc.strerror}")
+        raise YamlLoadError([error]) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -117,9 +118,9 @@ def _check_events(text: str, shown: str) -> None:
     for event in yaml.parse(text, Loader=_LOADER):
         line = event.start_mark.line + 1
         if isinstance(event, _TAGGED_EVENTS) and event.tag is not None:
-            errors.append(OpDefError(Location(shown, line), None,
-                                     f"explicit YAML tag '{_written_tag(event.tag)}': tags are not read in declarations; "
-                                     f"remove it and write the plain value"))
+            tag = _written_tag(event.tag)
+            errors.append(OpDefError(Location(shown, line), None, f"explicit YAML tag '{tag}': tags are not read "
+                                                                  f"in declarations; remove it and write the plain value"))
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:

@@ -83,23 +83,27 @@ def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec
 
 
 def callable_ref(text: str, line: int, d: Diagnostics, paths: Paths, what: str) -> Optional[str]:
-    """`file.py:function` (the file made relative to the workspace root) or `module:function`."""
+    """`file.py:function`, the file made relative to the workspace root.
+
+    Only files of the workspace: a module name would import whatever is installed under it
+    (`shape_fn: "this:x"` would run `this`), code that is not the workspace's (docs/trust.md).
+    """
     parts = text.strip().split(":")
     if len(parts) != 2 or not parts[0] or not is_identifier(parts[1]):
-        d.error(line, f"{what} '{text}' must be 'file.py:function' or 'package.module:function'")
+        d.error(line, f"{what} '{clip(text)}' must be 'file.py:function' (a file of the workspace, relative "
+                      f"to the declaration's folder)")
         return None
     module, function = parts
-    if module.endswith(".py"):
-        relative = paths.relative(module, line, d, f"{what} file")
-        return None if relative is None else f"{relative}:{function}"
-    if not all(part.isidentifier() for part in module.split(".")):
-        d.error(line, f"{what} '{text}': '{module}' is neither a .py file nor a dotted module name")
+    if not module.endswith(".py"):
+        d.error(line, f"{what} '{clip(text)}' names a module, not a file: a {what} resolves only to a .py "
+                      f"file inside the workspace; write 'file.py:{function}'")
         return None
-    return f"{module}:{function}"
+    relative = paths.relative(module, line, d, f"{what} file")
+    return None if relative is None else f"{relative}:{function}"
 
 
 def parse_shape_fn(node: YNode, d: Diagnostics, paths: Paths) -> Optional[str]:
-    """A name in SHAPE_FNS, or a `module:function` / `file.py:function` reference (resolved lazily)."""
+    """A name in SHAPE_FNS, or a `file.py:function` reference (resolved lazily)."""
     text = d.string(node, "shape_fn")
     if text is None:
         return None
@@ -212,9 +216,9 @@ def _values_of(entry: YEntry, attr: AttrSpec, d: Diagnostics) -> Optional[tuple]
 
 
 def _shown(node: YNode) -> str:
-    """A value as written: scalars as `describe` shows them, lists item by item."""
+    """A value as written: scalars as `describe` shows them, lists item by item (clipped)."""
     if isinstance(node, YSeq):
-        return "[" + ", ".join(_shown(item) for item in node.items) + "]"
+        return clip("[" + ", ".join(_shown(item) for item in node.items) + "]")
     return describe(node)
 
 

@@ -80,7 +80,7 @@ def test_python_type_attr_param(specs):
 
 
 @pytest.mark.parametrize("name, ok", [("scale", True), ("a1_b", True), ("Scale", False), ("1a", False),
-                                      ("with", False), ("match", False), ("a-b", False),
-                                      ("x" * 65, False)])
+                                      ("with", False), ("namespace", False), ("a-b", False),
+                                      ("x" * 65, False), ("match", True)])  # soft keywords name functions
 def test_check_op_name(name, ok):
     assert (names.check_op_name(name) is None) == ok

@@ -7,7 +7,7 @@ import pytest
 
 from codegen_fixtures import write_workspace
 from opsdk.codegen.generate import generate_workspace
-from opsdk.registry import OpsdkError
+from opsdk.registry import OpDefErrors, OpsdkError
 from opsdk.runtime.frontend.ops_module import load_ops
 
 TWICE = """
@@ -29,6 +29,20 @@ def test_not_generated_yet(tmp_path):
     (tmp_path / "opdefs").mkdir()
     with pytest.raises(OpsdkError, match=r"run `opsdk generate` \(or `opsdk build`\)"):
         load_ops(tmp_path)
+
+
+@pytest.mark.parametrize("generated", [False, True])
+def test_declaration_mistakes_are_shown_not_generate(tmp_path, generated):
+    root = write_workspace(tmp_path / "ws", {"twice": TWICE},
+                           {"kernels.py": "def twice(xp, x):\n    return 2 * x\n"})
+    if generated:  # generated once, then a declaration broken: the mistake, not a stale module
+        generate_workspace(root)
+    path = root / "opdefs" / "twice.yaml"
+    path.write_text(path.read_text().replace("inputs:", "inptus:"))
+    with pytest.raises(OpDefErrors) as info:
+        load_ops(root)
+    assert str(info.value).splitlines()[0] == ("opdefs/twice.yaml:5: op 'twice': unknown key 'inptus' in the "
+                                               "declaration (did you mean 'inputs'?)")
 
 
 def test_loads_once_per_workspace_and_runs(tmp_path):

@@ -5,8 +5,9 @@ The flagship's two C++ kernels and their shared header are copied into a tempora
 pass), then once per mutation, each negating the arithmetic of one loop. gradcheck, or its forward-
 vs-reference check, must fail on every mutant. gradcheck draws float64 (the widest allowed type),
 so the copies are built for float64 alone and the header's mutations are those of its float64
-constants; the kernels are templates, the same code for both dtypes. The exact path (taken only for NaN or infinite inputs, which finite differences cannot
-check) is held to the reference by a NaN/inf comparison instead. Mutants build two at a time.
+constants; the kernels are templates, the same code for both dtypes. The exact path (taken only for
+NaN or infinite inputs, which finite differences cannot check) is held to the reference by a
+NaN/inf comparison instead. Mutants build two at a time.
 """
 
 from __future__ import annotations

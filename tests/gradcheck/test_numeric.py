@@ -53,7 +53,7 @@ def test_reference_sees_np_inputs_and_attrs_in_float64():
     assert value.shape == (0,) and value.dtype == np.float64
 
 
-@pytest.mark.parametrize("expression", ["__import__('os').getcwd()", "len(x)", "open('f')"])
-def test_reference_has_no_builtins(expression):
-    with pytest.raises((ImportError, NameError, KeyError)):
-        eval_reference(expression, {"x": np.ones(2)}, {})
+def test_reference_is_plain_python_not_a_sandbox():
+    # docs/trust.md: a reference is the op author's code, run with Python's builtins. Nothing
+    # pretends otherwise (an earlier namespace without builtins was escapable through np).
+    assert eval_reference("len(x) + abs(-k)", {"x": np.ones(2)}, {"k": 3}) == (5,)

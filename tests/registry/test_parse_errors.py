@@ -128,7 +128,18 @@ CASES = [
      f"{F}:7: op 'foo': output 'z' declares a shape but the op has a shape_fn, which gives output shapes; "
      f"remove one"),
     ("bad-shape-fn-form", HEAD + "shape_fn: a:b:c\n" + X_IN + "outputs:\n  z: {dtype: float32}\n" + PY,
-     f"{F}:3: op 'foo': shape_fn 'a:b:c' must be 'file.py:function' or 'package.module:function'"),
+     f"{F}:3: op 'foo': shape_fn 'a:b:c' must be 'file.py:function' (a file of the workspace, relative to the "
+     f"declaration's folder)"),
+    # Python run by generate, gradcheck and the runtime comes only from the workspace's own files.
+    ("shape-fn-names-an-installed-module", HEAD + "shape_fn: this:x\n" + X_IN + "outputs:\n  z: {dtype: float32}\n"
+     + PY,
+     f"{F}:3: op 'foo': shape_fn 'this:x' names a module, not a file: a shape_fn resolves only to a .py file "
+     f"inside the workspace; write 'file.py:x'"),
+    ("python-kernel-names-a-module", HEAD + X_IN + Z_OUT + "kernels: {python: os.path:join}\n",
+     f"{F}:7: op 'foo': python kernel 'os.path:join' names a module, not a file: a python kernel resolves only "
+     f"to a .py file inside the workspace; write 'file.py:join'"),
+    ("shape-fn-file-outside-the-workspace", HEAD + "shape_fn: ../../x.py:f\n" + X_IN
+     + "outputs:\n  z: {dtype: float32}\n" + PY, None),
     ("list-length-not-int", HEAD + "attrs:\n  N: {type: float, default: 1.0}\n"
      "inputs:\n  xs: {dtype: float32, shape: [n], list: N}\n" + Z_OUT + PY,
      f"{F}:6: op 'foo': input 'xs': list length 'N' is a float attr; it must be an int attr"),
@@ -282,8 +293,10 @@ def test_mistake_is_reported_exactly(ws, declaration, expected):
     path = ws.write("op.yaml", declaration)
     with pytest.raises(OpDefErrors) as info:
         parse_opdef(path, ws.root)
-    if expected is None:
+    if expected is None and "elsewhere" in declaration:
         assert str(info.value).startswith(f"{F}:7: op 'foo': cpu kernel file '../../elsewhere.cc' lies outside")
+    elif expected is None:
+        assert str(info.value).startswith(f"{F}:3: op 'foo': shape_fn file '../../x.py' lies outside the workspace")
     else:
         assert str(info.value) == expected
 

@@ -132,7 +132,7 @@ def test_shape_fn_forms_and_paths_relative_to_the_declaration(ws, monkeypatch):
     monkeypatch.setitem(shape_fns.SHAPE_FNS, "same_as_x", lambda shapes, attrs: [shapes["x"]])
     (ws.opdefs / "sub").mkdir()
     (ws.opdefs / "sub" / "shapes.py").write_text("def f(shapes, attrs):\n    return [None]\n")
-    named, by_file, by_module = parse_opdef(ws.write("sub/d.yaml", """
+    named, by_file = parse_opdef(ws.write("sub/d.yaml", """
         op: a
         summary: Named shape function.
         shape_fn: same_as_x
@@ -146,17 +146,11 @@ def test_shape_fn_forms_and_paths_relative_to_the_declaration(ws, monkeypatch):
         inputs: {x: {dtype: float32, shape: any}}
         outputs: {y: {dtype: float32, shape: any}}
         kernels: {python: ../kernels.py:foo}
-        ---
-        op: c
-        summary: Module shape function.
-        shape_fn: os.path:join
-        outputs: {y: {dtype: float32}}
-        kernels: {python: os.path:join}
         """), ws.root)
     assert named.shape_fn == "same_as_x" and named.inputs[0].shape is None
     assert named.kernels[0].source == "opdefs/kernels.py:foo" and named.file == "opdefs/sub/d.yaml"
     assert by_file.shape_fn == "opdefs/sub/shapes.py:f" and by_file.outputs[0].shape is None
-    assert by_module.shape_fn == "os.path:join" and by_module.inputs == ()
+    # Module names (os.path:join) are refused: tests/registry/test_parse_errors.py.
 
 
 def test_parsing_is_deterministic(ws):

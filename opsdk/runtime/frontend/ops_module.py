@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-from opsdk.registry import OpsdkError
+from opsdk.registry import OpsdkError, load_registry
 
 _lock = threading.Lock()
 _modules: dict[Path, ModuleType] = {}
@@ -34,7 +34,8 @@ def _module_name(root: Path) -> str:
 def load_ops(workspace: str | Path = ".") -> ModuleType:
     """The generated wrappers of the workspace at `workspace`: one function per op.
 
-    Raises OpsdkError when the workspace has not been generated yet.
+    Raises OpDefErrors listing the mistakes (`file:line: op 'x': ...`) when a declaration of the
+    workspace is wrong, and OpsdkError when the workspace has not been generated yet.
 
     >>> ops = load_ops("path/to/workspace")            # doctest: +SKIP
     >>> ops.my_op(x, scale=2.0)                        # doctest: +SKIP
@@ -44,6 +45,8 @@ def load_ops(workspace: str | Path = ".") -> ModuleType:
         module = _modules.get(root)
         if module is not None:
             return module
+        # Declaration mistakes first: with them, "run opsdk generate" would only fail the same way.
+        load_registry(root)
         path = ops_path(root)
         if not path.is_file():
             raise OpsdkError(f"{path} does not exist: run `opsdk generate` (or `opsdk build`) in {root}")
