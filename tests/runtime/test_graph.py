@@ -139,3 +139,23 @@ def test_constant_is_read_only_and_typed(graph):
     assert not c.op.attrs["value"].flags.writeable
     with pytest.raises(OpsdkError, match="not supported"):
         constant(np.array(["a"]))
+
+
+def test_a_constant_cast_follows_eager_calls(graph, registry):
+    x = placeholder("float32", [2, 3], name="x")
+    with pytest.raises(OpsdkError, match=r"share type attr T but have float32 and complex64"):
+        apply_op(registry, "add", [x, np.ones((2, 3), np.complex64)], {})
+    with pytest.raises(OpsdkError, match=r"share type attr T but have float32 and float64"):
+        apply_op(registry, "add", [x, np.float64(1e300)], {})
+    with pytest.raises(OpsdkError, match=r"^add \(node 'add(_\d+)?'\): input 'y' is 1e\+300, which "
+                                         r"float32 cannot represent"):
+        apply_op(registry, "add", [x, 1e300], {})
+    with pytest.raises(OpsdkError, match=r"^add: input 'y' is 1e\+300, which float32 cannot"):
+        apply_op(registry, "add", [np.ones(2, np.float32), 1e300], {}, device="python")
+    assert apply_op(registry, "add", [x, 2.5], {}).dtype == "float32"
+
+
+def test_a_constant_must_hold_what_its_output_declares(graph):
+    with pytest.raises(OpsdkError, match=r"^const \(node 'c'\): its output is declared float32 "
+                                         r"but its value is float64"):
+        graph.create_op("const", [], {"value": np.zeros(2)}, [((2,), "float32")], name="c")

@@ -188,3 +188,44 @@ def test_dtype_in_file_must_match_what_the_op_gives(registry):
 def test_missing_file(tmp_path):
     with pytest.raises(GraphFileError, match=r"nope.json: cannot read the graph file"):
         load_graph(tmp_path / "nope.json")
+
+
+# ---- malformed files: a located error, never a traceback ---------------------------------------
+def _file_with(nodes):
+    import json
+    from opsdk.runtime.io.serialize import FORMAT, VERSION
+    return json.dumps({"format": FORMAT, "version": VERSION, "nodes": nodes})
+
+
+@pytest.mark.parametrize("text, words", [
+    (lambda: _file_with([{"name": "a", "op": "exp", "inputs": 5}]),
+     "node 'a': \"inputs\" must be a list of 'node:index' strings, not 5"),
+    (lambda: _file_with([{"name": "a", "op": "exp", "inputs": [3]}]),
+     "node 'a': \"inputs\" must hold strings only"),
+    (lambda: _file_with([7]), "node #0: must be an object, not int"),
+    (lambda: _file_with([{"name": "a", "op": "const", "attrs": {"value": {"type": "list", "value": 5}}}]),
+     "node 'a' (const): attr 'value': bad value"),
+    (lambda: _file_with([{"name": "a", "op": "exp", "inptus": []}]),
+     "node 'a': unknown key 'inptus' (did you mean 'inputs'?)"),
+    (lambda: '{"format": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),
+    (lambda: '{"format": ' + "9" * 5000 + "}", "not a graph file: Exceeds the limit"),
+    (lambda: _file_with([{"name": "c", "op": "const",
+                    "attrs": {"value": {"type": "tensor", "dtype": "float64", "shape": [2],
+                                        "value": [1.0, 2.0]}},
+                    "outputs": [{"dtype": "float32", "shape": [2]}]}]),
+     "node 'c' (const): const (node 'c'): its output is declared float32 but its value is float64"),
+])
+def test_a_malformed_graph_file_is_a_located_error(text, words):
+    from opsdk.runtime.io.serialize import GraphFileError, import_graph
+    with pytest.raises(GraphFileError) as info:
+        import_graph(text())
+    assert words in str(info.value)
+
+
+def test_the_cli_reports_a_malformed_graph_file_in_one_line(tmp_path, capsys):
+    from opsdk.cli.main import main
+    path = tmp_path / "g.json"
+    path.write_text(_file_with([{"name": "a", "op": "exp", "inputs": 5}]))
+    assert main(["graph", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: node 'a': \"inputs\" must be a list" in err

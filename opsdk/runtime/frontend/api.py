@@ -23,8 +23,8 @@ from opsdk.registry.spec import OpSpec
 from opsdk.runtime.ir.graph import Graph, constant, get_default_graph, in_graph_context
 from opsdk.runtime.kernels.call_cache import eager_key
 from opsdk.runtime.kernels.choice import group_outputs
-from opsdk.runtime.kernels.eager import (infer, normalize, refuse_graph_values, run_eager,
-                                         run_eager_keyed, scalar_dtypes)
+from opsdk.runtime.kernels.eager import (infer, input_array, normalize, refuse_graph_values,
+                                         run_eager, run_eager_keyed, scalar_dtypes)
 from opsdk.runtime.ir.nest import flatten
 from opsdk.runtime.ir.tensor import Tensor
 
@@ -101,10 +101,11 @@ def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
     """Graph mode of `apply_op`: infer shapes (errors name the node) and add the node."""
     wanted = scalar_dtypes(spec, inputs)
     with graph.as_default():
-        grouped = [[_as_tensor(v, d) for v in value] if tspec.is_list else _as_tensor(value, d)
+        node_name = graph.unique_name(name or spec.name)
+        who = f"{spec.name} (node '{node_name}')"
+        grouped = [[_as_tensor(who, tspec.name, v, d) for v in value] if tspec.is_list
+                   else _as_tensor(who, tspec.name, value, d)
                    for tspec, value, d in zip(spec.inputs, inputs, wanted)]
-    node_name = graph.unique_name(name or spec.name)
-    who = f"{spec.name} (node '{node_name}')"
     attrs, type_attrs = normalize(spec, inputs, attrs, who)
     shapes = [[t.shape for t in g] if isinstance(g, list) else g.shape for g in grouped]
     dtypes = [[t.dtype for t in g] if isinstance(g, list) else g.dtype for g in grouped]
@@ -153,8 +154,11 @@ def output_values(op: Any) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
-def _as_tensor(value: Any, dtype: Optional[str]) -> Tensor:
-    return value if isinstance(value, Tensor) else constant(value, dtype=dtype)
+def _as_tensor(who: str, name: str, value: Any, dtype: Optional[str]) -> Tensor:
+    """A value given for an input as a graph tensor: a constant cast as eager calls cast it."""
+    if isinstance(value, Tensor):
+        return value
+    return constant(input_array(who, name, value, dtype))
 
 
 def workspace_applier(root: str | Path | None) -> Applier:

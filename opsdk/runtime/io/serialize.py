@@ -166,6 +166,10 @@ def import_graph(text: str, registry: Any = None) -> Graph:
     except json.JSONDecodeError as exc:
         raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
                              f"({exc.msg})") from None
+    except RecursionError:
+        raise GraphFileError("not a graph file: its JSON is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise GraphFileError(f"not a graph file: {exc}") from None
     _check_header(document)
     graph = Graph()
     registry = registry if registry is not None else builtin_registry()
@@ -192,14 +196,47 @@ def _build_nodes(graph: Graph, nodes: list, registry: Any) -> None:
         _build_node(graph, node, registry)
 
 
+# The keys of a node and what each must be: the file is data, checked before anything is built.
+_NODE_KEYS: dict[str, tuple[type, str]] = {
+    "name": (str, "a string"), "op": (str, "a string"), "device": (str, "a string"),
+    "inputs": (list, "a list of 'node:index' strings"),
+    "control_inputs": (list, "a list of node names"), "attrs": (dict, "an object"),
+    "type_attrs": (dict, "an object of dtype names"), "outputs": (list, "a list of objects"),
+}
+
+
+def _check_node(i: int, node: Any) -> None:
+    """Refuse a node of the wrong shape, naming it and the key (before any use of it)."""
+    if not isinstance(node, dict):
+        raise GraphFileError(f"node #{i}: must be an object, not {type(node).__name__}")
+    name = node.get("name")
+    where = f"node '{name}'" if isinstance(name, str) else f"node #{i}"
+    for key in ("name", "op"):
+        if not isinstance(node.get(key), str):
+            raise GraphFileError(f"{where}: needs a string \"{key}\"")
+    for key, value in node.items():
+        if key not in _NODE_KEYS:
+            raise GraphFileError(f"{where}: unknown key '{key}'{did_you_mean(key, _NODE_KEYS)}")
+        kind, what = _NODE_KEYS[key]
+        if not isinstance(value, kind):
+            raise GraphFileError(f"{where}: \"{key}\" must be {what}, not {value!r:.40}")
+    for key in ("inputs", "control_inputs"):
+        if not all(isinstance(ref, str) for ref in node.get(key, [])):
+            raise GraphFileError(f"{where}: \"{key}\" must hold strings only")
+    if not all(isinstance(v, str) for v in node.get("type_attrs", {}).values()):
+        raise GraphFileError(f"{where}: \"type_attrs\" values must be dtype names")
+    if not all(isinstance(o, dict) and isinstance(o.get("dtype"), str)
+               for o in node.get("outputs", [])):
+        raise GraphFileError(f"{where}: each output must be an object with a string \"dtype\"")
+
+
 def _ordered(nodes: list) -> list[dict]:
     """The nodes in dependency order (file order breaks ties); missing inputs and cycles are
     errors naming the node."""
     by_name: dict[str, dict] = {}
     for i, node in enumerate(nodes):
-        name = node.get("name") if isinstance(node, dict) else None
-        if not isinstance(name, str) or not isinstance(node.get("op"), str):
-            raise GraphFileError(f"node #{i}: needs a string \"name\" and \"op\"")
+        _check_node(i, node)
+        name = node["name"]
         if name in by_name:
             raise GraphFileError(f"node '{name}': the name is used twice")
         by_name[name] = node
@@ -260,15 +297,20 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
              for k, v in node.get("attrs", {}).items()}
     outputs = [(_shape(where, o.get("shape")), o.get("dtype")) for o in node.get("outputs", [])]
     device = node.get("device") or ""
-    scope = graph.device(device) if device else nullcontext()
-    with scope, graph.control_dependencies(controls):
-        if op_type in PRIMITIVES:
-            op = graph.create_op(op_type, inputs, attrs, outputs, name=name)
-        elif op_type in registry.names():
-            op = _build_declared(graph, registry, registry.get(op_type), node, inputs, attrs)
-        else:
-            known = [*registry.names(), *PRIMITIVES]
-            raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
+    if op_type not in PRIMITIVES and op_type not in registry.names():
+        known = [*registry.names(), *PRIMITIVES]
+        raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
+    try:
+        scope = graph.device(device) if device else nullcontext()
+        with scope, graph.control_dependencies(controls):
+            if op_type in PRIMITIVES:
+                op = graph.create_op(op_type, inputs, attrs, outputs, name=name)
+            else:
+                op = _build_declared(graph, registry, registry.get(op_type), node, inputs, attrs)
+    except GraphFileError:
+        raise
+    except OpsdkError as exc:  # the graph's own checks (a constant's dtype, shapes, ...)
+        raise GraphFileError(f"{where}: {exc}") from None
     if op.name != name:
         raise GraphFileError(f"{where}: imported under the name '{op.name}'; node names must be "
                              "unique")
@@ -316,8 +358,21 @@ def _check_outputs(where: str, op: Operation, outputs: list) -> None:
                                  f"{dtype}")
 
 
-def decode_attr(data: Any, where: str, graph: Graph, registry: Any) -> Any:
-    """The inverse of `encode_attr`; sub-graphs are rebuilt inside `graph`."""
+_MAX_ATTR_DEPTH = 32  # lists and sub-graphs nested in attrs
+
+
+def decode_attr(data: Any, where: str, graph: Graph, registry: Any, depth: int = 0) -> Any:
+    """The inverse of `encode_attr`; sub-graphs are rebuilt inside `graph`. A value of the
+    wrong type is an error naming `where`."""
+    if depth > _MAX_ATTR_DEPTH:
+        raise GraphFileError(f"{where}: attrs nested more than {_MAX_ATTR_DEPTH} levels deep")
+    try:
+        return _decode_attr(data, where, graph, registry, depth)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise GraphFileError(f"{where}: bad value {data!r:.60} ({exc})") from None
+
+
+def _decode_attr(data: Any, where: str, graph: Graph, registry: Any, depth: int) -> Any:
     if not isinstance(data, dict) or "type" not in data:
         raise GraphFileError(f"{where}: an attr must be {{\"type\": ..., \"value\": ...}}")
     kind, value = data["type"], data.get("value")
@@ -332,11 +387,13 @@ def decode_attr(data: Any, where: str, graph: Graph, registry: Any) -> Any:
     if kind == "shape":
         return tuple(value)
     if kind == "list":
-        return [decode_attr(v, where, graph, registry) for v in value]
+        return [decode_attr(v, where, graph, registry, depth + 1) for v in value]
     if kind in ("tensor", "scalar"):
         array = decode_array(data, where)
         return array if kind == "tensor" else array[()]
     if kind == "graph":
+        if not isinstance(value, dict):
+            raise GraphFileError(f"{where}: a graph attr must be an object")
         return _decode_subgraph(value, where, graph, registry)
     raise GraphFileError(f"{where}: unknown attr type '{kind}'")
 

@@ -168,6 +168,10 @@ class Graph:
         in an error before creating it reserve the name first)."""
         if spec is None and op_type not in PRIMITIVES:
             raise OpsdkError(f"'{op_type}' is neither a declared op nor a runtime primitive")
+        check = PRIMITIVES[op_type].check if spec is None else None
+        problem = check(dict(attrs), list(outputs)) if check is not None else None
+        if problem is not None:
+            raise OpsdkError(f"{op_type} (node '{name or op_type}'): {problem}")
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise OpsdkError(f"{op_type}: an input is {type(t).__name__}, not a graph Tensor")

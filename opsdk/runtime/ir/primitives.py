@@ -36,6 +36,8 @@ class Primitive:
     doc: str
     foldable: bool = False  # a pure function of its inputs that folding may run at plan time
     prepare: Optional[Callable[..., RunFn]] = None
+    # check(attrs, outputs) -> what is inconsistent in a new node of this type, or None
+    check: Optional[Callable[[dict, list], Optional[str]]] = None
 
 
 PRIMITIVES: dict[str, Primitive] = {}
@@ -97,16 +99,47 @@ def _checked(op, value) -> Any:
     return value.astype(dtype, copy=False)
 
 
+def _check_const(attrs: dict, outputs: list) -> Optional[str]:
+    """A constant's value must be what its output says: a graph file or a caller cannot
+    declare float32 and hold float64."""
+    value = attrs.get("value")
+    if not isinstance(value, np.ndarray):
+        return f"its value is a {type(value).__name__}, not an array"
+    if len(outputs) != 1:
+        return f"it has {len(outputs)} outputs; a constant has one"
+    shape, dtype = outputs[0]
+    if np.dtype(dtype) != value.dtype:
+        return f"its output is declared {np.dtype(dtype).name} but its value is {value.dtype.name}"
+    if shape is None or tuple(shape) != value.shape:
+        return f"its output is declared with shape {shape} but its value has {list(value.shape)}"
+    return None
+
+
+def _check_declared(attrs: dict, outputs: list) -> Optional[str]:
+    """A placeholder's or variable's attrs (dtype, shape) must be its output's."""
+    if len(outputs) != 1:
+        return f"it has {len(outputs)} outputs, not one"
+    shape, dtype = outputs[0]
+    if "dtype" in attrs and np.dtype(attrs["dtype"]) != np.dtype(dtype):
+        return f"attr dtype {attrs['dtype']} but its output is {np.dtype(dtype).name}"
+    declared = attrs.get("shape")
+    if (declared is None) != (shape is None) or (
+            declared is not None and tuple(declared) != tuple(shape)):
+        return f"attr shape {declared} but its output has shape {shape}"
+    return None
+
+
 for _prim in (
-    Primitive("placeholder", False, None, "a value the caller feeds at run time"),
-    Primitive("const", False, None, "a constant held in attrs['value']"),
+    Primitive("placeholder", False, None, "a value the caller feeds at run time",
+              check=_check_declared),
+    Primitive("const", False, None, "a constant held in attrs['value']", check=_check_const),
     Primitive("no_op", False, _no_op, "groups control dependencies; no outputs"),
     Primitive("identity", False, _identity, "forwards its input (a named alias)", foldable=True),
     # Inserted by the copy pass where an edge crosses devices; attrs hold the Device objects.
     Primitive("copy", False, _copy, "copies its input from one device to another", foldable=True),
     # The variable node's output is the variable's current value in the running session.
     Primitive("variable", True, _read_variable, "reads a variable's value in this session",
-              prepare=_prepare_read),
+              prepare=_prepare_read, check=_check_declared),
     Primitive("assign", True, _assign, "stores a new value into a variable; outputs it"),
     Primitive("assign_add", True, _assign_add, "adds into a variable; outputs the new value"),
     Primitive("assign_sub", True, _assign_sub, "subtracts from a variable; outputs the new value"),

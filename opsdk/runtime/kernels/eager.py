@@ -135,11 +135,27 @@ def _on(device: Device, spec: OpSpec, tspec: Any, value: Any, dtype: Optional[st
                          "device='cuda', or copy it to the host first (x.get() for CuPy)")
     if device.owns(value) and not isinstance(value, np.generic):
         return value
-    if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-    else:
-        array = np.asarray(value, dtype=dtype)
+    array = input_array(spec.name, tspec.name, value, dtype)
     return array if device.is_host else device.from_host(array)
+
+
+def input_array(who: str, name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
+    """A value given for an input as an array, the one casting rule of eager calls and graph
+    constants alike: NumPy arrays and scalars keep their dtype (the registry then checks it);
+    Python numbers and lists take `dtype` (another input's, so `x * 2` keeps x's dtype) when
+    that represents them: an overflow to infinity or out of an int's range is an error."""
+    if isinstance(value, (np.ndarray, np.generic)) or dtype is None:
+        return np.asarray(value)
+    exact = np.asarray(value)
+    with np.errstate(over="ignore", invalid="ignore"):
+        array = np.asarray(value, dtype=dtype) if exact.dtype != object else exact
+    if exact.dtype.kind in "biuf" and array.dtype.kind in "biuf" and exact.size:
+        lost = (np.isfinite(exact) & ~np.isfinite(array)) if array.dtype.kind == "f" else (
+            array.astype(exact.dtype) != exact)
+        if np.any(lost):
+            raise OpError(f"{who}: input '{name}' is {value!r}, which {dtype} cannot represent "
+                          f"(the input's dtype comes from the other inputs of its type attr)")
+    return array
 
 
 def scalar_dtypes(spec: OpSpec, values: Sequence[Any]) -> list[Optional[str]]:
