@@ -14,6 +14,17 @@ from opsdk.runtime.frontend.api import workspace_applier as _workspace_applier
 # This file lives in <workspace>/generated/python/.
 _apply = _workspace_applier(_Path(__file__).resolve().parents[2])
 
+
+def _tensor_list(op, name, value):
+    # A list input takes a list or tuple of tensors; list() of one array would split it into rows.
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    from opsdk.registry import OpError
+
+    shape = getattr(value, "shape", None)
+    got = f"one {type(value).__name__}" + (f" of shape {list(shape)}" if shape is not None else "")
+    raise OpError(f"{op}: input '{name}' takes a list of tensors; pass a list or tuple, got {got}")
+
 __all__ = [
     'abs',
     'abs_grad',
@@ -611,7 +622,7 @@ def concat(xs, *, axis=0, name=None):
         >>> concat(xs).shape
         (4, 3)
     """
-    return _apply('concat', [list(xs)], {'axis': axis, 'N': len(xs)}, name)
+    return _apply('concat', [_tensor_list('concat', 'xs', xs)], {'axis': axis, 'N': len(xs)}, name)
 
 
 def concat_grad(xs, grad_y, *, axis=0, name=None):
@@ -639,27 +650,32 @@ def concat_grad(xs, grad_y, *, axis=0, name=None):
         >>> [item.shape for item in concat_grad(xs, grad_y)]
         [(2, 3), (2, 3)]
     """
-    return _apply('concat_grad', [list(xs), grad_y], {'axis': axis, 'N': len(xs)}, name)
+    return _apply('concat_grad', [_tensor_list('concat_grad', 'xs', xs), grad_y], {'axis': axis, 'N': len(xs)}, name)
 
 
-def conv2d(x, filter, *, strides=(1, 1), padding='SAME', name=None):
+def conv2d(x, filter, *, stride_h=1, stride_w=1, same=1, name=None):
     r"""2-D convolution (cross-correlation) of NHWC images x with filter [kh, kw, c, o].
 
-    y[b, i, j, o] = sum_{di, dj, c} xpad[b, i*sh + di, j*sw + dj, c] * filter[di, dj, c, o], with
-    xpad padded by zeros as TensorFlow's SAME padding does (ceil(size / stride) outputs), or not
-    at all for VALID.
+    y[b, i, j, o] = sum_{di, dj, c} xpad[b, i*stride_h + di, j*stride_w + dj, c] * filter[di, dj, c, o],
+    with xpad padded by zeros as TensorFlow's SAME padding does (ceil(size / stride) outputs, the odd
+    padding element after), or not at all for VALID (same=0). The attrs are ints because the output
+    shape is declared from them (the C++ kernel needs declared shapes); opsdk.v1's tf.nn.conv2d
+    takes TensorFlow's strides=[1, sh, sw, 1] and padding='SAME'/'VALID'.
 
     Args:
         x: float16 or float32 or float64, shape [n, h, w, c]. images [batch, height, width,
             channels]
         filter: float16 or float32 or float64, shape [kh, kw, c, o]. [kh, kw, channels,
             out_channels]
-        strides: list(int), default (1, 1), >= 1. (height, width) steps
-        padding: str, default 'SAME', one of 'SAME', 'VALID'.
+        stride_h: int, default 1, >= 1. step between windows in height
+        stride_w: int, default 1, >= 1. step between windows in width
+        same: int, default 1, one of 0, 1. 1: TensorFlow's SAME padding; 0: VALID
         name: the node's name when called inside a graph.
 
     Returns:
-        y: float16 or float32 or float64, shape from the op's shape function.
+        y: float16 or float32 or float64, shape [n, same * ((h + stride_h - 1) // stride_h) + (1 -
+            same) * ((h - kh) // stride_h + 1 + 2 * min(h - kh, 0)), same * ((w + stride_w - 1) //
+            stride_w) + (1 - same) * ((w - kw) // stride_w + 1 + 2 * min(w - kw, 0)), o].
 
     Example:
         >>> import numpy as np
@@ -669,23 +685,24 @@ def conv2d(x, filter, *, strides=(1, 1), padding='SAME', name=None):
         >>> conv2d(x, filter).shape
         (2, 3, 4, 8)
     """
-    return _apply('conv2d', [x, filter], {'strides': strides, 'padding': padding}, name)
+    return _apply('conv2d', [x, filter], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
-def conv2d_grad(x, filter, grad_y, *, strides=(1, 1), padding='SAME', name=None):
+def conv2d_grad(x, filter, grad_y, *, stride_h=1, stride_w=1, same=1, name=None):
     r"""Gradient of conv2d with respect to x and filter.
 
     Args:
-        x: float16 or float32 or float64, shape from the op's shape function.
-        filter: float16 or float32 or float64, shape from the op's shape function.
-        grad_y: float16 or float32 or float64, shape from the op's shape function.
-        strides: list(int), default (1, 1), >= 1. the forward op's strides
-        padding: str, default 'SAME', one of 'SAME', 'VALID'.
+        x: float16 or float32 or float64, shape [n, h, w, c].
+        filter: float16 or float32 or float64, shape [kh, kw, c, o].
+        grad_y: float16 or float32 or float64, shape [n, oh, ow, o]. shaped like conv2d's y
+        stride_h: int, default 1, >= 1. the forward op's stride_h
+        stride_w: int, default 1, >= 1. the forward op's stride_w
+        same: int, default 1, one of 0, 1. the forward op's same
         name: the node's name when called inside a graph.
 
     Returns:
-        grad_x: float16 or float32 or float64, shape from the op's shape function.
-        grad_filter: float16 or float32 or float64, shape from the op's shape function.
+        grad_x: float16 or float32 or float64, shape [n, h, w, c].
+        grad_filter: float16 or float32 or float64, shape [kh, kw, c, o].
 
     Example:
         >>> import numpy as np
@@ -697,7 +714,7 @@ def conv2d_grad(x, filter, grad_y, *, strides=(1, 1), padding='SAME', name=None)
         >>> grad_x.shape, grad_filter.shape
         ((2, 3, 4, 5), (6, 7, 5, 8))
     """
-    return _apply('conv2d_grad', [x, filter, grad_y], {'strides': strides, 'padding': padding}, name)
+    return _apply('conv2d_grad', [x, filter, grad_y], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
 def div(x, y, *, name=None):
@@ -2512,7 +2529,7 @@ def stack(xs, *, axis=0, name=None):
         >>> stack(xs).shape
         (2, 2, 3)
     """
-    return _apply('stack', [list(xs)], {'axis': axis, 'N': len(xs)}, name)
+    return _apply('stack', [_tensor_list('stack', 'xs', xs)], {'axis': axis, 'N': len(xs)}, name)
 
 
 def stack_grad(xs, grad_y, *, axis=0, name=None):
@@ -2540,7 +2557,7 @@ def stack_grad(xs, grad_y, *, axis=0, name=None):
         >>> [item.shape for item in stack_grad(xs, grad_y)]
         [(2, 3), (2, 3)]
     """
-    return _apply('stack_grad', [list(xs), grad_y], {'axis': axis, 'N': len(xs)}, name)
+    return _apply('stack_grad', [_tensor_list('stack_grad', 'xs', xs), grad_y], {'axis': axis, 'N': len(xs)}, name)
 
 
 def stop_gradient(x, *, name=None):

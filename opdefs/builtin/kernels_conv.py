@@ -56,14 +56,16 @@ def _scatter(xp, cols, x_shape, kh, kw, strides, padding, dtype):
     return padded[:, top:top + x_shape[1], left:left + x_shape[2], :]
 
 
-def conv2d(xp, x, filter, strides, padding):
+def conv2d(xp, x, filter, stride_h, stride_w, same):
+    strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
     kh, kw = filter.shape[0], filter.shape[1]
     padded, oh, ow, _, _ = _padded(xp, x, kh, kw, strides, padding, 0)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)
     return xp.ascontiguousarray(xp.tensordot(win, filter, axes=([3, 4, 5], [0, 1, 2])).astype(x.dtype))
 
 
-def conv2d_grad(xp, x, filter, grad_y, strides, padding):
+def conv2d_grad(xp, x, filter, grad_y, stride_h, stride_w, same):
+    strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
     kh, kw = filter.shape[0], filter.shape[1]
     padded, oh, ow, _, _ = _padded(xp, x, kh, kw, strides, padding, 0)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)

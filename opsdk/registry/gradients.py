@@ -9,7 +9,7 @@ Autodiff relies on exactly this, so a mismatch is a declaration error, not a run
 from __future__ import annotations
 
 from .dtypes import is_differentiable_dtype
-from .shapes import format_shape
+from .shapes import ExprDim, SymDim, format_shape
 from .spec import OpSpec, TensorSpec
 
 
@@ -66,10 +66,17 @@ def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str
     if tensor.is_list != model.is_list:
         kind = "a list" if model.is_list else "a single tensor"
         problems.append(f"{what} must be {kind}, like {role}")
-    if tensor.shape is not None and model.shape is not None and tensor.shape != model.shape:
+    if tensor.shape is not None and model.shape is not None and not _shapes_fit(tensor.shape, model.shape):
         problems.append(f"{what} has shape {format_shape(tensor.shape)}; expected "
                         f"{format_shape(model.shape)} (the shape of {role})")
     return problems
+
+
+def _shapes_fit(shape: tuple, model: tuple) -> bool:
+    """Equal, except that a computed output dim may stand as a plain name in a gradient op's input
+    (inputs bind names, they cannot compute): the gradient kernel checks that size itself."""
+    return len(shape) == len(model) and all(
+        a == b or (isinstance(a, SymDim) and isinstance(b, ExprDim)) for a, b in zip(shape, model))
 
 
 def _attr_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:

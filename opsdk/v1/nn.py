@@ -134,9 +134,9 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
     _nhwc("conv2d", data_format)
     if dilations not in (None, [1, 1, 1, 1], (1, 1, 1, 1)):
         raise OpsdkError("conv2d: dilations are not supported by opsdk.v1")
+    (sh, sw), same = _hw("conv2d", strides, "strides"), _padding("conv2d", padding) == "SAME"
     return _ops.conv2d(_t(input), _t(filter if filter is not None else filters),
-                       strides=_hw("conv2d", strides, "strides"),
-                       padding=_padding("conv2d", padding), name=name)
+                       stride_h=sh, stride_w=sw, same=int(same), name=name)
 
 
 def _pool(op: str):

@@ -1,0 +1,126 @@
+// What the conv2d kernels share (conv2d_cpu.cc, conv2d_grad_cpu.cc): vector types, TensorFlow's
+// padding geometry, zero-padded copies, and float16 run through float.
+//
+// Why vectors over a channel axis: NHWC keeps the channels of a pixel contiguous (o in the filter
+// and the output, c in the input), so a register tile of P pixels x NV vectors of channels takes
+// one broadcast per pixel and one load per vector for P * NV fused multiply-adds, with no im2col
+// buffer. Arrays whose channel count is not a whole number of vectors are copied once with the
+// channels zero-padded (the filter, the output gradient: both small next to the work), so every
+// load is a whole vector and no lane needs a mask; only the final stores are trimmed.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "opsdk/kernel.h"
+
+namespace conv2d_common {
+
+#if defined(__AVX512F__)
+constexpr int kVecBytes = 64;
+constexpr int kMaxVecs = 4;  // 4 x 4 accumulators + 4 loads + 1 broadcast of 32 registers
+#elif defined(__AVX__)
+constexpr int kVecBytes = 32;
+constexpr int kMaxVecs = 2;  // 4 x 2 + 2 + 1 of 16 registers
+#else
+constexpr int kVecBytes = 16;
+constexpr int kMaxVecs = 2;
+#endif
+constexpr int kPixels = 4;  // pixels (or input channels) per register tile
+
+template <typename T> struct Simd;
+// aligned(alignof(T)): a dereference is an unaligned load or store, rows start anywhere.
+template <> struct Simd<float> { typedef float V __attribute__((vector_size(kVecBytes), aligned(4))); };
+template <> struct Simd<double> { typedef double V __attribute__((vector_size(kVecBytes), aligned(8))); };
+
+template <typename T> using Vec = typename Simd<T>::V;
+template <typename T> constexpr int lanes() { return kVecBytes / static_cast<int>(sizeof(T)); }
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// Sizes of one convolution; top/left are the zero rows/columns TensorFlow's SAME padding puts
+// before the image (the odd one goes after).
+struct Geometry {
+    int64_t n, h, w, c, kh, kw, o, oh, ow, sh, sw, top, left;
+};
+
+inline int64_t out_size(int64_t size, int64_t k, int64_t stride, bool same) {
+    return same ? (size + stride - 1) / stride : (size - k) / stride + 1;
+}
+
+inline int64_t pad_before(int64_t size, int64_t k, int64_t stride, int64_t out, bool same) {
+    return same ? std::max<int64_t>((out - 1) * stride + k - size, 0) / 2 : 0;
+}
+
+inline Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+                         int64_t o, int64_t sh, int64_t sw, bool same) {
+    const int64_t oh = std::max<int64_t>(out_size(h, kh, sh, same), 0);
+    const int64_t ow = std::max<int64_t>(out_size(w, kw, sw, same), 0);
+    return {n, h, w, c, kh, kw, o, oh, ow, sh, sw, pad_before(h, kh, sh, oh, same),
+            pad_before(w, kw, sw, ow, same)};
+}
+
+// rows x cols copied into rows x padded (padded >= cols), zeros after each row.
+template <typename T>
+std::vector<T> pad_rows(const T* a, int64_t rows, int64_t cols, int64_t padded) {
+    std::vector<T> out(static_cast<size_t>(rows * padded), T(0));
+    for (int64_t r = 0; r < rows; ++r) std::copy(a + r * cols, a + (r + 1) * cols, out.data() + r * padded);
+    return out;
+}
+
+// Store the first `count` lanes of v (count <= lanes): the trimmed tail of a padded channel row.
+template <typename T>
+inline void store(T* dst, Vec<T> v, int64_t count) {
+    if (count >= lanes<T>()) {
+        *reinterpret_cast<Vec<T>*>(dst) = v;
+        return;
+    }
+    for (int64_t l = 0; l < count; ++l) dst[l] = v[l];
+}
+
+// Call f with NV as a compile-time constant in [1, kMaxVecs]: the vectors a tile covers.
+template <typename F>
+inline void with_vecs(int64_t nv, F&& f) {
+    if (nv <= 1) {
+        f(std::integral_constant<int, 1>{});
+    } else if constexpr (kMaxVecs == 2) {
+        f(std::integral_constant<int, 2>{});
+    } else if (nv == 2) {
+        f(std::integral_constant<int, 2>{});
+    } else if (nv == 3) {
+        f(std::integral_constant<int, 3>{});
+    } else {
+        f(std::integral_constant<int, 4>{});
+    }
+}
+
+// Threads split rows of `per_row` multiply-adds each; a share below ~4M of them runs inline,
+// where waking a second thread gains little and on a loaded machine can cost milliseconds.
+inline int64_t grain(int64_t per_row) {
+    return std::max<int64_t>(1, (int64_t(1) << 22) / std::max<int64_t>(per_row, 1));
+}
+
+// float16 has no vector arithmetic here: the kernels run float on float copies.
+#if defined(__FLT16_MAX__)
+inline std::vector<float> to_float(const opsdk::half* a, int64_t size) {
+    return std::vector<float>(a, a + size);
+}
+
+inline void from_float(const std::vector<float>& a, opsdk::half* out) {
+    for (size_t i = 0; i < a.size(); ++i) out[i] = static_cast<opsdk::half>(a[i]);
+}
+#else
+inline std::vector<float> to_float(const opsdk::half*, int64_t) {
+    OPSDK_REQUIRE(false, "float16 needs a compiler with _Float16; use float32");
+    return {};
+}
+
+inline void from_float(const std::vector<float>&, opsdk::half*) {}
+#endif
+
+template <typename T>
+constexpr bool is_vector_type() { return std::is_same_v<T, float> || std::is_same_v<T, double>; }
+
+}  // namespace conv2d_common
