@@ -72,7 +72,8 @@ def _params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
 
 
 def _call_exprs(spec: OpSpec) -> tuple[str, str]:
-    inputs = ", ".join(f"list({t.name})" if t.is_list else t.name for t in spec.inputs)
+    inputs = ", ".join(f"_tensor_list({spec.name!r}, {t.name!r}, {t.name})" if t.is_list else t.name
+                       for t in spec.inputs)
     entries = []
     list_lens = {}
     for t in spec.inputs:

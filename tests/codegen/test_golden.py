@@ -69,7 +69,7 @@ def test_wrappers_compile_and_docstrings_hold_examples(rendered):
     code = compile(source, "ops.py", "exec")
     assert code is not None
     assert "def list_op(xs, *, name=None):" in source
-    assert "_apply('list_op', [list(xs)], {'N': len(xs)}, name)" in source
+    assert "_apply('list_op', [_tensor_list('list_op', 'xs', xs)], {'N': len(xs)}, name)" in source
     assert "def cast_op(x, mask, *, dtype='float32', name=None):" in source
     assert ">>> y, count = cast_op(x, mask)\n        >>> y.shape, count.shape\n        ((2, 3), ())" in source
     compile(rendered["ops.pyi"], "ops.pyi", "exec")

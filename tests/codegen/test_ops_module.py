@@ -74,3 +74,35 @@ def test_opsdk_ops_submodule_names_missing_ops():
     assert ops_module.add.__name__ == "add"
     with pytest.raises(AttributeError, match="opsdk.ops has no op 'not_an_op'"):
         ops_module.not_an_op
+
+
+JOIN = """
+    op: join
+    summary: The tensors xs, flattened and joined.
+    inputs:
+      xs: {dtype: float64, list: N}
+    outputs:
+      y: {dtype: float64, shape: any}
+    shape_fn: kernels.py:join_shape
+    gradient: null
+    kernels:
+      python: kernels.py:join
+"""
+JOIN_KERNELS = """
+    def join(xp, xs, N):
+        return xp.concatenate([x.ravel() for x in xs])
+
+    def join_shape(shapes, attrs):
+        return [None]
+"""
+
+
+def test_a_bare_array_for_a_list_input_is_refused_as_not_a_list(tmp_path):
+    root = write_workspace(tmp_path / "ws", {"join": JOIN}, {"kernels.py": JOIN_KERNELS})
+    generate_workspace(root)
+    ops = load_ops(root)
+    np.testing.assert_array_equal(ops.join([np.ones(2), np.zeros((1, 1))]), [1.0, 1.0, 0.0])
+    with pytest.raises(OpsdkError) as info:
+        ops.join(np.ones((2, 3)))  # list() of it would have passed its two rows as two tensors
+    assert str(info.value) == ("join: input 'xs' takes a list of tensors; pass a list or tuple, got one "
+                               "ndarray of shape [2, 3]")

@@ -14,6 +14,17 @@ from opsdk.runtime.frontend.api import workspace_applier as _workspace_applier
 # This file lives in <workspace>/generated/python/.
 _apply = _workspace_applier(_Path(__file__).resolve().parents[2])
 
+
+def _tensor_list(op, name, value):
+    # A list input takes a list or tuple of tensors; list() of one array would split it into rows.
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    from opsdk.registry import OpError
+
+    shape = getattr(value, "shape", None)
+    got = f"one {type(value).__name__}" + (f" of shape {list(shape)}" if shape is not None else "")
+    raise OpError(f"{op}: input '{name}' takes a list of tensors; pass a list or tuple, got {got}")
+
 __all__ = [
     'attrs_op',
     'cast_op',
@@ -95,4 +106,4 @@ def list_op(xs, *, name=None):
         >>> y.shape, [item.shape for item in parts]
         ((2, 4), [(2, 2), (2, 2)])
     """
-    return _apply('list_op', [list(xs)], {'N': len(xs)}, name)
+    return _apply('list_op', [_tensor_list('list_op', 'xs', xs)], {'N': len(xs)}, name)
