@@ -153,3 +153,9 @@ def test_an_edited_kernel_is_picked_up_after_the_recheck_interval(tmp_path, monk
     np.testing.assert_array_equal(ops("bump", [x], {}), [1.0, 1.0])  # not re-resolved yet
     monkeypatch.setattr(call_cache, "RECHECK_S", 0.0)
     np.testing.assert_array_equal(ops("bump", [x], {}), [2.0, 2.0])
+
+
+def test_an_eager_python_number_must_fit_the_inputs_dtype(registry):
+    with pytest.raises(OpsdkError, match=r"^add: input 'y' is 1e\+300, which float32 cannot"):
+        apply_op(registry, "add", [np.ones(2, np.float32), 1e300], {})
+    assert apply_op(registry, "add", [np.ones(2, np.float32), 2], {}).dtype == np.float32
