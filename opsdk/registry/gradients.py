@@ -9,7 +9,7 @@ Autodiff relies on exactly this, so a mismatch is a declaration error, not a run
 from __future__ import annotations
 
 from .dtypes import is_differentiable_dtype
-from .shapes import ExprDim, SymDim, format_shape
+from .shapes import ConstDim, ExprDim, SymDim, format_shape
 from .spec import OpSpec, TensorSpec
 
 
@@ -68,8 +68,25 @@ def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str
         problems.append(f"{what} must be {kind}, like {role}")
     if tensor.shape is not None and model.shape is not None and not _shapes_fit(tensor.shape, model.shape):
         problems.append(f"{what} has shape {format_shape(tensor.shape)}; expected "
-                        f"{format_shape(model.shape)} (the shape of {role})")
+                        f"{format_shape(model.shape)} (the shape of {role}){_same_text(tensor.shape, model.shape)}")
     return problems
+
+
+_DIM_KINDS = {SymDim: "a dim bound from an input", ExprDim: "computed from int attrs and dims",
+              ConstDim: "a fixed size"}
+
+
+def _same_text(shape: tuple, model: tuple) -> str:
+    """When both shapes print alike, which dim differs in kind (else the message would read
+    'has shape [k]; expected [k]')."""
+    if format_shape(shape) != format_shape(model):
+        return ""
+    for a, b in zip(shape, model):
+        if a != b:
+            shown = format_shape((a,))[1:-1]
+            return (f": '{shown}' is {_DIM_KINDS.get(type(a), 'another kind of dim')} here but "
+                    f"{_DIM_KINDS.get(type(b), 'another kind of dim')} there")
+    return ""
 
 
 def _shapes_fit(shape: tuple, model: tuple) -> bool:

@@ -161,3 +161,36 @@ def test_workspaces(tmp_path, ws):
     assert (parts.opdefs_dir, parts.generated_dir, parts.build_dir) == (
         ws.root / "opdefs", ws.root / "generated", ws.root / "build")
     assert (BUILTIN_ROOT / "opsdk" / "registry").is_dir()
+
+
+def test_shapes_that_print_alike_say_which_dim_differs(fake_builtin, ws):
+    # The forward's x has dim k; the gradient op computes its grad_x as [k] from an attr k: the
+    # same text, another meaning. The message must not read "has shape [k]; expected [k]" alone.
+    ws.write("f.yaml", """
+        op: f
+        summary: F.
+        inputs:
+          x: {dtype: float64, shape: [k]}
+        outputs:
+          z: {dtype: float64, shape: [k]}
+        gradient: f_grad
+        kernels: {python: kernels.py:foo}
+        ---
+        op: f_grad
+        summary: F grad.
+        attrs:
+          k: {type: int, default: 1}
+        inputs:
+          x: {dtype: float64, shape: [n]}
+          grad_z: {dtype: float64, shape: [n]}
+        outputs:
+          grad_x: {dtype: float64, shape: [k]}
+        gradient: null
+        kernels: {python: kernels.py:foo}
+        """)
+    with pytest.raises(OpDefErrors) as info:
+        load_registry(ws.root)
+    assert str(info.value).splitlines()[-1] == (
+        "opdefs/f.yaml:7: op 'f': gradient op 'f_grad' (opdefs/f.yaml:10): output 'grad_x' has shape [k]; "
+        "expected [k] (the shape of input 'x' of 'f'): 'k' is computed from int attrs and dims here but a dim "
+        "bound from an input there")
