@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from opsdk.interop import as_kernel_array
+from opsdk.runtime.kernels.interop import as_kernel_array
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_outputs

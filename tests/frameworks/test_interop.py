@@ -1,11 +1,11 @@
-"""opsdk.interop: DLPack arrays become NumPy views without a copy, results go back as the caller's kind."""
+"""opsdk.runtime.kernels.interop: DLPack arrays become NumPy views without a copy, results go back as the caller's kind."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from opsdk.interop import as_kernel_array, first_foreign, is_foreign_array, like
+from opsdk.runtime.kernels.interop import as_kernel_array, first_foreign, is_foreign_array, like
 
 
 class OnlyDLPack:

@@ -159,3 +159,32 @@ def test_an_eager_python_number_must_fit_the_inputs_dtype(registry):
     with pytest.raises(OpsdkError, match=r"^add: input 'y' is 1e\+300, which float32 cannot"):
         apply_op(registry, "add", [np.ones(2, np.float32), 1e300], {})
     assert apply_op(registry, "add", [np.ones(2, np.float32), 2], {}).dtype == np.float32
+
+
+class _DLPackOnly:
+    """An array that offers nothing but DLPack (as a foreign framework's would)."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, **kwargs):
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+def test_an_eager_call_takes_any_dlpack_array_without_a_copy(registry):
+    x = np.arange(6.0).reshape(2, 3)
+    got = apply_op(registry, "reduce_sum", [_DLPackOnly(x)], {"axes": [1]})
+    assert got.tolist() == [3.0, 12.0]
+
+
+def test_torch_and_jax_arrays_come_back_as_their_kind(registry):
+    torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[torch]')")
+    t = torch.arange(3.0, requires_grad=True)
+    out = apply_op(registry, "exp", [t], {})
+    assert isinstance(out, torch.Tensor) and torch.allclose(out, torch.exp(t.detach()))
+    jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (pip install '.[jax]')")
+    out = apply_op(registry, "add", [jnp.ones(2), jnp.ones(2)], {})
+    assert type(out).__module__.startswith("jax") and out.tolist() == [2.0, 2.0]

@@ -23,6 +23,7 @@ from opsdk.registry.spec import OpSpec
 from opsdk.runtime.ir.graph import Graph, constant, get_default_graph, in_graph_context
 from opsdk.runtime.kernels.call_cache import eager_key
 from opsdk.runtime.kernels.choice import group_outputs
+from opsdk.runtime.kernels.interop import as_kernel_array, first_foreign, like
 from opsdk.runtime.kernels.eager import (infer, input_array, normalize, refuse_graph_values,
                                          run_eager, run_eager_keyed, scalar_dtypes)
 from opsdk.runtime.ir.nest import flatten
@@ -34,7 +35,8 @@ Applier = Callable[..., Any]
 def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[str, Any],
              name: Optional[str] = None, device: Optional[str] = None) -> Any:
     """Add a node (graph mode) and return its output Tensor(s), or run the op eagerly and return
-    NumPy array(s). `inputs` follow the declaration's order; a list input is a list. A Variable
+    NumPy array(s) (arrays of the caller's kind when an input is another DLPack producer's: a
+    torch tensor, a JAX array; they come in and go back without a copy where memory allows). `inputs` follow the declaration's order; a list input is a list. A Variable
     given for an input stands for its value (graph mode, in the variable's graph). A list output
     (`list: N`) comes back as a list of N Tensors (or arrays); several outputs as a tuple.
 
@@ -58,6 +60,11 @@ def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[
     graph = _graph_of(inputs)
     if graph is not None:
         return add_node(graph, registry, spec, inputs, attrs, name, device)
+    foreign = first_foreign(inputs)
+    if foreign is not None:  # torch, JAX, ... arrays: in by DLPack, results back as their kind
+        converted = [[as_kernel_array(v) for v in value] if isinstance(value, (list, tuple))
+                     else as_kernel_array(value) for value in inputs]
+        return like(run_eager(spec, converted, attrs, device), foreign)
     return run_eager(spec, inputs, attrs, device)
 
 

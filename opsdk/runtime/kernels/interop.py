@@ -25,8 +25,10 @@ _HOST_DEVICES = (DLPACK_CPU, DLPACK_CUDA_HOST)
 
 
 def is_foreign_array(value: Any) -> bool:
-    """Whether `value` is a DLPack array that is not already a NumPy array or a Python scalar."""
-    return hasattr(value, "__dlpack__") and not isinstance(value, (np.ndarray, np.generic))
+    """Whether `value` is a DLPack array that kernels cannot take as it is: not a NumPy array or
+    scalar, and not a CuPy array (GPU kernels take those directly)."""
+    return (hasattr(value, "__dlpack__") and not isinstance(value, (np.ndarray, np.generic))
+            and type(value).__module__.split(".")[0] != "cupy")
 
 
 def _detached(value: Any) -> Any:
