@@ -188,3 +188,30 @@ def test_torch_and_jax_arrays_come_back_as_their_kind(registry):
     jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (pip install '.[jax]')")
     out = apply_op(registry, "add", [jnp.ones(2), jnp.ones(2)], {})
     assert type(out).__module__.startswith("jax") and out.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("op_name, inputs, words", [
+    ("add", [[[1.0, 2.0], [3.0]], np.ones(2)], "add: input 'x' is not an array: setting an"),
+    ("add", [np.array(["a", "b"]), np.ones(2)], "add: input 'x' has dtype str32; expected"),
+    ("add", [np.array([object(), 1]), np.ones(2)], "add: input 'x' has dtype object; expected"),
+    ("concat", [[np.ones(2), [[1.0], [2.0, 3.0]]]], "concat: input 'xs' is not an array"),
+])
+def test_bad_kernel_inputs_name_the_op_and_the_input(registry, op_name, inputs, words):
+    with pytest.raises(OpError) as info:
+        apply_op(registry, op_name, inputs, {"axis": 0} if op_name == "concat" else {})
+    assert str(info.value).startswith(words)
+
+
+def test_an_allocation_failure_is_a_memory_error_naming_the_op(registry):
+    with pytest.raises(MemoryError) as info:
+        apply_op(registry, "zeros", [], {"shape": [10**7, 10**7], "dtype": "float32"})
+    assert isinstance(info.value, OpsdkError) and str(info.value).startswith("zeros: out of memory")
+
+
+def test_a_ragged_feed_names_the_tensor(graph, registry):
+    from opsdk.runtime.exec.session import Session
+    x = placeholder("float64", [None], name="x")
+    y = apply_op(registry, "exp", [x], {})
+    with Session(graph) as sess:
+        with pytest.raises(OpsdkError, match=r"^feed for 'x:0': the fed value is not an array"):
+            sess.run(y, {x: [[1.0], [2.0, 3.0]]})

@@ -241,7 +241,10 @@ def _np_dtype(name: str) -> np.dtype:
 def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
     cross-kind dtype (float into int) is an error naming the tensor."""
-    array = value if type(value) is np.ndarray else _host_array(value)
+    try:
+        array = value if type(value) is np.ndarray else _host_array(value)
+    except OpsdkError as exc:
+        raise OpsdkError(f"feed for '{tensor.name}': {exc}") from None
     # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
     if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
         if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
@@ -261,4 +264,9 @@ def _host_array(value: Any) -> np.ndarray:
     """A fed value as a NumPy array: a device array (CuPy's, the test device's) is copied to the
     host, and the copy pass moves it on to the devices that read it."""
     device = device_of(value)
-    return np.asarray(value) if device.is_host else device.to_host(value)
+    if not device.is_host:
+        return device.to_host(value)
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as exc:  # a ragged list, an object NumPy cannot read
+        raise OpsdkError(f"the fed value is not an array: {exc}") from None

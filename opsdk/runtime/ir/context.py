@@ -37,8 +37,14 @@ def in_context(label: str, exc: BaseException) -> OpsdkError:
     if isinstance(exc, NotImplementedError):
         # An unwritten kernel body: keep the exact words the glue gave when called eagerly.
         return KernelNotWrittenError(str(exc) if label == op else f"{label}: {text}")
+    if isinstance(exc, MemoryError):
+        return OpMemoryError(f"{label}: out of memory ({text})")
     return OpError(f"{label}: {text}")
 
 
 class KernelNotWrittenError(OpsdkError, NotImplementedError):
     """A kernel body that `opsdk new` scaffolded and nobody has written yet."""
+
+
+class OpMemoryError(OpsdkError, MemoryError):
+    """An op's kernel (or its outputs' allocation) ran out of memory; names the op and node."""

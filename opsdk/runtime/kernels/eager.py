@@ -144,9 +144,14 @@ def input_array(who: str, name: str, value: Any, dtype: Optional[str]) -> np.nda
     constants alike: NumPy arrays and scalars keep their dtype (the registry then checks it);
     Python numbers and lists take `dtype` (another input's, so `x * 2` keeps x's dtype) when
     that represents them: an overflow to infinity or out of an int's range is an error."""
-    if isinstance(value, (np.ndarray, np.generic)) or dtype is None:
+    if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value)
-    exact = np.asarray(value)
+    try:
+        exact = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # a ragged list, an object NumPy cannot read
+        raise OpError(f"{who}: input '{name}' is not an array: {exc}") from None
+    if dtype is None:
+        return exact
     with np.errstate(over="ignore", invalid="ignore"):
         array = np.asarray(value, dtype=dtype) if exact.dtype != object else exact
     if exact.dtype.kind in "biuf" and array.dtype.kind in "biuf" and exact.size:
