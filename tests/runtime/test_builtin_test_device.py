@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from opsdk.runtime.devices.testing import TEST_XP, TestArray
-from test_builtin_gpu import GRAD_CASES, run_on
-from test_builtin_grads import _grad_op_outputs
-from test_builtin_ops import CASES, declarations, run
+from test_builtin_gpu import GRAD_CASES, check_gradient_on, run_on
+from test_builtin_ops import CASES, run
 
 
 def _to_device(value):
@@ -37,21 +36,4 @@ def test_forward_on_the_test_device_matches_numpy(op, inputs, attrs, expected):
 
 @pytest.mark.parametrize("op, inputs, attrs", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 def test_gradient_on_the_test_device_matches_numpy(op, inputs, attrs):
-    fwd = declarations()[op]
-    grad = declarations()[fwd["gradient"]]
-    outputs = run(op, inputs, attrs)
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    cots = [np.random.default_rng(3).normal(size=np.shape(o)) for o in outputs]
-    want = _grad_op_outputs(op, inputs, attrs, cots)
-    values = dict(zip(fwd["inputs"], inputs))
-    values.update(zip(fwd["outputs"], outputs))
-    values.update({f"grad_{n}": c for n, c in zip(fwd["outputs"], cots)})
-    declared = grad.get("attrs") or {}
-    result = run_on(TEST_XP, fwd["gradient"], _to_device([values[n] for n in grad["inputs"]]),
-                    {k: v for k, v in attrs.items() if k in declared})
-    got = dict(zip(grad["outputs"], result if isinstance(result, tuple) else (result,)))
-    for name, value in want.items():
-        host = _to_host(got[name])
-        pairs = zip(host, value) if isinstance(value, list) else [(host, value)]
-        for g, w in pairs:
-            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=name)
+    check_gradient_on(TEST_XP, _to_device, _to_host, op, inputs, attrs)
