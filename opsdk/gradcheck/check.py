@@ -22,7 +22,7 @@ from .numeric import (Slot, Worst, central_difference, contract, eval_reference,
                       slots_of, worst_element)
 from .precision import Precision
 from .strategies import Case, OpPlan, arrays_text, case_strategy, stress_schedule
-from .values import cotangent
+from .values import cotangent, lift
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def _run_case(registry: Any, plan: OpPlan, grad: Optional[GradientCall], device:
     if grad is None:  # the forward alone: every case that ran counts
         _count(tally, case)
         return
-    cots = tuple(data.draw(cotangent(o.shape, str(o.dtype)), label=f"grad_{t.name}")
+    cots = tuple(lift(data.draw(cotangent(o.shape, str(o.dtype)), label=f"grad_{t.name}"))
                  if str(o.dtype) in FLOAT_DTYPES else None
                  for t, o in zip(spec.outputs, outputs))
     analytic = _guarded(case, lambda: grad.run(inputs, attrs, outputs, cots, device))

@@ -94,18 +94,22 @@ def bool_array(shape: tuple[int, ...]) -> st.SearchStrategy:
 
 
 def cotangent(shape: tuple[int, ...], dtype: str) -> st.SearchStrategy:
-    """A cotangent for one output: a fixed pattern of distinct values of both signs, magnitudes in
-    [0.5, 1], each moved by a drawn amount in [-0.25, 0.25] (so never 0), in the output's dtype.
+    """What a cotangent is drawn from: values in [-1, 1], in the output's dtype (see `lift`)."""
+    return hnp.arrays(np.dtype(dtype), shape, elements=st.floats(-1.0, 1.0, width=_width(dtype)))
 
-    Never zero: hypothesis tries the simplest draw first (and a stress case is one draw), and a
-    zero cotangent would make every gradient, right or wrong, zero. Distinct values catch a
-    gradient that reads the cotangent at the wrong position.
+
+def lift(drawn: np.ndarray) -> np.ndarray:
+    """The cotangent used for a drawn one: a fixed pattern of distinct values of both signs
+    (magnitudes 0.5 to 1), each moved by a quarter of the drawn value, so never 0.
+
+    A zero cotangent makes every gradient, right or wrong, zero, and hypothesis tries the simplest
+    draw (all zeros) first; a stress case is that one draw. Distinct values catch a gradient that
+    reads the cotangent at the wrong position. (Applied after the draw, not inside the strategy,
+    so hypothesis draws the same cases as before.)
     """
-    size = int(np.prod(shape, dtype=np.int64))
-    index = np.arange(size)
+    index = np.arange(drawn.size)
     pattern = np.where(index % 2 == 0, 1.0, -1.0) * (0.5 + 0.5 * ((index * 0.6180339887) % 1.0))
-    moves = hnp.arrays(np.float64, size, elements=st.floats(-0.25, 0.25))
-    return moves.map(lambda m: (pattern + m).reshape(shape).astype(dtype))
+    return (pattern.reshape(drawn.shape) + 0.25 * drawn.astype(np.float64)).astype(drawn.dtype)
 
 
 def _width(dtype: str) -> int:
