@@ -54,3 +54,26 @@ def test_alias_bomb_and_recursive_anchor(ws):
     path.write_bytes(b"op: \xff\xfe\n")
     with pytest.raises(OpDefErrors, match=r"^opdefs/binary.yaml:1: byte 0xff is not UTF-8 text"):
         parse_opdef(path, ws.root)
+
+
+@pytest.mark.parametrize("value", [
+    "[" * 20_000 + "]" * 20_000,                                  # 20,000 levels of nesting
+    "ALIAS_BOMB",                                                 # 9 ** 8 values through aliases
+])
+def test_hostile_yaml_is_refused_fast_and_in_bounded_memory(ws, value):
+    import time
+    import tracemalloc
+
+    if value == "ALIAS_BOMB":
+        value = "&a0 [" + ", ".join(["1"] * 9) + "]"
+        for i in range(1, 8):
+            value = f"&a{i} [{value}" + f", *a{i - 1}" * 8 + "]"
+    path = ws.write("hostile.yaml", "op: foo\nsummary: Foo.\ngradcheck: {attrs: {k: " + value + "}}\n")
+    tracemalloc.start()
+    start = time.perf_counter()
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, ws.root)
+    elapsed, (_, peak) = time.perf_counter() - start, tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert str(info.value).startswith("opdefs/hostile.yaml:3: ") and len(str(info.value)) < 300
+    assert elapsed < 2.0 and peak < 50 * 2**20
