@@ -12,6 +12,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -23,7 +24,24 @@ from opsdk.registry import BUILTIN_ROOT, OpDefErrors, parse_opdef
 from codegen_fixtures import REPRESENTATIVE
 
 FLAGSHIP = (BUILTIN_ROOT / "opdefs" / "pairwise_manhattan.yaml").read_text()
-BASES = [FLAGSHIP, *(text for text in REPRESENTATIVE.values())]
+# A python-kernel op: its valid mutants need no compiler to be generated, imported and called.
+SCALED = """
+    op: scaled
+    summary: A scaled copy.
+    attrs:
+      scale: {type: float, default: 2.0, doc: "the factor"}
+      k: {type: int, default: 1, min: 0, max: 3}
+    inputs:
+      x: {dtype: float64, shape: [n]}
+    outputs:
+      y: {dtype: float64, shape: [n]}
+    gradient: null
+    kernels:
+      python: kernels.py:scaled
+    reference: "scale * x"
+"""
+SCALED_KERNEL = "def scaled(xp, x, **attrs):\n    return attrs.get('scale', 1.0) * x\n"
+BASES = [FLAGSHIP, SCALED, *(text for text in REPRESENTATIVE.values())]
 LOCATED = re.compile(r"opdefs/fuzz\.yaml:\d+: ")
 RETYPED = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.text(max_size=8),
                     st.lists(st.integers(0, 3), max_size=3), st.dictionaries(st.sampled_from(["a", "x", "T"]),
@@ -112,6 +130,7 @@ def _workspace(root: Path) -> Path:
     for name in ("pairwise_manhattan", "attrs_op", "list_op", "cast_op"):
         (opdefs / f"{name}_cpu.cc").write_text("")
         (opdefs / f"{name}_cuda.cu").write_text("")
+    (opdefs / "kernels.py").write_text(SCALED_KERNEL)
     return root
 
 
@@ -157,3 +176,41 @@ def test_the_unmutated_bases_generate(tmp_path):
         import textwrap
 
         assert len(check_mutant(root, textwrap.dedent(base).lstrip())) == 1
+
+
+@st.composite
+def scaled_mutant(draw) -> str:
+    """A structural mutant of the python-kernel op alone."""
+    import textwrap
+
+    doc = yaml.safe_load(textwrap.dedent(SCALED))
+    paths = [p for p, _ in _paths(doc) if p and p[0] not in ("op", "kernels")]
+    path = draw(st.sampled_from(paths))
+    _set(doc, path, draw(st.one_of(st.just(_DELETE), RETYPED)))
+    return yaml.safe_dump(doc, sort_keys=False, width=10**6)
+
+
+@settings(max_examples=12, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=scaled_mutant())
+def test_a_sample_of_valid_mutants_generates_imports_and_runs(tmp_path_factory, text):
+    """The sample that goes all the way: generated, imported with load_ops, called. (Compiled
+    kernels are built in tests/codegen/test_escaping.py, from odd text and odd paths.)"""
+    from opsdk.codegen.generate import generate_workspace
+    from opsdk.registry import OpsdkError
+    from opsdk.runtime.frontend.ops_module import load_ops
+
+    root = _workspace(tmp_path_factory.mktemp("sample") / "ws")
+    specs = check_mutant(root, text)
+    if not specs:
+        return  # a located error: checked above
+    generate_workspace(root)
+    ops = load_ops(root)
+    spec = specs[0]
+    required = {a.name: (a.choices[0] if a.choices else a.min if a.min is not None else
+                         {"int": 1, "float": 1.0, "bool": False, "str": "s"}.get(a.type, ()))
+                for a in spec.attrs if a.required}
+    try:
+        getattr(ops, spec.name)(np.ones(3), **required)
+    except OpsdkError:
+        pass  # e.g. a required attr the mutant made: refused with the op's name, not a crash
