@@ -28,7 +28,17 @@ constexpr int kMaxVecs = 2;  // 4 x 2 + 2 + 1 of 16 registers
 constexpr int kVecBytes = 16;
 constexpr int kMaxVecs = 2;
 #endif
-constexpr int kPixels = 4;  // pixels (or input channels) per register tile
+
+// Pixels per register tile for NV vectors of channels: P * NV accumulators, NV loads and a
+// broadcast must fit the vector registers.
+template <int NV>
+constexpr int tile_pixels() {
+#if defined(__AVX512F__)
+    return NV <= 2 ? 8 : 6;
+#else
+    return NV <= 1 ? 8 : 4;
+#endif
+}
 
 template <typename T> struct Simd;
 // aligned(alignof(T)): a dereference is an unaligned load or store, rows start anywhere.
@@ -60,6 +70,29 @@ inline Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
     const int64_t ow = std::max<int64_t>(out_size(w, kw, sw, same), 0);
     return {n, h, w, c, kh, kw, o, oh, ow, sh, sw, pad_before(h, kh, sh, oh, same),
             pad_before(w, kw, sw, ow, same)};
+}
+
+// A convolution with its padding done: every window lies inside the (hp x wp) input.
+struct Valid {
+    int64_t n, hp, wp, c, kh, kw, o, oh, ow, sh, sw;
+};
+
+// The input of the convolution g as valid_conv reads it: x with TensorFlow's zeros around it
+// (g.top rows and g.left columns before, enough after for every window) copied into `copy`, or
+// x itself, `copy` left empty, when every window fits in x already. Needs g.oh, g.ow >= 1.
+template <typename T>
+Valid padded_input(const Geometry& g, const T* x, std::vector<T>& copy) {
+    const int64_t hp = (g.oh - 1) * g.sh + g.kh, wp = (g.ow - 1) * g.sw + g.kw;
+    if (g.top == 0 && g.left == 0 && hp <= g.h && wp <= g.w)
+        return {g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw};
+    copy.assign(static_cast<size_t>(g.n * hp * wp * g.c), T(0));
+    const int64_t cols = std::min(g.w, wp - g.left);
+    for (int64_t b = 0; b < g.n; ++b)
+        for (int64_t ih = 0; ih < g.h && ih + g.top < hp; ++ih) {
+            const T* src = x + (b * g.h + ih) * g.w * g.c;
+            std::copy(src, src + cols * g.c, copy.data() + ((b * hp + ih + g.top) * wp + g.left) * g.c);
+        }
+    return {g.n, hp, wp, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw};
 }
 
 // rows x cols copied into rows x padded (padded >= cols), zeros after each row.

@@ -1,0 +1,147 @@
+"""conv2d and its gradient on the CPU: opsdk's C++ kernel, its NumPy python kernel, and
+torch.nn.functional.conv2d (oneDNN, channels_last, the same NHWC memory), float32.
+
+    .venv/bin/python bench/bench_conv2d.py [--repeats 15] [--threads 1] [--only mnist2 ...]
+
+Shapes are the layers of TF's deep-MNIST tutorial (batch 50) and a wider 3x3 layer. Each time is
+the median over repeats after a warm-up call; "gradient" is both input and filter gradients
+(torch: one autograd backward). GF/s counts 2 * n * oh * ow * kh * kw * c * o flops per pass
+(twice that for the gradient). The load average is printed before and after: the machine is
+shared, and a busy one slows every column alike only roughly; so each cell also shows the median
+CPU time of the process per call (all threads), which other processes inflate much less:
+with --threads 1 (OpenMP and torch on one thread) it is the fairest comparison on a busy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    n: int
+    h: int
+    w: int
+    c: int
+    k: int
+    o: int
+    stride: int = 1
+    same: int = 1
+
+    @property
+    def out(self) -> tuple[int, int]:
+        if self.same:
+            return -(-self.h // self.stride), -(-self.w // self.stride)
+        return (self.h - self.k) // self.stride + 1, (self.w - self.k) // self.stride + 1
+
+    @property
+    def flops(self) -> float:
+        oh, ow = self.out
+        return 2.0 * self.n * oh * ow * self.k * self.k * self.c * self.o
+
+
+CASES = (
+    Case("mnist1", 50, 28, 28, 1, 5, 32),
+    Case("mnist2", 50, 14, 14, 32, 5, 64),
+    Case("wide3x3", 32, 32, 32, 64, 3, 64),
+    Case("stride2", 32, 32, 32, 32, 3, 64, stride=2, same=0),
+)
+
+
+def median_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(median wall seconds, median process CPU seconds) per call, after a warm-up call."""
+    fn()
+    walls, cpus = [], []
+    for _ in range(repeats):
+        start, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def opsdk_calls(case: Case, x, f, gy) -> dict:
+    from opsdk import ops
+    from opdefs.builtin import kernels_conv as python_kernels
+    attrs = dict(stride_h=case.stride, stride_w=case.stride, same=case.same)
+    return {
+        "opsdk C++": (lambda: ops.conv2d(x, f, **attrs), lambda: ops.conv2d_grad(x, f, gy, **attrs)),
+        "opsdk python": (lambda: python_kernels.conv2d(np, x, f, **attrs),
+                         lambda: python_kernels.conv2d_grad(np, x, f, gy, **attrs)),
+    }
+
+
+def torch_calls(case: Case, x, f, gy) -> dict:
+    try:
+        import torch
+    except ImportError:
+        return {}
+    tx = torch.from_numpy(x).permute(0, 3, 1, 2).requires_grad_()  # NHWC memory: channels_last
+    tf_ = torch.from_numpy(np.ascontiguousarray(f.transpose(3, 2, 0, 1))).requires_grad_()
+    tgy = torch.from_numpy(gy).permute(0, 3, 1, 2)
+    pad = "same" if case.same and case.stride == 1 else 0
+    if case.same and case.stride != 1:
+        return {}  # torch has no SAME padding with strides; the table leaves it out
+
+    def forward():
+        with torch.no_grad():
+            return torch.nn.functional.conv2d(tx, tf_, stride=case.stride, padding=pad)
+
+    def gradient():
+        y = torch.nn.functional.conv2d(tx, tf_, stride=case.stride, padding=pad)
+        return torch.autograd.grad(y, (tx, tf_), tgy)
+
+    return {"torch": (forward, gradient)}
+
+
+def run_case(case: Case, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((case.n, case.h, case.w, case.c), dtype=np.float32)
+    f = rng.standard_normal((case.k, case.k, case.c, case.o), dtype=np.float32)
+    gy = rng.standard_normal((case.n, *case.out, case.o), dtype=np.float32)
+    calls = {**opsdk_calls(case, x, f, gy), **torch_calls(case, x, f, gy)}
+    for kind, index, flops in (("forward", 0, case.flops), ("gradient", 1, 2 * case.flops)):
+        times = {name: median_time(pair[index], repeats) for name, pair in calls.items()}
+        cells = "  ".join(f"{n}: {t * 1e3:7.2f} ms ({c * 1e3:7.2f} cpu) {flops / t / 1e9:6.1f} GF/s"
+                          for n, (t, c) in times.items())
+        base = times["opsdk C++"][0]
+        ratios = "  ".join(f"{n}/C++ {t / base:5.2f}" for n, (t, _) in times.items() if n != "opsdk C++")
+        print(f"{case.name:8s} {kind:8s} {cells}  {ratios}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
+    parser.add_argument("--threads", type=int, default=None, help="threads of every kernel")
+    args = parser.parse_args()
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)  # read when the kernels first load
+        try:
+            import torch
+            torch.set_num_threads(args.threads)
+        except ImportError:
+            pass
+    print(f"load average before: {os.getloadavg()}")
+    for case in CASES:
+        if args.only is None or case.name in args.only:
+            print(f"-- {case}")
+            run_case(case, args.repeats)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
