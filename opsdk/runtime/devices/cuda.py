@@ -25,19 +25,20 @@ from opsdk.registry.spec import OpSpec
 from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
 
 _probe_lock = threading.Lock()
-# id of the `cupy` entry of sys.modules when probed -> (cupy module or None, what is missing)
-_probes: dict[int, tuple[Any, Optional[str]]] = {}
+# id of the `cupy` entry of sys.modules when probed -> (that entry, (cupy or None, what is
+# missing)); the entry is held so its id cannot be reused by another module object
+_probes: dict[int, tuple[Any, tuple[Any, Optional[str]]]] = {}
 
 
 def probe_cupy() -> tuple[Any, Optional[str]]:
     """(the cupy module, None) when CuPy imports and sees a GPU; else (None, what it needs).
     Probed once per CuPy module object (so a test that stands in a fake CuPy is seen)."""
-    key = id(sys.modules.get("cupy"))
-    found = _probes.get(key)
-    if found is None:
+    entry = sys.modules.get("cupy")
+    found = _probes.get(id(entry))
+    if found is None or found[0] is not entry:
         with _probe_lock:
-            found = _probes[key] = _probe_now()
-    return found
+            found = _probes[id(entry)] = (entry, _probe_now())
+    return found[1]
 
 
 def _probe_now() -> tuple[Any, Optional[str]]:

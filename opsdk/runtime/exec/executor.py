@@ -73,7 +73,7 @@ def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor])
     values = list(plan.template)
     for tensor, slot in plan.feed_slots:
         values[slot] = feeds[tensor]
-    if plan.serial or pool is None:
+    if plan.inline or pool is None:
         _run_serial(plan.serial_runs, values, ctx)
     else:
         _Run(plan, values, ctx, pool).wait()

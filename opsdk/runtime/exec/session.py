@@ -101,7 +101,7 @@ class Session:
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
-        pool = None if plan.serial else self._get_pool()
+        pool = None if plan.inline else self._get_pool()
         token = RunToken(timeout)
         with self._lock:
             if self._closed:
