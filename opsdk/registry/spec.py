@@ -89,8 +89,8 @@ class TensorSpec:
 @dataclass(frozen=True)
 class KernelSpec:
     """A kernel for one device. `source` is a path relative to the workspace root for cpu/cuda
-    (`opdefs/foo_cpu.cc`), and `dotted.module:function` or `path/file.py:function` for python, the
-    file path again relative to the workspace root (`opdefs/builtin/kernels.py:add`)."""
+    (`opdefs/foo_cpu.cc`), and `path/file.py:function` for python, the file path again relative to
+    the workspace root (`opdefs/builtin/kernels.py:add`); only files of the workspace."""
     device: str
     source: str
     location: Location
@@ -143,8 +143,8 @@ class OpSpec:
     differentiable: tuple[str, ...]  # inputs that receive gradients
     kernels: tuple[KernelSpec, ...]
     reference: Optional[str]  # a NumPy expression over the input names (np, attrs in scope)
-    # `name` of a registry shape function, `module:function`, or `path/file.py:function` with the
-    # path relative to the workspace root (resolved lazily by opsdk.registry.callables).
+    # `name` of a registry shape function, or `path/file.py:function` with the path relative to
+    # the workspace root (resolved lazily by opsdk.registry.callables, inside the workspace only).
     shape_fn: Optional[str]
     gradcheck: GradCheckSpec
     location: Location
