@@ -17,6 +17,8 @@ DEVICES = ("cpu", "cuda", "python")
 # `gradient: stop`: the op passes no gradient (its inputs get None), unlike `gradient: null`, which
 # means "not differentiable" and makes autodiff raise. "stop" is therefore reserved as an op name.
 STOP_GRADIENT = "stop"
+# Ops are namespaced by workspace (`myws::foo`); the builtin ops live in this one.
+BUILTIN_NAMESPACE = "opsdk"
 ATTR_TYPES = ("int", "float", "bool", "str", "list(int)", "list(float)")
 
 
@@ -153,6 +155,13 @@ class OpSpec:
     # Where `gradient:` was written, so registry-wide checks (the gradient op exists, its
     # signature matches) can point at that line.
     gradient_location: Optional[Location] = field(compare=False, default=None)
+    # The workspace's namespace (docs/opdefs.md): `name` is unique within it, not across them.
+    namespace: str = BUILTIN_NAMESPACE
+
+    @property
+    def qualified_name(self) -> str:
+        """`namespace::name`, unique in a process (`opsdk::add`, `myws::pairwise_manhattan`)."""
+        return f"{self.namespace}::{self.name}"
 
     @property
     def stops_gradient(self) -> bool:
