@@ -42,3 +42,11 @@ def test_the_sample_program_as_written_learns_learnable_labels():
             _, value = sess.run([train_op, loss], {x: x_data, y: y_data})
             losses.append(float(np.mean(value)))
     assert np.mean(losses[-1000:]) < 0.7 * np.mean(losses[:1000])
+
+
+def test_the_sample_program_file_runs_exactly_as_written():
+    source = (ROOT / "examples" / "tf1_sample.py").read_text()
+    assert source.startswith("import opsdk.v1 as tf\n")  # the only line that differs from TF's
+    out = subprocess.run([sys.executable, "examples/tf1_sample.py"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
