@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
 from .common import print_table, workspace_root
 
 
@@ -15,22 +17,41 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one row per op; builtins only as a count unless --all."""
+    """Print one row per op (`namespace::name`); builtins only as a count unless --all. Ops the
+    workspace's ops shadow are noted; declaration errors are printed after the table (exit 1),
+    the good files' ops listed all the same."""
     from ..registry import load_registry
 
     root = workspace_root(args)
-    registry = load_registry(root)
-    specs = [registry.get(name) for name in sorted(registry.names())]
-    own = sorted(registry.ops_in_workspace(root), key=lambda s: s.name)
-    shown = specs if args.all else own
-    rows = [(s.name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
+    registry = load_registry(root, strict=False)
+    own = registry.ops_in_workspace(root)
+    shown = list(registry) if args.all else own
+    rows = [(s.qualified_name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
             for s in shown]
-    title = f"{len(shown)} op(s)" + ("" if args.all else f" in {root}")
-    print_table(title, ("op", "dtypes", "devices", "gradient"), rows)
-    builtins = len(specs) - len(own)
+    where = f" in {root}" if not args.all else ""
+    print_table(f"{len(shown)} op(s){where}, namespace '{registry.namespace}'",
+                ("op", "dtypes", "devices", "gradient"), rows)
+    builtins = len(registry) - len(own)
     if not args.all and builtins:
-        print(f"(+ {builtins} builtin ops; `opsdk list --all` shows them)")
+        print(f"(+ {builtins} builtin ops in 'opsdk::'; `opsdk list --all` shows them)")
+    for note in shadow_notes(registry, own):
+        print(note)
+    if registry.errors:
+        print(f"opsdk list: error: declarations set aside:\n"
+              + "\n".join(str(e) for e in registry.errors), file=sys.stderr)
+        return 1
     return 0
+
+
+def shadow_notes(registry, own) -> list[str]:
+    """One line per workspace op that has a builtin op's name: which one a bare name means."""
+    notes = []
+    for spec in own:
+        builtin = f"opsdk::{spec.name}"
+        if spec.namespace != "opsdk" and builtin in registry.qualified_names():
+            notes.append(f"note: in this workspace '{spec.name}' means {spec.qualified_name}; "
+                         f"the builtin op is '{builtin}'")
+    return notes
 
 
 def dtype_summary(spec) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opsdk.registry import OpDefErrors, OpsdkError, load_registry
+from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.spec import STOP_GRADIENT
 
 from . import names
@@ -24,14 +24,12 @@ _NOT_FOR_GRAD = ("kernel_cuda.cu.j2", "test_op.py.j2")
 
 
 def _existing_ops(root: Path) -> tuple[str, ...]:
-    """Names already taken: builtin ops and the workspace's own (when its declarations parse)."""
+    """Names the workspace's own ops already take. Builtin names are free: the workspace's op
+    lives in its own namespace (`myws::add` next to `opsdk::add`) and wins in its workspace."""
     if not (root / "opdefs").is_dir():
-        return load_registry().names()
-    try:
-        return load_registry(root).names()
-    except OpDefErrors:
-        # A broken declaration elsewhere must not stop a new op; builtin names still count.
-        return load_registry().names()
+        return ()
+    registry = load_registry(root, strict=False)  # a broken declaration must not stop a new op
+    return tuple(spec.name for spec in registry.ops_in_workspace(root))
 
 
 def check_new_op_name(root: Path, name: str) -> None:
@@ -44,14 +42,14 @@ def check_new_op_name(root: Path, name: str) -> None:
                          "(`gradient: stop` means no gradient flows)")
     taken = _existing_ops(root)
     if name in taken:
-        raise OpsdkError(f"cannot create op '{name}': an op of that name already exists; "
-                         f"choose another name")
+        raise OpsdkError(f"cannot create op '{name}': an op of that name already exists in this "
+                         f"workspace; choose another name")
 
 
 def scaffold_op(root: Path, name: str) -> list[Path]:
     """Write the declaration, both kernel bodies and a test of a new op; return the paths written.
 
-    Refuses (OpsdkError) a bad name, a name already used by a builtin or workspace op, and any file
+    Refuses (OpsdkError) a bad name, a name already used by an op of the workspace, and any file
     that already exists: nothing is overwritten. After it, `opsdk build` succeeds at once and the
     op raises NotImplementedError naming opdefs/NAME_cpu.cc until its body is written.
 

@@ -18,22 +18,25 @@ from .parse_extras import Paths, parse_gradcheck, parse_kernels, parse_reference
 from .parse_signature import (Signature, check_output_ellipsis, parse_attrs, parse_tensors,
                               parse_type_attrs)
 from .spec import STOP_GRADIENT, GradCheckSpec, OpSpec, TypeAttr
+from .workspace import Workspace
 
 TOP_KEYS = ("op", "summary", "doc", "type_attrs", "attrs", "inputs", "outputs", "shape_fn", "gradient",
             "differentiable", "kernels", "reference", "gradcheck", "stateful")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
-def parse_opdef(path: Path, workspace_root: Path) -> list[OpSpec]:
+def parse_opdef(path: Path, workspace_root: Path, namespace: Optional[str] = None) -> list[OpSpec]:
     """Every op declared in one YAML file (documents separated by `---`); raises OpDefErrors.
 
     Paths in the declaration are relative to its folder; the model stores them relative to
-    `workspace_root`, and `OpSpec.file` is the declaration's path relative to it.
+    `workspace_root`, and `OpSpec.file` is the declaration's path relative to it. The ops are in
+    `namespace`, by default the workspace's (`Workspace(workspace_root).namespace`).
 
     >>> [spec.name for spec in parse_opdef(Path("opdefs/pairwise_manhattan.yaml"), Path("."))]
     ['pairwise_manhattan']
     """
     path, root = Path(path), Path(workspace_root)
+    namespace = namespace if namespace is not None else Workspace(root).namespace
     shown = _shown_path(path, root)
     try:
         documents = load_documents(path, shown)
@@ -46,7 +49,7 @@ def parse_opdef(path: Path, workspace_root: Path) -> list[OpSpec]:
     specs: list[OpSpec] = []
     seen: dict[str, int] = {}
     for document in documents:
-        spec = _parse_document(document, d, paths, root)
+        spec = _parse_document(document, d, paths, root, namespace)
         if spec is None:
             continue
         if spec.name in seen:
@@ -67,7 +70,8 @@ def _shown_path(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path) -> Optional[OpSpec]:
+def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
+                    namespace: str) -> Optional[OpSpec]:
     d.op = None
     if not isinstance(node, YMap):
         d.error(node.line, "a declaration must be a mapping of keys (op: name, summary: ..., inputs: ...)")
@@ -99,7 +103,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path) -> Op
         type_attrs=tuple(sig.type_attrs), attrs=tuple(sig.attrs), inputs=tuple(sig.inputs),
         outputs=tuple(sig.outputs), gradient=gradient, differentiable=differentiable, kernels=kernels,
         reference=reference, shape_fn=sig.shape_fn, gradcheck=gradcheck, location=d.location(node.line),
-        workspace=root.resolve(), stateful=bool(stateful),
+        workspace=root.resolve(), stateful=bool(stateful), namespace=namespace,
         gradient_location=d.location(gradient_line) if gradient_line else None)
 
 

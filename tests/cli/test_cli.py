@@ -85,9 +85,10 @@ def test_workspace_found_from_cwd_and_minus_c_after_the_command(capsys, ws, monk
 def test_list_shows_own_ops_and_counts_builtins(capsys, ws):
     code, out, _ = run_cli(capsys, "-C", ws, "list")
     assert code == 0
-    row = next(line for line in out.splitlines() if line.startswith("cli_scale"))
+    assert f"1 op(s) in {ws}, namespace '{ws.name}'" in out
+    row = next(line for line in out.splitlines() if line.startswith(f"{ws.name}::cli_scale"))
     assert row.split()[1:] == ["T:", "float32,", "float64", "python", "-"]
-    assert "builtin ops; `opsdk list --all`" in out
+    assert "builtin ops in 'opsdk::'; `opsdk list --all`" in out
     code, out_all, _ = run_cli(capsys, "-C", ws, "list", "--all")
     assert code == 0 and len(out_all.splitlines()) > len(out.splitlines()) + 5
 

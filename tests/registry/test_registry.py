@@ -57,12 +57,14 @@ def test_builtin_and_workspace_ops(fake_builtin, ws):
         registry.get("mien")
 
 
-def test_user_op_may_not_reuse_a_builtin_name(fake_builtin, ws):
+def test_user_op_may_share_a_builtin_name_and_wins_in_its_workspace(fake_builtin, ws):
     fake_builtin.write("math.yaml", pair("add"))
     ws.write("add.yaml", FWD.format(name="add").replace("gradient: add_grad", "gradient: stop"))
-    with pytest.raises(OpDefErrors) as info:
-        load_registry(ws.root)
-    assert str(info.value) == "opdefs/add.yaml:1: op 'add': 'add' is a builtin op (opdefs/math.yaml:1); choose another name"
+    registry = load_registry(ws.root)
+    assert registry.get("add").qualified_name == "ws::add" and registry.get("add").gradient == "stop"
+    assert registry.get("opsdk::add").workspace == fake_builtin.root.resolve()
+    assert registry.qualified_names() == ("opsdk::add", "opsdk::add_grad", "ws::add")
+    assert load_registry().get("add").qualified_name == "opsdk::add"
 
 
 def test_duplicate_ops_across_files(fake_builtin, ws):
@@ -95,7 +97,8 @@ W = "opdefs/a.yaml:10: op 'f': gradient op 'f_grad' (opdefs/a.yaml:14)"
                          "  grad_i: {dtype: int32, shape: [n]}"),
      f"{W} must return (grad_x), one per differentiable input of 'f'; it returns (grad_x, grad_i)"),
     (lambda t: t.replace("grad_x: {dtype: T, shape: [n, p]}", "grad_x: {dtype: T, shape: [p, n]}"),
-     f"{W}: output 'grad_x' has shape [p, n]; expected [n, p] (the shape of input 'x' of 'f')"),
+     f"{W}: output 'grad_x' has shape [p, n]; expected [n, p] (the shape of input 'x' of 'f'); "
+     "write the dims of that input"),
     (lambda t: t.replace("grad_z: {dtype: T,", "grad_z: {dtype: float32,"),
      f"{W}: input 'grad_z' has dtype float32; expected T (the dtype of output 'z' of 'f')"),
     (lambda t: t.replace("T: [float32, float64]", "T: [float32]"),
@@ -193,4 +196,4 @@ def test_shapes_that_print_alike_say_which_dim_differs(fake_builtin, ws):
     assert str(info.value).splitlines()[-1] == (
         "opdefs/f.yaml:7: op 'f': gradient op 'f_grad' (opdefs/f.yaml:10): output 'grad_x' has shape [k]; "
         "expected [k] (the shape of input 'x' of 'f'): 'k' is computed from int attrs and dims here but a dim "
-        "bound from an input there")
+        "bound from an input there; write the dims of that input")

@@ -180,7 +180,8 @@ def workspace_applier(root: str | Path | None) -> Applier:
             with lock:
                 if not holder:
                     from opsdk.registry import load_registry
-                    holder.append(load_registry(None if root is None else Path(root)))
+                    # One broken declaration must not stop the workspace's other ops.
+                    holder.append(load_registry(None if root is None else Path(root), strict=False))
         return apply_op(holder[0], op_name, inputs, attrs, name=name, device=device)
 
     return applier

@@ -10,10 +10,11 @@ import hashlib
 import importlib.util
 import sys
 import threading
+import warnings
 from pathlib import Path
 from types import ModuleType
 
-from opsdk.registry import OpsdkError, load_registry
+from opsdk.registry import OpDefErrors, OpsdkError, load_registry
 
 _lock = threading.Lock()
 _modules: dict[Path, ModuleType] = {}
@@ -34,8 +35,11 @@ def _module_name(root: Path) -> str:
 def load_ops(workspace: str | Path = ".") -> ModuleType:
     """The generated wrappers of the workspace at `workspace`: one function per op.
 
-    Raises OpDefErrors listing the mistakes (`file:line: op 'x': ...`) when a declaration of the
-    workspace is wrong, and OpsdkError when the workspace has not been generated yet.
+    One bad declaration never breaks the others: with declaration mistakes in some files, the
+    module loads with a warning naming those files, the other ops work, and calling an op of a
+    broken file raises its errors (`file:line: op 'x': ...`). Raises OpDefErrors when the workspace
+    has not been generated and has mistakes (generating would fail on them), OpsdkError when it
+    has not been generated yet.
 
     >>> ops = load_ops("path/to/workspace")            # doctest: +SKIP
     >>> ops.my_op(x, scale=2.0)                        # doctest: +SKIP
@@ -45,19 +49,33 @@ def load_ops(workspace: str | Path = ".") -> ModuleType:
         module = _modules.get(root)
         if module is not None:
             return module
-        # Declaration mistakes first: with them, "run opsdk generate" would only fail the same way.
-        load_registry(root)
+        registry = load_registry(root, strict=False)
         path = ops_path(root)
+        if registry.errors and not path.is_file():
+            raise OpDefErrors(list(registry.errors))  # "run opsdk generate" would fail on them
         if not path.is_file():
             raise OpsdkError(f"{path} does not exist: run `opsdk generate` (or `opsdk build`) in {root}")
-        name = _module_name(root)
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        if registry.errors:
+            warnings.warn(_broken_warning(root, registry), stacklevel=2)
+        module = _import(_module_name(root), path)
         _modules[root] = module
         return module
+
+
+def _broken_warning(root: Path, registry) -> str:
+    files = ", ".join(registry.broken)
+    return (f"{root}: {files} ha{'s' if len(registry.broken) == 1 else 've'} declaration errors; the "
+            f"ops declared there raise them when called, the others work (`opsdk list` shows them):\n"
+            + "\n".join(str(e) for e in registry.errors[:5]))
+
+
+def _import(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

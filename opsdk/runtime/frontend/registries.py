@@ -2,8 +2,9 @@
 
 Operators (`x * 2.0`), autodiff's building blocks (zeros_like, add) and optimizers' updates are
 builtin ops: they resolve in the builtin registry. A node's gradient op resolves in the registry
-of the workspace that declared the node's op (`registry_of(spec)`), so one graph may mix builtin
-ops and ops of any number of workspaces, in any order.
+of the workspace that declared the node's op (`registry_of(spec)`), from that op's namespace, so
+one graph may mix builtin ops and ops of any number of workspaces, in any order, even ops of the
+same name (`ws_a::foo`, `ws_b::foo`).
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ def builtin_registry() -> Registry:
 
 
 def registry_of(spec: OpSpec) -> Registry:
-    """The registry of the workspace that declares `spec`: builtin ops plus that workspace's."""
+    """The registry of the workspace that declares `spec`: builtin ops plus that workspace's
+    (its good files: a broken declaration elsewhere in it does not stop this op)."""
     root = spec.workspace
-    return load_registry(None if root is None or root == BUILTIN_ROOT else root)
+    return load_registry(None if root is None or root == BUILTIN_ROOT else root, strict=False)
 
 
 def gradient_spec(spec: OpSpec) -> OpSpec:
     """The declared gradient op of `spec`, resolved where `spec` was declared."""
-    return registry_of(spec).get(spec.gradient_op)
+    return registry_of(spec).resolve(spec.gradient_op, spec.namespace)
 
 
 class SpecRegistry:
