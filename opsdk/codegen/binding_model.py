@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
+from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim
 from opsdk.registry.spec import OpSpec, TensorSpec
 
 from . import messages as msg
@@ -43,6 +43,9 @@ class InputGlue:
     not_list: str  # same, when a list input is not a list/tuple ("" for plain inputs)
     length_check: Optional[Step]  # list inputs: len(xs) == N
     steps: tuple[Step, ...]  # run with `arg` naming the input (or the list element) and `i` its index
+    # Likewise, once every input has bound its dims and the attrs are read: the dims declared by
+    # expressions (`grad_y: [num_segments, d]`), which may read dims that later inputs bind.
+    computed_steps: tuple[Step, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class BindingModel:
     cases: tuple[Case, ...]
     no_case: str  # message when no case matched (cannot happen after the dtype checks)
     params: tuple[str, ...]  # the binding function's parameters: inputs, attrs, unbound type attrs
+    has_computed: bool = False  # some input has computed_steps (the glue emits check_computed)
 
 
 class _DimState:
@@ -142,6 +146,22 @@ def _shape_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState) -> list[Ste
         elif isinstance(dim, SymDim):
             got = _phrase(tensor, msg.Value(size), axis, j, k)
             steps += _sym_steps(spec, tensor, state, dim.name, size, got)
+    return steps
+
+
+def _computed_steps(spec: OpSpec, tensor: TensorSpec) -> list[Step]:
+    """`arg.shape[axis] != <expr>` for each input dim declared by an expression (the rank was
+    checked before, with the other dims)."""
+    trailing = [d for d in tensor.shape or () if not isinstance(d, EllipsisDim)]
+    k, steps = len(trailing), []
+    for j, dim in enumerate(trailing):
+        if not isinstance(dim, ExprDim):
+            continue
+        axis = f"arg.ndim - {k - j}" if tensor.has_ellipsis else str(j)
+        want = names.output_dim_cpp(spec, dim)
+        steps.append(_check(f"arg.shape[{axis}] != {want}", msg.computed_mismatch(
+            spec.name, _label(tensor), _phrase(tensor, msg.Value(want), axis, j, k), dim.text,
+            msg.Value(f"arg.shape[{axis}]"))))
     return steps
 
 
@@ -226,7 +246,7 @@ def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState, device: str)
               f"<const {names.tensor_cpp_type(spec, tensor)}>(a.{tensor.name})"),
         not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, _ARRAY_KIND[device])),
         not_list=msg.cpp_message(msg.not_a_list(op, tensor, type_name)) if tensor.is_list else "",
-        length_check=length, steps=tuple(steps))
+        length_check=length, steps=tuple(steps), computed_steps=tuple(_computed_steps(spec, tensor)))
 
 
 def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
@@ -298,6 +318,7 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
         template_prefix=names.template_prefix(spec), template_args=names.template_args(spec),
         inputs=inputs, outputs=tuple(_output_glue(spec, t) for t in spec.outputs),
         attrs=attrs, unbound=unbound, params=tuple(params), n_type_attrs=len(spec.type_attrs),
+        has_computed=any(t.computed_steps for t in inputs),
         key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
         no_case=msg.cpp_string_literal(f"{spec.name}: no kernel instantiated for these dtypes"))
 

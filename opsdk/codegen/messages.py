@@ -147,6 +147,11 @@ def const_mismatch(op: str, label: Part, want: tuple[Part, ...], got: Value) -> 
     return Message("ValueError", (f"{op}: input '", label, "' must have ", *want, ", got ", got))
 
 
+def computed_mismatch(op: str, label: Part, want: tuple[Part, ...], text: str, got: Value) -> Message:
+    """`op: input 'grad_y' must have 4 rows (num_segments), got 3`, as opsdk.registry.infer says."""
+    return Message("ValueError", (f"{op}: input '", label, "' must have ", *want, f" ({text}), got ", got))
+
+
 def dim_mismatch(op: str, label: Part, got: tuple[Part, ...], bound_label: Part, want: Value,
                  dim: str) -> Message:
     """`op: input 'y' has 3 columns but x has 4 (dim p)`."""

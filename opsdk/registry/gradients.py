@@ -9,7 +9,7 @@ Autodiff relies on exactly this, so a mismatch is a declaration error, not a run
 from __future__ import annotations
 
 from .dtypes import is_differentiable_dtype
-from .shapes import ConstDim, ExprDim, SymDim, format_shape
+from .shapes import ConstDim, EllipsisDim, ExprDim, FreeDim, SymDim, format_shape
 from .spec import OpSpec, TensorSpec
 
 
@@ -40,8 +40,14 @@ def _input_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
     problems = []
     for tensor in grad.inputs:
         model, role = by_name[tensor.name]
-        problems += _tensor_problems(tensor, model, f"{who}: input '{tensor.name}'", f"{role} of '{forward.name}'")
+        problems += _tensor_problems(tensor, model, f"{who}: input '{tensor.name}'", f"{role} of '{forward.name}'",
+                                     _INPUT_FIX)
     return problems
+
+
+# What to write instead, after a shape mismatch (inputs may be looser than the forward's dims).
+_INPUT_FIX = "; write the forward op's dims (a name or '_' may stand for a computed one)"
+_OUTPUT_FIX = "; write the dims of that input"
 
 
 def _output_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
@@ -55,11 +61,11 @@ def _output_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
     for tensor in grad.outputs:
         model = forward.input(tensor.name[len("grad_"):])
         problems += _tensor_problems(tensor, model, f"{who}: output '{tensor.name}'",
-                                     f"input '{model.name}' of '{forward.name}'")
+                                     f"input '{model.name}' of '{forward.name}'", _OUTPUT_FIX)
     return problems
 
 
-def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str) -> list[str]:
+def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str, fix: str) -> list[str]:
     problems = []
     if tensor.dtype != model.dtype:
         problems.append(f"{what} has dtype {tensor.dtype}; expected {model.dtype} (the dtype of {role})")
@@ -68,12 +74,13 @@ def _tensor_problems(tensor: TensorSpec, model: TensorSpec, what: str, role: str
         problems.append(f"{what} must be {kind}, like {role}")
     if tensor.shape is not None and model.shape is not None and not _shapes_fit(tensor.shape, model.shape):
         problems.append(f"{what} has shape {format_shape(tensor.shape)}; expected "
-                        f"{format_shape(model.shape)} (the shape of {role}){_same_text(tensor.shape, model.shape)}")
+                        f"{format_shape(model.shape)} (the shape of {role})"
+                        f"{_same_text(tensor.shape, model.shape)}{fix}")
     return problems
 
 
 _DIM_KINDS = {SymDim: "a dim bound from an input", ExprDim: "computed from int attrs and dims",
-              ConstDim: "a fixed size"}
+              ConstDim: "a fixed size", FreeDim: "a free dim"}
 
 
 def _same_text(shape: tuple, model: tuple) -> str:
@@ -90,10 +97,25 @@ def _same_text(shape: tuple, model: tuple) -> str:
 
 
 def _shapes_fit(shape: tuple, model: tuple) -> bool:
-    """Equal, except that a computed output dim may stand as a plain name in a gradient op's input
-    (inputs bind names, they cannot compute): the gradient kernel checks that size itself."""
-    return len(shape) == len(model) and all(
-        a == b or (isinstance(a, SymDim) and isinstance(b, ExprDim)) for a, b in zip(shape, model))
+    """Equal dim by dim, up to what _dim_fits allows."""
+    return len(shape) == len(model) and all(_dim_fits(a, b) for a, b in zip(shape, model))
+
+
+def _dim_fits(dim, model) -> bool:
+    """`dim` (the gradient op's) may stand for `model` (the forward op's) when they are equal; when
+    both are expressions that compute alike (the gradient op declares the attrs they read: the
+    glue checks the size); when `dim` is a name or `_` for a computed dim (the gradient kernel
+    checks that size itself, or need not know it); when `dim` is `_` for any dim; and when a free
+    forward dim is matched by a name or `_`."""
+    if dim == model:
+        return True
+    if isinstance(dim, EllipsisDim) or isinstance(model, EllipsisDim):
+        return False
+    if isinstance(dim, ExprDim) and isinstance(model, ExprDim):
+        return dim.expr == model.expr
+    if isinstance(dim, FreeDim):
+        return True
+    return isinstance(dim, SymDim) and isinstance(model, (ExprDim, FreeDim))
 
 
 def _attr_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:

@@ -119,13 +119,14 @@ def infer_outputs(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
     shapes = _per_input(spec, input_shapes, "shapes")
     for tensor, shape in zip(spec.inputs, shapes):
         binder.bind_input(tensor, shape)
+    env = dict(binder.dims)
+    for attr in spec.attrs:
+        if attr.type == "int":
+            env[attr.name] = attrs.get(attr.name, None if attr.required else attr.default)
+    binder.check_computed(env)
     if spec.shape_fn is not None:
         out_shapes = _call_shape_fn(spec, shapes, attrs)
     else:
-        env = dict(binder.dims)
-        for attr in spec.attrs:
-            if attr.type == "int":
-                env[attr.name] = attrs.get(attr.name, None if attr.required else attr.default)
         out_shapes = [binder.output_shape(t, env, attrs) for t in spec.outputs]
     return [(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)]
 
@@ -166,6 +167,8 @@ class _Binder:
         self.dim_source: dict[str, str] = {}
         self.ellipsis: Optional[tuple] = None
         self.ellipsis_source = ""
+        # Input dims given by expressions, checked once every dim is bound: (label, dim, size, axis, rank).
+        self.computed: list[tuple[str, ExprDim, int, int, int]] = []
 
     def bind_input(self, tensor: TensorSpec, shape: Any) -> None:
         if tensor.shape is None or shape is None:
@@ -198,6 +201,9 @@ class _Binder:
     def _bind_dim(self, label: str, dim, size: Optional[int], axis: int, rank: int) -> None:
         if size is None:
             return
+        if isinstance(dim, ExprDim):
+            self.computed.append((label, dim, size, axis, rank))
+            return
         if isinstance(dim, ConstDim):
             if size != dim.size:
                 raise OpError(f"{self.spec.name}: input '{label}' must have {axis_phrase(dim.size, axis, rank)}, "
@@ -209,6 +215,18 @@ class _Binder:
         elif known != size:
             raise OpError(f"{self.spec.name}: input '{label}' has {axis_phrase(size, axis, rank)} but "
                           f"{self.dim_source[dim.name]} has {known} (dim {dim.name})")
+
+    def check_computed(self, env: dict) -> None:
+        """Each input dim declared by an expression (`grad_y: [num_segments, d]`) has its value,
+        where the dims and attrs it reads are known."""
+        for label, dim, size, axis, rank in self.computed:
+            try:
+                want = eval_expr(dim.expr, env)
+            except ZeroDivisionError:
+                raise OpError(f"{self.spec.name}: input '{label}': division by zero in '{dim.text}'") from None
+            if want is not None and want != size:
+                raise OpError(f"{self.spec.name}: input '{label}' must have {axis_phrase(want, axis, rank)} "
+                              f"({dim.text}), got {size}")
 
     def _bind_ellipsis(self, label: str, prefix: tuple) -> None:
         if self.ellipsis is None:

@@ -1,8 +1,9 @@
 """Symbolic shapes: dims that bind across inputs, fixed sizes, `...`, and dim expressions.
 
 A declared shape is a tuple of `Dim`s. Inputs may use `SymDim` (binds a name to a size; a second
-use must match), `ConstDim` and one leading `EllipsisDim`. Outputs may also use `ExprDim`, an
-integer expression over dim names and int attrs (`n + m`, `(n - k) // s + 1`, `max(n, 1)`).
+use must match), `FreeDim` (`_`: an axis whose size nothing else shares), `ConstDim`, one leading
+`EllipsisDim`, and `ExprDim`, an integer expression over dim names and int attrs (`n + m`,
+`(n - k) // s + 1`, `max(n, 1)`): outputs are allocated with it, inputs are checked against it.
 Unknown sizes are `None` at graph time, and every evaluation propagates `None`.
 """
 
@@ -147,13 +148,29 @@ class SymDim:
 
 
 @dataclass(frozen=True)
+class FreeDim(SymDim):
+    """`_` in an input shape: an axis of any size that no other axis shares. It is a SymDim whose
+    name (`<input>_<k>`, made by the parser) nothing else uses, so it binds from its own axis
+    alone, and kernels read its size as `dims.<input>_<k>` like any dim's."""
+
+
+FREE = "_"  # how a free dim is written
+
+
+def free_dim_name(tensor: str, index: int) -> str:
+    """The Dims member of the `index`-th declared dim (after any `...`) of `tensor`, when `_`."""
+    return f"{tensor}_{index}"
+
+
+@dataclass(frozen=True)
 class ConstDim:
     size: int
 
 
 @dataclass(frozen=True)
 class ExprDim:
-    """An output dim computed from input dims and int attrs."""
+    """A dim computed from input dims and int attrs: an output is allocated with its value, an
+    input (a gradient op's `grad_y: [num_segments, d]`) must have it."""
     expr: Expr
     text: str
 
@@ -163,7 +180,7 @@ class EllipsisDim:
     """`...`: any number of leading dims, the same for every tensor of the op that has it."""
 
 
-Dim = Union[SymDim, ConstDim, ExprDim, EllipsisDim]
+Dim = Union[SymDim, FreeDim, ConstDim, ExprDim, EllipsisDim]
 Shape = tuple  # tuple[Dim, ...]
 
 
@@ -171,7 +188,9 @@ def format_shape(shape: Shape) -> str:
     """`[n, p]`-style text of a declared shape, for docstrings and messages."""
     parts = []
     for d in shape:
-        if isinstance(d, SymDim):
+        if isinstance(d, FreeDim):
+            parts.append(FREE)
+        elif isinstance(d, SymDim):
             parts.append(d.name)
         elif isinstance(d, ConstDim):
             parts.append(str(d.size))

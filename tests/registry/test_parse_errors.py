@@ -86,8 +86,8 @@ CASES = [
     ("unparsable-dim-expression", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [\"n +\"]}\n" + PY,
      f"{F}:6: op 'foo': output 'z': cannot parse dim expression 'n +': invalid syntax"),
     ("expression-in-input", HEAD + "inputs:\n  x: {dtype: float32, shape: [\"n + 1\"]}\n" + Z_OUT + PY,
-     f"{F}:4: op 'foo': input 'x': input shapes hold dim names, sizes and a leading '...'; 'n + 1' is not a "
-     f"name (expressions go in output shapes)\n"
+     f"{F}:4: op 'foo': input 'x' uses dim 'n' that no input binds; name it alone in an input shape to bind "
+     f"it (an input's expression checks a size, it binds nothing)\n"
      f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),
     ("float-attr-in-expression", HEAD + "attrs:\n  s: {type: float, default: 1.0}\n" + X_IN
      + "outputs:\n  z: {dtype: float32, shape: [\"n * s\"]}\n" + PY,
