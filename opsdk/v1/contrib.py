@@ -10,6 +10,15 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import layers as _layers, rnn as _rnn, scopes
 
 
+class NotProvided(OpsdkError, AttributeError):
+    """A tf.contrib name opsdk.v1 does not provide (an AttributeError too, so hasattr() works)."""
+
+
+def _missing(path: str) -> NotProvided:
+    return NotProvided(f"tf.{path} is not provided by opsdk.v1 (docs/tf1.md lists what "
+                       "tf.contrib offers)")
+
+
 class _Missing(SimpleNamespace):
     def __init__(self, path: str, **names: Any):
         super().__init__(**names)
@@ -18,8 +27,7 @@ class _Missing(SimpleNamespace):
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        raise OpsdkError(f"tf.{self._path}.{name} is not provided by opsdk.v1 (docs/tf1.md lists "
-                         "what tf.contrib offers)")
+        raise _missing(f"{self._path}.{name}")
 
 
 rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn)
@@ -27,3 +35,9 @@ layers = _Missing("contrib.layers", flatten=_layers.flatten,
                   fully_connected=_layers.fully_connected,
                   xavier_initializer=scopes.xavier_initializer,
                   xavier_initializer_conv2d=scopes.xavier_initializer)
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise _missing(f"contrib.{name}")

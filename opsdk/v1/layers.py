@@ -25,27 +25,49 @@ def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True
           kernel_regularizer: Any = None, trainable: bool = True, name: Optional[str] = None,
           reuse: Any = None, **unused: Any) -> Any:
     """activation(inputs @ kernel + bias) over the last axis of inputs."""
+    with scopes.variable_scope(name, default_name="dense", reuse=reuse):
+        return _affine(inputs, units, activation, use_bias, kernel_initializer,
+                       bias_initializer or scopes.zeros_initializer(), kernel_regularizer,
+                       trainable)
+
+
+def _affine(inputs: Any, units: int, activation: Any, use_bias: bool, kernel_initializer: Any,
+            bias_initializer: Any, kernel_regularizer: Any, trainable: bool) -> Any:
+    """dense's body, in the variable scope its caller opened."""
     x = _t(inputs)
     depth = x.shape[-1] if x.shape else None
     if depth is None:
         raise OpsdkError("dense: the last dim of the inputs must be known")
-    with scopes.variable_scope(name, default_name="dense", reuse=reuse):
-        kernel = scopes.get_variable("kernel", [depth, int(units)], initializer=kernel_initializer,
-                                     regularizer=kernel_regularizer, trainable=trainable)
-        y = _m.matmul(x, kernel) if x.ndim == 2 else _ops.reshape(
-            _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
-            shape=[-1 if d is None else d for d in x.shape[:-1]] + [int(units)])
-        if use_bias:
-            bias = scopes.get_variable("bias", [int(units)], trainable=trainable,
-                                       initializer=bias_initializer or scopes.zeros_initializer())
-            y = _ops.bias_add(y, bias)
-        return _activate(y, activation)
+    kernel = scopes.get_variable("kernel", [depth, int(units)], initializer=kernel_initializer,
+                                 regularizer=kernel_regularizer, trainable=trainable)
+    y = _m.matmul(x, kernel) if x.ndim == 2 else _ops.reshape(
+        _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
+        shape=[-1 if d is None else d for d in x.shape[:-1]] + [int(units)])
+    if use_bias:
+        bias = scopes.get_variable("bias", [int(units)], trainable=trainable,
+                                   initializer=bias_initializer)
+        y = _ops.bias_add(y, bias)
+    return _activate(y, activation)
 
 
 def fully_connected(inputs: Any, num_outputs: int, activation_fn: Any = nn.relu,
-                    scope: Optional[str] = None, **kwargs: Any) -> Any:
-    """`tf.contrib.layers.fully_connected`: dense with a relu by default."""
-    return dense(inputs, num_outputs, activation=activation_fn, name=scope or "fully_connected")
+                    normalizer_fn: Any = None, normalizer_params: Any = None,
+                    weights_initializer: Any = None, weights_regularizer: Any = None,
+                    biases_initializer: Any = "zeros", biases_regularizer: Any = None,
+                    reuse: Any = None, variables_collections: Any = None,
+                    outputs_collections: Any = None, trainable: bool = True,
+                    scope: Optional[str] = None) -> Any:
+    """`tf.contrib.layers.fully_connected`: dense with a relu by default, its own scope
+    ("fully_connected", "fully_connected_1", ...); biases_initializer=None means no bias."""
+    if normalizer_fn is not None:
+        raise OpsdkError("contrib.layers.fully_connected: normalizer_fn is not supported by "
+                         "opsdk.v1; apply the normalizer to the output yourself")
+    zeros = isinstance(biases_initializer, str)
+    with scopes.variable_scope(scope, default_name="fully_connected", reuse=reuse):
+        return _affine(inputs, num_outputs, activation_fn, biases_initializer is not None,
+                       weights_initializer,
+                       scopes.zeros_initializer() if zeros else biases_initializer,
+                       weights_regularizer, trainable)
 
 
 def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),

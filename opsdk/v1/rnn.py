@@ -136,22 +136,36 @@ class LSTMCell(BasicLSTMCell):
 
 
 class GRUCell(RNNCell):
-    """Gated recurrent unit: r, u = sigmoid(W [x, h]); c = tanh(Wc [x, r*h]); h' = u h + (1-u) c."""
+    """Gated recurrent unit: r, u = sigmoid(W [x, h]); c = tanh(Wc [x, r*h]); h' = u h + (1-u) c.
+    As in TF, the gates' bias starts at 1 (r and u open: the state is kept at first) and the
+    variables are gates/{kernel,bias} and candidate/{kernel,bias}."""
 
     _default_name = "gru_cell"
 
-    def _gates(self) -> int:
-        return 2
+    def __init__(self, num_units: int, activation: Any = None, reuse: Any = None,
+                 kernel_initializer: Any = None, bias_initializer: Any = None,
+                 name: Optional[str] = None, dtype: Any = None):
+        super().__init__(num_units, activation, reuse, name, dtype)
+        self.kernel_initializer, self.bias_initializer = kernel_initializer, bias_initializer
 
     @property
     def state_size(self) -> int:
         return self.num_units
 
-    def _extra_vars(self, input_depth: int) -> tuple:
-        kernel = scopes.get_variable("candidate/kernel", [input_depth + self.num_units,
-                                                          self.num_units])
-        bias = scopes.get_variable("candidate/bias", [self.num_units],
-                                   initializer=scopes.zeros_initializer())
+    def build(self, input_depth: int, scope: Optional[str] = None) -> None:
+        if self._vars is not None:
+            return
+        with scopes.variable_scope(scope or self.name or self._default_name,
+                                   reuse=scopes.AUTO_REUSE):
+            self._vars = self._pair("gates", input_depth, 2, scopes.constant_initializer(1.0)) + \
+                self._pair("candidate", input_depth, 1, scopes.zeros_initializer())
+
+    def _pair(self, prefix: str, input_depth: int, gates: int, bias_default: Any) -> tuple:
+        units = self.num_units
+        kernel = scopes.get_variable(f"{prefix}/kernel", [input_depth + units, gates * units],
+                                     initializer=self.kernel_initializer)
+        bias = scopes.get_variable(f"{prefix}/bias", [gates * units],
+                                   initializer=self.bias_initializer or bias_default)
         return kernel, bias
 
     def step(self, inputs: Any, state: Any) -> tuple:

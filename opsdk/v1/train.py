@@ -63,11 +63,14 @@ def get_global_step(graph: Any = None) -> Any:
 
 def exponential_decay(learning_rate: float, global_step: Any, decay_steps: int,
                       decay_rate: float, staircase: bool = False, name: Any = None) -> Any:
-    """learning_rate * decay_rate ** (global_step / decay_steps), as a float32 tensor."""
+    """learning_rate * decay_rate ** (global_step / decay_steps), as a float32 tensor; with
+    staircase the exponent is floored (the rate drops every decay_steps steps)."""
+    if float(decay_steps) <= 0:
+        raise OpsdkError(f"exponential_decay: decay_steps must be > 0, got {decay_steps}")
     step = _ops.cast(convert_to_tensor(global_step), dtype="float32")
     ratio = step / float(decay_steps)
-    if staircase:
-        raise OpsdkError("exponential_decay: staircase=True is not supported by opsdk.v1")
+    if staircase:  # the step never goes below 0, so truncation is the floor
+        ratio = _ops.cast(_ops.cast(ratio, dtype="int64"), dtype="float32")
     rate = opsdk.constant(np.float32(decay_rate))
     return _ops.mul(opsdk.constant(np.float32(learning_rate)), _ops.pow(rate, ratio), name=name)
 

@@ -1,0 +1,122 @@
+"""tf.losses' weighting and reductions, exponential_decay and the GRU cell, against NumPy
+written from TensorFlow's documented formulas (and against TensorFlow itself where installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+rng = np.random.default_rng(0)
+LABELS = rng.standard_normal((6, 3)).astype(np.float32)
+PRED = rng.standard_normal((6, 3)).astype(np.float32)
+WEIGHTS = np.array([1.0, 0.0, 2.0, 0.5, 0.0, 1.0], np.float32)[:, None]
+
+
+def run(build):
+    tf.reset_default_graph()
+    out = build(tf)
+    with tf.Session() as sess:
+        return sess.run(out)
+
+
+def expected(per, weights, reduction):
+    w = np.broadcast_to(weights, per.shape)
+    weighted = per * w
+    return {"none": weighted, "weighted_sum": weighted.sum(),
+            "weighted_mean": weighted.sum() / w.sum(),
+            "weighted_sum_over_batch_size": weighted.mean(),
+            "weighted_sum_by_nonzero_weights": weighted.sum() / np.count_nonzero(w)}[reduction]
+
+
+@pytest.mark.parametrize("reduction", ["none", "weighted_sum", "weighted_mean",
+                                       "weighted_sum_over_batch_size",
+                                       "weighted_sum_by_nonzero_weights"])
+def test_weighted_reductions_follow_tensorflow(reduction):
+    got = run(lambda t: t.losses.mean_squared_error(LABELS, PRED, weights=WEIGHTS, reduction=reduction))
+    np.testing.assert_allclose(got, expected((PRED - LABELS) ** 2, WEIGHTS, reduction), rtol=1e-5)
+
+
+def test_zero_weights_mask_examples_out_of_the_default_mean():
+    got = run(lambda t: t.losses.absolute_difference(LABELS, PRED, weights=WEIGHTS))
+    kept = WEIGHTS[:, 0] != 0
+    manual = (np.abs(PRED - LABELS) * WEIGHTS)[kept].sum() / (kept.sum() * 3)
+    assert got == pytest.approx(manual, rel=1e-5)
+    assert run(lambda t: t.losses.absolute_difference(LABELS, PRED, weights=0.0)) == 0.0
+
+
+def test_huber_hinge_and_sigmoid_label_smoothing():
+    err = np.abs(PRED - LABELS)
+    quad = np.minimum(err, 0.5)
+    huber = run(lambda t: t.losses.huber_loss(LABELS, PRED, delta=0.5))
+    assert huber == pytest.approx(np.mean(0.5 * quad ** 2 + 0.5 * (err - quad)), rel=1e-5)
+    bits = (LABELS > 0).astype(np.float32)
+    hinge = run(lambda t: t.losses.hinge_loss(bits, PRED))
+    assert hinge == pytest.approx(np.mean(np.maximum(0, 1 - (2 * bits - 1) * PRED)), rel=1e-5)
+    smooth = bits * 0.8 + 0.5 * 0.2
+    sig = run(lambda t: t.losses.sigmoid_cross_entropy(bits, PRED, label_smoothing=0.2))
+    manual = np.maximum(PRED, 0) - PRED * smooth + np.log1p(np.exp(-np.abs(PRED)))
+    assert sig == pytest.approx(manual.mean(), rel=1e-5)
+
+
+def test_collections_and_errors():
+    tf.reset_default_graph()
+    tf.losses.mean_squared_error(LABELS, PRED)
+    tf.losses.mean_squared_error(LABELS, PRED, loss_collection=None)
+    assert len(tf.losses.get_losses()) == 1
+    with pytest.raises(OpsdkError, match="unknown reduction 'mean'"):
+        tf.losses.mean_squared_error(LABELS, PRED, reduction="mean")
+    with pytest.raises(OpsdkError, match="tf.contrib.slim is not provided"):
+        tf.contrib.slim
+    assert not hasattr(tf.contrib, "slim") and not hasattr(tf.contrib.rnn, "NASCell")
+
+
+@pytest.mark.parametrize("staircase", [False, True])
+def test_exponential_decay(staircase):
+    tf.reset_default_graph()
+    step = tf.placeholder(tf.int64, [])
+    rate = tf.train.exponential_decay(0.1, step, 10, 0.5, staircase=staircase)
+    with tf.Session() as sess:
+        got = [sess.run(rate, {step: s}) for s in (0, 9, 10, 25)]
+    exponent = np.array([0, 9, 10, 25]) / 10
+    exponent = np.floor(exponent) if staircase else exponent
+    np.testing.assert_allclose(got, 0.1 * 0.5 ** exponent, rtol=1e-6)
+    with pytest.raises(OpsdkError, match="decay_steps must be > 0"):
+        tf.train.exponential_decay(0.1, step, 0, 0.5)
+
+
+def test_gru_cell_is_tensorflows():
+    """Gates' bias 1, candidate's 0, TF's variable names, and one step by the formula."""
+    tf.reset_default_graph()
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    h = rng.standard_normal((2, 4)).astype(np.float32)
+    cell = tf.nn.rnn_cell.GRUCell(4)
+    out, state = cell(tf.constant(x), tf.constant(h))
+    names = sorted(v.name.split(":")[0] for v in tf.trainable_variables())
+    assert names == ["gru_cell/candidate/bias", "gru_cell/candidate/kernel",
+                     "gru_cell/gates/bias", "gru_cell/gates/kernel"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        gk, gb, ck, cb = sess.run(list(cell._vars))
+        got = sess.run(out)
+    assert np.all(gb == 1.0) and np.all(cb == 0.0)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    r, u = np.split(sig(np.concatenate([x, h], 1) @ gk + gb), 2, axis=1)
+    c = np.tanh(np.concatenate([x, r * h], 1) @ ck + cb)
+    np.testing.assert_allclose(got, u * h + (1 - u) * c, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow is not installed (pip install opsdk[tf])")
+def test_weighted_losses_equal_tensorflows():
+    import tensorflow.compat.v1 as real
+    real.disable_eager_execution()
+    for fn in ("mean_squared_error", "absolute_difference", "huber_loss"):
+        with real.Graph().as_default():
+            theirs = real.Session().run(getattr(real.losses, fn)(LABELS, PRED, weights=WEIGHTS))
+        ours = run(lambda t: getattr(t.losses, fn)(LABELS, PRED, weights=WEIGHTS))
+        assert ours == pytest.approx(theirs, rel=1e-5), fn
