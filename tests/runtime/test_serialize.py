@@ -47,7 +47,7 @@ def test_export_is_deterministic_and_versioned(graph):
     assert doc["format"] == "opsdk-graph" and doc["version"] == VERSION
     assert [n["name"] for n in doc["nodes"]][:1] == ["x"]
     assert doc["nodes"][0]["outputs"] == [{"dtype": "float32", "shape": [None, 3]}]
-    mul = next(n for n in doc["nodes"] if n["op"] == "mul")
+    mul = next(n for n in doc["nodes"] if n["op"] == "opsdk::mul")
     assert mul["inputs"] == ["x:0", "Const:0"]
     assert doc["nodes"][-1]["name"] == y.op.name
 

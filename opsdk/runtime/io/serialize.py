@@ -25,7 +25,7 @@ from typing import Any, Optional
 import numpy as np
 
 from opsdk.registry.diagnostics import did_you_mean
-from opsdk.registry.errors import OpsdkError
+from opsdk.registry.errors import OpDefErrors, OpsdkError
 
 from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
@@ -66,9 +66,11 @@ def _export_nodes(graph: Graph) -> list[dict]:
 
 
 def _export_node(op: Operation) -> dict:
+    spec = getattr(op, "spec", None)
     return {
         "name": op.name,
-        "op": op.type,
+        # A declared op by its qualified name (`myws::foo`): unique whichever workspaces are loaded.
+        "op": op.type if spec is None else spec.qualified_name,
         "inputs": [t.name for t in op.inputs],
         "control_inputs": [c.name for c in op.control_inputs],
         "attrs": {k: encode_attr(v, f"node '{op.name}': attr '{k}'") for k, v in op.attrs.items()},
@@ -297,16 +299,14 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
              for k, v in node.get("attrs", {}).items()}
     outputs = [(_shape(where, o.get("shape")), o.get("dtype")) for o in node.get("outputs", [])]
     device = node.get("device") or ""
-    if op_type not in PRIMITIVES and op_type not in registry.names():
-        known = [*registry.names(), *PRIMITIVES]
-        raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
+    spec = None if op_type in PRIMITIVES else _resolve(where, op_type, registry)
     try:
         scope = graph.device(device) if device else nullcontext()
         with scope, graph.control_dependencies(controls):
             if op_type in PRIMITIVES:
                 op = graph.create_op(op_type, inputs, attrs, outputs, name=name)
             else:
-                op = _build_declared(graph, registry, registry.get(op_type), node, inputs, attrs)
+                op = _build_declared(graph, registry, spec, node, inputs, attrs)
     except GraphFileError:
         raise
     except OpsdkError as exc:  # the graph's own checks (a constant's dtype, shapes, ...)
@@ -315,6 +315,27 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
         raise GraphFileError(f"{where}: imported under the name '{op.name}'; node names must be "
                              "unique")
     _check_outputs(where, op, outputs)
+
+
+def _resolve(where: str, op_type: str, registry: Any) -> Any:
+    """The spec a node's "op" names: `ns::name` exactly, a bare name (files written before ops
+    had namespaces) as the registry resolves it; GraphFileError naming the node otherwise."""
+    found = registry.find(op_type)
+    if found is not None:
+        return found
+    try:
+        registry.get(op_type)  # a broken declaration's own errors
+    except OpDefErrors as exc:
+        raise GraphFileError(f"{where}: op '{op_type}' is declared with errors:\n{exc}") from None
+    except OpsdkError:
+        pass
+    namespace, _, _ = op_type.rpartition("::")
+    if namespace and namespace not in {s.namespace for s in registry}:
+        raise GraphFileError(f"{where}: op '{op_type}' is in namespace '{namespace}', whose workspace "
+                             f"this registry does not hold; import with "
+                             f"registry=load_registry(<that workspace>)")
+    known = [*registry.names(), *registry.qualified_names(), *PRIMITIVES]
+    raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
 
 
 def _build_declared(graph: Graph, registry: Any, spec: Any, node: dict, inputs: list,
