@@ -4,6 +4,8 @@ batch 128), under opsdk.v1 and, when installed, TensorFlow's compat.v1, side by 
     .venv/bin/python bench/bench_tf1.py [--steps 300] [--repeats 5]
 
 Prints the median steps/s of each, their ratio, and the load average (a shared machine).
+NumPy's OpenBLAS starts its own threads for opsdk's matmuls: on a small busy machine they fight
+the executor's (compare with OPENBLAS_NUM_THREADS=1; docs/tf1.md, "Speed").
 """
 
 from __future__ import annotations
@@ -78,7 +80,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     found = backends()
-    print(f"load average before: {os.getloadavg()}")
+    print(f"load average before: {os.getloadavg()}; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
     for label, build in (("sample program", sample_program), ("MLP 784-256-256-10", mlp)):
         rates = {name: steps_per_second(tf, build, args.steps, args.repeats)
                  for name, tf in found.items()}
