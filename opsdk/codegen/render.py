@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 import jinja2
 
 from opsdk.registry import BUILTIN_ROOT
-from opsdk.registry.shapes import format_shape
+from opsdk.registry.shapes import EllipsisDim, FreeDim, format_shape
 from opsdk.registry.spec import OpSpec, TensorSpec
 
 from . import names
@@ -79,6 +79,17 @@ def _tensor_comment(tensor: TensorSpec) -> str:
     return f"{text}: {tensor.doc}" if tensor.doc else text
 
 
+def _dims(spec: OpSpec) -> list[MemberModel]:
+    """Dims members: every bound dim; a free one (`_`) commented with where it stands."""
+    comments = {}
+    for t in spec.inputs:
+        core = [d for d in t.shape or () if not isinstance(d, EllipsisDim)]
+        after = " after '...'" if t.has_ellipsis else ""
+        comments.update({d.name: f"the '_' at dim {k}{after} of input '{t.name}' {format_shape(t.shape)}"
+                         for k, d in enumerate(core) if isinstance(d, FreeDim)})
+    return [MemberModel(name, "int64_t", comment_text(comments.get(name, ""))) for name in spec.dim_names]
+
+
 def render_op_header(spec: OpSpec) -> str:
     """generated/cpp/<op>_op.h: Attrs, Dims, Inputs, Outputs and the kernel declarations."""
     attrs = [MemberModel(a.name, names.attr_cpp_type(a), comment_text(a.doc)) for a in spec.attrs]
@@ -88,7 +99,7 @@ def render_op_header(spec: OpSpec) -> str:
                for t in spec.outputs]
     return render_template(
         "op.h.j2", header=generated_header([spec.file], "//"), op=spec.name,
-        op_ns=names.namespace(spec), attrs=attrs, dims=spec.dim_names,
+        op_ns=names.namespace(spec), attrs=attrs, dims=_dims(spec),
         has_batch=any(t.has_ellipsis for t in spec.inputs), inputs=inputs, outputs=outputs,
         template_prefix=names.template_prefix(spec), template_args=names.template_args(spec))
 
