@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
-from opsdk.registry.shapes import ConstDim, EllipsisDim, SymDim
+from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
 
 from .attr_draws import AttrPlan, plan_attr, shown_value
@@ -193,7 +193,8 @@ def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None) 
     attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
     attrs.update(dict(plan.type_values))
     anchor = _anchor_input(plan)
-    shapes = {t.name: _input_shape(draw, t, dims, leading, free, t.name == anchor) for t in spec.inputs}
+    sizes = {**attrs, **dims}  # an input dim may be an expression of dims and int attrs
+    shapes = {t.name: _input_shape(draw, t, sizes, leading, free, t.name == anchor) for t in spec.inputs}
     inputs = _draw_values(draw, plan, shapes, lens)
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
                 inputs=tuple(inputs.items()))
@@ -241,6 +242,8 @@ def _input_shape(draw, t: TensorSpec, dims: dict, leading: tuple, free: tuple,
             out.append(dims[d.name])
         elif isinstance(d, ConstDim):
             out.append(d.size)
+        elif isinstance(d, ExprDim):
+            out.append(max(eval_expr(d.expr, dims), 0))
     return tuple(out)
 
 

@@ -241,3 +241,53 @@ def test_a_free_dim_reaches_the_cpp_kernel(built):
         ops.row_sum(np.zeros(3))
     outcome = _outcome(built["base"], "row_sum")
     assert outcome.ok, outcome
+
+
+FOLD = """
+op: fold
+summary: Sums the k columns of x; w, of any length, is ignored.
+attrs:
+  k: {type: int, default: 3, min: 1, max: 5}
+inputs:
+  x: {dtype: float64, shape: [n, k]}
+  w: {dtype: float64, shape: [_]}
+outputs:
+  y: {dtype: float64, shape: [n]}
+gradient: fold_grad
+kernels: {python: kernels.py:fold}
+reference: "x.sum(1) + 0 * w.sum()"
+---
+op: fold_grad
+summary: Gradient of fold.
+attrs:
+  k: {type: int, default: 3, min: 1, max: 5}
+inputs:
+  x: {dtype: float64, shape: [n, k]}
+  w: {dtype: float64, shape: [m]}
+  grad_y: {dtype: float64, shape: [n]}
+outputs:
+  grad_x: {dtype: float64, shape: [n, k]}
+  grad_w: {dtype: float64, shape: [m]}
+kernels: {python: kernels.py:fold_grad}
+"""
+
+FOLD_KERNELS = """
+def fold(xp, x, w, k):
+    return x.sum(1)
+
+
+def fold_grad(xp, x, w, grad_y, k):
+    return SCALE * xp.repeat(grad_y[:, None], k, axis=1), xp.zeros_like(w)
+"""
+
+
+@pytest.mark.parametrize("scale, ok", [(1, True), (-1, False)])
+def test_gradcheck_draws_attr_sized_and_free_input_dims(tmp_path, scale, ok):
+    # x's columns are the attr k and w's length is free: the drawn inputs must have those shapes.
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "fold.yaml").write_text(FOLD.lstrip())
+    (tmp_path / "opdefs" / "kernels.py").write_text(FOLD_KERNELS.replace("SCALE", str(scale)))
+    registry = load_registry(tmp_path)
+    outcome = check_op(registry, registry.get("fold"), max_examples=15)
+    assert outcome.results and all(r.status != "error" for r in outcome.results), outcome
+    assert outcome.ok is ok
