@@ -1,4 +1,4 @@
-"""conv2d and its gradient on the CPU: opsdk's C++ kernel, its NumPy python kernel, and
+"""conv2d and its gradient (and max_pool's) on the CPU: opsdk's C++ kernel, its NumPy python kernel, and
 torch.nn.functional.conv2d (oneDNN, channels_last, the same NHWC memory), float32.
 
     .venv/bin/python bench/bench_conv2d.py [--repeats 15] [--threads 1] [--only mnist2 ...]
@@ -122,6 +122,34 @@ def run_case(case: Case, repeats: int) -> None:
         print(f"{case.name:8s} {kind:8s} {cells}  {ratios}", flush=True)
 
 
+def run_max_pool(repeats: int) -> None:
+    """max_pool 2x2 / 2 over the first deep-MNIST layer's output, and its gradient."""
+    from opsdk import ops
+    from opdefs.builtin import kernels_conv as python_kernels
+    x = np.random.default_rng(0).standard_normal((50, 28, 28, 32), dtype=np.float32)
+    attrs = dict(ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=1)
+    y = ops.max_pool(x, **attrs)
+    gy = np.ones_like(y)
+    calls = {"opsdk C++": (lambda: ops.max_pool(x, **attrs), lambda: ops.max_pool_grad(x, y, gy, **attrs)),
+             "opsdk python": (lambda: python_kernels.max_pool(np, x, **attrs),
+                              lambda: python_kernels.max_pool_grad(np, x, y, gy, **attrs))}
+    try:
+        import torch
+        tx = torch.from_numpy(x).permute(0, 3, 1, 2).requires_grad_()
+        tgy = torch.from_numpy(gy).permute(0, 3, 1, 2)
+        pool = torch.nn.functional.max_pool2d
+
+        def torch_grad():
+            return torch.autograd.grad(pool(tx, 2, 2), tx, tgy)
+        calls["torch"] = (lambda: pool(tx.detach(), 2, 2), torch_grad)
+    except ImportError:
+        pass
+    for kind, index in (("forward", 0), ("gradient", 1)):
+        times = {name: median_time(pair[index], repeats) for name, pair in calls.items()}
+        cells = "  ".join(f"{n}: {t * 1e3:7.2f} ms ({c * 1e3:7.2f} cpu)" for n, (t, c) in times.items())
+        print(f"max_pool {kind:8s} {cells}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -140,6 +168,9 @@ def main() -> None:
         if args.only is None or case.name in args.only:
             print(f"-- {case}")
             run_case(case, args.repeats)
+    if args.only is None or "max_pool" in args.only:
+        print("-- max_pool [50, 28, 28, 32], 2x2 windows, strides 2, SAME")
+        run_max_pool(args.repeats)
     print(f"load average after: {os.getloadavg()}")
 
 

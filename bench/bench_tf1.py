@@ -1,5 +1,6 @@
-"""TF1 training steps per second: the seeds' sample program and an MLP (784-256-256-10, Adam,
-batch 128), under opsdk.v1 and, when installed, TensorFlow's compat.v1, side by side.
+"""TF1 training steps per second: the seeds' sample program, an MLP (784-256-256-10, Adam,
+batch 128) and the deep-MNIST CNN (batch 50), under opsdk.v1 and, when installed, TensorFlow's
+compat.v1, side by side.
 
     .venv/bin/python bench/bench_tf1.py [--steps 300] [--repeats 5]
 
@@ -45,6 +46,25 @@ def mlp(tf, batch: int = 128):
     return train_op, {x: np.random.rand(batch, 784).astype(np.float32), y: labels}
 
 
+def cnn(tf, batch: int = 50):
+    """TF's "deep MNIST for experts" network: two 5x5 conv + 2x2 max-pool layers, fc 1024."""
+    x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+    y = tf.placeholder(tf.float32, [None, 10])
+    h = x
+    for c_in, c_out in ((1, 32), (32, 64)):
+        w = tf.Variable(tf.truncated_normal([5, 5, c_in, c_out], stddev=0.1))
+        h = tf.nn.relu(tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="SAME")
+                       + tf.Variable(tf.constant(0.1, shape=[c_out])))
+        h = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+    h = tf.reshape(h, [-1, 7 * 7 * 64])
+    h = tf.nn.relu(tf.matmul(h, tf.Variable(tf.truncated_normal([7 * 7 * 64, 1024], stddev=0.1))))
+    logits = tf.matmul(h, tf.Variable(tf.truncated_normal([1024, 10], stddev=0.1)))
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    train_op = tf.train.AdamOptimizer(1e-4).minimize(loss)
+    labels = np.eye(10, dtype=np.float32)[np.random.randint(0, 10, batch)]
+    return train_op, {x: np.random.rand(batch, 28, 28, 1).astype(np.float32), y: labels}
+
+
 def steps_per_second(tf, build, steps: int, repeats: int) -> float:
     graph = tf.Graph()
     with graph.as_default():
@@ -82,8 +102,10 @@ def main() -> None:
     found = backends()
     print(f"load average before: {os.getloadavg()}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
-    for label, build in (("sample program", sample_program), ("MLP 784-256-256-10", mlp)):
-        rates = {name: steps_per_second(tf, build, args.steps, args.repeats)
+    models = (("sample program", sample_program, 1), ("MLP 784-256-256-10", mlp, 1),
+              ("deep-MNIST CNN", cnn, 20))  # a CNN step is ~100x an MLP step: fewer of them
+    for label, build, fewer in models:
+        rates = {name: steps_per_second(tf, build, max(args.steps // fewer, 5), args.repeats)
                  for name, tf in found.items()}
         line = "  ".join(f"{n}: {r:8.1f} steps/s ({1e3 / r:.3f} ms)" for n, r in rates.items())
         ratio = (f"  opsdk/tf = {rates['opsdk.v1'] / rates['tf compat.v1']:.2f}"

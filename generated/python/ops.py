@@ -448,18 +448,25 @@ def argmin(x, *, axis=-1, name=None):
     return _apply('argmin', [x], {'axis': axis}, name)
 
 
-def avg_pool(x, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
-    r"""The mean of each ksize window of NHWC images x (padding not counted), stepped by strides.
+def avg_pool(x, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
+    r"""The mean of each ksize_h x ksize_w window of NHWC images x (padding not counted), stepped by the strides.
+
+    Attrs as max_pool's; opsdk.v1's tf.nn.avg_pool takes TensorFlow's ksize, strides, padding.
 
     Args:
         x: float16 or float32 or float64, shape [n, h, w, c].
-        ksize: list(int), default (2, 2), >= 1. (height, width) of a window
-        strides: list(int), default (2, 2), >= 1. (height, width) steps
-        padding: str, default 'VALID', one of 'SAME', 'VALID'.
+        ksize_h: int, default 2, >= 1. window height
+        ksize_w: int, default 2, >= 1. window width
+        stride_h: int, default 2, >= 1. step between windows in height
+        stride_w: int, default 2, >= 1. step between windows in width
+        same: int, default 0, one of 0, 1. 1: TensorFlow's SAME padding (not counted); 0: VALID
         name: the node's name when called inside a graph.
 
     Returns:
-        y: float16 or float32 or float64, shape from the op's shape function.
+        y: float16 or float32 or float64, shape [n, same * ((h + stride_h - 1) // stride_h) + (1 -
+            same) * ((h - ksize_h) // stride_h + 1 + 2 * min(h - ksize_h, 0)), same * ((w + stride_w
+            - 1) // stride_w) + (1 - same) * ((w - ksize_w) // stride_w + 1 + 2 * min(w - ksize_w,
+            0)), c].
 
     Example:
         >>> import numpy as np
@@ -468,22 +475,24 @@ def avg_pool(x, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
         >>> avg_pool(x).shape
         (2, 1, 2, 5)
     """
-    return _apply('avg_pool', [x], {'ksize': ksize, 'strides': strides, 'padding': padding}, name)
+    return _apply('avg_pool', [x], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
-def avg_pool_grad(x, grad_y, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
+def avg_pool_grad(x, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
     r"""Gradient of avg_pool (each window's gradient shared by its inputs).
 
     Args:
-        x: float16 or float32 or float64, shape from the op's shape function.
-        grad_y: float16 or float32 or float64, shape from the op's shape function.
-        ksize: list(int), default (2, 2), >= 1.
-        strides: list(int), default (2, 2), >= 1.
-        padding: str, default 'VALID', one of 'SAME', 'VALID'.
+        x: float16 or float32 or float64, shape [n, h, w, c].
+        grad_y: float16 or float32 or float64, shape [n, oh, ow, c].
+        ksize_h: int, default 2, >= 1.
+        ksize_w: int, default 2, >= 1.
+        stride_h: int, default 2, >= 1.
+        stride_w: int, default 2, >= 1.
+        same: int, default 0, one of 0, 1.
         name: the node's name when called inside a graph.
 
     Returns:
-        grad_x: float16 or float32 or float64, shape from the op's shape function.
+        grad_x: float16 or float32 or float64, shape [n, h, w, c].
 
     Example:
         >>> import numpy as np
@@ -493,7 +502,7 @@ def avg_pool_grad(x, grad_y, *, ksize=(2, 2), strides=(2, 2), padding='VALID', n
         >>> avg_pool_grad(x, grad_y).shape
         (2, 3, 4, 5)
     """
-    return _apply('avg_pool_grad', [x, grad_y], {'ksize': ksize, 'strides': strides, 'padding': padding}, name)
+    return _apply('avg_pool_grad', [x, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
 def bias_add(value, bias, *, name=None):
@@ -1300,18 +1309,27 @@ def matmul_grad(x, y, grad_z, *, name=None):
     return _apply('matmul_grad', [x, y, grad_z], {}, name)
 
 
-def max_pool(x, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
-    r"""The maximum of each ksize window of NHWC images x, stepped by strides.
+def max_pool(x, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
+    r"""The maximum of each ksize_h x ksize_w window of NHWC images x, stepped by the strides.
+
+    SAME padding adds no values (a window's maximum is over its real pixels). Int attrs, as for
+    conv2d: the C++ kernel needs the declared output shape; opsdk.v1's tf.nn.max_pool takes
+    TensorFlow's ksize=[1, kh, kw, 1], strides=[1, sh, sw, 1], padding.
 
     Args:
         x: float16 or float32 or float64, shape [n, h, w, c].
-        ksize: list(int), default (2, 2), >= 1. (height, width) of a window
-        strides: list(int), default (2, 2), >= 1. (height, width) steps
-        padding: str, default 'VALID', one of 'SAME', 'VALID'.
+        ksize_h: int, default 2, >= 1. window height
+        ksize_w: int, default 2, >= 1. window width
+        stride_h: int, default 2, >= 1. step between windows in height
+        stride_w: int, default 2, >= 1. step between windows in width
+        same: int, default 0, one of 0, 1. 1: TensorFlow's SAME padding (not counted); 0: VALID
         name: the node's name when called inside a graph.
 
     Returns:
-        y: float16 or float32 or float64, shape from the op's shape function.
+        y: float16 or float32 or float64, shape [n, same * ((h + stride_h - 1) // stride_h) + (1 -
+            same) * ((h - ksize_h) // stride_h + 1 + 2 * min(h - ksize_h, 0)), same * ((w + stride_w
+            - 1) // stride_w) + (1 - same) * ((w - ksize_w) // stride_w + 1 + 2 * min(w - ksize_w,
+            0)), c].
 
     Example:
         >>> import numpy as np
@@ -1320,23 +1338,25 @@ def max_pool(x, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
         >>> max_pool(x).shape
         (2, 1, 2, 5)
     """
-    return _apply('max_pool', [x], {'ksize': ksize, 'strides': strides, 'padding': padding}, name)
+    return _apply('max_pool', [x], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
-def max_pool_grad(x, y, grad_y, *, ksize=(2, 2), strides=(2, 2), padding='VALID', name=None):
-    r"""Gradient of max_pool (each window's gradient to its first maximum).
+def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
+    r"""Gradient of max_pool (each window's gradient to its first maximum, in row-major order).
 
     Args:
-        x: float16 or float32 or float64, shape from the op's shape function.
-        y: float16 or float32 or float64, shape from the op's shape function.
-        grad_y: float16 or float32 or float64, shape from the op's shape function.
-        ksize: list(int), default (2, 2), >= 1.
-        strides: list(int), default (2, 2), >= 1.
-        padding: str, default 'VALID', one of 'SAME', 'VALID'.
+        x: float16 or float32 or float64, shape [n, h, w, c].
+        y: float16 or float32 or float64, shape [n, oh, ow, c]. max_pool's output
+        grad_y: float16 or float32 or float64, shape [n, oh, ow, c].
+        ksize_h: int, default 2, >= 1.
+        ksize_w: int, default 2, >= 1.
+        stride_h: int, default 2, >= 1.
+        stride_w: int, default 2, >= 1.
+        same: int, default 0, one of 0, 1.
         name: the node's name when called inside a graph.
 
     Returns:
-        grad_x: float16 or float32 or float64, shape from the op's shape function.
+        grad_x: float16 or float32 or float64, shape [n, h, w, c].
 
     Example:
         >>> import numpy as np
@@ -1347,7 +1367,7 @@ def max_pool_grad(x, y, grad_y, *, ksize=(2, 2), strides=(2, 2), padding='VALID'
         >>> max_pool_grad(x, y, grad_y).shape
         (2, 3, 4, 5)
     """
-    return _apply('max_pool_grad', [x, y, grad_y], {'ksize': ksize, 'strides': strides, 'padding': padding}, name)
+    return _apply('max_pool_grad', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
 def maximum(x, y, *, name=None):

@@ -75,14 +75,20 @@ def conv2d_grad(xp, x, filter, grad_y, stride_h, stride_w, same):
     return xp.ascontiguousarray(grad_x), xp.ascontiguousarray(grad_filter)
 
 
-def max_pool(xp, x, ksize, strides, padding):
+def _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same):
+    """The pooling ops' int attrs as (ksize, strides, padding)."""
+    return (ksize_h, ksize_w), (stride_h, stride_w), "SAME" if same else "VALID"
+
+
+def max_pool(xp, x, ksize_h, ksize_w, stride_h, stride_w, same):
+    ksize, strides, padding = _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same)
     padded, oh, ow, _, _ = _padded(xp, x, ksize[0], ksize[1], strides, padding, -np.inf)
     win = _windows(xp, padded, oh, ow, ksize[0], ksize[1], strides)
     return xp.ascontiguousarray(win.max(axis=(3, 4)))
 
 
-def max_pool_grad(xp, x, y, grad_y, ksize, strides, padding):
-    kh, kw = ksize
+def max_pool_grad(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same):
+    (kh, kw), strides, padding = _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same)
     padded, oh, ow, _, _ = _padded(xp, x, kh, kw, strides, padding, -np.inf)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)
     n, c = x.shape[0], x.shape[3]
@@ -100,14 +106,16 @@ def _counts(xp, x, ksize, strides, padding):
     return _windows(xp, padded, oh, ow, ksize[0], ksize[1], strides).sum(axis=(3, 4))
 
 
-def avg_pool(xp, x, ksize, strides, padding):
+def avg_pool(xp, x, ksize_h, ksize_w, stride_h, stride_w, same):
+    ksize, strides, padding = _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same)
     padded, oh, ow, _, _ = _padded(xp, x, ksize[0], ksize[1], strides, padding, 0)
     win = _windows(xp, padded, oh, ow, ksize[0], ksize[1], strides)
     return xp.ascontiguousarray((win.sum(axis=(3, 4)) / _counts(xp, x, ksize, strides, padding)
                                  ).astype(x.dtype))
 
 
-def avg_pool_grad(xp, x, grad_y, ksize, strides, padding):
+def avg_pool_grad(xp, x, grad_y, ksize_h, ksize_w, stride_h, stride_w, same):
+    ksize, strides, padding = _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same)
     kh, kw = ksize
     share = grad_y / _counts(xp, x, ksize, strides, padding)
     cols = xp.broadcast_to(share[:, :, :, None, None, :], (*share.shape[:3], kh, kw, share.shape[3]))

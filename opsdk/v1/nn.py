@@ -143,9 +143,10 @@ def _pool(op: str):
     def pool(value: Any, ksize: Any, strides: Any, padding: Any, data_format: Any = "NHWC",
              name: Optional[str] = None, input: Any = None) -> Any:
         _nhwc(op, data_format)
-        return getattr(_ops, op)(_t(value if value is not None else input),
-                                 ksize=_hw(op, ksize, "ksize"), strides=_hw(op, strides, "strides"),
-                                 padding=_padding(op, padding), name=name)
+        (kh, kw), (sh, sw) = _hw(op, ksize, "ksize"), _hw(op, strides, "strides")
+        return getattr(_ops, op)(_t(value if value is not None else input), ksize_h=kh,
+                                 ksize_w=kw, stride_h=sh, stride_w=sw,
+                                 same=int(_padding(op, padding) == "SAME"), name=name)
     pool.__name__ = op
     pool.__doc__ = f"`{op}` over NHWC windows ksize=[1, h, w, 1], TF's signature."
     return pool
