@@ -9,19 +9,40 @@ torch = pytest.importorskip("torch", reason="PyTorch not installed: pip install 
 from opsdk.registry import OpsdkError, load_registry  # noqa: E402
 from opsdk.torch import TorchOps, ops, schema  # noqa: E402
 
+# Shapes of the forward ops' inputs; a gradient op's inputs are derived from its forward op's.
+FORWARD_SHAPES = {"pairwise_manhattan": [(6, 4), (5, 4)], "conv2d": [(2, 5, 5, 3), (3, 3, 3, 4)],
+                  "max_pool": [(2, 6, 6, 3)], "avg_pool": [(2, 6, 6, 3)]}
+
+
 def _inputs(name: str, requires_grad: bool = False):
+    """Float64 inputs of `name`; for a gradient op: the forward inputs, the forward outputs (as
+    the forward op computes them) and random output gradients, in the gradient op's order."""
     gen = torch.Generator().manual_seed(0)
-    x = torch.rand(6, 4, dtype=torch.float64, generator=gen, requires_grad=requires_grad)
-    y = torch.rand(5, 4, dtype=torch.float64, generator=gen, requires_grad=requires_grad)
-    if name == "pairwise_manhattan_grad":
-        return (x.detach(), y.detach(), torch.rand(6, 5, dtype=torch.float64, generator=gen))
-    return (x, y)
+    forward = name[:-len("_grad")] if name.endswith("_grad") else name
+    xs = [torch.rand(*shape, dtype=torch.float64, generator=gen,
+                     requires_grad=requires_grad and forward == name)
+          for shape in FORWARD_SHAPES[forward]]
+    if forward == name:
+        return tuple(xs)
+    registry = load_registry()
+    fwd, grad = registry.get(forward), registry.get(name)
+    outputs = getattr(ops, forward)(*xs)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    values = dict(zip((t.name for t in fwd.inputs), xs))
+    values.update(zip((t.name for t in fwd.outputs), outputs))
+    values.update({f"grad_{t.name}": torch.rand(o.shape, dtype=torch.float64, generator=gen)
+                   for t, o in zip(fwd.outputs, outputs)})
+    return tuple(values[t.name] for t in grad.inputs)
+
+
+def _compiled() -> list[str]:
+    registry = load_registry()
+    return sorted(n for n in registry.names() if registry.get(n).kernel("cpu"))
 
 
 def test_every_builtin_op_with_a_cpu_kernel_is_covered():
-    registry = load_registry()
-    compiled = sorted(n for n in registry.names() if registry.get(n).kernel("cpu"))
-    assert compiled == ["pairwise_manhattan", "pairwise_manhattan_grad"]
+    uncovered = [n for n in _compiled() if n.removesuffix("_grad") not in FORWARD_SHAPES]
+    assert uncovered == [], "add their input shapes to FORWARD_SHAPES"
 
 
 def test_schema_from_the_declaration():
@@ -39,14 +60,14 @@ def test_flagship_matches_its_reference_and_returns_tensors():
     torch.testing.assert_close(z, (x[:, None, :] - y[None]).abs().sum(-1))
 
 
-@pytest.mark.parametrize("name", ["pairwise_manhattan", "pairwise_manhattan_grad"])
+@pytest.mark.parametrize("name", _compiled())
 def test_opcheck_passes_on_ops_with_a_cpu_kernel(name):
     torch.library.opcheck(getattr(ops, name).packet.default, _inputs(name))
 
 
-def test_gradcheck_passes_on_the_flagship():
-    x, y = _inputs("pairwise_manhattan", requires_grad=True)
-    assert torch.autograd.gradcheck(ops.pairwise_manhattan, (x, y))
+@pytest.mark.parametrize("name", [n for n in _compiled() if not n.endswith("_grad")])
+def test_gradcheck_passes_on_the_differentiable_ops_with_a_cpu_kernel(name):
+    assert torch.autograd.gradcheck(getattr(ops, name), _inputs(name, requires_grad=True))
 
 
 @pytest.mark.parametrize("name, kwargs", [("softmax", {}), ("reduce_sum", {"axes": [1]}),
