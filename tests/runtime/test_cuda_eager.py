@@ -187,6 +187,39 @@ def test_an_op_with_only_a_cpu_kernel_cannot_run_on_cuda(gpu_registry, fake_cupy
                                "run on /device:GPU:0 (kernels: cpu)")
 
 
+def test_a_graph_on_the_gpu_copies_in_runs_there_and_fetches_numpy(gpu_registry, fake_cupy,
+                                                                    monkeypatch):
+    from opsdk.runtime.exec.session import Session
+    from opsdk.runtime.ir.graph import Graph, device, placeholder
+
+    streams: list = []
+
+    def binding(xs, a, n, out_t, ys, total, stream):
+        assert all(isinstance(x, DeviceArray) for x in xs)  # the copies put them on the GPU
+        streams.append(stream)
+        for x, y in zip(xs, ys):
+            y[...] = x * a
+        total[...] = sum(float(x.sum()) for x in xs) * a
+
+    monkeypatch.setattr(loader, "load_kernel", lambda spec, device: binding)
+    fake_cupy.asnumpy = lambda a: np.array(a).view(np.ndarray)
+    g = Graph()
+    with g.as_default():
+        x0 = placeholder("float64", [2], name="x0")
+        x1 = placeholder("float64", [2], name="x1")
+        with device("/gpu:0"):
+            ys, total = apply_op(gpu_registry, "scaled", [[x0, x1]], {"a": 2.0}, name="s")
+            e = apply_op(gpu_registry, "exp", [total], {}, name="e")  # xp=cupy
+    with Session(g) as sess:
+        explanation = sess.explain([ys[1], e], {x0: None, x1: None}, show=False)
+        got_y, got_e = sess.run([ys[1], e], {x0: np.ones(2), x1: np.full(2, 2.0)})
+    assert type(got_y) is np.ndarray and type(got_e) is np.ndarray  # fetched back to the host
+    assert got_y.tolist() == [4.0, 4.0] and np.isclose(got_e, np.exp(12.0))
+    assert streams == [12345] and "exp" in fake_cupy.called
+    assert explanation.placement["s"] == explanation.placement["e"] == "/device:GPU:0"
+    assert sorted(c[0] for c in explanation.copies) == ["e:0", "s:1", "x0:0", "x1:0"]
+
+
 # ------------------------------------------------------------------------------ on a real GPU
 
 

@@ -30,7 +30,9 @@ class CpuDevice(Device):
         return np
 
     def owns(self, value: Any) -> bool:
-        return isinstance(value, (np.ndarray, np.generic))
+        # A GPU array may subclass ndarray and still live on the device (it says so).
+        return (isinstance(value, (np.ndarray, np.generic))
+                and not hasattr(value, "__cuda_array_interface__"))
 
     def from_host(self, array: np.ndarray) -> np.ndarray:
         return array
