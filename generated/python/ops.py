@@ -1342,7 +1342,7 @@ def max_pool(x, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=No
 
 
 def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
-    r"""Gradient of max_pool (each window's gradient to its first maximum, in row-major order).
+    r"""Gradient of max_pool (each window's gradient to its first maximum, in row-major order; the C++ kernel finds it as the first value equal to y, which must be max_pool's output).
 
     Args:
         x: float16 or float32 or float64, shape [n, h, w, c].

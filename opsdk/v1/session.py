@@ -20,8 +20,10 @@ _DECODERS: dict[int, tuple[Any, Callable[[Any], Any]]] = {}
 
 
 class ConfigProto:
-    """TF's session options. opsdk chooses threads and placement itself, so the fields are kept
-    (for programs that read them back) but change nothing."""
+    """TF's session options, kept for programs that read them back. Two act:
+    `inter_op_parallelism_threads` (threads running independent nodes; 0 lets opsdk choose) and
+    `allow_soft_placement` when given; the others (log_device_placement, gpu_options, ...)
+    change nothing."""
 
     def __init__(self, **fields: Any):
         self.__dict__.update(fields)
@@ -56,7 +58,7 @@ class Session(opsdk.Session):
         if target not in ("", None):
             raise OpsdkError(f"Session: target {target!r}: opsdk.v1 runs in this process only "
                              "(for clusters use opsdk.dist)")
-        super().__init__(graph)
+        super().__init__(graph, _session_config(config))
         self.tf_config = config
 
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
@@ -77,6 +79,21 @@ class Session(opsdk.Session):
         if _stack.sessions and _stack.sessions[-1] is self:
             _stack.sessions.pop()
         self.close()
+
+
+def _session_config(config: Any) -> Optional[opsdk.SessionConfig]:
+    """opsdk's settings for the ConfigProto fields it honours."""
+    if config is None:
+        return None
+    fields: dict[str, Any] = {}
+    threads = int(getattr(config, "inter_op_parallelism_threads", 0) or 0)
+    if threads < 0:
+        raise OpsdkError(f"ConfigProto: inter_op_parallelism_threads must be >= 0, got {threads}")
+    if threads:
+        fields["inter_op_threads"] = threads
+    if "allow_soft_placement" in vars(config):
+        fields["allow_soft_placement"] = bool(config.allow_soft_placement)
+    return opsdk.SessionConfig(**fields)
 
 
 class InteractiveSession(Session):
