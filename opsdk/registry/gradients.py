@@ -17,6 +17,7 @@ def gradient_problems(forward: OpSpec, grad: OpSpec) -> list[str]:
     """What is wrong with `grad` as the gradient op of `forward` (empty when it fits)."""
     who = f"gradient op '{grad.name}' ({grad.location})"
     problems = _input_problems(forward, grad, who) + _output_problems(forward, grad, who)
+    problems += _undeclared_attr_dims(forward, grad, who)
     problems += _attr_problems(forward, grad, who) + _type_attr_problems(forward, grad, who)
     return problems
 
@@ -116,6 +117,17 @@ def _dim_fits(dim, model) -> bool:
     if isinstance(dim, FreeDim):
         return True
     return isinstance(dim, SymDim) and isinstance(model, (ExprDim, FreeDim))
+
+
+def _undeclared_attr_dims(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    """A gradient op's dim named like an int attr of the forward op that it does not declare binds
+    a size instead of checking it against the attr: almost surely the attr was forgotten."""
+    int_attrs = {a.name for a in forward.attrs if a.type == "int"} - {a.name for a in grad.attrs}
+    return [f"{who}: input '{t.name}' has dim '{d.name}', the name of an int attr of '{forward.name}' "
+            f"that '{grad.name}' does not declare; declare it under attrs (the glue then checks that "
+            f"size) or rename the dim"
+            for t in grad.inputs for d in dict.fromkeys(t.shape or ())
+            if isinstance(d, SymDim) and not isinstance(d, FreeDim) and d.name in int_attrs]
 
 
 def _attr_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:

@@ -130,3 +130,15 @@ def test_gradient_op_dims_that_do_not_fit_say_what_to_write(fake_builtin, ws, gr
     with pytest.raises(OpDefErrors) as info:
         load_registry(ws.root)
     assert str(info.value) == message
+
+
+def test_a_gradient_op_dim_named_like_an_undeclared_forward_attr_is_refused(fake_builtin, ws):
+    # Without the attr, 'k' would be a dim bound from grad_z, and no one would check it against k.
+    ws.write("a.yaml", _pair().replace("summary: F grad.\nattrs:\n  k: {type: int, default: 2, min: 1}\n",
+                                       "summary: F grad.\n"))
+    with pytest.raises(OpDefErrors) as info:
+        load_registry(ws.root)
+    assert str(info.value) == (
+        "opdefs/a.yaml:9: op 'f': gradient op 'f_grad' (opdefs/a.yaml:12): input 'grad_z' has dim 'k', the name of "
+        "an int attr of 'f' that 'f_grad' does not declare; declare it under attrs (the glue then checks that "
+        "size) or rename the dim")
