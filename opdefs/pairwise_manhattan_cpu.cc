@@ -12,6 +12,8 @@
 // - Rows of y are visited in blocks that stay in L2 while a thread's rows of x pass over them,
 //   and k is blocked too so that very long rows still fit.
 // - Threads split the rows of x (each writes its own rows of z): no races, no temporaries.
+// - A portable build compiles the tiles once per vector width and picks a width per call
+//   (pairwise_manhattan_simd.h); a native build compiles the machine's width alone.
 #include "pairwise_manhattan_op.h"
 
 #include <cstddef>
@@ -27,36 +29,34 @@ using pairwise_manhattan_simd::lanes;
 using pairwise_manhattan_simd::Simd;
 
 // Register tile shape: R * C accumulators plus C rows of y must fit the vector registers
-// (16 with AVX2, 32 with AVX-512).
+// (16 with AVX2, 32 with AVX-512: B == 64).
 // (3 x 4 measured best on AVX2 Zen; unrolling k further did not help.)
-#if defined(__AVX512F__)
-constexpr int kTileR = 4, kTileC = 4;
-#else
-constexpr int kTileR = 3, kTileC = 4;
-#endif
+template <int B> constexpr int kTileR = B == 64 ? 4 : 3;
+constexpr int kTileC = 4;
 
 // acc + |a - b|. Clearing the sign bit is |.| and keeps NaN a NaN. (Issuing a - b as a fused
 // a - b * 1 to use the FMA ports was measured slower on Zen: FMA borrows an add port.)
-template <typename T>
-inline typename Simd<T>::V add_abs_diff(typename Simd<T>::V acc, typename Simd<T>::V a,
-                                        typename Simd<T>::V b) {
-    using S = Simd<T>;
+template <typename T, int B>
+PM_SIMD_INLINE typename Simd<T, B>::V add_abs_diff(typename Simd<T, B>::V acc,
+                                                   typename Simd<T, B>::V a,
+                                                   typename Simd<T, B>::V b) {
+    using S = Simd<T, B>;
     return acc + (typename S::V)((typename S::M)(a - b) & S::kAbsMask);
 }
 
-template <typename T>
-inline T lane_sum(typename Simd<T>::V v) {
+template <typename T, int B>
+PM_SIMD_INLINE T lane_sum(typename Simd<T, B>::V v) {
     T s = 0;
-    for (int l = 0; l < lanes<T>(); ++l) s += v[l];
+    for (int l = 0; l < lanes<T, B>(); ++l) s += v[l];
     return s;
 }
 
 // z[i0 + r, j0 + c] (+)= sum over k in [k0, k1) of |x - y|, for an R x C tile.
-template <typename T, int R, int C>
-inline void tile(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0, int64_t j0,
-                 int64_t k0, int64_t k1, bool accumulate) {
-    using V = typename Simd<T>::V;
-    constexpr int W = lanes<T>();
+template <typename T, int B, int R, int C>
+PM_SIMD_INLINE void tile(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0,
+                         int64_t j0, int64_t k0, int64_t k1, bool accumulate) {
+    using V = typename Simd<T, B>::V;
+    constexpr int W = lanes<T, B>();
     V acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) acc[r][c] = V{};
@@ -70,12 +70,12 @@ inline void tile(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0,
         for (int c = 0; c < C; ++c) yv[c] = *reinterpret_cast<const V*>(yc[c] + k);
         for (int r = 0; r < R; ++r) {
             const V xv = *reinterpret_cast<const V*>(xr[r] + k);
-            for (int c = 0; c < C; ++c) acc[r][c] = add_abs_diff<T>(acc[r][c], xv, yv[c]);
+            for (int c = 0; c < C; ++c) acc[r][c] = add_abs_diff<T, B>(acc[r][c], xv, yv[c]);
         }
     }
     for (int r = 0; r < R; ++r) {
         for (int c = 0; c < C; ++c) {
-            T s = lane_sum<T>(acc[r][c]);
+            T s = lane_sum<T, B>(acc[r][c]);
             for (int64_t kk = k; kk < k1; ++kk) {
                 const T d = xr[r][kk] - yc[c][kk];
                 s += d < 0 ? -d : d;
@@ -86,18 +86,53 @@ inline void tile(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0,
     }
 }
 
-// One row of x against columns [j0, j1) of z: the remainder rows of a thread's range.
-template <typename T, int R>
+// The tiles for vectors of B bytes as functions of their own, compiled with the instruction set
+// of B's level where the build dispatches; the loops around them are not hot and stay baseline.
+// (Inlined into those loops, the 4 x 4 tile ran 40% slower: GCC reloaded x for every column.)
+template <int B>
+struct Level {
+    template <typename T, int R, int C>
+    static void run_tile(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0,
+                         int64_t j0, int64_t k0, int64_t k1, bool accumulate) {
+        tile<T, B, R, C>(x, y, z, p, m, i0, j0, k0, k1, accumulate);
+    }
+};
+#if defined(PM_SIMD_DISPATCH)
+template <>
+struct Level<32> {
+    template <typename T, int R, int C>
+    OPSDK_TARGET_AVX2 static void run_tile(const T* x, const T* y, T* z, int64_t p, int64_t m,
+                                           int64_t i0, int64_t j0, int64_t k0, int64_t k1,
+                                           bool accumulate) {
+        tile<T, 32, R, C>(x, y, z, p, m, i0, j0, k0, k1, accumulate);
+    }
+};
+template <>
+struct Level<64> {
+    template <typename T, int R, int C>
+    OPSDK_TARGET_AVX512 static void run_tile(const T* x, const T* y, T* z, int64_t p, int64_t m,
+                                             int64_t i0, int64_t j0, int64_t k0, int64_t k1,
+                                             bool accumulate) {
+        tile<T, 64, R, C>(x, y, z, p, m, i0, j0, k0, k1, accumulate);
+    }
+};
+#endif
+
+// One row tile of x (R rows) against columns [j0, j1) of z.
+template <typename T, int B, int R>
 inline void rows_against_block(const T* x, const T* y, T* z, int64_t p, int64_t m, int64_t i0,
                                int64_t j0, int64_t j1, int64_t k0, int64_t k1, bool accumulate) {
+    using L = Level<B>;
     int64_t j = j0;
-    for (; j + kTileC <= j1; j += kTileC) tile<T, R, kTileC>(x, y, z, p, m, i0, j, k0, k1, accumulate);
-    for (; j < j1; ++j) tile<T, R, 1>(x, y, z, p, m, i0, j, k0, k1, accumulate);
+    for (; j + kTileC <= j1; j += kTileC)
+        L::template run_tile<T, R, kTileC>(x, y, z, p, m, i0, j, k0, k1, accumulate);
+    for (; j < j1; ++j) L::template run_tile<T, R, 1>(x, y, z, p, m, i0, j, k0, k1, accumulate);
 }
 
 // Rows [i0, i1) of z, all columns: blocks of k, then blocks of rows of y, then register tiles.
-template <typename T>
+template <typename T, int B>
 void rows(const T* x, const T* y, T* z, int64_t m, int64_t p, int64_t i0, int64_t i1) {
+    constexpr int R = kTileR<B>;
     // A block of y of about 128 KiB stays in L2 while every row tile of x passes over it.
     const int64_t kblock = 1024;
     const int64_t kb = std::min<int64_t>(p, kblock);
@@ -108,11 +143,33 @@ void rows(const T* x, const T* y, T* z, int64_t m, int64_t p, int64_t i0, int64_
         for (int64_t j0 = 0; j0 < m; j0 += jblock) {
             const int64_t j1 = std::min(m, j0 + jblock);
             int64_t i = i0;
-            for (; i + kTileR <= i1; i += kTileR)
-                rows_against_block<T, kTileR>(x, y, z, p, m, i, j0, j1, k0, k1, accumulate);
-            for (; i < i1; ++i) rows_against_block<T, 1>(x, y, z, p, m, i, j0, j1, k0, k1, accumulate);
+            for (; i + R <= i1; i += R)
+                rows_against_block<T, B, R>(x, y, z, p, m, i, j0, j1, k0, k1, accumulate);
+            for (; i < i1; ++i)
+                rows_against_block<T, B, 1>(x, y, z, p, m, i, j0, j1, k0, k1, accumulate);
         }
     }
+}
+
+// rows for the width this call runs at, and its rows per register tile (the threads' grain).
+template <typename T>
+struct Entry {
+    void (*rows)(const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t);
+    int tile_rows;
+};
+
+template <typename T>
+Entry<T> entry() {
+#if defined(PM_SIMD_DISPATCH)
+    switch (pairwise_manhattan_simd::dispatched_bytes()) {
+        case 64: return {rows<T, 64>, kTileR<64>};
+        case 32: return {rows<T, 32>, kTileR<32>};
+        default: return {rows<T, 16>, kTileR<16>};
+    }
+#else
+    constexpr int B = pairwise_manhattan_simd::kNativeBytes;
+    return {rows<T, B>, kTileR<B>};
+#endif
 }
 
 }  // namespace detail
@@ -129,11 +186,12 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
     }
     // Enough rows per thread (~ m * p work each) that a thread's share is ~0.2 ms or more: below
     // that, waking a second thread gains little and, on a loaded machine, can cost milliseconds.
+    const detail::Entry<T> entry = detail::entry<T>();
     const int64_t per_row = std::max<int64_t>(1, m * p);
-    const int64_t grain = std::max<int64_t>(detail::kTileR, (int64_t(1) << 22) / per_row);
+    const int64_t grain = std::max<int64_t>(entry.tile_rows, (int64_t(1) << 22) / per_row);
     const T* x = in.x.data;
     const T* y = in.y.data;
-    opsdk::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) { detail::rows<T>(x, y, z, m, p, lo, hi); });
+    opsdk::parallel_for(0, n, grain, [&](int64_t lo, int64_t hi) { entry.rows(x, y, z, m, p, lo, hi); });
 }
 
 }  // namespace opsdk_op_pairwise_manhattan

@@ -17,6 +17,9 @@
 // - Threads would race on grad_y (every row of x touches every row of y). Instead the (i, j)
 //   plane is cut into T x T blocks and run in T rounds; in round s thread t takes block
 //   (t, (t + s) mod T), so no two threads share rows of x or rows of y. No extra memory.
+// - A portable build compiles the tiles once per vector width and picks a width per call
+//   (pairwise_manhattan_simd.h); a native build compiles the machine's width alone. The results
+//   are the same at every width: each lane adds its terms in the same order.
 #include "pairwise_manhattan_grad_op.h"
 
 #include <cstddef>
@@ -37,13 +40,14 @@ using pairwise_manhattan_simd::Simd;
 constexpr int kTileR = 3, kTileC = 3;
 
 // g * sign(a - b), sign(0) = 0, as bit operations on the mask vectors the comparisons return.
-template <typename T>
-inline typename Simd<T>::V signed_term(typename Simd<T>::V g, typename Simd<T>::V a,
-                                       typename Simd<T>::V b) {
-    using M = typename Simd<T>::M;
+template <typename T, int B>
+PM_SIMD_INLINE typename Simd<T, B>::V signed_term(typename Simd<T, B>::V g,
+                                                  typename Simd<T, B>::V a,
+                                                  typename Simd<T, B>::V b) {
+    using M = typename Simd<T, B>::M;
     const M lt = a < b;
     const M ne = a != b;
-    return (typename Simd<T>::V)((((M)g) ^ (lt & Simd<T>::kSignBit)) & ne);
+    return (typename Simd<T, B>::V)((((M)g) ^ (lt & Simd<T>::kSignBit)) & ne);
 }
 
 template <typename T>
@@ -53,11 +57,12 @@ inline T signed_term_scalar(T g, T a, T b) {
 
 // g * sign(a - b) for any a, b: sign(d) is built as +-1 from d's sign bit (0 where d == 0) with a
 // quiet NaN's bits OR-ed in where d is NaN (a NaN input, or inf - inf), then multiplied by g.
-template <typename T>
-inline typename Simd<T>::V signed_term_exact(typename Simd<T>::V g, typename Simd<T>::V a,
-                                             typename Simd<T>::V b) {
-    using M = typename Simd<T>::M;
-    using V = typename Simd<T>::V;
+template <typename T, int B>
+PM_SIMD_INLINE typename Simd<T, B>::V signed_term_exact(typename Simd<T, B>::V g,
+                                                        typename Simd<T, B>::V a,
+                                                        typename Simd<T, B>::V b) {
+    using M = typename Simd<T, B>::M;
+    using V = typename Simd<T, B>::V;
     const V d = a - b;
     const M one = (M)(V{} + T(1));
     const M sign = ((M)(d != 0) & one) | ((M)d & Simd<T>::kSignBit) | ((M)(d != d) & Simd<T>::kQuietNaN);
@@ -91,11 +96,11 @@ struct Problem {
 
 // The R x C tile of pairs (i0 + r, j0 + c): adds its terms to grad_x rows and subtracts them
 // from grad_y rows, over all of k.
-template <typename T, bool Exact, int R, int C>
-inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr, int64_t i0,
-                 int64_t j0) {
-    using V = typename Simd<T>::V;
-    constexpr int W = lanes<T>();
+template <typename T, int B, bool Exact, int R, int C>
+PM_SIMD_INLINE void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr,
+                         int64_t i0, int64_t j0) {
+    using V = typename Simd<T, B>::V;
+    constexpr int W = lanes<T, B>();
     const int64_t p = pr.p;
     T gs[R][C];
     V g[R][C];
@@ -117,8 +122,8 @@ inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Proble
         }
         for (int r = 0; r < R; ++r)
             for (int c = 0; c < C; ++c) {
-                const V t = Exact ? signed_term_exact<T>(g[r][c], xv[r], yv[c])
-                                  : signed_term<T>(g[r][c], xv[r], yv[c]);
+                const V t = Exact ? signed_term_exact<T, B>(g[r][c], xv[r], yv[c])
+                                  : signed_term<T, B>(g[r][c], xv[r], yv[c]);
                 gxv[r] += t;
                 gyv[c] -= t;
             }
@@ -135,26 +140,76 @@ inline void tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Proble
             }
 }
 
-template <typename T, bool Exact, int R>
+// The tiles for vectors of B bytes as functions of their own, compiled with the instruction set
+// of B's level where the build dispatches; the loops around them are not hot and stay baseline.
+template <int B>
+struct Level {
+    template <typename T, bool Exact, int R, int C>
+    static void run_tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr,
+                         int64_t i0, int64_t j0) {
+        tile<T, B, Exact, R, C>(x, y, gz, gx, gy, pr, i0, j0);
+    }
+};
+#if defined(PM_SIMD_DISPATCH)
+template <>
+struct Level<32> {
+    template <typename T, bool Exact, int R, int C>
+    OPSDK_TARGET_AVX2 static void run_tile(const T* x, const T* y, const T* gz, T* gx, T* gy,
+                                           const Problem& pr, int64_t i0, int64_t j0) {
+        tile<T, 32, Exact, R, C>(x, y, gz, gx, gy, pr, i0, j0);
+    }
+};
+template <>
+struct Level<64> {
+    template <typename T, bool Exact, int R, int C>
+    OPSDK_TARGET_AVX512 static void run_tile(const T* x, const T* y, const T* gz, T* gx, T* gy,
+                                             const Problem& pr, int64_t i0, int64_t j0) {
+        tile<T, 64, Exact, R, C>(x, y, gz, gx, gy, pr, i0, j0);
+    }
+};
+#endif
+
+template <typename T, int B, bool Exact, int R>
 inline void row_tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr,
                      int64_t i0, int64_t j0, int64_t j1) {
+    using L = Level<B>;
     int64_t j = j0;
-    for (; j + kTileC <= j1; j += kTileC) tile<T, Exact, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
-    for (; j < j1; ++j) tile<T, Exact, R, 1>(x, y, gz, gx, gy, pr, i0, j);
+    for (; j + kTileC <= j1; j += kTileC)
+        L::template run_tile<T, Exact, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
+    for (; j < j1; ++j) L::template run_tile<T, Exact, R, 1>(x, y, gz, gx, gy, pr, i0, j);
 }
 
 // All pairs in rows [i0, i1) of x by rows [j0, j1) of y. Rows of y (and grad_y) are taken in
 // blocks of about 128 KiB so they stay in L2 while the rows of x pass over them.
-template <typename T, bool Exact>
+template <typename T, int B, bool Exact>
 void block(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr, int64_t i0,
            int64_t i1, int64_t j0, int64_t j1) {
     const int64_t jblock = std::max<int64_t>(kTileC, (64 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(pr.p, 1));
     for (int64_t jb = j0; jb < j1; jb += jblock) {
         const int64_t je = std::min(j1, jb + jblock);
         int64_t i = i0;
-        for (; i + kTileR <= i1; i += kTileR) row_tile<T, Exact, kTileR>(x, y, gz, gx, gy, pr, i, jb, je);
-        for (; i < i1; ++i) row_tile<T, Exact, 1>(x, y, gz, gx, gy, pr, i, jb, je);
+        for (; i + kTileR <= i1; i += kTileR)
+            row_tile<T, B, Exact, kTileR>(x, y, gz, gx, gy, pr, i, jb, je);
+        for (; i < i1; ++i) row_tile<T, B, Exact, 1>(x, y, gz, gx, gy, pr, i, jb, je);
     }
+}
+
+// block for the width this call runs at.
+template <typename T>
+using BlockFn = void (*)(const T*, const T*, const T*, T*, T*, const Problem&, int64_t, int64_t,
+                         int64_t, int64_t);
+
+template <typename T, bool Exact>
+BlockFn<T> entry() {
+#if defined(PM_SIMD_DISPATCH)
+    switch (pairwise_manhattan_simd::dispatched_bytes()) {
+        case 64: return block<T, 64, Exact>;
+        case 32: return block<T, 32, Exact>;
+        default: return block<T, 16, Exact>;
+    }
+#else
+    return block<T, pairwise_manhattan_simd::kNativeBytes, Exact>;
+#endif
 }
 
 }  // namespace detail
@@ -171,7 +226,7 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
     const T* y = in.y.data;
     const T* gz = in.grad_z.data;
     const bool exact = !(detail::all_finite(x, pr.n * pr.p) && detail::all_finite(y, pr.m * pr.p));
-    const auto run = exact ? detail::block<T, true> : detail::block<T, false>;
+    const detail::BlockFn<T> run = exact ? detail::entry<T, true>() : detail::entry<T, false>();
     // One thread unless there is enough work (~n*m*p, ~0.5 ms) to pay for waking the others: on a
     // loaded machine a round that waits for a descheduled thread can cost milliseconds.
     const int64_t work = pr.n * pr.m * pr.p;

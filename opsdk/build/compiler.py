@@ -78,10 +78,26 @@ def flag_template(device: str, root: Path) -> tuple[str, ...]:
 
 # OPSDK_PORTABLE=1: build cpu kernels for a baseline that every machine of the platform runs
 # instead of this machine's CPU (-march=native), as a shipped wheel needs; OPSDK_PORTABLE is
-# then defined for the kernel, which may choose faster paths at run time (GCC target_clones).
+# then defined for the kernel, which may compile faster paths too and choose one at run time
+# (opsdk/cpu_dispatch.h). -Wno-psabi: such a kernel's inlined helpers take vectors wider than the
+# baseline's by value, and GCC notes that passing them would change the ABI; being inlined into
+# the function compiled for their width, they are never passed.
 PORTABLE_ENV = "OPSDK_PORTABLE"
 _PORTABLE_MARCH = {"x86_64": "-march=x86-64-v2", "amd64": "-march=x86-64-v2",
                    "aarch64": "-march=armv8-a", "arm64": "-march=armv8-a"}
+
+
+# The SIMD levels a portable kernel may compile and choose among at run time (opsdk/cpu_dispatch.h
+# decides, capped by OPSDK_SIMD); one level where the header has no dispatch.
+_PORTABLE_SIMD_LEVELS = {"x86_64": ("baseline", "avx2", "avx512"),
+                         "amd64": ("baseline", "avx2", "avx512")}
+
+
+def portable_simd_levels() -> tuple[str, ...]:
+    """The levels opsdk/cpu_dispatch.h chooses among on this platform, baseline first."""
+    import platform
+
+    return _PORTABLE_SIMD_LEVELS.get(platform.machine().lower(), ("baseline",))
 
 
 def portable_requested() -> bool:
@@ -96,7 +112,7 @@ def cpu_arch_flags() -> list[str]:
     import platform
 
     march = _PORTABLE_MARCH.get(platform.machine().lower())
-    return [*([march] if march else []), "-mtune=generic", "-DOPSDK_PORTABLE=1"]
+    return [*([march] if march else []), "-mtune=generic", "-DOPSDK_PORTABLE=1", "-Wno-psabi"]
 
 
 def _extra_flags(device: str) -> list[str]:
