@@ -1,19 +1,17 @@
 // conv2d_grad, CPU: the gradients of conv2d (conv2d_cpu.cc) with respect to x and to the filter.
 //
 //   grad_filter[di, dj, ci, :] = sum_{b, i, j} xpad[b, i*sh + di, j*sw + dj, ci] * grad_y[b, i, j, :]
-//   grad_x = the VALID, stride-1 convolution of grad_y (spread out by the strides and padded by
-//            kh-1-top rows and kw-1-left columns of zeros before) with the filter flipped in
-//            both axes and transposed to [kh, kw, o, c]: conv2d_common's valid_conv again.
+//   grad_x = stride-1 convolutions of grad_y with the filter's taps flipped and transposed, one
+//            per phase of the strides (conv2d_input_grad.h), run by conv2d_valid.h again.
 //
 // The filter gradient is a register tile of P values t = dj * c + ci (side by side in a window
 // row of NHWC) by NV vectors of output channels, summed over every output pixel; threads split
 // the (di, block of t) rows of the filter gradient, each writes its own, and walk the output
 // pixels in blocks of rows small enough to stay in L2 while a thread's tiles pass over them.
-// With strides > 1 the spread-out grad_y is mostly zeros (a cost of sh * sw in the input
-// gradient, paid for having one well-tuned loop instead of two).
 #include "conv2d_grad_op.h"
 
 #include "conv2d_common.h"
+#include "conv2d_input_grad.h"
 #include "conv2d_valid.h"
 
 namespace opsdk_op_conv2d_grad {
@@ -93,36 +91,6 @@ void grad_filter(const Valid& g, const T* x, const T* gy, T* grad_f) {
         std::copy(gfp.data() + r * opad, gfp.data() + r * opad + g.o, grad_f + r * g.o);
 }
 
-// grad_y [n, oh, ow, o] spread out by the strides into [n, h + kh - 1, w + kw - 1, o], with
-// kh-1-top rows and kw-1-left columns of zeros before: the input of grad_x's convolution.
-template <typename T>
-std::vector<T> spread_grad_y(const Geometry& g, const T* gy) {
-    const int64_t hg = g.h + g.kh - 1, wg = g.w + g.kw - 1;
-    const int64_t r0 = g.kh - 1 - g.top, c0 = g.kw - 1 - g.left;
-    std::vector<T> out(static_cast<size_t>(g.n * hg * wg * g.o), T(0));
-    for (int64_t b = 0; b < g.n; ++b)
-        for (int64_t i = 0; i < g.oh && i * g.sh + r0 < hg; ++i)
-            for (int64_t j = 0; j < g.ow && j * g.sw + c0 < wg; ++j) {
-                const T* src = gy + ((b * g.oh + i) * g.ow + j) * g.o;
-                std::copy(src, src + g.o, out.data() + ((b * hg + i * g.sh + r0) * wg + j * g.sw + c0) * g.o);
-            }
-    return out;
-}
-
-// The filter [kh, kw, c, o] flipped in kh and kw and transposed to [kh, kw, o, c].
-template <typename T>
-std::vector<T> flipped_filter(const Geometry& g, const T* filter) {
-    std::vector<T> ft(static_cast<size_t>(g.kh * g.kw * g.o * g.c));
-    for (int64_t di = 0; di < g.kh; ++di)
-        for (int64_t dj = 0; dj < g.kw; ++dj) {
-            const T* src = filter + ((g.kh - 1 - di) * g.kw + (g.kw - 1 - dj)) * g.c * g.o;
-            T* dst = ft.data() + (di * g.kw + dj) * g.o * g.c;
-            for (int64_t ci = 0; ci < g.c; ++ci)
-                for (int64_t oi = 0; oi < g.o; ++oi) dst[oi * g.c + ci] = src[ci * g.o + oi];
-        }
-    return ft;
-}
-
 template <typename T>
 void run(const Geometry& g, const T* x, const T* filter, const T* gy, T* gx, T* gf) {
     if (g.n * g.oh * g.ow == 0) {
@@ -133,10 +101,7 @@ void run(const Geometry& g, const T* x, const T* filter, const T* gy, T* gx, T* 
         grad_filter<T>(fv, copy.empty() ? x : copy.data(), gy, gf);
     }
     if (g.n * g.h * g.w * g.c == 0) return;
-    const std::vector<T> gs = spread_grad_y(g, gy);
-    const std::vector<T> ft = flipped_filter(g, filter);
-    const Valid xv{g.n, g.h + g.kh - 1, g.w + g.kw - 1, g.o, g.kh, g.kw, g.c, g.h, g.w, 1, 1};
-    conv2d_common::valid_conv<T>(xv, gs.data(), ft.data(), gx);
+    conv2d_input_grad::input_gradient<T>(g, gy, filter, gx);
 }
 
 }  // namespace detail
