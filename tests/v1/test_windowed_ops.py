@@ -33,6 +33,8 @@ def built_cpu_kernels():
     ((6, 14, 15, 32), (5, 5, 32, 64), (1, 1), 1),   # large enough for both threads
     ((4, 17, 16, 24), (3, 3, 24, 40), (2, 2), 0),
     ((3, 9, 9, 70), (2, 3, 70, 5), (2, 1), 1),
+    ((2, 10, 9, 16), (1, 1, 16, 16), (3, 2), 0),    # phases of the strides that no tap reaches
+    ((2, 11, 13, 5), (2, 4, 5, 3), (3, 5), 1),
 ])
 def test_conv2d_kernels_agree(shape, kernel, strides, same):
     x = rng.standard_normal(shape).astype(np.float32)
