@@ -79,6 +79,13 @@ class Registry:
             file = self._broken_ops.get(candidate)
             if file is not None:
                 raise OpDefErrors(list(self.broken[file]))
+        if SEPARATOR not in name:  # a bare name declared in exactly one other namespace
+            matches = [s for s in self._specs.values() if s.name == name]
+            if len(matches) == 1:
+                return matches[0]
+            if matches:
+                raise OpsdkError(f"op name '{name}' is ambiguous here: "
+                                 f"{', '.join(s.qualified_name for s in matches)}; qualify it")
         raise OpsdkError(f"no op named '{name}'{did_you_mean(name, self._all_names())}"
                          f"{self._broken_note()}")
 
