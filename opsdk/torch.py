@@ -10,8 +10,8 @@ The operator's fake (meta) implementation gives the output shapes and dtypes the
 infers; its autograd formula calls the declared gradient op (itself such an operator, so double
 backward works where the gradient op has a gradient); its CPU and CUDA implementations run the
 built kernels on the tensors' memory through DLPack (no copy). It is opaque to torch.compile, so a
-compiled model keeps it as one node without graph breaks. Ops with list inputs or outputs are not
-supported yet (a clear OpsdkError says so).
+compiled model keeps it as one node without graph breaks. A list input (`list: N`) is a `Tensor[]`
+argument (its length attr N is implied), a list output a `Tensor[]` result.
 """
 
 from __future__ import annotations
@@ -60,19 +60,23 @@ def _schema_default(attr: AttrSpec) -> str:
     return repr(float(value)) if attr.type == "float" else repr(int(value))
 
 
-def _refuse_unsupported(spec: OpSpec) -> None:
-    lists = [t.name for t in (*spec.inputs, *spec.outputs) if t.is_list]
-    if lists:
-        raise OpsdkError(f"op '{spec.name}': opsdk.torch does not support list inputs or "
-                         f"outputs yet ({', '.join(lists)}); call it through opsdk.ops instead")
+def _implied(spec: OpSpec) -> set[str]:
+    """The length attrs of list inputs: the number of tensors passed says them."""
+    return {t.list_len for t in spec.inputs if t.is_list}
+
+
+def _tensor_type(tspec: Any) -> str:
+    return "Tensor[]" if tspec.is_list else "Tensor"
 
 
 def schema(spec: OpSpec) -> tuple[str, tuple[str, ...]]:
     """The torch schema of an op, `(Tensor x, Tensor y, *, int k=1) -> Tensor`, and its kwargs."""
-    _refuse_unsupported(spec)
-    args = [f"Tensor {t.name}" for t in spec.inputs]
+    args = [f"{_tensor_type(t)} {t.name}" for t in spec.inputs]
     keyword, names = [], []
+    implied = _implied(spec)
     for attr in spec.attrs:
+        if attr.name in implied:
+            continue
         default = "" if attr.default is NO_DEFAULT else f"={_schema_default(attr)}"
         keyword.append(f"{_SCHEMA_TYPES[attr.type]} {attr.name}{default}")
         names.append(attr.name)
@@ -82,7 +86,7 @@ def schema(spec: OpSpec) -> tuple[str, tuple[str, ...]]:
         names.append(ta.name)
     if keyword:
         args += ["*", *keyword]
-    outs = ", ".join("Tensor" for _ in spec.outputs)
+    outs = ", ".join(_tensor_type(t) for t in spec.outputs)
     returns = outs if len(spec.outputs) == 1 else f"({outs})"
     return f"({', '.join(args)}) -> {returns}", tuple(names)
 
@@ -100,15 +104,24 @@ def _dtype_name(tensor: torch.Tensor) -> str:
     return str(tensor.dtype).replace("torch.", "")
 
 
+def _flat(values: Any) -> list:
+    """Tensors of inputs or outputs with list ones spread out."""
+    return [v for value in values
+            for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
 def _run_kernel(spec: OpSpec, registry: Any, inputs: list, attrs: dict) -> Any:
     """The built kernel on the tensors' memory (DLPack, no copy); torch tensors back."""
     from opsdk.runtime.frontend.api import apply_op
 
-    device = "cuda" if any(t.is_cuda for t in inputs) else None
-    arrays = [as_kernel_array(t.contiguous()) for t in inputs]
+    flat = _flat(inputs)
+    device = "cuda" if any(t.is_cuda for t in flat) else None
+    arrays = [[as_kernel_array(t.contiguous()) for t in v] if isinstance(v, (list, tuple))
+              else as_kernel_array(v.contiguous()) for v in inputs]
     result = apply_op(registry, spec.name, arrays, attrs, device=device)
-    results = result if isinstance(result, tuple) else (result,)
-    tensors = tuple(_owned_tensor(r, inputs) for r in results)
+    results = result if len(spec.outputs) > 1 else (result,)
+    tensors = tuple([_owned_tensor(r, flat) for r in out] if tspec.is_list
+                    else _owned_tensor(out, flat) for tspec, out in zip(spec.outputs, results))
     return tensors if len(spec.outputs) > 1 else tensors[0]
 
 
@@ -128,17 +141,30 @@ def _owned_tensor(result: Any, inputs: list) -> torch.Tensor:
 
 def _fake(spec: OpSpec, inputs: list, attrs: dict) -> Any:
     """Empty tensors of the shapes and dtypes the declaration infers (torch's meta function)."""
-    shapes = [tuple(t.shape) for t in inputs]
-    dtypes = [_dtype_name(t) for t in inputs]
-    inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, attrs))
-    device = inputs[0].device if inputs else torch.device("cpu")
-    outs = []
+    def each(value: Any, fn: Callable) -> Any:
+        return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
+    shapes = [each(v, lambda t: tuple(t.shape)) for v in inputs]
+    dtypes = [each(v, _dtype_name) for v in inputs]
+    inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, attrs, inputs))
+    flat = _flat(inputs)
+    device = flat[0].device if flat else torch.device("cpu")
+    outs: list = []
     for tensor, (shape, dtype) in zip(spec.outputs, inferred):
-        if shape is None or any(d is None for d in shape):
-            raise OpsdkError(f"op '{spec.name}': output '{tensor.name}' has no static shape "
-                             "from its declaration; torch needs one for its fake implementation")
-        outs.append(torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=device))
+        if tensor.is_list:
+            if not isinstance(shape, list):
+                raise OpsdkError(f"op '{spec.name}': list output '{tensor.name}' has no static "
+                                 "shapes from its declaration; torch needs them")
+            outs.append([_empty(spec, tensor, s, dtype, device) for s in shape])
+        else:
+            outs.append(_empty(spec, tensor, shape, dtype, device))
     return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _empty(spec: OpSpec, tensor: Any, shape: Any, dtype: str, device: Any) -> torch.Tensor:
+    if shape is None or any(d is None for d in shape):
+        raise OpsdkError(f"op '{spec.name}': output '{tensor.name}' has no static shape "
+                         "from its declaration; torch needs one for its fake implementation")
+    return torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=device)
 
 
 def _autograd(spec: OpSpec, registry: Any, attr_names: tuple[str, ...]) -> tuple[Callable, Callable]:
@@ -152,22 +178,36 @@ def _autograd(spec: OpSpec, registry: Any, attr_names: tuple[str, ...]) -> tuple
     # backward returns one gradient per (tensor) positional input.
     def setup_context(ctx: Any, inputs: tuple, output: Any,
                       keyword_only_inputs: Optional[dict] = None) -> None:
-        outputs = output if isinstance(output, tuple) else (output,)
-        ctx.save_for_backward(*inputs, *outputs)
+        outputs = output if len(spec.outputs) > 1 else (output,)
+        values = (*inputs, *outputs)
+        # Saved flat; `sizes` rebuilds list inputs and outputs (None: one tensor).
+        ctx.sizes = [len(v) if isinstance(v, (list, tuple)) else None for v in values]
+        ctx.save_for_backward(*_flat(values))
         given = keyword_only_inputs or {}
         ctx.grad_attrs = {k: v for k, v in given.items() if k in grad_op.attr_names}
 
     def backward(ctx: Any, *grads: Any) -> tuple:
-        saved = ctx.saved_tensors
-        known = dict(zip(input_names + output_names, saved))
-        for name, grad, out in zip(output_names, grads, saved[len(input_names):]):
-            known[f"grad_{name}"] = torch.zeros_like(out) if grad is None else grad
+        saved, at, values = ctx.saved_tensors, 0, []
+        for size in ctx.sizes:
+            values.append(saved[at] if size is None else list(saved[at:at + size]))
+            at += 1 if size is None else size
+        known = dict(zip(input_names + output_names, values))
+        for name, grad, out in zip(output_names, grads, values[len(input_names):]):
+            known[f"grad_{name}"] = _filled(grad, out)
         result = grad_op(*[known[t.name] for t in grad_spec.inputs], **ctx.grad_attrs)
-        results = result if isinstance(result, tuple) else (result,)
+        results = result if len(grad_spec.outputs) > 1 else (result,)
         by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_spec.outputs, results)}
         return tuple(by_input.get(n) for n in input_names)
 
     return setup_context, backward
+
+
+def _filled(grad: Any, out: Any) -> Any:
+    """An output's gradient, zeros where torch gives none (element by element for a list)."""
+    if isinstance(out, list):
+        grads = grad if isinstance(grad, (list, tuple)) else [None] * len(out)
+        return [torch.zeros_like(o) if g is None else g for g, o in zip(grads, out)]
+    return torch.zeros_like(out) if grad is None else grad
 
 
 def _define(spec: OpSpec, registry: Any) -> TorchOp:

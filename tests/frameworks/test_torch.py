@@ -85,13 +85,6 @@ def test_a_wrong_shape_is_the_declarations_error():
         ops.pairwise_manhattan(x, torch.rand(5, 3, dtype=torch.float64))
 
 
-def test_list_ops_are_refused_with_the_reason():
-    with pytest.raises(AttributeError, match="list inputs or outputs"):
-        ops.concat
-    with pytest.raises(OpsdkError, match="op 'concat'"):
-        schema(load_registry().get("concat"))
-
-
 @pytest.mark.slow
 def test_torch_compile_without_graph_breaks_and_backward():
     x, y = _inputs("pairwise_manhattan", requires_grad=True)
@@ -111,3 +104,18 @@ def test_workspace_ops_load_apart():
     assert made.pairwise_manhattan.spec.name == "pairwise_manhattan"
     with pytest.raises(AttributeError, match="no op named 'nope'"):
         made.nope
+
+
+def test_list_inputs_and_outputs_are_tensor_lists():
+    registry = load_registry()
+    assert schema(registry.get("concat")) == ("(Tensor[] xs, *, int axis=0) -> Tensor", ("axis",))
+    assert schema(registry.get("concat_grad"))[0].endswith("-> Tensor[]")
+    gen = torch.Generator().manual_seed(0)
+    a = torch.rand(2, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.rand(4, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    torch.library.opcheck(ops.concat.packet.default, ([a, b],), {"axis": 0})
+    torch.library.opcheck(ops.stack.packet.default, ([a, a],), {"axis": 1})
+    grads = ops.concat_grad([a.detach(), b.detach()], torch.ones(6, 3, dtype=torch.float64),
+                            axis=0)
+    assert [tuple(g.shape) for g in grads] == [(2, 3), (4, 3)]
+    assert torch.autograd.gradcheck(lambda x, y: ops.concat([x, y], axis=0), (a, b))
