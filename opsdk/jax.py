@@ -11,8 +11,8 @@ GPU are copied to the host and back), so it works under `jax.jit`. Its output sh
 come from the declaration; its reverse-mode derivative (`jax.grad`, `jax.vjp`) from the declared
 gradient op, itself such a function. Forward-mode (`jax.jvp`) is not available: opsdk declares
 reverse-mode gradients only. Under `jax.vmap` the op is called once per batch element (a loop,
-`vmap_method="sequential"`): the kernels take no extra batch dimension. Ops with list inputs or
-outputs are not supported yet (a clear OpsdkError says so). Attrs are keyword arguments and must
+`vmap_method="sequential"`): the kernels take no extra batch dimension. A list input (`list: N`)
+is a Python list of arrays (N implied), a list output a list. Attrs are keyword arguments and must
 be Python values (static under jit).
 """
 
@@ -31,11 +31,19 @@ from opsdk.registry.infer import infer_outputs
 from opsdk.registry.spec import OpSpec
 
 
-def _refuse_unsupported(spec: OpSpec) -> None:
-    lists = [t.name for t in (*spec.inputs, *spec.outputs) if t.is_list]
-    if lists:
-        raise OpsdkError(f"op '{spec.name}': opsdk.jax does not support list inputs or outputs "
-                         f"yet ({', '.join(lists)}); call it through opsdk.ops instead")
+def _flat(values: Any) -> list:
+    """Arrays of inputs or outputs with list ones spread out."""
+    return [v for value in values
+            for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def _grouped(flat: Any, sizes: list) -> list:
+    """The inverse of `_flat`: `sizes` has None for one array, N for a list of N."""
+    out, at = [], 0
+    for size in sizes:
+        out.append(flat[at] if size is None else list(flat[at:at + size]))
+        at += 1 if size is None else size
+    return out
 
 
 def _frozen(value: Any) -> Any:
@@ -47,7 +55,6 @@ class JaxOp:
     """One declared op as a JAX function: `op(*inputs, **attrs)`."""
 
     def __init__(self, spec: OpSpec, registry: Any):
-        _refuse_unsupported(spec)
         self.spec = spec
         self._registry = registry
         self.__name__ = spec.name
@@ -74,25 +81,35 @@ class JaxOp:
 
 def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
     """The kernel through pure_callback, with result shapes and dtypes from the declaration."""
-    shapes = [tuple(np.shape(x)) for x in inputs]
-    dtypes = [np.dtype(jax.numpy.result_type(x)).name for x in inputs]
-    inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, attrs))
-    for tensor, (shape, _) in zip(spec.outputs, inferred):
-        if shape is None or any(d is None for d in shape):
+    def each(value: Any, fn: Callable) -> Any:
+        return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
+    shapes = [each(x, lambda a: tuple(np.shape(a))) for x in inputs]
+    dtypes = [each(x, lambda a: np.dtype(jax.numpy.result_type(a)).name) for x in inputs]
+    attrs = normalize_attrs(spec, attrs, list(inputs))
+    inferred = infer_outputs(spec, shapes, dtypes, attrs)
+    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
+    out_sizes, results = [], []
+    for tensor, (shape, dtype) in zip(spec.outputs, inferred):
+        pieces = shape if tensor.is_list else [shape]
+        if not isinstance(pieces, list) or any(
+                s is None or any(d is None for d in s) for s in pieces):
             raise OpsdkError(f"op '{spec.name}': output '{tensor.name}' has no static shape "
                              "from its declaration; JAX needs one")
-    results = tuple(jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype)) for shape, dtype in inferred)
+        out_sizes.append(len(pieces) if tensor.is_list else None)
+        results += [jax.ShapeDtypeStruct(tuple(s), np.dtype(dtype)) for s in pieces]
 
     def run(*arrays: Any) -> Any:
         from opsdk.runtime.frontend.api import apply_op
 
-        out = apply_op(registry, spec.name, [np.asarray(a) for a in arrays], attrs, device="cpu"
+        grouped = _grouped([np.asarray(a) for a in arrays], in_sizes)
+        out = apply_op(registry, spec.name, grouped, attrs, device="cpu"
                        if spec.kernel("cpu") else None)
-        outs = out if isinstance(out, tuple) else (out,)
+        outs = _flat(out if len(spec.outputs) > 1 else (out,))
         return tuple(np.asarray(o, dtype=r.dtype).reshape(r.shape) for o, r in zip(outs, results))
 
-    outs = jax.pure_callback(run, results, *inputs, vmap_method="sequential")
-    return outs if len(outs) > 1 else outs[0]
+    flat = jax.pure_callback(run, tuple(results), *_flat(inputs), vmap_method="sequential")
+    outs = _grouped(list(flat), out_sizes)
+    return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict) -> Callable:
@@ -106,15 +123,15 @@ def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict)
 
     def fwd(*inputs: Any) -> tuple:
         out = forward(*inputs)
-        return out, (inputs, out if isinstance(out, tuple) else (out,))
+        return out, (inputs, out if len(spec.outputs) > 1 else (out,))
 
     def bwd(residuals: tuple, grads: Any) -> tuple:
         inputs, outs = residuals
-        grads = grads if isinstance(grads, tuple) else (grads,)
+        grads = grads if len(spec.outputs) > 1 else (grads,)
         known = dict(zip(input_names, inputs)) | dict(zip(output_names, outs))
         known |= {f"grad_{n}": g for n, g in zip(output_names, grads)}
         result = grad_op(*[known[t.name] for t in grad_op.spec.inputs], **grad_attrs)
-        results = result if isinstance(result, tuple) else (result,)
+        results = result if len(grad_op.spec.outputs) > 1 else (result,)
         by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_op.spec.outputs, results)}
         return tuple(by_input.get(n) for n in input_names)
 

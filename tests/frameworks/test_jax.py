@@ -57,5 +57,17 @@ def test_a_wrong_shape_or_count_is_a_clear_error():
         ops.pairwise_manhattan(jnp.ones((2, 3)), jnp.ones((2, 4)))
     with pytest.raises(Exception, match="takes 2 input"):
         ops.pairwise_manhattan(jnp.ones((2, 3)))
-    with pytest.raises(AttributeError, match="list inputs or outputs"):
-        ops.concat
+
+
+def test_list_inputs_and_outputs_are_python_lists():
+    from jax.test_util import check_grads
+
+    a = jnp.arange(6.0).reshape(2, 3)
+    b = jnp.ones((4, 3))
+    assert jax.jit(lambda x, y: ops.concat([x, y], axis=0))(a, b).shape == (6, 3)
+    ga, gb = jax.grad(lambda x, y: (ops.concat([x, y], axis=0) ** 2).sum(), argnums=(0, 1))(a, b)
+    np.testing.assert_allclose(ga, 2 * a)
+    np.testing.assert_allclose(gb, 2 * b)
+    pieces = ops.concat_grad([a, b], jnp.ones((6, 3)), axis=0)
+    assert isinstance(pieces, list) and [p.shape for p in pieces] == [(2, 3), (4, 3)]
+    check_grads(lambda x, y: ops.stack([x, y], axis=1), (a, a + 1.0), order=1, modes=["rev"])
