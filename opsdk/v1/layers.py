@@ -9,7 +9,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m, nn, scopes
-from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
+from opsdk.v1.tensors import convert_to_tensor as _t
 
 
 def _pair(value: Any) -> list[int]:
@@ -109,7 +109,7 @@ def dropout(inputs: Any, rate: Any = 0.5, noise_shape: Any = None, seed: Any = N
         return nn.dropout(x, rate=rate, seed=seed, name=name) if training else x
     # The noise is drawn outside the cond: a branch is recomputed by its gradient, and a random
     # node inside it could not be run twice.
-    noise = _ops.random_uniform_like(x, seed=op_seed(seed))
+    noise = nn.dropout_noise(x, seed)
     keep = nn._keep(x, None, rate)
     return opsdk.cond(_t(training), lambda: _ops.dropout(x, keep, noise), lambda: _ops.identity(x))
 

@@ -30,7 +30,8 @@ _LOSSES = scopes.GraphKeys.LOSSES
 
 
 def _is_one(weights: Any) -> bool:
-    return isinstance(weights, (int, float)) and not isinstance(weights, bool) and float(weights) == 1.0
+    number = isinstance(weights, (int, float)) and not isinstance(weights, bool)
+    return number and float(weights) == 1.0
 
 
 def _safe_div(total: Any, count: Any) -> Any:

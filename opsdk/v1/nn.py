@@ -12,7 +12,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m
-from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
+from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
 
 sigmoid, tanh = _m.sigmoid, _m.tanh
 
@@ -165,8 +165,12 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Option
         raise OpsdkError("dropout: give keep_prob or rate (one of them)")
     x = _t(x)
     keep = _keep(x, keep_prob, rate)
-    noise = _ops.random_uniform_like(x, seed=op_seed(seed))
-    return _ops.dropout(x, keep, noise, name=name)
+    return _ops.dropout(x, keep, dropout_noise(x, seed), name=name)
+
+
+def dropout_noise(x: Any, seed: Optional[int]) -> Any:
+    """Uniform noise like x, drawn anew at every run, seeded or not (tensors.per_run_seed)."""
+    return _ops.random_uniform_like(x, seed=per_run_seed(seed))
 
 
 def _keep(x: Any, keep_prob: Any, rate: Any) -> Any:

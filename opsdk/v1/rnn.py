@@ -18,7 +18,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m, scopes
-from opsdk.v1.tensors import convert_to_tensor as _t
+from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 LSTMStateTuple = namedtuple("LSTMStateTuple", ("c", "h"))
 
@@ -76,7 +76,7 @@ class RNNCell:
         if isinstance(batch_size, opsdk.Tensor):
             raise OpsdkError("zero_state: opsdk.v1 needs a batch size known when the graph is "
                              "built; use dynamic_rnn(..., dtype=tf.float32) for a dynamic batch")
-        return _ops.zeros(shape=[int(batch_size), units], dtype=np.dtype(dtype).name)
+        return zeros([int(batch_size), units], dtype=np.dtype(dtype).name)
 
     def _affine(self, inputs: Any, state_h: Any) -> Any:
         kernel, bias = self._vars[0], self._vars[1]

@@ -224,18 +224,29 @@ def _static_shape(who: str, shape: Any) -> list[int]:
     return [int(d) for d in shape]
 
 
+def graph_node(op: Any, **attrs: Any) -> Any:
+    """op(**attrs), an op without tensor inputs, as a node of the default graph. Outside
+    `with graph.as_default():` opsdk would run it at once and hand back an array; TF1 has no
+    eager mode: `tf.random_normal([2])` is drawn anew at every run and `tf.zeros([2]).eval()`
+    works."""
+    with opsdk.get_default_graph().as_default():
+        return op(**attrs)
+
+
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
-    return _ops.zeros(shape=_static_shape("zeros", shape), dtype=name_of(dtype), name=name)
+    return graph_node(_ops.zeros, shape=_static_shape("zeros", shape), dtype=name_of(dtype),
+                      name=name)
 
 
 def ones(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
-    return _ops.ones(shape=_static_shape("ones", shape), dtype=name_of(dtype), name=name)
+    return graph_node(_ops.ones, shape=_static_shape("ones", shape), dtype=name_of(dtype),
+                      name=name)
 
 
 def fill(dims: Any, value: Any, name: Optional[str] = None) -> Any:
     array = default_array(value)
-    return _ops.fill(shape=_static_shape("fill", dims), value=float(array),
-                     dtype=array.dtype.name, name=name)
+    return graph_node(_ops.fill, shape=_static_shape("fill", dims), value=float(array),
+                      dtype=array.dtype.name, name=name)
 
 
 def zeros_like(tensor: Any, dtype: Any = None, name: Optional[str] = None) -> Any:
@@ -267,29 +278,38 @@ def op_seed(seed: Optional[int]) -> int:
     return (_SEED["graph"] * 7919 + _SEED["count"]) % (2 ** 31 - 1) + 1
 
 
+def per_run_seed(seed: Optional[int]) -> int:
+    """The seed of a random op whose values must change at every run (dropout masks, sampled
+    candidates). A seeded TF op draws a new, reproducible value at every run; a seeded opsdk op
+    repeats its values at every run, which would freeze a dropout mask. So these ops draw fresh
+    values (seed 0): right at every step, though not reproducible across program runs."""
+    op_seed(seed)  # the graph seed's later op seeds stay as they would be
+    return 0
+
+
 def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
                    seed: Optional[int] = None, name: Optional[str] = None) -> Any:
     """Uniform values in [minval, maxval) (maxval defaults to 1 for floats)."""
     if as_dtype(dtype).kind in "iu":
         raise OpsdkError("random_uniform: integer dtypes are not supported by opsdk.v1")
-    return _ops.random_uniform(shape=_static_shape("random_uniform", shape), minval=float(minval),
-                               maxval=1.0 if maxval is None else float(maxval),
-                               seed=op_seed(seed), dtype=name_of(dtype), name=name)
+    return graph_node(_ops.random_uniform, shape=_static_shape("random_uniform", shape),
+                      minval=float(minval), maxval=1.0 if maxval is None else float(maxval),
+                      seed=op_seed(seed), dtype=name_of(dtype), name=name)
 
 
 def random_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
                   seed: Optional[int] = None, name: Optional[str] = None) -> Any:
-    return _ops.random_normal(shape=_static_shape("random_normal", shape), mean=float(mean),
-                              stddev=float(stddev), seed=op_seed(seed), dtype=name_of(dtype),
-                              name=name)
+    return graph_node(_ops.random_normal, shape=_static_shape("random_normal", shape),
+                      mean=float(mean), stddev=float(stddev), seed=op_seed(seed),
+                      dtype=name_of(dtype), name=name)
 
 
 def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
                      seed: Optional[int] = None, name: Optional[str] = None) -> Any:
     """Normal values redrawn until within two standard deviations of the mean."""
-    return _ops.truncated_normal(shape=_static_shape("truncated_normal", shape), mean=float(mean),
-                                 stddev=float(stddev), seed=op_seed(seed), dtype=name_of(dtype),
-                                 name=name)
+    return graph_node(_ops.truncated_normal, shape=_static_shape("truncated_normal", shape),
+                      mean=float(mean), stddev=float(stddev), seed=op_seed(seed),
+                      dtype=name_of(dtype), name=name)
 
 
 def attach() -> None:

@@ -1,0 +1,56 @@
+"""TF1 has no eager mode: ops without tensor inputs are graph nodes even outside
+`with graph.as_default():`, random ones draw anew at every run, and dropout masks and sampled
+candidates change at every step even under a graph seed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import opsdk
+import opsdk.v1 as tf
+
+
+def test_input_free_ops_are_nodes_of_the_default_graph():
+    tf.reset_default_graph()
+    made = [tf.zeros([2]), tf.ones([2, 1]), tf.fill([2], 7.0), tf.random_uniform([3]),
+            tf.random_normal([3]), tf.truncated_normal([3])]
+    assert all(isinstance(t, opsdk.Tensor) for t in made)
+    with tf.Session() as sess:
+        assert list(made[0].eval()) == [0, 0] and list(sess.run(made[2])) == [7, 7]
+        first, second = sess.run(made[3]), sess.run(made[3])
+        assert not np.array_equal(first, second)  # drawn at every run, as in TF
+
+
+def test_variables_are_initialised_anew_by_their_random_initialiser():
+    tf.reset_default_graph()
+    v = tf.Variable(tf.random_normal([4]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(v)
+        sess.run(tf.global_variables_initializer())
+        assert not np.array_equal(first, sess.run(v))
+
+
+def test_dropout_masks_change_at_every_step_under_a_graph_seed():
+    tf.reset_default_graph()
+    tf.set_random_seed(1)
+    x = tf.ones([8, 16])
+    masks = [tf.nn.dropout(x, 0.5), tf.nn.dropout(x, keep_prob=0.5, seed=3),
+             tf.layers.dropout(x, rate=0.5, training=tf.constant(True))]
+    with tf.Session() as sess:
+        for mask in masks:
+            a, b = sess.run(mask), sess.run(mask)
+            assert set(np.unique(a)) <= {0.0, 2.0} and not np.array_equal(a, b)
+
+
+def test_sampled_candidates_change_at_every_step():
+    tf.reset_default_graph()
+    tf.set_random_seed(2)
+    weights = tf.constant(np.ones((50, 4), np.float32))
+    loss = tf.nn.nce_loss(weights=weights, biases=tf.zeros([50]),
+                          labels=tf.constant(np.zeros((3, 1), np.int64)),
+                          inputs=tf.constant(np.random.rand(3, 4).astype(np.float32)),
+                          num_sampled=5, num_classes=50)
+    with tf.Session() as sess:
+        values = {tuple(np.round(sess.run(loss), 5)) for _ in range(5)}
+    assert len(values) > 1
