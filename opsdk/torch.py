@@ -30,12 +30,18 @@ from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_outputs
 from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec
 
-NAMESPACE = "opsdk"
+NAMESPACE = "opsdk"  # the builtin ops' torch namespace; a workspace's ops use its own
 _SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str",
                  "list(int)": "int[]", "list(float)": "float[]"}
 _lock = threading.RLock()
 _defined: dict[str, "TorchOp"] = {}  # qualified name -> the op made for it
-_library = torch.library.Library(NAMESPACE, "FRAGMENT")
+_libraries: dict[str, Any] = {}  # namespace -> its torch.library.Library
+
+
+def _library(namespace: str) -> Any:
+    if namespace not in _libraries:
+        _libraries[namespace] = torch.library.Library(namespace, "FRAGMENT")
+    return _libraries[namespace]
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class TorchOp:
     """One declared op registered with torch: call it like the generated wrapper."""
     spec: OpSpec
     attr_names: tuple[str, ...]  # keyword-only arguments: attrs, then unbound type attrs
-    packet: Any  # torch.ops.opsdk.<name>
+    packet: Any  # torch.ops.<namespace>.<name>
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
         return self.packet(*inputs, **attrs)
@@ -211,13 +217,15 @@ def _filled(grad: Any, out: Any) -> Any:
 
 
 def _define(spec: OpSpec, registry: Any) -> TorchOp:
-    qualified = f"{NAMESPACE}::{spec.name}"
+    namespace = spec.namespace  # ops of two workspaces never collide in torch
+    qualified = f"{namespace}::{spec.name}"
+    library = _library(namespace)
     with _lock:
         made = _defined.get(qualified)
         if made is not None:
             return made
         text, attr_names = schema(spec)
-        _library.define(f"{spec.name}{text}")
+        library.define(f"{spec.name}{text}")
 
         def impl(*args: Any, **kwargs: Any) -> Any:
             inputs, attrs = _split(spec, args, kwargs)
@@ -227,20 +235,21 @@ def _define(spec: OpSpec, registry: Any) -> TorchOp:
             inputs, attrs = _split(spec, args, kwargs)
             return _fake(spec, inputs, attrs)
 
-        _library.impl(spec.name, impl, "CPU")
-        _library.impl(spec.name, impl, "CUDA")
-        torch.library.register_fake(qualified, fake, lib=_library)
-        made = TorchOp(spec, attr_names, getattr(getattr(torch.ops, NAMESPACE), spec.name))
+        library.impl(spec.name, impl, "CPU")
+        library.impl(spec.name, impl, "CUDA")
+        torch.library.register_fake(qualified, fake, lib=library)
+        made = TorchOp(spec, attr_names, getattr(getattr(torch.ops, namespace), spec.name))
         _defined[qualified] = made
         if spec.gradient_op:
             setup_context, backward = _autograd(spec, registry, attr_names)
             torch.library.register_autograd(qualified, backward, setup_context=setup_context,
-                                            lib=_library)
+                                            lib=library)
         return made
 
 
 def op(name: str, workspace: Optional[str | Path] = None) -> TorchOp:
-    """The torch operator `torch.ops.opsdk.<name>` of a builtin or workspace op (made once).
+    """The torch operator `torch.ops.<namespace>.<name>` of a builtin or workspace op (made once;
+    builtin ops are in `torch.ops.opsdk`, a workspace's in its namespace).
 
     >>> pm = op("pairwise_manhattan")                          # doctest: +SKIP
     >>> pm(torch.rand(5, 3), torch.rand(4, 3)).shape           # doctest: +SKIP

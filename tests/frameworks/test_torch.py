@@ -119,3 +119,18 @@ def test_list_inputs_and_outputs_are_tensor_lists():
                             axis=0)
     assert [tuple(g.shape) for g in grads] == [(2, 3), (4, 3)]
     assert torch.autograd.gradcheck(lambda x, y: ops.concat([x, y], axis=0), (a, b))
+
+
+def test_a_workspace_op_named_like_a_builtin_one_is_its_own_torch_op(tmp_path):
+    ws = tmp_path / "mine"
+    (ws / "opdefs").mkdir(parents=True)
+    (ws / "opdefs" / "k.py").write_text("def exp(xp, x):\n    return x * 0 + 7\n")
+    (ws / "opdefs" / "exp.yaml").write_text(
+        "op: exp\nsummary: Sevens.\ntype_attrs:\n  T: [float64]\ninputs:\n"
+        "  x: {dtype: T, shape: [n]}\noutputs:\n  y: {dtype: T, shape: [n]}\n"
+        "kernels:\n  python: k.py:exp\n")
+    mine = TorchOps(ws)
+    x = torch.zeros(2, dtype=torch.float64)
+    assert mine.exp(x).tolist() == [7.0, 7.0]
+    assert ops.exp(x).tolist() == [1.0, 1.0]  # the builtin one, in torch.ops.opsdk
+    assert mine.exp.spec.qualified_name == "mine::exp"
