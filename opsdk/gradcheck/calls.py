@@ -16,7 +16,7 @@ def call_op(registry: Any, spec: OpSpec, inputs: dict[str, Any], attrs: dict[str
     from opsdk.runtime.frontend.api import apply_op
 
     args = [list(inputs[t.name]) if t.is_list else inputs[t.name] for t in spec.inputs]
-    result = apply_op(registry, spec.name, args, attrs, device=device)
+    result = apply_op(registry, spec.qualified_name, args, attrs, device=device)  # never a namesake
     outs = tuple(result) if isinstance(result, (tuple, list)) and len(spec.outputs) > 1 else (result,)
     return tuple(_list_output(_to_numpy(o)) if t.is_list else _to_numpy(o)
                  for t, o in zip(spec.outputs, outs))

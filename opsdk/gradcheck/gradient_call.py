@@ -37,7 +37,8 @@ class GradientCall:
     def for_op(cls, registry: Any, plan: OpPlan) -> "GradientCall":
         """Resolve the gradient op of `plan.spec`; OpsdkError when the two do not fit together."""
         spec = plan.spec
-        grad = registry.get(spec.gradient_op)
+        resolve = getattr(registry, "resolve", None)  # from the forward op's namespace
+        grad = resolve(spec.gradient_op, spec.namespace) if resolve else registry.get(spec.gradient_op)
         names = {t.name for t in spec.inputs} | {t.name for t in spec.outputs}
         names |= {_GRAD + t.name for t in spec.outputs}
         for t in grad.inputs:

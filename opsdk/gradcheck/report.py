@@ -18,19 +18,26 @@ def table_rows(report: GradCheckReport) -> list[tuple[str, ...]]:
     those that can be drawn; '-' when the op draws no attrs), the sizes each dim took in the checked
     cases (stress sizes included), worst error / tolerance, the
     tolerance itself (dtype, rtol, atol: an error counts as |analytic - numeric| over
-    atol + rtol * |numeric|), status; skipped ops get one row with the reason."""
+    atol + rtol * |numeric|), status; skipped ops get one row with the reason. Ops are shown by
+    their qualified name (`opsdk::add`, `myws::foo`): a workspace op may share a builtin's name."""
     rows: list[tuple[str, ...]] = []
     for outcome in report.outcomes:
+        shown = qualified(outcome)
         if outcome.skipped:
-            rows.append((outcome.op, "-", "-", "-", "-", "-", "-", f"skipped: {outcome.skipped}"))
+            rows.append((shown, "-", "-", "-", "-", "-", "-", f"skipped: {outcome.skipped}"))
             continue
         for r in outcome.results:
             worst = f"{r.worst:.3g}" if r.cases else "-"
             attrs = r.coverage.text() if r.coverage is not None else "-"
             tol = (f"{r.precision.dtype} rtol={r.precision.rtol:g} atol={r.precision.atol:g}"
                    if r.precision is not None else "-")
-            rows.append((r.op, r.device, str(r.cases), attrs, r.sizes_text(), worst, tol, r.status))
+            rows.append((shown, r.device, str(r.cases), attrs, r.sizes_text(), worst, tol, r.status))
     return rows
+
+
+def qualified(outcome) -> str:
+    """`namespace::op` of an outcome (its bare name where the runner gave none)."""
+    return outcome.qualified or outcome.op
 
 
 def render_failure(result: DeviceResult, seed_value: int) -> str:
@@ -47,7 +54,8 @@ def summary_lines(report: GradCheckReport) -> list[str]:
     failures = report.failures
     if not failures:
         return [f"all gradients agree (seed {report.seed})"] + coverage_notes(report)
-    names = ", ".join(sorted({f"{r.op} ({r.device})" for r in failures}))
+    names = ", ".join(sorted({f"{qualified(o)} ({r.device})" for o in report.outcomes
+                              for r in o.results if not r.ok}))
     return ([f"{len(failures)} failing: {names}"] + [render_failure(r, report.seed) for r in failures]
             + coverage_notes(report))
 

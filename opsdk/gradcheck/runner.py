@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -24,6 +24,7 @@ class OpOutcome:
     op: str
     results: tuple[DeviceResult, ...] = ()
     skipped: Optional[str] = None
+    qualified: str = ""  # `namespace::op`, what reports show
 
     @property
     def ok(self) -> bool:
@@ -70,6 +71,11 @@ def skip_reason(spec: OpSpec) -> Optional[str]:
 def check_op(registry: Any, spec: OpSpec, seed_value: int = DEFAULT_SEED,
              max_examples: Optional[int] = None) -> OpOutcome:
     """Check one op on every kernel device it has here."""
+    outcome = _check_op(registry, spec, seed_value, max_examples)
+    return replace(outcome, qualified=spec.qualified_name)
+
+
+def _check_op(registry: Any, spec: OpSpec, seed_value: int, max_examples: Optional[int]) -> OpOutcome:
     why = skip_reason(spec)
     if why:
         return OpOutcome(spec.name, skipped=why)

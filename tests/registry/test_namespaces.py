@@ -218,3 +218,14 @@ def test_the_cli_reports_broken_files_and_lists_the_good_ops(tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_registry(root, strict=False).get("good")
+
+
+def test_gradcheck_reports_and_checks_the_workspace_op_not_its_builtin_namesake(tmp_path):
+    from opsdk.gradcheck.report import table_rows
+    from opsdk.gradcheck.runner import run_gradcheck
+
+    root = make_workspace(tmp_path / "geo", {"add": 3.0})
+    registry = load_registry(root)
+    report = run_gradcheck(registry, ["add", "opsdk::add"], max_examples=2)
+    assert report.ok
+    assert sorted({row[0] for row in table_rows(report)}) == ["geo::add", "opsdk::add"]
