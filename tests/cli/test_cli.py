@@ -246,3 +246,40 @@ def test_cuda_auto_compiles_whenever_nvcc_is_present_gpu_or_not(monkeypatch):
     toolchain, note = build._cuda_toolchain("auto")  # no GPU is asked for: CI compiles CUDA
     assert note is None and toolchain.path == sys.executable
     assert build._cuda_toolchain("on") == (toolchain, None)
+
+
+SCALE_BODY = """    const int64_t size = dims.n * dims.p;
+    for (int64_t i = 0; i < size; ++i) out.y[i] = static_cast<T>(attrs.scale) * in.x[i] + OFFSET;
+"""
+
+
+def _new_user_op(capsys, root, offset: int):
+    """`opsdk new pairwise_manhattan` in a fresh folder, the kernel body written, `opsdk build`."""
+    root.mkdir()
+    code, out, err = run_cli(capsys, "-C", root, "new", "pairwise_manhattan")
+    assert code == 0 and "created opdefs/pairwise_manhattan.yaml" in out, err
+    kernel = root / "opdefs/pairwise_manhattan_cpu.cc"
+    text = kernel.read_text()
+    stub = text[text.index("    // For example:"):text.index("    OPSDK_NOT_IMPLEMENTED();\n")]
+    kernel.write_text(text.replace(stub, "").replace("    OPSDK_NOT_IMPLEMENTED();\n",
+                                                     SCALE_BODY.replace("OFFSET", str(offset))))
+    code, out, err = run_cli(capsys, "-C", root, "build", "--cuda", "off", "--no-progress")
+    assert code == 0, err
+
+
+def test_new_builds_and_runs_an_op_named_like_a_builtin_in_two_workspaces(capsys, tmp_path):
+    import numpy as np
+
+    import opsdk
+
+    _new_user_op(capsys, tmp_path / "first", offset=0)
+    _new_user_op(capsys, tmp_path / "second", offset=100)
+    first, second = opsdk.load_ops(tmp_path / "first"), opsdk.load_ops(tmp_path / "second")
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(first.pairwise_manhattan(x, scale=2.0), 2 * x)
+    np.testing.assert_array_equal(second.pairwise_manhattan(x, scale=2.0), 2 * x + 100)
+    builtin = opsdk.load_ops(opsdk.load_registry().get("pairwise_manhattan").workspace)
+    np.testing.assert_array_equal(builtin.pairwise_manhattan(x, x), [[0, 9], [9, 0]])
+    code, out, _ = run_cli(capsys, "-C", tmp_path / "first", "list")
+    assert code == 0 and "first::pairwise_manhattan" in out
+    assert "the builtin op is 'opsdk::pairwise_manhattan'" in out
