@@ -34,7 +34,11 @@ OP_NAME_RE = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
 def namespace(spec: OpSpec) -> str:
-    """The C++ namespace holding an op's Attrs/Dims/Inputs/Outputs and kernels."""
+    """The C++ namespace holding an op's Attrs/Dims/Inputs/Outputs and kernels.
+
+    It names the op only, not its workspace: kernel files written by authors open it, and two
+    workspaces' ops of one name never meet in one binary (each op is its own extension, linked
+    with hidden visibility and loaded with private symbols), so it needs no workspace part."""
     return f"opsdk_op_{spec.name}"
 
 
