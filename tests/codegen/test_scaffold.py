@@ -13,7 +13,7 @@ from opsdk.registry import OpsdkError, load_registry
 
 @pytest.mark.parametrize("name, reason", [
     ("Bad", "lowercase letters"), ("1op", "lowercase letters"), ("my-op", "lowercase letters"),
-    ("lambda", "Python keyword"), ("x" * 80, "at most"), ("add", "already exists"),
+    ("lambda", "Python keyword"), ("x" * 80, "at most"),
     ("stop", "reserved"),
 ])
 def test_refuses_bad_names(tmp_path, name, reason):
@@ -21,6 +21,10 @@ def test_refuses_bad_names(tmp_path, name, reason):
         scaffold_op(tmp_path, name)
     assert f"cannot create op '{name}'" in str(error.value)
     assert not (tmp_path / "opdefs").exists() or not any((tmp_path / "opdefs").iterdir())
+
+
+def test_a_builtin_op_name_is_free_in_a_workspace(tmp_path):
+    assert scaffold_op(tmp_path, "add")[0] == tmp_path.resolve() / "opdefs" / "add.yaml"
 
 
 def test_refuses_an_existing_workspace_op_and_overwrites_nothing(tmp_path):

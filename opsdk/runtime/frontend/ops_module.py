@@ -38,8 +38,8 @@ def load_ops(workspace: str | Path = ".") -> ModuleType:
     One bad declaration never breaks the others: with declaration mistakes in some files, the
     module loads with a warning naming those files, the other ops work, and calling an op of a
     broken file raises its errors (`file:line: op 'x': ...`). Raises OpDefErrors when the workspace
-    has not been generated and has mistakes (generating would fail on them), OpsdkError when it
-    has not been generated yet.
+    has mistakes and no good op, or has not been generated (generating would fail on them);
+    OpsdkError when it has not been generated yet.
 
     >>> ops = load_ops("path/to/workspace")            # doctest: +SKIP
     >>> ops.my_op(x, scale=2.0)                        # doctest: +SKIP
@@ -51,8 +51,9 @@ def load_ops(workspace: str | Path = ".") -> ModuleType:
             return module
         registry = load_registry(root, strict=False)
         path = ops_path(root)
-        if registry.errors and not path.is_file():
-            raise OpDefErrors(list(registry.errors))  # "run opsdk generate" would fail on them
+        if registry.errors and (not path.is_file() or not registry.ops_in_workspace(root)):
+            # Not generated ("run opsdk generate" would fail on them), or no good op to offer.
+            raise OpDefErrors(list(registry.errors))
         if not path.is_file():
             raise OpsdkError(f"{path} does not exist: run `opsdk generate` (or `opsdk build`) in {root}")
         if registry.errors:
