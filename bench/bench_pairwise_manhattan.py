@@ -1,6 +1,7 @@
 """CPU benchmark of pairwise_manhattan and its gradient, side by side with the alternatives.
 
     python bench/bench_pairwise_manhattan.py [--quick] [--repeats N] [--only NAME ...]
+        [--portable] [--flagship-from OPDEFS] [--simd baseline|avx2|avx512]
 
 Compares opsdk (the built CPU kernel, eager and through Session.run) with NumPy broadcasting
 (only where the n*m*p temporaries fit; the table says when skipped), SciPy's cdist(cityblock),
@@ -10,7 +11,16 @@ tf.function and as a TF1 graph through tf.compat.v1.Session.run. The gradient is
 torch autograd of cdist and TensorFlow's hand-vectorised gradient (same blocks). Each measurement runs in its own subprocess, so that its peak memory (VmHWM from
 /proc/self/status, which sees C++ allocations that tracemalloc cannot) is its own: the table shows
 the peak beyond what the process held once its inputs existed, the output included.
-Times are medians over repeats after one warm-up call; GF/s counts 3*n*m*p flops.
+Times are medians over repeats after one warm-up call; GF/s counts 3*n*m*p flops. The CPU time
+column is the median process CPU time per call, all threads together: on a shared machine it moves
+less with the load than the wall time does, which other work stretches.
+
+By default the opsdk rows run the builtin op as this checkout built it (-march=native). With
+--portable or --flagship-from they run a copy of the flagship's declarations and kernels (from
+OPDEFS, default this checkout's opdefs/) built in a temporary workspace, for the portable baseline
+with --portable (OPSDK_PORTABLE=1, as wheels are); --simd caps the level a portable kernel
+dispatches to (OPSDK_SIMD). That compares builds, and kernels of another commit
+(`git show REV:opdefs/FILE`), on one machine.
 """
 
 from __future__ import annotations
@@ -18,9 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,28 +72,79 @@ class Result:
     median_s: Optional[float] = None
     peak_extra_mib: Optional[float] = None
     skipped: str = ""
+    cpu_s: Optional[float] = None
+
+
+# -- the flagship in a workspace of its own (--portable, --flagship-from) -----------------------
+
+# The workers' workspace, set by --portable / --flagship-from (empty: the checkout's builtin op).
+WORKSPACE_ENV = "OPSDK_BENCH_WORKSPACE"
+FLAGSHIP_FILES = ("pairwise_manhattan.yaml", "pairwise_manhattan_grad.yaml",
+                  "pairwise_manhattan_cpu.cc", "pairwise_manhattan_grad_cpu.cc",
+                  "pairwise_manhattan_simd.h")
+# Renamed, so that the copy does not clash with the builtin op of the same name.
+COPY_NAME = "pm_bench"
+
+
+def build_flagship_copy(opdefs: Path, portable: bool) -> Path:
+    """The flagship's files from `opdefs`, renamed, cpu only, built in a temporary workspace."""
+    root = Path(tempfile.mkdtemp(prefix="bench_pm_"))
+    (root / "opdefs").mkdir()
+    for name in FLAGSHIP_FILES:
+        text = (opdefs / name).read_text().replace("pairwise_manhattan", COPY_NAME)
+        text = re.sub(r"\n\s*cuda: \S+", "", text)
+        (root / "opdefs" / name.replace("pairwise_manhattan", COPY_NAME)).write_text(text)
+    env = {**os.environ, "OPSDK_PORTABLE": "1" if portable else "0"}
+    subprocess.run([sys.executable, "-m", "opsdk.cli", "build", "--cuda=off", "--no-progress",
+                    "-C", str(root)], env=env, check=True, stdout=subprocess.DEVNULL)
+    return root
+
+
+def flagship_ops():
+    """(forward, gradient) functions: of the bench's workspace when there is one, else builtin."""
+    workspace = os.environ.get(WORKSPACE_ENV)
+    if not workspace:
+        from opsdk import ops
+        return ops.pairwise_manhattan, ops.pairwise_manhattan_grad
+    import opsdk
+    ops = opsdk.load_ops(workspace)
+    return getattr(ops, COPY_NAME), getattr(ops, f"{COPY_NAME}_grad")
+
+
+def use_flagship_copy(args: argparse.Namespace) -> Optional[Path]:
+    """Point the workers at a built copy of the flagship when asked (and at OPSDK_SIMD's cap)."""
+    if args.simd:
+        os.environ["OPSDK_SIMD"] = args.simd
+    if not (args.portable or args.flagship_from):
+        return None
+    opdefs = args.flagship_from or ROOT / "opdefs"
+    workspace = build_flagship_copy(opdefs, args.portable)
+    os.environ[WORKSPACE_ENV] = str(workspace)
+    print(f"opsdk rows: the flagship from {opdefs}, built {'portable' if args.portable else 'native'}"
+          f" in {workspace}; OPSDK_SIMD={os.environ.get('OPSDK_SIMD', 'unset')}")
+    return workspace
 
 
 # -- the implementations: each returns a zero-argument callable over prepared inputs -------------
 
 def make_opsdk(case: Case, x, y, g):
-    from opsdk import ops
+    forward, gradient = flagship_ops()
     if case.kind == "forward":
-        return lambda: ops.pairwise_manhattan(x, y)
-    return lambda: ops.pairwise_manhattan_grad(x, y, g)
+        return lambda: forward(x, y)
+    return lambda: gradient(x, y, g)
 
 
 def make_opsdk_session(case: Case, x, y, g):
-    from opsdk import ops
     from opsdk.runtime.ir.graph import Graph, placeholder
     from opsdk.runtime.exec.session import Session
     if case.kind != "forward":
         raise Skip("forward only")
+    forward, _ = flagship_ops()
     graph = Graph()
     with graph.as_default():
         xp = placeholder("float32", [None, case.p], name="x")
         yp = placeholder("float32", [None, case.p], name="y")
-        z = ops.pairwise_manhattan(xp, yp, name="dist")
+        z = forward(xp, yp, name="dist")
     sess = Session(graph)
     feed = {xp: x, yp: y}
     return lambda: sess.run(z, feed)
@@ -231,12 +295,13 @@ def worker(impl: str, case: Case, repeats: int) -> Result:
     base = vm_kib("VmRSS")
     fn()
     peak = (vm_kib("VmHWM") - base) / 1024.0
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
-    return Result(impl, statistics.median(times), peak)
+        cpu.append(time.process_time() - start_cpu)
+    return Result(impl, statistics.median(times), peak, cpu_s=statistics.median(cpu))
 
 
 def measure(impl: str, case: Case, repeats: int) -> Result:
@@ -256,14 +321,15 @@ def print_table(case: Case, results: list[Result]) -> None:
     from rich.table import Table
     base = next((r.median_s for r in results if r.impl == "opsdk" and r.median_s), None)
     table = Table(title=case.label, title_justify="left")
-    for col in ("implementation", "median", "GF/s", "time / opsdk", "peak extra memory"):
+    for col in ("implementation", "median", "GF/s", "time / opsdk", "CPU time", "peak extra memory"):
         table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in results:
         if r.median_s is None:
-            table.add_row(r.impl, f"[dim]{r.skipped}[/dim]", "", "", "")
+            table.add_row(r.impl, f"[dim]{r.skipped}[/dim]", "", "", "", "")
             continue
         table.add_row(r.impl, format_seconds(r.median_s), f"{case.flops / r.median_s / 1e9:.1f}",
-                      f"{r.median_s / base:.2f}x" if base else "", f"{r.peak_extra_mib:.1f} MiB")
+                      f"{r.median_s / base:.2f}x" if base else "", format_seconds(r.cpu_s),
+                      f"{r.peak_extra_mib:.1f} MiB")
     Console().print(table)
 
 
@@ -289,18 +355,29 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="n=m=2048 for the large case, few repeats")
     parser.add_argument("--repeats", type=int, help="timed calls per measurement (default: by size)")
     parser.add_argument("--only", nargs="+", choices=sorted(IMPLS), help="run only these")
+    parser.add_argument("--portable", action="store_true",
+                        help="opsdk rows: a copy of the flagship built with OPSDK_PORTABLE=1")
+    parser.add_argument("--flagship-from", type=Path, metavar="OPDEFS",
+                        help="opsdk rows: the flagship's files from this folder, built in a copy")
+    parser.add_argument("--simd", choices=("baseline", "avx2", "avx512"),
+                        help="cap a portable kernel's run-time choice (sets OPSDK_SIMD)")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         impl, case, repeats = args.worker
         print(json.dumps(asdict(worker(impl, Case(**json.loads(case)), int(repeats)))))
         return 0
+    workspace = use_flagship_copy(args)
     print(f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
           f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every row alike)")
-    for case in cases_for(args.quick):
-        results = [measure(impl, case, args.repeats or repeats_for(case, args.quick, impl))
-                   for impl in (args.only or IMPLS)]
-        print_table(case, results)
+    try:
+        for case in cases_for(args.quick):
+            results = [measure(impl, case, args.repeats or repeats_for(case, args.quick, impl))
+                       for impl in (args.only or IMPLS)]
+            print_table(case, results)
+    finally:
+        if workspace is not None:
+            shutil.rmtree(workspace, ignore_errors=True)
     return 0
 
 

@@ -3,8 +3,10 @@
 The wheel holds one package named after the workspace: its declarations and kernel files
 (opdefs/), the generated glue (generated/) and the cpu kernels compiled for the platform's
 portable baseline (OPSDK_PORTABLE=1: x86-64-v2 / armv8-a, never -march=native, so it runs on any
-machine of the same platform; a kernel picks faster paths at run time itself, e.g. with GCC
-`target_clones` under `#ifdef OPSDK_PORTABLE`). Installed, `import <name>` gives the ops:
+machine of the same platform). A kernel may compile faster paths too and choose one at run time
+with opsdk/cpu_dispatch.h (on x86: baseline, AVX2+FMA, AVX-512F; OPSDK_SIMD caps the choice), as
+the builtin pairwise_manhattan does; the wheel's description and opsdk_wheel.json name those
+levels and the ops that do. Installed, `import <name>` gives the ops:
 `<name>.ops.my_op(x)`. The wheel is made by pip and setuptools from a generated project, so its
 format is theirs, not opsdk's.
 """
@@ -23,7 +25,9 @@ from typing import Optional
 
 from opsdk.registry.errors import OpsdkError
 
-from .compiler import PORTABLE_ENV, cpu_arch_flags
+from opsdk.registry.manifest import ManifestError, read_manifest
+
+from .compiler import PORTABLE_ENV, cpu_arch_flags, portable_simd_levels
 
 # What a build leaves that a wheel must not carry.
 _LEFTOVERS = ("obj", ".lock", ".generate-state.json")
@@ -33,7 +37,8 @@ _INIT = '''"""The ops of workspace {name!r}, packed by `opsdk build --wheel`.
     import {package}
     {package}.ops.<op>(x, ...)
 
-cpu kernels were built for the portable baseline ({flags}), not for one machine's CPU.
+cpu kernels were built for the portable baseline ({flags}), not for one machine's CPU;
+{dispatch}.
 """
 
 from pathlib import Path as _Path
@@ -63,7 +68,7 @@ build-backend = "setuptools.build_meta"
 [project]
 name = "{dist}"
 version = "{version}"
-description = "opsdk ops of workspace {name}; cpu kernels built for the portable baseline ({flags})"
+description = "opsdk ops of workspace {name}; cpu kernels built for the portable baseline ({flags}); {dispatch}"
 requires-python = ">=3.10"
 dependencies = ["opsdk>={opsdk_version}"]
 
@@ -113,12 +118,40 @@ def _portable_flags() -> str:
         os.environ.pop(PORTABLE_ENV) if old is None else os.environ.__setitem__(PORTABLE_ENV, old)
 
 
+def _dispatching_ops(package_dir: Path) -> list[str]:
+    """The ops whose built cpu kernel includes opsdk/cpu_dispatch.h: they choose a SIMD level at
+    run time (their manifests list the headers the compiler read)."""
+    found = []
+    for folder in sorted((package_dir / "build" / "cpu").glob("*/")):
+        try:
+            manifest = read_manifest(folder, folder.name, "cpu")
+        except ManifestError:
+            continue
+        if any(source.endswith("opsdk/cpu_dispatch.h") for source in manifest.sources):
+            found.append(manifest.op)
+    return found
+
+
+# How the description names each OPSDK_SIMD level.
+_LEVEL_TEXT = {"baseline": "baseline", "avx2": "avx2 (AVX2+FMA)", "avx512": "avx512 (AVX-512F)"}
+
+
+def _dispatch_text(levels: tuple[str, ...], ops: list[str]) -> str:
+    if len(levels) < 2 or not ops:
+        return "no kernel chooses a SIMD level at run time"
+    named = ", ".join(_LEVEL_TEXT.get(level, level) for level in levels)
+    return f"SIMD level chosen at run time among {named} by: {', '.join(ops)}"
+
+
 def _write_project(project: Path, root: Path, package: str, version: str) -> None:
     flags = _portable_flags()
+    levels, ops = portable_simd_levels(), _dispatching_ops(project / package)
     values = dict(name=root.name, package=package, dist=package.replace("_", "-"),
-                  version=version, flags=flags, opsdk_version=_opsdk_version())
+                  version=version, flags=flags, opsdk_version=_opsdk_version(),
+                  dispatch=_dispatch_text(levels, ops))
     (project / package / "__init__.py").write_text(_INIT.format(**values))
-    info = {"portable": True, "cpu_flags": flags, "workspace": root.name}
+    info = {"portable": True, "cpu_flags": flags, "workspace": root.name,
+            "simd_levels": list(levels) if ops else ["baseline"], "simd_dispatch_ops": ops}
     (project / package / "opsdk_wheel.json").write_text(json.dumps(info, indent=2) + "\n")
     (project / "setup.py").write_text(_SETUP)
     (project / "pyproject.toml").write_text(_PYPROJECT.format(**values))

@@ -166,6 +166,18 @@ def results_at(root: Path, cap: str | None) -> dict[str, np.ndarray]:
     return dict(np.load(root / f"out_{cap or 'unset'}.npz"))
 
 
+@pytest.fixture(scope="module")
+def outputs(portable):
+    """outputs(cap): every output of the portable build run with OPSDK_SIMD=cap, run once."""
+    cache: dict[str | None, dict[str, np.ndarray]] = {}
+
+    def at(cap: str | None) -> dict[str, np.ndarray]:
+        if cap not in cache:
+            cache[cap] = results_at(portable, cap)
+        return cache[cap]
+    return at
+
+
 def expected_level(cap: str | None) -> str:
     best = best_level()
     return best if cap is None else min(cap, best, key=LEVELS.index)
@@ -202,8 +214,8 @@ def test_only_the_dispatched_tiles_use_avx_registers(portable):
 
 
 @pytest.mark.parametrize("cap", [*LEVELS, None])
-def test_every_path_matches_numpy(portable, cap):
-    out, data = results_at(portable, cap), dict(np.load(portable / "inputs.npz"))
+def test_every_path_matches_numpy(portable, outputs, cap):
+    out, data = outputs(cap), dict(np.load(portable / "inputs.npz"))
     for key, z in out.items():
         stem = key.rsplit("_", 1)[0]
         x, y = data[stem + "_x"], data[stem + "_y"]
@@ -220,7 +232,7 @@ def test_every_path_matches_numpy(portable, cap):
 
 
 @pytest.mark.parametrize("cap", [*LEVELS, None])
-def test_the_path_taken_is_the_capped_best(portable, cap):
+def test_the_path_taken_is_the_capped_best(portable, outputs, cap):
     """The forward's float32 sums equal the lane-order emulation of the expected level only."""
     level = expected_level(cap)
     data = dict(np.load(portable / "inputs.npz"))
@@ -229,16 +241,26 @@ def test_the_path_taken_is_the_capped_best(portable, cap):
     for a in LEVELS:  # the test tells the paths apart only if their sums differ
         for b in LEVELS[LEVELS.index(a) + 1:]:
             assert not np.array_equal(emulated[a], emulated[b]), (a, b)
-    z = results_at(portable, cap)["f0_float32_z"]
+    z = outputs(cap)["f0_float32_z"]
     taken = [name for name in LEVELS if np.array_equal(z, emulated[name])]
     assert taken == [level], f"OPSDK_SIMD={cap}: expected the {level} path, the sums say {taken}"
 
 
-def test_every_path_gives_the_same_gradient_bits(portable):
-    outs = [results_at(portable, cap) for cap in LEVELS]
+def test_every_path_gives_the_same_gradient_bits(outputs):
+    outs = [outputs(cap) for cap in LEVELS]
     for key in (k for k in outs[0] if k.endswith(("_gx", "_gy"))):
         for out in outs[1:]:
             np.testing.assert_array_equal(out[key], outs[0][key], err_msg=key)
+
+
+def test_a_wheel_of_the_build_names_the_levels_and_the_ops_that_dispatch(portable):
+    from opsdk.build.wheel import _dispatch_text, _dispatching_ops
+
+    ops = _dispatching_ops(portable)
+    assert ops == ["pmp", "pmp_grad"]
+    assert _dispatch_text(("baseline", "avx2", "avx512"), ops) == (
+        "SIMD level chosen at run time among baseline, avx2 (AVX2+FMA), avx512 (AVX-512F) by: "
+        "pmp, pmp_grad")
 
 
 def test_an_unknown_opsdk_simd_is_a_clear_error(portable):
