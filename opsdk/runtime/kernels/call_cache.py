@@ -113,12 +113,12 @@ def eager_key(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any],
             return None
         dtypes.append(value.dtype)
     if not attrs:
-        return (spec.name, device, tuple(dtypes))
+        return (spec.qualified_name, device, tuple(dtypes))
     frozen = []
     for name, value in attrs.items():
         kind = type(value)
         frozen.append((name, kind, value) if kind in _SCALAR_TYPES else (name, _freeze(value)))
-    key = (spec.name, device, tuple(dtypes), tuple(frozen))
+    key = (spec.qualified_name, device, tuple(dtypes), tuple(frozen))
     try:
         hash(key)
     except TypeError:  # an attr value with no stable identity (an array): no caching
