@@ -106,15 +106,14 @@ class Session:
         plan = self.plan_for(structure.elements, tuple(feeds))
         pool = None if plan.inline else self._get_pool()
         token = RunToken(timeout)
-        with self._lock:
-            if self._closed:
-                raise OpsdkError("Session.run on a closed session; create a new Session")
-            self._active.add(token)
+        active = self._active
+        active.add(token)  # set.add/discard are atomic; close() cancels what it finds here
         try:
+            if self._closed:  # closed while this run was starting: close() may have missed it
+                raise OpsdkError("Session.run on a closed session; create a new Session")
             values = execute(plan, feeds, StepContext(self.variables, self, token), pool)
         finally:
-            with self._lock:
-                self._active.discard(token)
+            active.discard(token)
         self.stats.runs += 1
         return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
 
@@ -199,7 +198,7 @@ class Session:
         the session's variable values are dropped."""
         with self._lock:
             self._closed = True
-            for token in self._active:
+            for token in list(self._active):
                 token.cancel("the session was closed")
             pool, self._pool = self._pool, None
         if pool is not None:
