@@ -87,7 +87,7 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
     root = Path(root).resolve()
     (root / "build").mkdir(exist_ok=True)
     with _workspace_lock(root / "build"):
-        found, generated = _regenerate(root)
+        found, generated, broken = _regenerate(root)
         units, notes = _make_units(root, _select_ops(root, found, ops), cuda)
         environment = environment_fingerprint()
         digests = Digests(root)
@@ -107,6 +107,8 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
     report = BuildReport(tuple(results), tuple(notes), generated, time.perf_counter() - start)
     if report.failed:
         raise BuildError("\n\n".join(r.message for r in report.failed), report)
+    if broken is not None:  # the good ops are built; the broken declarations still fail the build
+        raise broken
     return report
 
 
@@ -127,24 +129,32 @@ def _workspace_lock(build_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-def _regenerate(root: Path) -> tuple[tuple[OpKernels, ...], tuple[str, ...]]:
+def _regenerate(root: Path) -> tuple[tuple[OpKernels, ...], tuple[str, ...], Optional[Exception]]:
     """Run generation unless nothing it reads or wrote changed since the last build.
 
-    Returns the workspace's ops and the generated files that were (re)written.
+    Returns the workspace's good ops, the generated files that were (re)written, and the
+    OpDefErrors of its broken declaration files (None when there are none): those do not stop
+    the good ops from being built, and the build reports them at its end.
     """
+    from opsdk.registry import OpDefErrors, load_registry
+    from opsdk.codegen.generate import generate_workspace
+
     build_dir = root / "build"
     before = inputs_stamp(root)
     state = read_state(build_dir)
+    registry = load_registry(root, strict=False)
+    broken = OpDefErrors(list(registry.errors)) if registry.errors else None
     if state and state.inputs == before and state.outputs == outputs_stamp(root):
-        return state.ops, ()
-    from opsdk.registry import load_registry
-    from opsdk.codegen.generate import generate_workspace
-
-    generated = generate_workspace(root)
-    found = ops_of(load_registry(root).ops_in_workspace(root))
+        return state.ops, (), broken
+    try:
+        generated = generate_workspace(root)
+        changed = tuple(str(p) for p in generated.changed)
+    except OpDefErrors:  # the good ops were generated; `broken` carries the errors
+        changed = ()
+    found = ops_of(registry.ops_in_workspace(root))
     # The inputs' stamp is the one taken before generating: an edit made meanwhile shows next time.
     write_state(build_dir, GenerateState(before, outputs_stamp(root), found))
-    return found, tuple(str(p) for p in generated.changed)
+    return found, changed, broken
 
 
 def _select_ops(root: Path, found: tuple[OpKernels, ...],

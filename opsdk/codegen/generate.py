@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from opsdk.registry import BUILTIN_ROOT, OpSpec, Workspace, load_registry
+from opsdk.registry import BUILTIN_ROOT, OpDefErrors, OpSpec, Workspace, load_registry
 
 from . import names
 from .render import (render_binding, render_cuda_binding, render_kernel_unit, render_op_header,
@@ -12,10 +12,12 @@ from .render import (render_binding, render_cuda_binding, render_kernel_unit, re
 from .writer import GenerateResult, write_files
 
 
-def workspace_specs(root: Path) -> list[OpSpec]:
-    """The ops declared in the workspace at `root` (not the builtin ones, unless it is builtin)."""
+def workspace_specs(root: Path, strict: bool = True) -> list[OpSpec]:
+    """The ops declared in the workspace at `root` (not the builtin ones, unless it is builtin);
+    `strict=False`: those of its good declaration files only."""
     root = Path(root).resolve()
-    return sorted(load_registry(root).ops_in_workspace(root), key=lambda s: s.name)
+    registry = load_registry(root, strict=strict)
+    return sorted(registry.ops_in_workspace(root), key=lambda s: s.name)
 
 
 def workspace_name(root: Path) -> str:
@@ -46,12 +48,17 @@ def generate_workspace(root: Path, check: bool = False) -> GenerateResult:
 
     Only files whose content changes are written; generated files no op produces any more are
     deleted. With check=True nothing is touched and `result.stale` lists what is out of date.
-    Raises OpDefErrors when a declaration is wrong.
+    A broken declaration file does not stop the others: every good op is generated, then
+    OpDefErrors lists the broken files' mistakes (`file:line: ...`).
 
     >>> generate_workspace(Path("."), check=True).stale      # doctest: +SKIP
     ()
     """
     root = Path(root).resolve()
     workspace = Workspace(root)
-    files = render_workspace(root, workspace_specs(root))
-    return write_files(root, files, workspace.generated_dir, check=check)
+    files = render_workspace(root, workspace_specs(root, strict=False))
+    result = write_files(root, files, workspace.generated_dir, check=check)
+    errors = load_registry(root, strict=False).errors
+    if errors:
+        raise OpDefErrors(list(errors))
+    return result
