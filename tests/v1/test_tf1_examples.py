@@ -21,26 +21,15 @@ def test_the_mnist_softmax_tutorial_runs_and_learns():
 
 
 def test_the_sample_program_as_written_learns_learnable_labels():
+    # The program's graph and loop (the same lines make demo shows), its labels made learnable.
     import opsdk.v1 as tf
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import demo
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
     tf.reset_default_graph()
-    BATCH_SIZE = 10
-    x = tf.placeholder(tf.float32, [BATCH_SIZE, 784])
-    y = tf.placeholder(tf.float32, [BATCH_SIZE, 10])
-    W_1 = tf.Variable(tf.random_uniform([784, 10]))
-    b_1 = tf.Variable(tf.zeros([10]))
-    layer_1 = tf.matmul(x, W_1) + b_1
-    loss = tf.nn.softmax_cross_entropy_with_logits(logits = layer_1, labels = y)
-    train_op = tf.train.AdagradOptimizer(0.01).minimize(loss)
-    rng = np.random.default_rng(0)
-    teacher = rng.normal(size=(784, 10))
-    losses = []
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        for step in range(10000):  # the program's NUM_STEPS: Adagrad(0.01) from U[0, 1) is slow
-            x_data = rng.normal(size=(BATCH_SIZE, 784))
-            y_data = np.eye(10)[np.argmax(x_data @ teacher, axis=1)]
-            _, value = sess.run([train_op, loss], {x: x_data, y: y_data})
-            losses.append(float(np.mean(value)))
+    losses = demo.sample_program_with_learnable_labels(steps=10000)  # the program's NUM_STEPS
     assert np.mean(losses[-1000:]) < 0.7 * np.mean(losses[:1000])
 
 
