@@ -141,3 +141,42 @@ def test_training_through_cond_and_while_loop(graph, registry):
         sess.run(global_variables_initializer())
         losses = [sess.run([loss, train], {x: np.ones(3)})[0] for _ in range(5)]
     assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.3 * losses[0]
+
+
+UPDATE_INPUTS = {  # op: (per-variable-shaped inputs, scalar inputs, attrs)
+    "apply_gradient_descent": (["var", "delta"], {"alpha": 0.1}, {}),
+    "apply_momentum": (["var", "accum", "grad"], {"lr": 0.05, "momentum": 0.9},
+                       {"use_nesterov": True}),
+    "apply_adagrad": (["var", "accum", "grad"], {"lr": 0.3}, {}),
+    "apply_adam": (["var", "m", "v", "grad"], {"beta1_power": 0.9 ** 3, "beta2_power": 0.999 ** 3,
+                                               "lr": 0.01, "beta1": 0.9, "beta2": 0.999,
+                                               "epsilon": 1e-7}, {}),
+    "apply_rms_prop": (["var", "ms", "mom", "grad"], {"lr": 0.01, "rho": 0.9, "momentum": 0.5,
+                                                      "epsilon": 1e-6}, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UPDATE_INPUTS))
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (7,), (300, 257)])  # 300 x 257: split over the threads
+def test_compiled_updates_match_their_python_kernels(name, dtype, shape):
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel
+    spec = load_registry().get(name)
+    try:
+        compiled = choose_kernel(spec, kind="cpu").fn
+    except OpsdkError as exc:
+        pytest.skip(f"the cpu kernel of {name} is not built ({exc})")
+    arrays, scalars, attrs = UPDATE_INPUTS[name]
+    rng = np.random.default_rng(0)
+    values = {a: rng.uniform(0.1, 1.0, shape).astype(dtype) for a in arrays}
+    values.update({k: np.asarray(v, dtype) for k, v in scalars.items()})
+    args = [values[t.name] for t in spec.inputs]
+    expected = choose_kernel(spec, kind="python").fn(np, *args, **attrs)
+    got = compiled(*args, *attrs.values())  # a compiled kernel takes its attrs after the inputs
+    expected = expected if isinstance(expected, tuple) else (expected,)
+    got = got if isinstance(got, tuple) else (got,)
+    tol = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-14}[dtype]
+    for e, g in zip(expected, got, strict=True):
+        assert g.dtype == np.dtype(dtype) and g.shape == shape
+        np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=tol, atol=tol)

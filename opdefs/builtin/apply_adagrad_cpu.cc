@@ -1,0 +1,36 @@
+// apply_adagrad, CPU: the accumulator and the variable in one pass
+// (kernels_optim.py:apply_adagrad).
+#include "apply_adagrad_op.h"
+
+#include "optim_cpu.h"
+
+namespace opsdk_op_apply_adagrad {
+namespace detail {
+
+template <typename T, typename A>
+void update(const T* __restrict var, const T* __restrict accum, const T* __restrict grad,
+            T* __restrict var_out, T* __restrict accum_out, int64_t lo, int64_t hi, A lr) {
+    for (int64_t i = lo; i < hi; ++i) {
+        const A g = grad[i];
+        const A a = A(accum[i]) + g * g;
+        accum_out[i] = T(a);
+        var_out[i] = T(A(var[i]) - lr * g / std::sqrt(a));
+    }
+}
+
+}  // namespace detail
+
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {
+    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
+    if constexpr (optim_cpu::supported<T>()) {
+        using A = optim_cpu::Acc<T>;
+        const A lr = optim_cpu::scalar(in.lr);
+        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
+            detail::update<T, A>(in.var.data, in.accum.data, in.grad.data, out.var_out.data,
+                                 out.accum_out.data, lo, hi, lr);
+        });
+    }
+}
+
+}  // namespace opsdk_op_apply_adagrad

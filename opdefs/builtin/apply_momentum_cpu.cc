@@ -1,0 +1,39 @@
+// apply_momentum, CPU: the accumulator and the variable in one pass
+// (kernels_optim.py:apply_momentum).
+#include "apply_momentum_op.h"
+
+#include "optim_cpu.h"
+
+namespace opsdk_op_apply_momentum {
+namespace detail {
+
+template <bool nesterov, typename T, typename A>
+void update(const T* __restrict var, const T* __restrict accum, const T* __restrict grad,
+            T* __restrict var_out, T* __restrict accum_out, int64_t lo, int64_t hi, A lr,
+            A momentum) {
+    for (int64_t i = lo; i < hi; ++i) {
+        const A g = grad[i];
+        const A a = momentum * A(accum[i]) + g;
+        accum_out[i] = T(a);
+        var_out[i] = T(A(var[i]) - lr * (nesterov ? g + momentum * a : a));
+    }
+}
+
+}  // namespace detail
+
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs& attrs) {
+    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
+    if constexpr (optim_cpu::supported<T>()) {
+        using A = optim_cpu::Acc<T>;
+        const A lr = optim_cpu::scalar(in.lr), momentum = optim_cpu::scalar(in.momentum);
+        const bool nesterov = attrs.use_nesterov;
+        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
+            (nesterov ? detail::update<true, T, A> : detail::update<false, T, A>)(
+                in.var.data, in.accum.data, in.grad.data, out.var_out.data, out.accum_out.data,
+                lo, hi, lr, momentum);
+        });
+    }
+}
+
+}  // namespace opsdk_op_apply_momentum

@@ -1,0 +1,42 @@
+// apply_rms_prop, CPU: the mean square, the momentum and the variable in one pass
+// (kernels_optim.py:apply_rms_prop).
+#include "apply_rms_prop_op.h"
+
+#include "optim_cpu.h"
+
+namespace opsdk_op_apply_rms_prop {
+namespace detail {
+
+template <typename T, typename A>
+void update(const T* __restrict var, const T* __restrict ms, const T* __restrict mom,
+            const T* __restrict grad, T* __restrict var_out, T* __restrict ms_out,
+            T* __restrict mom_out, int64_t lo, int64_t hi, A lr, A rho, A momentum, A eps) {
+    const A one = 1;
+    for (int64_t i = lo; i < hi; ++i) {
+        const A g = grad[i];
+        const A s = rho * A(ms[i]) + (one - rho) * g * g;
+        const A u = momentum * A(mom[i]) + lr * g / std::sqrt(s + eps);
+        ms_out[i] = T(s);
+        mom_out[i] = T(u);
+        var_out[i] = T(A(var[i]) - u);
+    }
+}
+
+}  // namespace detail
+
+template <typename T>
+void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {
+    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
+    if constexpr (optim_cpu::supported<T>()) {
+        using A = optim_cpu::Acc<T>;
+        const A lr = optim_cpu::scalar(in.lr), rho = optim_cpu::scalar(in.rho);
+        const A momentum = optim_cpu::scalar(in.momentum), eps = optim_cpu::scalar(in.epsilon);
+        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
+            detail::update<T, A>(in.var.data, in.ms.data, in.mom.data, in.grad.data,
+                                 out.var_out.data, out.ms_out.data, out.mom_out.data, lo, hi, lr,
+                                 rho, momentum, eps);
+        });
+    }
+}
+
+}  // namespace opsdk_op_apply_rms_prop
