@@ -16,7 +16,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from opsdk import _process
+
 __version__ = "0.1.0"
+
+_process.tune()  # OpenMP's idle threads sleep; glibc keeps freed arrays (opsdk/_process.py)
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {

@@ -226,5 +226,25 @@ def matmul(xp, x, y):
 
 def matmul_grad(xp, x, y, grad_z):
     # Batch dims are the same `...` for x, y and z (declared), so no reduction over them.
-    return (_array(xp, xp.matmul(grad_z, xp.swapaxes(y, -1, -2))),
-            _array(xp, xp.matmul(xp.swapaxes(x, -1, -2), grad_z)))
+    return _grad_x(xp, y, grad_z), _grad_y(xp, x, grad_z)
+
+
+def _grad_x(xp, y, grad_z):
+    return _array(xp, xp.matmul(grad_z, xp.swapaxes(y, -1, -2)))
+
+
+def _grad_y(xp, x, grad_z):
+    return _array(xp, xp.matmul(xp.swapaxes(x, -1, -2), grad_z))
+
+
+def _matmul_grad_partial(needed):
+    """One of the two products when only one gradient is read (a first layer's input x needs
+    none): the runtime asks for it by `needed` (compile/steps.py:partial_kernel)."""
+    if needed == (True, False):
+        return lambda xp, x, y, grad_z: (_grad_x(xp, y, grad_z), None)
+    if needed == (False, True):
+        return lambda xp, x, y, grad_z: (None, _grad_y(xp, x, grad_z))
+    return None
+
+
+matmul_grad.partial = _matmul_grad_partial

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from opsdk.registry.errors import OpError
+from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.exec.executor import StepContext, execute
 from opsdk.runtime.ir.graph import placeholder
@@ -127,3 +127,63 @@ def test_scalar_steps_keep_the_errors_of_the_kernels(graph, registry):
         with pytest.raises(OpError, match=r"^div \(node 'ratio'\): FloatingPointError: divide by "
                                           r"zero encountered"):
             sess.run(ratio, {x: 1.0, y: 0.0})
+
+
+def _wide(registry):
+    x = placeholder("float64", [3], name="x")
+    return x, [apply_op(registry, "counted_add", [x, x], {}, name=f"b{i}") for i in range(3)]
+
+
+def test_auto_step_mode_times_both_ways_then_keeps_one(graph, registry, hooks):
+    from opsdk.runtime.exec.step_mode import TRIALS
+    x, outs = _wide(registry)
+    with Session(graph, config=SessionConfig(constant_folding=False, cse=False)) as sess:
+        plan = sess.plan_for(outs, (x,))
+        assert not plan.inline
+        mode = sess._modes[id(plan)]
+        for _ in range(1 + 2 * TRIALS):  # a warm-up run, then each way TRIALS times
+            assert mode.decided is None
+            for got in sess.run(outs, {x: [1.0, 2.0, 3.0]}):
+                np.testing.assert_array_equal(got, [2.0, 4.0, 6.0])
+        assert mode.decided in (True, False)
+        assert sess._pool is not None  # the concurrent runs used it
+
+
+@pytest.mark.parametrize("step_mode, pool_used", [("inline", False), ("concurrent", True)])
+def test_a_fixed_step_mode_is_kept(graph, registry, hooks, step_mode, pool_used):
+    x, outs = _wide(registry)
+    config = SessionConfig(constant_folding=False, cse=False, step_mode=step_mode)
+    with Session(graph, config=config) as sess:
+        for _ in range(10):
+            sess.run(outs, {x: [1.0, 2.0, 3.0]})
+        assert (sess._pool is not None) == pool_used
+
+
+def test_an_unknown_step_mode_is_refused(graph):
+    with pytest.raises(OpsdkError, match="step_mode must be one of auto, concurrent, inline"):
+        Session(graph, config=SessionConfig(step_mode="fast"))
+
+
+def test_only_the_read_outputs_of_a_partial_kernel_are_computed(graph, registry, monkeypatch):
+    # The gradient of w in loss(x @ w): matmul_grad's grad_x (for the placeholder) is read by
+    # nobody, so the kernel computes x^T @ grad_z alone.
+    from opsdk.runtime.autodiff.gradients import gradients
+    from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+    from opsdk.runtime.kernels.choice import choose_kernel
+    calls = []
+    kernel_globals = choose_kernel(registry.get("matmul_grad"), kind="python").fn.__globals__
+    grad_x = kernel_globals["_grad_x"]
+    monkeypatch.setitem(kernel_globals, "_grad_x", lambda *a: calls.append(1) or grad_x(*a))
+    x = placeholder("float64", [2, 3], name="x")
+    w = Variable(np.arange(12.0).reshape(3, 4), name="w")
+    loss = apply_op(registry, "reduce_sum", [x @ w], {})
+    (gw,) = gradients(loss, [w])
+    xs = np.arange(6.0).reshape(2, 3)
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        np.testing.assert_allclose(sess.run(gw, {x: xs}), xs.T @ np.ones((2, 4)))
+        assert calls == []
+        (gx,) = gradients(loss, [x])  # now grad_x is read: the full kernel
+        np.testing.assert_allclose(sess.run(gx, {x: xs}),
+                                   np.ones((2, 4)) @ np.arange(12.0).reshape(3, 4).T)
+        assert calls == [1]

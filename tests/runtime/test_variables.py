@@ -85,3 +85,55 @@ def test_assign_of_wrong_shape_fed_at_run_time(graph):
         sess.run(global_variables_initializer())
         with pytest.raises(OpError, match=r"^assign \(node 'set'\): value of shape \[4\]"):
             sess.run(set_x, {x: np.zeros(4)})
+
+
+def test_changing_a_fetched_value_never_changes_the_variable(graph):
+    w = Variable(np.zeros(3, np.float32), name="w")
+    bump = w.assign(w + 1.0)
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        fetched = sess.run(w)
+        fetched[0] = 99.0  # a copy: writeable, and the variable keeps its value
+        assigned = sess.run(bump)
+        assigned[1] = 77.0
+        np.testing.assert_array_equal(sess.run(w), [1.0, 1.0, 1.0])
+
+
+def test_a_stored_value_is_read_only_so_no_kernel_writes_into_it(graph):
+    w = Variable(np.ones(2, np.float64), name="w")
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        stored = sess.variables.read("w")
+        with pytest.raises(ValueError, match="read-only"):
+            stored[0] = 5.0
+
+
+def test_a_compiled_kernels_output_is_stored_without_a_copy(graph, monkeypatch):
+    # The update's output is an array the compiled kernel just allocated: nobody else holds it,
+    # so the assign keeps it as it is. A fed value is copied (the caller still holds it).
+    from opsdk.runtime.exec.variable_store import VariableStore
+    from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+    stored = []
+    original = VariableStore.assign
+
+    def spy(self, name, value, fresh=False):
+        stored.append((name, fresh))
+        return original(self, name, value, fresh)
+    monkeypatch.setattr(VariableStore, "assign", spy)
+    w = Variable(np.ones(4, np.float32), name="w")
+    x = placeholder("float32", [4], name="x")
+    train = GradientDescentOptimizer(0.5).minimize(w * w)
+    set_w = w.assign(x)
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        update = next(op for op in graph.get_operations() if op.type == "apply_gradient_descent")
+        compiled = sess.plan_for([train], ()).program.kernel[update].kind == "cpu"
+        stored.clear()
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(w), np.zeros(4))  # 1 - 0.5 * 2
+        assert stored == [("w", compiled)]
+        fed = np.full(4, 3.0, np.float32)
+        sess.run(set_w, {x: fed})
+        assert stored[-1] == ("w", False)
+        fed[0] = -1.0
+        np.testing.assert_array_equal(sess.run(w), [3.0] * 4)

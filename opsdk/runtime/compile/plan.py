@@ -54,9 +54,12 @@ def lower(program: Program) -> Plan:
     scalars = scalar_slots(program, fetched_slots)
     template = [value[()] if i in scalars and value is not None else value
                 for i, value in enumerate(num.template)]
+    read_slots = {num.slot_of[t] for op in num.kept for t in program.inputs_of(op)}
+    used = read_slots | fetched_slots
+    fresh = _fresh_slots(program, num.kept, num.out_slots)
     steps = tuple(make_step(op, program.kernel.get(op), program.device[op],
                             program.inputs_of(op), num.slot_of, num.out_slots[op], scalars,
-                            program.options)
+                            program.options, tuple(s in used for s in num.out_slots[op]), fresh)
                   for op in num.kept)
     index = {op: i for i, op in enumerate(num.kept)}
     fed = program.feed_set
@@ -85,6 +88,17 @@ def lower(program: Program) -> Plan:
         serial_runs=_with_releases(runs, frees), reads=reads, readers=readers,
         folded=tuple(op.name for op in num.folded if op.type != "const"),
         merged=tuple(op.name for op in num.merged), program=program)
+
+
+def _fresh_slots(program: Program, kept: Sequence[Operation], out_slots: dict) -> frozenset:
+    """Slots written by compiled (cpu, cuda) kernels: they allocate every output anew, so no
+    feed, constant or variable value shares its memory."""
+    fresh = set()
+    for op in kept:
+        choice = program.kernel.get(op)
+        if choice is not None and choice.kind != "python" and op.spec is not None:
+            fresh.update(out_slots[op])
+    return frozenset(fresh)
 
 
 def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...]],

@@ -8,6 +8,7 @@ CPython 3.11+ until something raises.)
 
 from __future__ import annotations
 
+from dataclasses import replace
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
@@ -17,7 +18,7 @@ from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.runtime.devices import Device
 from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
-from opsdk.runtime.ir.primitives import PRIMITIVES
+from opsdk.runtime.ir.primitives import PRIMITIVES, assign_fresh
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
 from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
@@ -47,16 +48,23 @@ def step_error(op: Operation, exc: BaseException) -> BaseException:
 
 def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
               inputs: Sequence[Tensor], slot_of: dict, outs: tuple[int, ...],
-              scalars: frozenset = frozenset(), options: Any = None) -> Step:
+              scalars: frozenset = frozenset(), options: Any = None,
+              needed: Optional[tuple[bool, ...]] = None, fresh: frozenset = frozenset()) -> Step:
     """The step of `op` on `device`, reading the slots of `inputs` and writing `outs`.
 
     `scalars`: the slots that only scalar steps read and nobody fetches, so a 0-d result
-    written there may stay a NumPy scalar (fold.scalar_slots)."""
+    written there may stay a NumPy scalar (fold.scalar_slots). `needed`: per output, whether
+    some step reads it or the caller fetches it (None: all are). `fresh`: the slots holding
+    arrays that a compiled kernel allocated in this step, which an assign may keep uncopied."""
     ins = tuple(slot_of[t] for t in inputs)
     if op.spec is None:
+        if op.type == "assign" and ins[0] in fresh:
+            return Step(op, _primitive_run(op, assign_fresh, ins, outs))
         prim = PRIMITIVES[op.type]
         run = prim.prepare(op, device, options) if prim.prepare is not None else prim.run
         return Step(op, _primitive_run(op, run, ins, outs))
+    if needed is not None and not all(needed):
+        choice = partial_kernel(op, choice, needed)
     form = scalar_form(op, choice)
     if form is not None:
         return Step(op, _scalar_run(op, form, ins, outs[0], outs[0] in scalars))
@@ -71,6 +79,20 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
     if open_shapes:
         return Step(op, _checked_run(op, call, ins, outs, single))
     return Step(op, _kernel_run(op, call, ins, outs, single))
+
+
+def partial_kernel(op: Operation, choice: Optional[KernelChoice],
+                   needed: tuple[bool, ...]) -> Optional[KernelChoice]:
+    """The python kernel computing only the needed outputs, where it offers one: a kernel
+    function may carry `partial(needed) -> kernel or None`, a kernel of the same signature that
+    returns None for the outputs not needed (matmul_grad for a layer whose input needs no
+    gradient computes x^T @ grad_z alone: half the work)."""
+    if (choice is None or choice.kind != "python" or op.spec is None
+            or len(op.outputs) != len(op.spec.outputs)):
+        return choice
+    make = getattr(choice.fn, "partial", None)
+    fn = make(needed) if make is not None else None
+    return choice if fn is None else replace(choice, fn=fn)
 
 
 def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> RunFn:

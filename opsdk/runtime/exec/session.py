@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
@@ -26,6 +27,7 @@ from opsdk.runtime.devices import device_of
 from opsdk.runtime.exec.executor import RunToken, StepContext, execute
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.step_mode import MODES, StepMode
 from opsdk.runtime.exec.variable_store import VariableStore
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -55,6 +57,11 @@ class SessionConfig:
     device_preference: Optional[tuple[str, ...]] = None
     # Passes of the compile pipeline to switch off, by name (see compile.pipeline.PASS_NAMES).
     passes_off: frozenset = frozenset()
+    # How a step whose nodes could run at once is run: "concurrent" (the caller's thread and
+    # the pool), "inline" (in order on the caller's thread), or "auto": each plan is timed both
+    # ways on its first runs and keeps the faster (exec/step_mode.py). Chains and small steps
+    # always run inline.
+    step_mode: str = "auto"
 
     def plan_options(self) -> PlanOptions:
         """The pipeline's switches these settings give."""
@@ -63,6 +70,9 @@ class SessionConfig:
                               else tuple(d.upper() for d in self.device_preference),
                               frozenset(self.passes_off))
         check_options(options)
+        if self.step_mode not in MODES:
+            raise OpsdkError(f"SessionConfig: step_mode must be one of {', '.join(MODES)}, got "
+                             f"{self.step_mode!r}")
         return options
 
 
@@ -84,6 +94,7 @@ class Session:
         self.stats = SessionStats()
         self._options = self.config.plan_options()
         self._plans: dict[tuple, Plan] = {}
+        self._modes: dict[int, StepMode] = {}  # by id() of a cached plan
         self._structures = BoundedDict(_STRUCTURES_MAX)
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
@@ -104,14 +115,19 @@ class Session:
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
-        pool = None if plan.inline else self._get_pool()
+        mode = None if plan.inline else self._modes[id(plan)]
+        inline = True if mode is None else mode.inline()
+        pool = None if inline else self._get_pool()
         token = RunToken(timeout)
         active = self._active
         active.add(token)  # set.add/discard are atomic; close() cancels what it finds here
         try:
             if self._closed:  # closed while this run was starting: close() may have missed it
                 raise OpsdkError("Session.run on a closed session; create a new Session")
+            start = time.perf_counter()
             values = execute(plan, feeds, StepContext(self.variables, self, token), pool)
+            if mode is not None and mode.decided is None:
+                mode.record(inline, time.perf_counter() - start)
         finally:
             active.discard(token)
         self.stats.runs += 1
@@ -127,6 +143,8 @@ class Session:
             plan = self._plans.get(key)
             if plan is None:
                 plan = build_plan(elements, feeds, self._options)
+                fixed = {"auto": None, "inline": True, "concurrent": False}[self.config.step_mode]
+                self._modes[id(plan)] = StepMode(fixed)
                 self._plans[key] = plan
                 self.stats.plans_built += 1
         return plan

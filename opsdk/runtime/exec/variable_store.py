@@ -36,10 +36,15 @@ class VariableStore:
             items = list(self._values.items())
         return {name: to_host(value) for name, value in items}
 
-    def assign(self, name: str, value: Any) -> Any:
-        """Store `value` (a fresh array: callers may not keep a handle that aliases it)."""
-        value = value.copy() if hasattr(value, "copy") and hasattr(value, "shape") else np.array(
-            value, copy=True)
+    def assign(self, name: str, value: Any, fresh: bool = False) -> Any:
+        """Store `value`: a copy, unless `fresh` says nobody outside the step holds it (the
+        output of a compiled kernel, which allocates its outputs). Stored NumPy arrays are made
+        read-only: kernels never write into their inputs, and a fetched one is handed out as a
+        copy (Session.run), so changing a fetched value never changes the variable."""
+        if not fresh:
+            value = value.copy() if hasattr(value, "copy") and hasattr(value, "shape") else (
+                np.array(value, copy=True))
+        _freeze(value)
         with self._lock:
             self._values[name] = value
         return value
@@ -50,8 +55,14 @@ class VariableStore:
             new = fn(self.read(name), value)
             new = new.astype(value.dtype, copy=False) if hasattr(new, "astype") else np.asarray(
                 new, dtype=value.dtype)
+            _freeze(new)
             self._values[name] = new
         return new
 
     def initialised(self, name: str) -> bool:
         return name in self._values
+
+
+def _freeze(value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False

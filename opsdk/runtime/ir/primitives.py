@@ -75,6 +75,11 @@ def _assign(ctx, op, inputs) -> tuple:
     return (ctx.variables.assign(op.attrs["variable"], _checked(op, inputs[0])),)
 
 
+def assign_fresh(ctx, op, inputs) -> tuple:
+    """`assign` of a value that only this step holds (compile/plan.py decides): stored as is."""
+    return (ctx.variables.assign(op.attrs["variable"], _checked(op, inputs[0]), fresh=True),)
+
+
 def _assign_add(ctx, op, inputs) -> tuple:
     return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), operator.add),)
 
