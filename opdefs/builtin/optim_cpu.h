@@ -42,11 +42,12 @@ Acc<T> scalar(const opsdk::ConstTensor<T>& t) {
     return static_cast<Acc<T>>(t.data[0]);
 }
 
-// f(lo, hi) over [0, n) on all cores; chunks of at least 32K elements (smaller updates run on the
-// calling thread: a thread hand-off costs more than the pass).
+// f(lo, hi) over [0, n) on all cores; chunks of at least 1M elements. The pass is bound by memory,
+// not arithmetic: Adam over 784x256 float32 took 83 us on one thread and 84 us on two (2-core
+// EPYC), so smaller updates run on the calling thread and wake no other.
 template <typename F>
 void over(int64_t n, F&& f) {
-    opsdk::parallel_for(0, n, int64_t{1} << 15, f);
+    opsdk::parallel_for(0, n, int64_t{1} << 20, f);
 }
 
 }  // namespace optim_cpu
