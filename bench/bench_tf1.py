@@ -2,11 +2,12 @@
 batch 128) and the deep-MNIST CNN (batch 50), under opsdk.v1 and, when installed, TensorFlow's
 compat.v1, side by side.
 
-    .venv/bin/python bench/bench_tf1.py [--steps 300] [--repeats 5]
+    .venv/bin/python bench/bench_tf1.py [--steps 300] [--repeats 5] [--same-process]
 
-Prints the median steps/s of each, their ratio, and the load average (a shared machine).
-NumPy's OpenBLAS starts its own threads for opsdk's matmuls: on a small busy machine they fight
-the executor's (compare with OPENBLAS_NUM_THREADS=1; docs/tf1.md, "Speed").
+Prints the median steps/s of each, their ratio, and the load average (a shared machine). Each
+(model, framework) pair runs in a process of its own, as a user runs one program: their thread
+pools (OpenBLAS, OpenMP, TensorFlow's) and the settings opsdk makes on import
+(opsdk/_process.py) then cannot touch the other's figure. `--same-process` runs all in this one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import argparse
 import importlib.util
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -83,10 +86,12 @@ def steps_per_second(tf, build, steps: int, repeats: int) -> float:
     return statistics.median(rates)
 
 
-def backends() -> dict:
-    import opsdk.v1
-    found = {"opsdk.v1": opsdk.v1}
-    if importlib.util.find_spec("tensorflow") is not None:
+def backends(only: str = "") -> dict:
+    found = {}
+    if only in ("", "opsdk.v1"):
+        import opsdk.v1
+        found["opsdk.v1"] = opsdk.v1
+    if only in ("", "tf compat.v1") and importlib.util.find_spec("tensorflow") is not None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as tf
         tf.disable_eager_execution()
@@ -94,19 +99,47 @@ def backends() -> dict:
     return found
 
 
+MODELS = (("sample program", sample_program, 1), ("MLP 784-256-256-10", mlp, 1),
+          ("deep-MNIST CNN", cnn, 20))  # a CNN step is ~100x an MLP step: fewer of them
+
+
+def _framework_names() -> list[str]:
+    names = ["opsdk.v1"]
+    if importlib.util.find_spec("tensorflow") is not None:
+        names.append("tf compat.v1")
+    return names
+
+
+def _one(framework: str, model: str, steps: int, repeats: int) -> float:
+    """steps/s of one (framework, model) pair, here or in a fresh process."""
+    build = {label: fn for label, fn, _ in MODELS}[model]
+    return steps_per_second(backends(only=framework)[framework], build, steps, repeats)
+
+
+def _in_process(framework: str, model: str, steps: int, repeats: int) -> float:
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_tf1; "
+            "print(bench_tf1._one(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))")
+    out = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
+                          framework, model, str(steps), str(repeats)],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--same-process", action="store_true",
+                        help="run every framework in this process (their thread pools meet)")
     args = parser.parse_args()
-    found = backends()
+    names = _framework_names()
     print(f"load average before: {os.getloadavg()}; OPENBLAS_NUM_THREADS="
-          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}")
-    models = (("sample program", sample_program, 1), ("MLP 784-256-256-10", mlp, 1),
-              ("deep-MNIST CNN", cnn, 20))  # a CNN step is ~100x an MLP step: fewer of them
-    for label, build, fewer in models:
-        rates = {name: steps_per_second(tf, build, max(args.steps // fewer, 5), args.repeats)
-                 for name, tf in found.items()}
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
+          f"{'one process' if args.same_process else 'a process per row'}")
+    run = _one if args.same_process else _in_process
+    for label, build, fewer in MODELS:
+        rates = {name: run(name, label, max(args.steps // fewer, 5), args.repeats)
+                 for name in names}
         line = "  ".join(f"{n}: {r:8.1f} steps/s ({1e3 / r:.3f} ms)" for n, r in rates.items())
         ratio = (f"  opsdk/tf = {rates['opsdk.v1'] / rates['tf compat.v1']:.2f}"
                  if len(rates) == 2 else "  (TensorFlow not installed)")
