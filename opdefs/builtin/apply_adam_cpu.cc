@@ -25,18 +25,15 @@ void update(const T* __restrict var, const T* __restrict m, const T* __restrict 
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {
-    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
-    if constexpr (optim_cpu::supported<T>()) {
-        using A = optim_cpu::Acc<T>;
-        const A one = 1, beta1 = optim_cpu::scalar(in.beta1), beta2 = optim_cpu::scalar(in.beta2);
-        const A eps = optim_cpu::scalar(in.epsilon);
+    optim_cpu::update<T>(out.var_out.size(), [&](auto a, int64_t lo, int64_t hi) {
+        using A = decltype(a);
+        const A one = 1, beta1_power = optim_cpu::scalar(in.beta1_power);
         const A lr_t = optim_cpu::scalar(in.lr) * std::sqrt(one - optim_cpu::scalar(in.beta2_power)) /
-                       (one - optim_cpu::scalar(in.beta1_power));
-        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
-            detail::update<T, A>(in.var.data, in.m.data, in.v.data, in.grad.data, out.var_out.data,
-                                 out.m_out.data, out.v_out.data, lo, hi, beta1, beta2, eps, lr_t);
-        });
-    }
+                       (one - beta1_power);
+        detail::update<T, A>(in.var.data, in.m.data, in.v.data, in.grad.data, out.var_out.data,
+                             out.m_out.data, out.v_out.data, lo, hi, optim_cpu::scalar(in.beta1),
+                             optim_cpu::scalar(in.beta2), optim_cpu::scalar(in.epsilon), lr_t);
+    });
 }
 
 }  // namespace opsdk_op_apply_adam

@@ -17,14 +17,10 @@ void update(const T* __restrict var, const T* __restrict delta, T* __restrict va
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {
-    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
-    if constexpr (optim_cpu::supported<T>()) {
-        using A = optim_cpu::Acc<T>;
-        const A alpha = optim_cpu::scalar(in.alpha);
-        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
-            detail::update<T, A>(in.var.data, in.delta.data, out.var_out.data, lo, hi, alpha);
-        });
-    }
+    optim_cpu::update<T>(out.var_out.size(), [&](auto a, int64_t lo, int64_t hi) {
+        detail::update<T, decltype(a)>(in.var.data, in.delta.data, out.var_out.data, lo, hi,
+                                       optim_cpu::scalar(in.alpha));
+    });
 }
 
 }  // namespace opsdk_op_apply_gradient_descent

@@ -23,17 +23,12 @@ void update(const T* __restrict var, const T* __restrict accum, const T* __restr
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs& attrs) {
-    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
-    if constexpr (optim_cpu::supported<T>()) {
-        using A = optim_cpu::Acc<T>;
-        const A lr = optim_cpu::scalar(in.lr), momentum = optim_cpu::scalar(in.momentum);
-        const bool nesterov = attrs.use_nesterov;
-        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
-            (nesterov ? detail::update<true, T, A> : detail::update<false, T, A>)(
-                in.var.data, in.accum.data, in.grad.data, out.var_out.data, out.accum_out.data,
-                lo, hi, lr, momentum);
-        });
-    }
+    optim_cpu::update<T>(out.var_out.size(), [&](auto a, int64_t lo, int64_t hi) {
+        using A = decltype(a);
+        (attrs.use_nesterov ? detail::update<true, T, A> : detail::update<false, T, A>)(
+            in.var.data, in.accum.data, in.grad.data, out.var_out.data, out.accum_out.data, lo, hi,
+            optim_cpu::scalar(in.lr), optim_cpu::scalar(in.momentum));
+    });
 }
 
 }  // namespace opsdk_op_apply_momentum

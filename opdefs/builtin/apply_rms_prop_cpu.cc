@@ -26,17 +26,13 @@ void update(const T* __restrict var, const T* __restrict ms, const T* __restrict
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims&, const Attrs&) {
-    OPTIM_CPU_REQUIRE_ARITHMETIC(T);
-    if constexpr (optim_cpu::supported<T>()) {
-        using A = optim_cpu::Acc<T>;
-        const A lr = optim_cpu::scalar(in.lr), rho = optim_cpu::scalar(in.rho);
-        const A momentum = optim_cpu::scalar(in.momentum), eps = optim_cpu::scalar(in.epsilon);
-        optim_cpu::over(out.var_out.size(), [&](int64_t lo, int64_t hi) {
-            detail::update<T, A>(in.var.data, in.ms.data, in.mom.data, in.grad.data,
-                                 out.var_out.data, out.ms_out.data, out.mom_out.data, lo, hi, lr,
-                                 rho, momentum, eps);
-        });
-    }
+    optim_cpu::update<T>(out.var_out.size(), [&](auto a, int64_t lo, int64_t hi) {
+        detail::update<T, decltype(a)>(in.var.data, in.ms.data, in.mom.data, in.grad.data,
+                                       out.var_out.data, out.ms_out.data, out.mom_out.data, lo, hi,
+                                       optim_cpu::scalar(in.lr), optim_cpu::scalar(in.rho),
+                                       optim_cpu::scalar(in.momentum),
+                                       optim_cpu::scalar(in.epsilon));
+    });
 }
 
 }  // namespace opsdk_op_apply_rms_prop

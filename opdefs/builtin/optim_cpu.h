@@ -33,8 +33,6 @@ constexpr bool supported() {
            (std::is_same_v<T, opsdk::half> && kHalf);
 }
 
-#define OPTIM_CPU_REQUIRE_ARITHMETIC(T) \
-    OPSDK_REQUIRE(optim_cpu::supported<T>(), "float16 needs a compiler with _Float16; use float32")
 
 // A 0-d input's value.
 template <typename T>
@@ -42,12 +40,19 @@ Acc<T> scalar(const opsdk::ConstTensor<T>& t) {
     return static_cast<Acc<T>>(t.data[0]);
 }
 
-// f(lo, hi) over [0, n) on all cores; chunks of at least 1M elements. The pass is bound by memory,
+// The update over [0, n) on all cores, in chunks of at least 1M elements. The pass is bound by memory,
 // not arithmetic: Adam over 784x256 float32 took 83 us on one thread and 84 us on two (2-core
 // EPYC), so smaller updates run on the calling thread and wake no other.
-template <typename F>
-void over(int64_t n, F&& f) {
-    opsdk::parallel_for(0, n, int64_t{1} << 20, f);
+//
+// f(A{}, lo, hi) for each chunk, where A is the type T computes in (a generic lambda: its body is
+// only compiled for types with arithmetic; float16 without _Float16 is refused with a message).
+template <typename T, typename F>
+void update(int64_t n, F&& f) {
+    OPSDK_REQUIRE(supported<T>(), "float16 needs a compiler with _Float16; use float32");
+    if constexpr (supported<T>()) {
+        opsdk::parallel_for(0, n, int64_t{1} << 20,
+                            [&](int64_t lo, int64_t hi) { f(Acc<T>{}, lo, hi); });
+    }
 }
 
 }  // namespace optim_cpu
