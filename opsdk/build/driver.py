@@ -142,18 +142,20 @@ def _regenerate(root: Path) -> tuple[tuple[OpKernels, ...], tuple[str, ...], Opt
     build_dir = root / "build"
     before = inputs_stamp(root)
     state = read_state(build_dir)
+    if state and state.inputs == before and state.outputs == outputs_stamp(root):
+        return state.ops, (), None  # only a build without broken files records its state
     registry = load_registry(root, strict=False)
     broken = OpDefErrors(list(registry.errors)) if registry.errors else None
-    if state and state.inputs == before and state.outputs == outputs_stamp(root):
-        return state.ops, (), broken
     try:
         generated = generate_workspace(root)
         changed = tuple(str(p) for p in generated.changed)
     except OpDefErrors:  # the good ops were generated; `broken` carries the errors
         changed = ()
     found = ops_of(registry.ops_in_workspace(root))
-    # The inputs' stamp is the one taken before generating: an edit made meanwhile shows next time.
-    write_state(build_dir, GenerateState(before, outputs_stamp(root), found))
+    if broken is None:  # with broken files, every build regenerates and reports them again
+        # The inputs' stamp is the one taken before generating: an edit made meanwhile shows
+        # next time.
+        write_state(build_dir, GenerateState(before, outputs_stamp(root), found))
     return found, changed, broken
 
 

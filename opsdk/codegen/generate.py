@@ -12,14 +12,6 @@ from .render import (render_binding, render_cuda_binding, render_kernel_unit, re
 from .writer import GenerateResult, write_files
 
 
-def workspace_specs(root: Path, strict: bool = True) -> list[OpSpec]:
-    """The ops declared in the workspace at `root` (not the builtin ones, unless it is builtin);
-    `strict=False`: those of its good declaration files only."""
-    root = Path(root).resolve()
-    registry = load_registry(root, strict=strict)
-    return sorted(registry.ops_in_workspace(root), key=lambda s: s.name)
-
-
 def workspace_name(root: Path) -> str:
     """How generated docs name a workspace: 'builtin' for opsdk's own, else its folder name."""
     root = Path(root).resolve()
@@ -56,9 +48,9 @@ def generate_workspace(root: Path, check: bool = False) -> GenerateResult:
     """
     root = Path(root).resolve()
     workspace = Workspace(root)
-    files = render_workspace(root, workspace_specs(root, strict=False))
-    result = write_files(root, files, workspace.generated_dir, check=check)
-    errors = load_registry(root, strict=False).errors
-    if errors:
-        raise OpDefErrors(list(errors))
+    registry = load_registry(root, strict=False)
+    specs = sorted(registry.ops_in_workspace(root), key=lambda s: s.name)
+    result = write_files(root, render_workspace(root, specs), workspace.generated_dir, check=check)
+    if registry.errors:
+        raise OpDefErrors(list(registry.errors))
     return result

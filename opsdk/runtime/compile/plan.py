@@ -54,8 +54,9 @@ def lower(program: Program) -> Plan:
     scalars = scalar_slots(program, fetched_slots)
     template = [value[()] if i in scalars and value is not None else value
                 for i, value in enumerate(num.template)]
-    read_slots = {num.slot_of[t] for op in num.kept for t in program.inputs_of(op)}
-    used = read_slots | fetched_slots
+    reads = tuple(tuple(sorted({num.slot_of[t] for t in program.inputs_of(op)}))
+                  for op in num.kept)
+    used = {s for slots in reads for s in slots} | fetched_slots
     fresh = _fresh_slots(program, num.kept, num.out_slots)
     steps = tuple(make_step(op, program.kernel.get(op), program.device[op],
                             program.inputs_of(op), num.slot_of, num.out_slots[op], scalars,
@@ -69,8 +70,6 @@ def lower(program: Program) -> Plan:
         for d in deps:
             successors[d].append(i)
     pending = tuple(len(d) for d in producers)
-    reads = tuple(tuple(sorted({num.slot_of[t] for t in program.inputs_of(op)}))
-                  for op in num.kept)
     keep = (fetched_slots | {i for i, const in enumerate(num.is_const) if const}
             | _small_slots(num.slot_of))
     frees, readers = _lifetimes(reads, [num.out_slots[op] for op in num.kept], keep,

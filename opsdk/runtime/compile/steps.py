@@ -87,8 +87,7 @@ def partial_kernel(op: Operation, choice: Optional[KernelChoice],
     function may carry `partial(needed) -> kernel or None`, a kernel of the same signature that
     returns None for the outputs not needed (matmul_grad for a layer whose input needs no
     gradient computes x^T @ grad_z alone: half the work)."""
-    if (choice is None or choice.kind != "python" or op.spec is None
-            or len(op.outputs) != len(op.spec.outputs)):
+    if choice is None or choice.kind != "python" or len(op.outputs) != len(op.spec.outputs):
         return choice
     make = getattr(choice.fn, "partial", None)
     fn = make(needed) if make is not None else None

@@ -53,8 +53,3 @@ class StepMode:
             if min(len(t) for t in self._times.values()) >= TRIALS:
                 self.decided = (statistics.median(self._times[True])
                                 < statistics.median(self._times[False]))
-
-    def describe(self) -> str:
-        if self.decided is None:
-            return "being timed (concurrent and in order, alternately)"
-        return "in order on the calling thread" if self.decided else "concurrent"
