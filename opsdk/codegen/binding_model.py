@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from opsdk.registry import launch as launches
 from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim
 from opsdk.registry.spec import OpSpec, TensorSpec
 
@@ -85,6 +86,16 @@ class Case:
 
 
 @dataclass(frozen=True)
+class LaunchGlue:
+    """One declared CUDA launch as the generated host function `cuda()` runs it."""
+    kernel: str
+    grid: tuple[str, ...]  # 3 C++ int64 expressions
+    block: tuple[str, ...]
+    shared: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class BindingModel:
     op: str
     namespace: str
@@ -103,6 +114,10 @@ class BindingModel:
     no_case: str  # message when no case matched (cannot happen after the dtype checks)
     params: tuple[str, ...]  # the binding function's parameters: inputs, attrs, unbound type attrs
     has_computed: bool = False  # some input has computed_steps (the glue emits check_computed)
+    launches: tuple[LaunchGlue, ...] = ()  # cuda: declared launches (the glue defines cuda())
+    # (line in the declaration, static_assert) per launch and dtype combination
+    launch_checks: tuple[tuple[int, str], ...] = ()
+    declaration: str = ""  # the declaration file, named in comments
 
 
 class _DimState:
@@ -320,5 +335,27 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
         attrs=attrs, unbound=unbound, params=tuple(params), n_type_attrs=len(spec.type_attrs),
         has_computed=any(t.computed_steps for t in inputs),
         key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
+        launches=tuple(_launch_glue(spec, kernel)) if device == "cuda" and kernel else (),
+        launch_checks=tuple(_launch_checks(spec, kernel)) if device == "cuda" and kernel else (),
+        declaration=spec.file,
         no_case=msg.cpp_string_literal(f"{spec.name}: no kernel instantiated for these dtypes"))
 
+
+
+def _launch_glue(spec: OpSpec, kernel) -> list[LaunchGlue]:
+    """The declared launches of a cuda kernel, as C++ of the op's namespace (T a template param)."""
+    def name(n: str) -> str:
+        return names.size_ref(spec, n)
+    out = []
+    for launch in kernel.launches:
+        grid, block, shared = launches.cpp_sizes(launch, name)
+        out.append(LaunchGlue(launch.kernel, tuple(grid), tuple(block), shared,
+                              tuple(launches.cpp_arg(a, name) for a in launch.args)))
+    return out
+
+
+def _launch_checks(spec: OpSpec, kernel) -> list[tuple[int, str]]:
+    """A static_assert per launch and dtype combination, on the kernel's parameter types."""
+    params = names.template_params(spec)
+    return [(launch.location.line, launches.signature_check(spec, launch, i, dict(zip(params, combo))))
+            for combo in names.dtype_combinations(spec) for i, launch in enumerate(kernel.launches)]

@@ -7,6 +7,7 @@ import re
 
 from opsdk.registry.diagnostics import name_problem
 from opsdk.registry.dtypes import CPP_TYPES, DTYPE_NAMES
+from opsdk.registry.launch import op_namespace
 from opsdk.registry.shapes import ExprDim, SymDim, render_cpp
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec, TypeAttr
 
@@ -34,12 +35,8 @@ OP_NAME_RE = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
 def namespace(spec: OpSpec) -> str:
-    """The C++ namespace holding an op's Attrs/Dims/Inputs/Outputs and kernels.
-
-    It names the op only, not its workspace: kernel files written by authors open it, and two
-    workspaces' ops of one name never meet in one binary (each op is its own extension, linked
-    with hidden visibility and loaded with private symbols), so it needs no workspace part."""
-    return f"opsdk_op_{spec.name}"
+    """The C++ namespace holding an op's Attrs/Dims/Inputs/Outputs and kernels (`opsdk_op_<op>`)."""
+    return op_namespace(spec)
 
 
 def header_file(spec: OpSpec) -> str:

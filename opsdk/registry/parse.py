@@ -89,7 +89,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
     sig = _parse_signature(keys, d, paths)
     gradient, gradient_line = _gradient(keys.get("gradient"), d)
     differentiable = _differentiable(keys.get("differentiable"), gradient, d, sig)
-    kernels = parse_kernels(keys["kernels"].value, d, paths) if "kernels" in keys else ()
+    kernels = parse_kernels(keys["kernels"].value, d, paths, sig) if "kernels" in keys else ()
     _check_kernel_shapes(kernels, sig, d)
     text = {k: d.string(keys[k].value, k) if k in keys else None for k in ("summary", "doc")}
     reference = parse_reference(keys["reference"].value, d) if "reference" in keys else None

@@ -10,7 +10,9 @@ from typing import Optional, Sequence
 
 from .attrs import attr_value_problem, yaml_attr_value
 from .diagnostics import Diagnostics, clip, describe, did_you_mean, is_identifier
-from .located_yaml import YEntry, YNode, YSeq
+from .located_yaml import YEntry, YMap, YNode, YSeq
+from .parse_launch import parse_launches
+from .parse_signature import Signature
 from .shapes import SymDim
 from .spec import DEVICES, AttrSpec, GradCheckSpec, KernelSpec, TensorSpec
 
@@ -47,8 +49,10 @@ class Paths:
         return shown
 
 
-def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec, ...]:
-    """`kernels: {cpu: x_cpu.cc, cuda: x_cuda.cu, python: kernels.py:x}`."""
+def parse_kernels(node: YNode, d: Diagnostics, paths: Paths,
+                  sig: Optional[Signature] = None) -> tuple[KernelSpec, ...]:
+    """`kernels: {cpu: x_cpu.cc, cuda: x_cuda.cu, python: kernels.py:x}`; the cuda kernel may also
+    be `{source: x_cuda.cu, launch: [...]}` (opsdk.registry.parse_launch)."""
     mapping = d.mapping(node, "kernels")
     if mapping is None:
         return ()
@@ -60,10 +64,15 @@ def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec
             d.error(entry.key_line, f"unknown kernel device '{entry.key}'{did_you_mean(entry.key, DEVICES)}; "
                                     f"devices are {', '.join(DEVICES)}")
             continue
-        text = d.string(entry.value, f"the {entry.key} kernel")
+        value, launches = entry.value, ()
+        if entry.key == "cuda" and isinstance(value, YMap):
+            value, launches = _cuda_mapping(value, d, sig)
+            if value is None:
+                continue
+        text = d.string(value, f"the {entry.key} kernel")
         if text is None:
             continue
-        line = entry.value.line
+        line = value.line
         if entry.key == "python":
             source = callable_ref(text, line, d, paths, "python kernel")
         elif not text.endswith(_SOURCE_SUFFIXES[entry.key]):
@@ -78,8 +87,23 @@ def parse_kernels(node: YNode, d: Diagnostics, paths: Paths) -> tuple[KernelSpec
                               f"file or its folder")
                 source = None
         if source is not None:
-            kernels.append(KernelSpec(entry.key, source, d.location(entry.key_line)))
+            kernels.append(KernelSpec(entry.key, source, d.location(entry.key_line), launches))
     return tuple(kernels)
+
+
+def _cuda_mapping(node: YMap, d: Diagnostics, sig: Optional[Signature]) -> tuple[Optional[YNode], tuple]:
+    """`cuda: {source: x_cuda.cu, launch: [...]}` -> (the source's node, the launches)."""
+    keys = d.known_keys(node, ("source", "launch"), "the cuda kernel")
+    if "source" not in keys:
+        d.error(node.line, "the cuda kernel misses 'source' (the .cu file holding its __global__ functions)")
+        return None, ()
+    launches = ()
+    if "launch" not in keys:
+        d.error(node.line, "the cuda kernel misses 'launch'; without launches write it as "
+                           "`cuda: file.cu` with the host function cuda() in the file")
+    elif sig is not None:
+        launches = parse_launches(keys["launch"].value, d, sig)
+    return keys["source"].value, launches
 
 
 def callable_ref(text: str, line: int, d: Diagnostics, paths: Paths, what: str) -> Optional[str]:

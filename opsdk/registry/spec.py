@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .errors import Location
-from .shapes import Dim, EllipsisDim, Shape, SymDim
+from .shapes import Dim, EllipsisDim, Expr, Shape, SymDim
 
 DEVICES = ("cpu", "cuda", "python")
 # `gradient: stop`: the op passes no gradient (its inputs get None), unlike `gradient: null`, which
@@ -89,13 +89,45 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class LaunchArg:
+    """One argument of a declared CUDA launch, passed by value in declaration order.
+
+    kind "input": the input's device pointer (`const T*`); "output": the output's (`T*`);
+    "int": an int64_t expression over dims and int attrs (`expr`); "attr": a float attr as
+    double or a bool attr as bool."""
+    kind: str
+    name: str  # the tensor's or attr's name, or the expression's text
+    expr: Optional[Expr] = None
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """`launch:` of a cuda kernel: one `__global__` function launched with a grid and block
+    computed from the dims, so the source needs no host code and compiles with nvcc and NVRTC.
+
+    `kernel` is a C++ name in the op's namespace (`detail::grad<T, true>`), its template
+    arguments spelled with the op's type attrs; `grid`, `block` (1 to 3 each) and `shared` (dynamic
+    shared memory bytes) are dim expressions."""
+    kernel: str
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    shared: Expr
+    args: tuple[LaunchArg, ...]
+    location: Location
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """A kernel for one device. `source` is a path relative to the workspace root for cpu/cuda
     (`opdefs/foo_cpu.cc`), and `path/file.py:function` for python, the file path again relative to
-    the workspace root (`opdefs/builtin/kernels.py:add`); only files of the workspace."""
+    the workspace root (`opdefs/builtin/kernels.py:add`); only files of the workspace.
+
+    A cuda kernel either defines the op's host function `cuda()` itself (nvcc only), or declares
+    `launches`, from which opsdk writes the host side (nvcc) or launches it through NVRTC."""
     device: str
     source: str
     location: Location
+    launches: tuple[LaunchSpec, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ def write_workspace(root: Path, declarations: dict[str, str], kernels: dict[str,
         text = textwrap.dedent(text).lstrip()
         (opdefs / f"{name}.yaml").write_text(text)
         for device, suffix in (("cpu", "_cpu.cc"), ("cuda", "_cuda.cu")):
-            if f"{device}: {name}{suffix}" in text and not (opdefs / f"{name}{suffix}").exists():
+            named = f"{device}: {name}{suffix}" in text or f"source: {name}{suffix}" in text
+            if named and not (opdefs / f"{name}{suffix}").exists():
                 (opdefs / f"{name}{suffix}").write_text("")
     for rel, text in (kernels or {}).items():
         (opdefs / rel).write_text(textwrap.dedent(text).lstrip())
@@ -92,4 +93,35 @@ CAST_OP = """
       cuda: cast_op_cuda.cu
 """
 
-REPRESENTATIVE = {"attrs_op": ATTRS_OP, "list_op": LIST_OP, "cast_op": CAST_OP}
+LAUNCH_OP = """
+    op: launch_op
+    summary: A cuda kernel with declared launches, reading dims, attrs and expressions.
+    type_attrs:
+      T: [float32, float64]
+    attrs:
+      k: {type: int, default: 2, min: 1}
+      alpha: {type: float, default: 0.5}
+      flip: {type: bool, default: false}
+    inputs:
+      x: {dtype: T, shape: [n, p]}
+      idx: {dtype: int64, shape: [n]}
+    outputs:
+      y: {dtype: T, shape: [n, p]}
+      total: {dtype: T, shape: [n]}
+    gradient: null
+    kernels:
+      cuda:
+        source: launch_op_cuda.cu
+        launch:
+          - kernel: detail::rows<T, 4>
+            grid: ["(n + 3) // 4", "max(p // 32, 1)"]
+            block: [32, 4]
+            shared: "4 * p * 8"
+            args: [x, idx, y, n, p, alpha, flip]
+          - kernel: totals<T>
+            grid: "min((n + 255) // 256, 65535)"
+            block: 256
+            args: [y, total, n, "p * k", -1]
+"""
+
+REPRESENTATIVE = {"attrs_op": ATTRS_OP, "list_op": LIST_OP, "cast_op": CAST_OP, "launch_op": LAUNCH_OP}

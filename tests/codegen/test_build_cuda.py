@@ -94,3 +94,45 @@ def _units(root):
     units, _ = driver._make_units(root, list(found), "auto")
     assert find_toolchain("cuda") is not None
     return {(u.op, u.device): u for u in units}
+
+
+LAUNCH_YAML = """op: cu_launch
+summary: y = 2 x, launched from the declaration.
+type_attrs:
+  T: [float32]
+inputs:
+  x: {dtype: T, shape: [n]}
+outputs:
+  y: {dtype: T, shape: [n]}
+kernels:
+  cuda:
+    source: cu_launch_cuda.cu
+    launch:
+      - kernel: twice<T>
+        grid: ["(n + 255) // 256"]
+        block: [256]
+        args: [x, y, n]
+"""
+LAUNCH_SOURCE = """#include "opsdk/device.h"
+namespace opsdk_op_cu_launch {
+template <typename T>
+__global__ void twice(const T* x, T* y, int n) {  // n is passed as int64_t
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 2 * x[i];
+}
+}  // namespace opsdk_op_cu_launch
+"""
+
+
+def test_a_launched_kernel_whose_parameters_differ_fails_the_build_at_the_launchs_line(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("OPSDK_CUDA_ARCHS", "75")  # one arch: the check is the same for each
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs/cu_launch.yaml").write_text(LAUNCH_YAML)
+    (tmp_path / "opdefs/cu_launch_cuda.cu").write_text(LAUNCH_SOURCE)
+    with pytest.raises(BuildError) as err:
+        build_workspace(tmp_path, progress=False)
+    assert re.search(r"^opdefs/cu_launch\.yaml:13: error: static assertion failed with \"op "
+                     r"'cu_launch': launch 1 passes \(const T\*, T\*, int64_t\) to twice<T>; "
+                     r"declare its parameters with exactly these types, in the order of args\" "
+                     r"\[op 'cu_launch', cuda\]$", str(err.value), re.M), str(err.value)
