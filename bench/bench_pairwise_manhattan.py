@@ -92,7 +92,7 @@ def build_flagship_copy(opdefs: Path, portable: bool) -> Path:
     (root / "opdefs").mkdir()
     for name in FLAGSHIP_FILES:
         text = (opdefs / name).read_text().replace("pairwise_manhattan", COPY_NAME)
-        text = re.sub(r"\n\s*cuda: \S+", "", text)
+        text = re.sub(r"\n  cuda:.*(?:\n {4,}.*)*", "", text)  # the cuda entry and its launch block
         (root / "opdefs" / name.replace("pairwise_manhattan", COPY_NAME)).write_text(text)
     env = {**os.environ, "OPSDK_PORTABLE": "1" if portable else "0"}
     subprocess.run([sys.executable, "-m", "opsdk.cli", "build", "--cuda=off", "--no-progress",

@@ -1,14 +1,15 @@
 // pairwise_manhattan, CUDA: z[i, j] = sum_k |x[i, k] - y[j, k]|.
 //
-// Defines the template that generated/cpp/pairwise_manhattan_op.h declares; the generated CUDA
-// binding includes this file.
+// Device code only: opdefs/pairwise_manhattan.yaml declares the launch (grid, block, arguments),
+// from which opsdk writes the host side for nvcc or launches the kernel through NVRTC.
 //
 // The structure of a tiled matrix product, with |a - b| in place of a * b: each block computes a
 // 64 x 64 tile of z; k is walked in chunks whose slices of x and y are staged in shared memory
 // (stored k-major so the inner loop reads them without bank conflicts); each thread keeps a 4 x 4
 // register tile of sums, so every shared-memory read feeds four differences. Rows and columns
-// past the end are staged as zeros (|0 - 0| adds nothing) and never stored.
-#include "pairwise_manhattan_op.h"
+// past the end are staged as zeros (|0 - 0| adds nothing) and never stored. With p == 0 no chunk
+// runs and every sum stays 0; with n == 0 or m == 0 the grid is empty and nothing is launched.
+#include "opsdk/device.h"
 
 namespace opsdk_op_pairwise_manhattan {
 namespace detail {
@@ -69,19 +70,4 @@ forward_kernel(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__
 }
 
 }  // namespace detail
-
-template <typename T>
-void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&, cudaStream_t stream) {
-    const int64_t n = dims.n, m = dims.m, p = dims.p;
-    if (n == 0 || m == 0) return;
-    const int64_t bx = (m + detail::kTile - 1) / detail::kTile, by = (n + detail::kTile - 1) / detail::kTile;
-    OPSDK_REQUIRE(by <= 65535, "x has " << n << " rows; at most " << 65535 * detail::kTile
-                                        << " fit one launch");
-    const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(by));
-    const dim3 block(detail::kThreadsSide, detail::kThreadsSide);
-    // p == 0 needs no special case: no chunk runs and every sum stays 0.
-    detail::forward_kernel<T><<<grid, block, 0, stream>>>(in.x.data, in.y.data, out.z.data, n, m, p);
-    OPSDK_CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace opsdk_op_pairwise_manhattan

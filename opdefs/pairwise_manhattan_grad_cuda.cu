@@ -1,15 +1,16 @@
 // pairwise_manhattan_grad, CUDA: with s = sign(x[i, k] - y[j, k]), sign(0) = 0 and sign(NaN) = NaN,
 //   grad_x[i, k] = sum_j grad_z[i, j] * s  and  grad_y[j, k] = sum_i grad_z[i, j] * sign(y[j, k] - x[i, k]).
 //
-// Defines the template that generated/cpp/pairwise_manhattan_grad_op.h declares; the generated
-// CUDA binding includes this file.
+// Device code only: opdefs/pairwise_manhattan_grad.yaml declares the two launches, from which
+// opsdk writes the host side for nvcc or launches the kernels through NVRTC.
 //
 // Both outputs have one form, grad_a[a, k] = sum_b w[a, b] * sign(a[a, k] - b[b, k]), with
 // (a, b, w) = (x, y, grad_z) or (y, x, grad_z transposed). One tiled kernel computes it like a
 // matrix product: a block owns a 64 (rows of a) x 64 (k) tile of grad_a and walks b in chunks,
 // staging w and b in shared memory; each thread keeps a 4 x 4 register tile. Two launches (one per
-// output) write disjoint memory: no atomics, no extra memory.
-#include "pairwise_manhattan_grad_op.h"
+// output) write disjoint memory: no atomics, no extra memory. With nb == 0 no chunk runs and the
+// gradient is 0; with na == 0 or p == 0 the grid is empty and nothing is launched.
+#include "opsdk/device.h"
 
 namespace opsdk_op_pairwise_manhattan_grad {
 namespace detail {
@@ -81,27 +82,5 @@ grad_kernel(const T* __restrict__ av, const T* __restrict__ bv, const T* __restr
         }
 }
 
-template <typename T, bool kTransposedW>
-void launch(const T* a, const T* b, const T* w, T* grad, int64_t na, int64_t nb, int64_t p,
-            cudaStream_t stream) {
-    if (na == 0 || p == 0) return;
-    const int64_t gx = (p + kTile - 1) / kTile, gy = (na + kTile - 1) / kTile;
-    OPSDK_REQUIRE(gy <= 65535, "an input has " << na << " rows; at most " << 65535 * kTile
-                                               << " fit one launch");
-    const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy));
-    const dim3 block(kThreadsSide, kThreadsSide);
-    // nb == 0 needs no special case: no chunk runs and the gradient is 0.
-    grad_kernel<T, kTransposedW><<<grid, block, 0, stream>>>(a, b, w, grad, na, nb, p);
-    OPSDK_CUDA_CHECK(cudaGetLastError());
-}
-
 }  // namespace detail
-
-template <typename T>
-void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&, cudaStream_t stream) {
-    const int64_t n = dims.n, m = dims.m, p = dims.p;
-    detail::launch<T, false>(in.x.data, in.y.data, in.grad_z.data, out.grad_x.data, n, m, p, stream);
-    detail::launch<T, true>(in.y.data, in.x.data, in.grad_z.data, out.grad_y.data, m, n, p, stream);
-}
-
 }  // namespace opsdk_op_pairwise_manhattan_grad
