@@ -3,7 +3,10 @@ torch.cdist(p=1) on CUDA and a CuPy broadcasting baseline, with a correctness ch
 the MNIST tutorial's training step through Session.run on the GPU and on the CPU.
 
     opsdk build pairwise_manhattan pairwise_manhattan_grad
-    python bench/bench_pairwise_manhattan_gpu.py [--quick] [--repeats N]
+    python bench/bench_pairwise_manhattan_gpu.py [--quick] [--repeats N] [--compiler nvcc|nvrtc|both]
+
+opsdk's kernels run twice where both are possible: as `opsdk build` compiled them with nvcc
+("opsdk") and as the cuda device compiles their declared launches through NVRTC ("opsdk (NVRTC)").
 
 Cases: n=m=4096 and 8192, p=64 and 256, float32 and float64, forward and gradient. Each row
 prints the median time, GF/s (3 flops per element and k), the ratio to opsdk, and for opsdk the
@@ -88,19 +91,41 @@ def opsdk_kernels():
             load_kernel(registry.get("pairwise_manhattan_grad"), "cuda"))
 
 
-def impls_for(case: Case, cp, arrays: dict, kernels) -> dict[str, Callable[[], object]]:
+def nvrtc_kernels(cp):
+    """The same two kernels compiled through NVRTC (their declared launches), called like the
+    nvcc-built ones: forward(x, y, z, stream), gradient(x, y, g, gx, gy, stream)."""
+    from opsdk.registry import load_registry
+    from opsdk.runtime.devices import cuda_jit
+    registry = load_registry()
+
+    def wrap(spec, n_inputs: int):
+        jit = cuda_jit.jit_kernel(spec)
+
+        def call(*args):
+            inputs, outputs = args[:n_inputs], args[n_inputs:-1]
+            sizes = {"n": inputs[0].shape[0], "m": inputs[1].shape[0], "p": inputs[0].shape[1]}
+            functions = jit.functions({"T": inputs[0].dtype.name}, cp)
+            cuda_jit.run_launches(spec, functions, inputs, outputs, sizes, {},
+                                  cp.cuda.get_current_stream())
+        return call
+    return (wrap(registry.get("pairwise_manhattan"), 2),
+            wrap(registry.get("pairwise_manhattan_grad"), 3))
+
+
+def impls_for(case: Case, cp, arrays: dict, kernel_sets: dict) -> dict[str, Callable[[], object]]:
     """The callables to time for one case, by name; torch only when it has CUDA."""
     x, y, g = arrays["x"], arrays["y"], arrays["g"]
     stream = cp.cuda.get_current_stream().ptr
-    forward, gradient = kernels
     out: dict[str, Callable[[], object]] = {}
     if case.kind == "forward":
         z = cp.empty((case.n, case.m), dtype=case.dtype)
-        out["opsdk"] = lambda: forward(x, y, z, stream)
+        for name, (forward, _) in kernel_sets.items():
+            out[name] = lambda forward=forward: forward(x, y, z, stream)
         out["cupy broadcast"] = lambda: cp.abs(x[:, None, :] - y[None, :, :]).sum(-1)
     else:
         gx, gy = cp.empty_like(x), cp.empty_like(y)
-        out["opsdk"] = lambda: gradient(x, y, g, gx, gy, stream)
+        for name, (_, gradient) in kernel_sets.items():
+            out[name] = lambda gradient=gradient: gradient(x, y, g, gx, gy, stream)
 
         def cupy_grad():
             t = g[:, :, None] * cp.sign(x[:, None, :] - y[None, :, :])
@@ -164,7 +189,7 @@ def broadcast_bytes(case: Case) -> int:
     return 2 * case.n * case.m * case.p * itemsize  # the difference and its abs/sign product
 
 
-def run_case(case: Case, cp, kernels, repeats: int) -> list[Row]:
+def run_case(case: Case, cp, kernel_sets: dict, repeats: int) -> list[Row]:
     rng = cp.random.default_rng(0)
     arrays = {"x": rng.uniform(-2, 2, (case.n, case.p)).astype(case.dtype),
               "y": rng.uniform(-2, 2, (case.m, case.p)).astype(case.dtype),
@@ -172,7 +197,7 @@ def run_case(case: Case, cp, kernels, repeats: int) -> list[Row]:
     free, _ = cp.cuda.runtime.memGetInfo()
     sync = cp.cuda.Device().synchronize
     rows = []
-    for name, fn in impls_for(case, cp, arrays, kernels).items():
+    for name, fn in impls_for(case, cp, arrays, kernel_sets).items():
         if name == "cupy broadcast" and broadcast_bytes(case) > 0.6 * free:
             rows.append(Row(name, None, f"skipped: needs {broadcast_bytes(case) / 2**30:.1f} GiB"))
             continue
@@ -198,7 +223,7 @@ def element_limit(cp, dtype: str) -> Optional[float]:
 
 
 def print_rows(case: Case, rows: list[Row], limit: Optional[float]) -> None:
-    base = next((r.seconds for r in rows if r.impl == "opsdk"), None)
+    base = next((r.seconds for r in rows if r.impl.startswith("opsdk")), None)
     print(f"\n{case.label}")
     for r in rows:
         if r.seconds is None:
@@ -238,27 +263,41 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller large case")
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per case")
+    parser.add_argument("--compiler", choices=("nvcc", "nvrtc", "both"), default="both",
+                        help="opsdk's kernels as nvcc built them, as NVRTC compiles them, or both")
     args = parser.parse_args(argv)
     cp, reason = gpu_or_reason()
     if cp is None:
         print(f"skipped: {reason}")
         return 0
     from opsdk.registry.errors import OpsdkError
+    from opsdk.runtime.devices.cuda_jit import nvrtc_problem
+    kernel_sets = {}
     try:
-        kernels = opsdk_kernels()
+        kernel_sets["opsdk"] = opsdk_kernels()
     except OpsdkError as exc:
-        print(f"error: {exc}\n(build the CUDA kernels with `opsdk build --cuda on`)", file=sys.stderr)
+        print(f"opsdk (nvcc): {exc}\n(build the CUDA kernels with `opsdk build --cuda on`)")
+    if args.compiler != "nvcc" and nvrtc_problem() is None:
+        kernel_sets["opsdk (NVRTC)"] = nvrtc_kernels(cp)
+    elif args.compiler != "nvcc":
+        print(f"opsdk (NVRTC): {nvrtc_problem()}")
+    if args.compiler == "nvrtc":
+        kernel_sets.pop("opsdk", None)
+    if not kernel_sets:
+        print("error: no opsdk kernel to time", file=sys.stderr)
         return 1
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-    if not check_correctness(cp, kernels):
-        print("correctness check FAILED", file=sys.stderr)
-        return 1
+    for name, kernels in kernel_sets.items():
+        print(f"{name}:")
+        if not check_correctness(cp, kernels):
+            print("correctness check FAILED", file=sys.stderr)
+            return 1
     sizes = (2048,) if args.quick else (4096, 8192)
     repeats = args.repeats or (5 if args.quick else 20)
     cases = [Case(kind, n, n, p, dtype) for kind in ("forward", "gradient") for n in sizes
              for p in (64, 256) for dtype in ("float32", "float64")]
     for case in cases:
-        print_rows(case, run_case(case, cp, kernels, repeats), element_limit(cp, case.dtype))
+        print_rows(case, run_case(case, cp, kernel_sets, repeats), element_limit(cp, case.dtype))
     print("\nMNIST tutorial's training step (batch 100) through Session.run:")
     steps = {device: mnist_step_ms(device, repeats * 10) for device in ("/gpu:0", "/cpu:0")}
     for device, ms in steps.items():

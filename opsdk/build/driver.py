@@ -227,7 +227,9 @@ def _cuda_toolchain(mode: str) -> tuple[Optional[Toolchain], Optional[str]]:
     if mode == "on":
         raise OpsdkError(f"--cuda=on but nvcc is not usable: {why_missing('cuda')}; install the "
                          "CUDA toolkit, or build with --cuda=auto")
-    return None, "cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them)"
+    return None, ("cuda kernels skipped: nvcc not found (install the CUDA toolkit to build them); "
+                  "those that declare `launch:` compile through NVRTC at first use on a GPU "
+                  "instead (pip install 'opsdk[gpu]')")
 
 
 def _cuda_targets(toolchain: Optional[Toolchain]) -> Optional[CudaTargets]:

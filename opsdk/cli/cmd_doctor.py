@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     checks = [_compiler("cpu", "building cpu kernels (`opsdk build`)"),
               _compiler("cuda", "building cuda kernels (built whenever nvcc is present)"),
               _cupy(),
+              _nvrtc(),
               _module("ray", "ray", "distributed graphs (opsdk.dist); pip install ray"),
               _program("dot", "rendering graphs to images (Graphviz)", "-V"),
               _builtin_kernels()]
@@ -114,6 +115,21 @@ def _cupy() -> Check:
     if count == 0:
         return Check("CuPy + GPU", False, "CuPy present, no GPU", disables)
     return Check("CuPy + GPU", True, f"CuPy {cupy.__version__}, {count} GPU(s)", disables)
+
+
+def _nvrtc() -> Check:
+    """Whether CuPy's NVRTC can compile cuda kernels with declared launches (no GPU needed)."""
+    from ..runtime.devices.cuda_jit import nvrtc_problem
+
+    disables = ("compiling cuda kernels with declared launches at first use where nvcc is absent; "
+                "pip install 'opsdk[gpu]'")
+    problem = nvrtc_problem()
+    if problem is not None:
+        return Check("NVRTC", False, problem, disables)
+    from cupy.cuda import nvrtc
+
+    major, minor = nvrtc.getVersion()
+    return Check("NVRTC", True, f"NVRTC {major}.{minor} (through CuPy)", disables)
 
 
 def _builtin_kernels() -> Check:

@@ -114,6 +114,12 @@ def infer_outputs(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
     >>> infer_outputs(pm, [(4, 3), (None, 3)], ["float32", "float32"], {})  # doctest: +SKIP
     [((4, None), 'float32')]
     """
+    return infer_outputs_and_sizes(spec, input_shapes, input_dtypes, attrs)[0]
+
+
+def infer_outputs_and_sizes(spec: OpSpec, input_shapes: Any, input_dtypes: Any, attrs: Mapping[str, Any]
+                            ) -> tuple[list[tuple[Any, Optional[str]]], dict[str, Optional[int]]]:
+    """`infer_outputs`, and the sizes dim expressions read: every bound dim and int attr."""
     dtypes = resolve_type_attrs(spec, input_dtypes, attrs)
     binder = _Binder(spec)
     shapes = _per_input(spec, input_shapes, "shapes")
@@ -128,7 +134,7 @@ def infer_outputs(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
         out_shapes = _call_shape_fn(spec, shapes, attrs)
     else:
         out_shapes = [binder.output_shape(t, env, attrs) for t in spec.outputs]
-    return [(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)]
+    return [(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)], env
 
 
 def _call_shape_fn(spec: OpSpec, shapes: list, attrs: Mapping[str, Any]) -> list:

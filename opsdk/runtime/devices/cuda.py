@@ -7,8 +7,10 @@ module"):
          *preallocated outputs (a list of them for a list output), stream pointer) -> None
 
 with the outputs allocated here from the declaration's shape inference on the actual inputs,
-and launched on CuPy's current stream, so kernels run in order with CuPy's own work. CuPy is
-imported only when a GPU is asked for; the probe's answer is kept for the process.
+and launched on CuPy's current stream, so kernels run in order with CuPy's own work. A kernel with
+declared launches that nvcc did not build is compiled through NVRTC at first use instead
+(cuda_jit). CuPy is imported only when a GPU is asked for; the probe's answer is kept for the
+process.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.registry.infer import infer_outputs
+from opsdk.registry.infer import infer_outputs, resolve_type_attrs
 from opsdk.registry.spec import OpSpec
 from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
+from opsdk.runtime.devices.cuda_jit import JitKernel, check_inputs, run_launches, sizes_and_outputs
 
 _probe_lock = threading.Lock()
 # id of the `cupy` entry of sys.modules when probed -> (that entry, (cupy or None, what is
@@ -90,6 +93,8 @@ class CudaDevice(Device):
              type_attrs: Mapping[str, str]) -> KernelCall:
         if kind != "cuda":
             return super().call(spec, kind, fn, attrs, type_attrs)
+        if isinstance(fn, JitKernel):
+            return _JitCall(spec, fn, attrs, type_attrs, self.xp)
         return _BuiltCall(spec, fn, attrs, type_attrs, self.xp)
 
 
@@ -113,6 +118,27 @@ class _BuiltCall:
                      for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
         stream = int(self.cp.cuda.get_current_stream().ptr)
         self.fn(*grouped, *self.tail, *allocated, stream)
+        return allocated[0] if len(allocated) == 1 else tuple(allocated)
+
+
+class _JitCall:
+    """A cuda kernel compiled through NVRTC (cuda_jit): allocates the outputs, runs the declared
+    launches on CuPy's current stream, returns the outputs."""
+
+    def __init__(self, spec: OpSpec, jit: JitKernel, attrs: Mapping[str, Any],
+                 type_attrs: Mapping[str, str], cp: Any):
+        self.spec, self.jit, self.cp = spec, jit, cp
+        self.attrs = {**attrs, **type_attrs}
+
+    def __call__(self, values: Sequence[Any]) -> Any:
+        check_inputs(self.spec, values)
+        outputs, sizes = sizes_and_outputs(self.spec, values, self.attrs)
+        types = resolve_type_attrs(self.spec, [v.dtype.name for v in values], self.attrs)
+        allocated = [_allocate(self.spec, t, shape, dtype, self.cp)
+                     for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
+        functions = self.jit.functions(types, self.cp)
+        run_launches(self.spec, functions, values, allocated, sizes, self.attrs,
+                     self.cp.cuda.get_current_stream())
         return allocated[0] if len(allocated) == 1 else tuple(allocated)
 
 

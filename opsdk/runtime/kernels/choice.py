@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 from opsdk.runtime.devices import Device, host
 
@@ -57,13 +57,34 @@ def choose_kernel(spec: OpSpec, device: Optional[Device] = None,
                          f"(kernels: {', '.join(spec.devices) or 'none'})")
     if kind == "python":
         return KernelChoice(kind, load_python_kernel(spec), device)
+    if kind == "cuda" and _uses_nvrtc(spec):
+        from opsdk.runtime.devices.cuda_jit import jit_kernel
+        return KernelChoice(kind, jit_kernel(spec), device)
     from opsdk.runtime.kernels.loader import load_kernel  # imports built modules: only here
-    return KernelChoice(kind, load_kernel(spec, kind), device)
+    try:
+        return KernelChoice(kind, load_kernel(spec, kind), device)
+    except KernelNotBuiltError as exc:
+        if kind != "cuda":
+            raise
+        from opsdk.runtime.devices.cuda_jit import jit_problem
+        raise KernelNotBuiltError(f"{exc}; nor can it compile at first use: "
+                                  f"{jit_problem(spec)}") from None
 
 
 def _is_built(spec: OpSpec, kind: str) -> bool:
+    """Built by `opsdk build`, or (cuda) compiled through NVRTC at first use."""
     from opsdk.runtime.kernels.loader import manifest_path
-    return manifest_path(spec, kind).is_file()
+    return manifest_path(spec, kind).is_file() or (kind == "cuda" and _uses_nvrtc(spec))
+
+
+def _uses_nvrtc(spec: OpSpec) -> bool:
+    """Whether the cuda kernel compiles through NVRTC: it declares its launches, NVRTC is there,
+    and nvcc built none (or OPSDK_CUDA_JIT=always)."""
+    from opsdk.runtime.devices.cuda_jit import jit_mode, jit_problem
+    from opsdk.runtime.kernels.loader import manifest_path
+    if jit_problem(spec) is not None:
+        return False
+    return jit_mode() == "always" or not manifest_path(spec, "cuda").is_file()
 
 
 def load_python_kernel(spec: OpSpec) -> Callable:

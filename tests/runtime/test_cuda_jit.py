@@ -1,0 +1,363 @@
+"""CUDA kernels with declared launches, compiled through NVRTC at first use (cuda_jit).
+
+Three kinds of tests:
+* everywhere: the launch arithmetic (grid, block, limits, empty grids) and the arguments' types;
+* where CuPy can load NVRTC (no GPU needed; CI installs it): real NVRTC compiles of the flagship
+  and of a small workspace, the on-disk cache and its key, errors at the author's line, and the
+  cuda device running the declared launches against a NumPy stand-in for CuPy whose kernel
+  functions emulate the flagship's kernels from the arguments they are handed;
+* marked gpu: the NVRTC-compiled flagship on a real GPU against NumPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.registry import BUILTIN_ROOT, KernelNotBuiltError, OpError, OpsdkError, load_registry
+from opsdk.runtime.devices import cuda_jit
+from opsdk.runtime.frontend.api import apply_op
+
+NVRTC_MISSING = cuda_jit.nvrtc_problem()
+needs_nvrtc = pytest.mark.skipif(NVRTC_MISSING is not None, reason=NVRTC_MISSING or "")
+if NVRTC_MISSING is None:
+    from cupy.cuda import nvrtc  # imported before any test stands in a fake `cupy`
+
+
+@pytest.fixture(scope="module")
+def flagship():
+    registry = load_registry(BUILTIN_ROOT)
+    return registry.get("pairwise_manhattan"), registry.get("pairwise_manhattan_grad")
+
+
+# -------------------------------------------------------------------- everywhere: the launches
+def test_the_grid_follows_the_sizes_and_an_empty_grid_skips_the_launch(flagship):
+    forward, grad = flagship
+    (launch,) = forward.kernel("cuda").launches
+    assert cuda_jit.launch_shapes(forward, launch, {"n": 100, "m": 130, "p": 7}) == (
+        (3, 2, 1), (16, 16, 1), 0)
+    assert cuda_jit.launch_shapes(forward, launch, {"n": 0, "m": 130, "p": 7}) is None
+    to_x, to_y = grad.kernel("cuda").launches
+    assert cuda_jit.launch_shapes(grad, to_y, {"n": 5, "m": 200, "p": 65})[0] == (2, 4, 1)
+    assert cuda_jit.launch_shapes(grad, to_x, {"n": 5, "m": 200, "p": 0}) is None
+
+
+def test_a_launch_past_cudas_limits_is_an_error_naming_the_op_and_kernel(flagship):
+    forward, _ = flagship
+    (launch,) = forward.kernel("cuda").launches
+    with pytest.raises(OpError, match=r"^pairwise_manhattan: launch of detail::forward_kernel<T>: "
+                                      r"grid y is 65536; CUDA allows 0 to 65535$"):
+        cuda_jit.launch_shapes(forward, launch, {"n": 65535 * 64 + 1, "m": 1, "p": 1})
+
+
+WS_YAML = """
+op: cu_scale
+summary: y = scale * x on the GPU, with a grid-stride loop.
+type_attrs:
+  T: [float32, float64]
+attrs:
+  scale: {type: float, default: 2.0}
+  flip: {type: bool, default: false}
+inputs:
+  x: {dtype: T, shape: [n, p]}
+outputs:
+  y: {dtype: T, shape: [n, p]}
+kernels:
+  cuda:
+    source: cu_scale_cuda.cu
+    launch:
+      - kernel: scale<T>
+        grid: ["min((n * p + 255) // 256, 1024)"]
+        block: [256]
+        args: [x, y, "n * p", scale, flip]
+reference: "scale * x"
+"""
+LAUNCH_LINE = 16  # `- kernel: scale<T>`
+WS_SOURCE = """#include "opsdk/device.h"
+#include "cu_scale_helpers.h"
+
+namespace opsdk_op_cu_scale {
+template <typename T>
+__global__ void scale(const T* x, T* y, int64_t size, double factor, bool flip) {
+    for (int64_t i = opsdk::cuda::first(); i < size; i += opsdk::cuda::stride()) {
+        y[i] = helpers::signed_times(x[i], factor, flip);
+    }
+}
+}  // namespace opsdk_op_cu_scale
+"""
+WS_HEADER = """namespace helpers {
+template <typename T> __device__ T signed_times(T v, double f, bool flip) {
+    return static_cast<T>(flip ? -f * v : f * v);
+}
+}  // namespace helpers
+"""
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    """A workspace whose one op declares its launch; its kernel includes a header of its own."""
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "cu_scale.yaml").write_text(WS_YAML.lstrip())
+    (tmp_path / "opdefs" / "cu_scale_cuda.cu").write_text(WS_SOURCE)
+    (tmp_path / "opdefs" / "cu_scale_helpers.h").write_text(WS_HEADER)
+    return tmp_path
+
+
+def _spec(root: Path):
+    return load_registry(root).get("cu_scale")
+
+
+def test_arguments_are_passed_as_typed_scalars_in_the_declared_order(ws):
+    spec = _spec(ws)
+    (launch,) = spec.kernel("cuda").launches
+    x, y = object(), object()
+    args = cuda_jit.launch_args(spec, launch, {"x": x, "y": y}, {"n": 3, "p": 5}, {"flip": True})
+    assert args[:2] == (x, y)
+    assert [(type(a), a) for a in args[2:]] == [(np.int64, 15), (np.float64, 2.0), (np.bool_, True)]
+
+
+# ---------------------------------------------------------------- with NVRTC (no GPU needed)
+@needs_nvrtc
+def test_nvrtc_compiles_the_flagship_for_any_arch_it_knows(flagship, tmp_path):
+    forward, grad = flagship
+    for spec, launches in ((forward, 1), (grad, 2)):
+        for dtype, code in (("float32", "f"), ("float64", "d")):
+            program = cuda_jit.compile_program(spec, {"T": dtype}, 90, tmp_path)
+            assert program.path.suffix == ".cubin" and program.path.stat().st_size > 1000
+            assert len(program.lowered) == launches
+            assert all(f"I{code}" in name for name in program.lowered), program.lowered
+    newest = max(nvrtc.getSupportedArchs())
+    program = cuda_jit.compile_program(forward, {"T": "float32"}, newest + 1, tmp_path)
+    assert program.path.suffix == ".ptx"  # a GPU newer than NVRTC: PTX, compiled by the driver
+    assert program.path.read_bytes().count(b".entry") == 1
+    with pytest.raises(OpsdkError, match=r"this NVRTC compiles for sm_\d+ and newer; the GPU is sm_30"):
+        cuda_jit.compile_program(forward, {"T": "float32"}, 30, tmp_path)
+
+
+@needs_nvrtc
+def test_every_declared_launch_of_the_repository_compiles_with_nvrtc(tmp_path):
+    """What CI can check of the NVRTC path without a GPU: each op's every dtype, for sm_80."""
+    registry = load_registry(BUILTIN_ROOT)
+    specs = [registry.get(n) for n in registry.names()]
+    launched = [s for s in specs if s.kernel("cuda") and s.kernel("cuda").launches]
+    assert {s.name for s in launched} >= {"pairwise_manhattan", "pairwise_manhattan_grad"}
+    for spec in launched:
+        for types in ({ta.name: d for ta, d in zip(spec.type_attrs, combo)}
+                      for combo in itertools.product(*(ta.allowed for ta in spec.type_attrs))):
+            program = cuda_jit.compile_program(spec, types, 80, tmp_path)
+            assert len(program.lowered) == len(spec.kernel("cuda").launches)
+
+
+@needs_nvrtc
+def test_the_cache_key_covers_the_source_and_every_included_header(ws, tmp_path, monkeypatch):
+    spec, cache = _spec(ws), tmp_path / "cache"
+    first = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
+
+    def no_compile(*args):
+        raise AssertionError("recompiled")
+
+    with monkeypatch.context() as m:
+        m.setattr(cuda_jit, "_nvrtc_compile", no_compile)
+        assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache) == first
+        header = ws / "opdefs" / "cu_scale_helpers.h"
+        header.write_text(header.read_text())  # touched, same bytes: still a hit
+        assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache) == first
+    header.write_text(header.read_text().replace("-f * v", "-(f * v)"))
+    edited = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
+    assert edited.path != first.path and first.path.exists()
+    assert cuda_jit.compile_program(spec, {"T": "float64"}, 80, cache).path not in (first.path, edited.path)
+    assert cuda_jit.compile_program(spec, {"T": "float32"}, 86, cache).path != edited.path
+
+
+@needs_nvrtc
+def test_a_corrupt_or_crafted_cache_entry_is_recompiled_not_trusted(ws, tmp_path):
+    spec, cache = _spec(ws), tmp_path / "cache"
+    program = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
+    good = program.path.read_bytes()
+    program.path.write_bytes(good[: len(good) // 2])  # truncated
+    assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache).path.read_bytes() == good
+    entry = program.path.with_suffix(".json")
+    data = json.loads(entry.read_text())
+    for field, value in (("lowered", ["../../etc/passwd"]), ("kind", "../x"), ("format", 99)):
+        entry.write_text(json.dumps({**data, field: value}))
+        again = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
+        assert again == program and json.loads(entry.read_text()) == data
+
+
+@needs_nvrtc
+def test_a_compile_error_names_the_authors_file_and_line(ws, tmp_path):
+    source = ws / "opdefs" / "cu_scale_cuda.cu"
+    source.write_text(WS_SOURCE.replace("        y[i] =", "        oops += 1;\n        y[i] ="))
+    with pytest.raises(OpError) as info:
+        cuda_jit.compile_program(_spec(ws), {"T": "float32"}, 80, tmp_path)
+    assert str(info.value).startswith("cu_scale: its cuda kernel does not compile with NVRTC:\n"
+                                      "opdefs/cu_scale_cuda.cu:8: error: identifier \"oops\" is undefined")
+    source.write_text(WS_SOURCE)
+    (ws / "opdefs" / "cu_scale_helpers.h").write_text(WS_HEADER.replace("return", "retrun"))
+    with pytest.raises(OpError, match=r"\nopdefs/cu_scale_helpers\.h:3: error: "):
+        cuda_jit.compile_program(_spec(ws), {"T": "float32"}, 80, tmp_path)
+
+
+@needs_nvrtc
+def test_a_kernel_whose_parameters_differ_from_the_launch_fails_at_the_launchs_line(ws, tmp_path):
+    source = ws / "opdefs" / "cu_scale_cuda.cu"
+    source.write_text(WS_SOURCE.replace("int64_t size", "int size"))  # would read garbage
+    with pytest.raises(OpError) as info:
+        cuda_jit.compile_program(_spec(ws), {"T": "float64"}, 80, tmp_path)
+    assert (f"opdefs/cu_scale.yaml:{LAUNCH_LINE}: error: static assertion failed with \"op "
+            "'cu_scale': launch 1 passes (const T*, T*, int64_t, double, bool) to scale<T>; declare "
+            "its parameters with exactly these types, in the order of args\"") in str(info.value)
+
+
+# ------------------------------------ the cuda device running declared launches (stand-in CuPy)
+class DeviceArray(np.ndarray):
+    """A NumPy array that claims to live on a GPU."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}
+
+
+class EmulatedKernel:
+    """A loaded kernel function: records each launch and computes what the flagship's kernel
+    computes, from the arguments exactly as handed over (pointers as arrays, sizes as int64)."""
+
+    def __init__(self, name: str, launches: list):
+        self.name, self.launches = name, launches
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        self.launches.append((self.name, grid, block, shared_mem, stream, args))
+        if "forward_kernel" in self.name:
+            x, y, z, n, m, p = args
+            z[...] = np.abs(x[:, None, :] - y[None, :, :]).sum(-1)
+            assert (n, m, p) == (*z.shape, x.shape[1]) and type(n) is np.int64
+        else:  # grad_kernel<T, kTransposedW>: grad_a = sum_b w[a, b] * sign(a - b)
+            a, b, w, grad, na, nb, p = args
+            w = w.T if "Lb1" in self.name else w
+            grad[...] = (w[:, :, None] * np.sign(a[:, None, :] - b[None, :, :])).sum(1)
+            assert (na, nb) == (a.shape[0], b.shape[0])
+
+
+class FakeCupy(types.ModuleType):
+    """NumPy dressed as CuPy, with RawModule and Device as the NVRTC path uses them."""
+
+    def __init__(self) -> None:
+        super().__init__("cupy")
+        self.ndarray = DeviceArray
+        self.modules: list[str] = []
+        self.launches: list[tuple] = []
+        self.stream = types.SimpleNamespace(ptr=777)
+        device = types.SimpleNamespace(id=0, compute_capability="90")
+        self.cuda = types.SimpleNamespace(
+            runtime=types.SimpleNamespace(getDeviceCount=lambda: 1),
+            get_current_stream=lambda: self.stream, Device=lambda *a: device)
+
+    def RawModule(self, path):  # noqa: N802 - CuPy's name
+        assert Path(path).suffix == ".cubin" and Path(path).stat().st_size > 0
+        self.modules.append(path)
+        return types.SimpleNamespace(get_function=lambda name: EmulatedKernel(name, self.launches))
+
+    def asarray(self, value, dtype=None):
+        return np.ascontiguousarray(value, dtype=dtype).view(DeviceArray)
+
+    def asnumpy(self, value):
+        return np.asarray(value)
+
+    def empty(self, shape, dtype):
+        return np.full(shape, np.nan, dtype=dtype).view(DeviceArray)  # NaN: unwritten shows
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+
+@needs_nvrtc
+def test_the_cuda_device_runs_the_declared_launches_of_an_nvrtc_compiled_kernel(
+        flagship, tmp_path, monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setenv("OPSDK_CUDA_JIT", "always")  # even where nvcc built the kernel
+    monkeypatch.setattr(cuda_jit, "cache_folder", lambda spec: tmp_path)
+    monkeypatch.setattr(cuda_jit, "_kernels", {})
+    registry = load_registry(BUILTIN_ROOT)
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(70, 9)), rng.normal(size=(130, 9))
+    z = apply_op(registry, "pairwise_manhattan", [fake.asarray(x), fake.asarray(y)], {}, device="cuda")
+    assert isinstance(z, DeviceArray)
+    np.testing.assert_allclose(np.asarray(z), np.abs(x[:, None] - y[None]).sum(-1), rtol=1e-12)
+    ((name, grid, block, shared, stream, _),) = fake.launches
+    assert "forward_kernel" in name and (grid, block, shared) == ((3, 2, 1), (16, 16, 1), 0)
+    assert stream is fake.stream
+    g = rng.normal(size=(70, 130))
+    gx, gy = apply_op(registry, "pairwise_manhattan_grad",
+                      [fake.asarray(x), fake.asarray(y), fake.asarray(g)], {}, device="cuda")
+    sign = np.sign(x[:, None] - y[None])
+    np.testing.assert_allclose(np.asarray(gx), (g[:, :, None] * sign).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(gy), -(g[:, :, None] * sign).sum(0), rtol=1e-12)
+    assert [launch[1] for launch in fake.launches[1:]] == [(1, 2, 1), (1, 3, 1)]
+    # Loaded once per op and dtype; a second call reuses the module, a new dtype compiles anew.
+    apply_op(registry, "pairwise_manhattan", [fake.asarray(x), fake.asarray(y)], {}, device="cuda")
+    apply_op(registry, "pairwise_manhattan", [fake.asarray(x[:0]), fake.asarray(y)], {}, device="cuda")
+    assert len(fake.modules) == 2 and len(fake.launches) == 4  # the empty grid launched nothing
+    apply_op(registry, "pairwise_manhattan", [fake.asarray(x, np.float32), fake.asarray(y, np.float32)],
+             {}, device="cuda")
+    assert len(fake.modules) == 3
+
+
+@needs_nvrtc
+def test_a_non_contiguous_input_is_refused_before_any_launch(flagship, tmp_path, monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setenv("OPSDK_CUDA_JIT", "always")
+    monkeypatch.setattr(cuda_jit, "_nvrtc_compile", None)  # refused before compiling
+    x = fake.asarray(np.ones((4, 6)))[:, ::2]
+    with pytest.raises(OpsdkError, match=r"input 'x' is not C-contiguous; pass "
+                                         r"cupy.ascontiguousarray\(x\)"):
+        apply_op(load_registry(BUILTIN_ROOT), "pairwise_manhattan", [x, fake.asarray(np.ones((2, 3)))],
+                 {}, device="cuda")
+    assert fake.launches == []
+
+
+def test_with_nvrtc_off_and_nothing_built_the_error_says_both(ws, monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setenv("OPSDK_CUDA_JIT", "never")
+    with pytest.raises(KernelNotBuiltError) as info:
+        apply_op(load_registry(ws), "cu_scale", [fake.asarray(np.ones((2, 2)))], {}, device="cuda")
+    assert str(info.value).endswith("no built cuda kernel; run `opsdk build` in "
+                                    f"{ws.resolve()}; nor can it compile at first use: "
+                                    "OPSDK_CUDA_JIT=never")
+    monkeypatch.setenv("OPSDK_CUDA_JIT", "sometimes")
+    with pytest.raises(OpsdkError, match=r"OPSDK_CUDA_JIT='sometimes'; use one of auto, always, never"):
+        apply_op(load_registry(ws), "cu_scale", [fake.asarray(np.ones((2, 2)))], {}, device="cuda")
+
+
+# ------------------------------------------------------------------------------ on a real GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("float64", 1e-12)])
+def test_the_nvrtc_compiled_flagship_agrees_with_numpy_on_the_gpu(cupy, monkeypatch, tmp_path,
+                                                                   dtype, rtol):
+    monkeypatch.setenv("OPSDK_CUDA_JIT", "always")
+    monkeypatch.setattr(cuda_jit, "cache_folder", lambda spec: tmp_path)
+    monkeypatch.setattr(cuda_jit, "_kernels", {})
+    registry = load_registry(BUILTIN_ROOT)
+    rng = np.random.default_rng(1)
+    for n, m, p in ((0, 3, 4), (1, 1, 0), (65, 130, 17), (200, 70, 300)):
+        x, y = rng.normal(size=(n, p)).astype(dtype), rng.normal(size=(m, p)).astype(dtype)
+        g = rng.normal(size=(n, m)).astype(dtype)
+        z = apply_op(registry, "pairwise_manhattan", [cupy.asarray(x), cupy.asarray(y)], {},
+                     device="cuda")
+        gx, gy = apply_op(registry, "pairwise_manhattan_grad",
+                          [cupy.asarray(x), cupy.asarray(y), cupy.asarray(g)], {}, device="cuda")
+        sign = np.sign(x[:, None].astype(np.float64) - y[None])
+        np.testing.assert_allclose(cupy.asnumpy(z), np.abs(x[:, None] - y[None]).sum(-1), rtol=rtol,
+                                   atol=rtol * max(p, 1))
+        np.testing.assert_allclose(cupy.asnumpy(gx), (g[:, :, None] * sign).sum(1), rtol=rtol,
+                                   atol=rtol * max(m, 1))
+        np.testing.assert_allclose(cupy.asnumpy(gy), -(g[:, :, None] * sign).sum(0), rtol=rtol,
+                                   atol=rtol * max(n, 1))
