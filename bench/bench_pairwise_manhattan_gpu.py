@@ -105,8 +105,7 @@ def nvrtc_kernels(cp):
             inputs, outputs = args[:n_inputs], args[n_inputs:-1]
             sizes = {"n": inputs[0].shape[0], "m": inputs[1].shape[0], "p": inputs[0].shape[1]}
             functions = jit.functions({"T": inputs[0].dtype.name}, cp)
-            cuda_jit.run_launches(spec, functions, inputs, outputs, sizes, {},
-                                  cp.cuda.get_current_stream())
+            cuda_jit.run_launches(spec, functions, inputs, outputs, sizes, {})  # current stream
         return call
     return (wrap(registry.get("pairwise_manhattan"), 2),
             wrap(registry.get("pairwise_manhattan_grad"), 3))
@@ -271,7 +270,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"skipped: {reason}")
         return 0
     from opsdk.registry.errors import OpsdkError
-    from opsdk.runtime.devices.cuda_jit import nvrtc_problem
+    from opsdk.build.nvrtc import nvrtc_problem
     kernel_sets = {}
     try:
         kernel_sets["opsdk"] = opsdk_kernels()

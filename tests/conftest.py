@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -26,3 +27,79 @@ def cupy():
     except cupy.cuda.runtime.CUDARuntimeError as exc:
         pytest.skip(f"no usable CUDA device: {exc}")
     return cupy
+
+
+# -- CUDA kernels with declared launches (tests/codegen/test_nvrtc.py, tests/runtime/test_cuda_jit.py)
+WS_YAML = """
+op: cu_scale
+summary: y = scale * x on the GPU, with a grid-stride loop.
+type_attrs:
+  T: [float32, float64]
+attrs:
+  scale: {type: float, default: 2.0}
+  flip: {type: bool, default: false}
+inputs:
+  x: {dtype: T, shape: [n, p]}
+outputs:
+  y: {dtype: T, shape: [n, p]}
+kernels:
+  cuda:
+    source: cu_scale_cuda.cu
+    launch:
+      - kernel: scale<T>
+        grid: ["min((n * p + 255) // 256, 1024)"]
+        block: [256]
+        args: [x, y, "n * p", scale, flip]
+reference: "scale * x"
+"""
+WS_SOURCE = """#include "opsdk/device.h"
+#include "cu_scale_helpers.h"
+
+namespace opsdk_op_cu_scale {
+template <typename T>
+__global__ void scale(const T* x, T* y, int64_t size, double factor, bool flip) {
+    for (int64_t i = opsdk::cuda::first(); i < size; i += opsdk::cuda::stride()) {
+        y[i] = helpers::signed_times(x[i], factor, flip);
+    }
+}
+}  // namespace opsdk_op_cu_scale
+"""
+WS_HEADER = """namespace helpers {
+template <typename T> __device__ T signed_times(T v, double f, bool flip) {
+    return static_cast<T>(flip ? -f * v : f * v);
+}
+}  // namespace helpers
+"""
+
+
+class LaunchWorkspace:
+    """A workspace whose one op, cu_scale, declares its launch; its kernel includes a header."""
+
+    yaml, source, header = WS_YAML.lstrip(), WS_SOURCE, WS_HEADER
+    launch_line = 16  # `- kernel: scale<T>` in opdefs/cu_scale.yaml
+
+    def __init__(self, root: Path):
+        self.root = root
+        (root / "opdefs").mkdir(parents=True)
+        (root / "opdefs" / "cu_scale.yaml").write_text(self.yaml)
+        (root / "opdefs" / "cu_scale_cuda.cu").write_text(self.source)
+        (root / "opdefs" / "cu_scale_helpers.h").write_text(self.header)
+
+    def spec(self):
+        from opsdk.registry import load_registry
+        return load_registry(self.root).get("cu_scale")
+
+
+@pytest.fixture
+def launch_ws(tmp_path) -> LaunchWorkspace:
+    return LaunchWorkspace(tmp_path / "ws")
+
+
+@pytest.fixture(scope="module")
+def flagship():
+    """The flagship's two specs, as this repository declares them."""
+    from opsdk.registry import BUILTIN_ROOT, load_registry
+    registry = load_registry(BUILTIN_ROOT)
+    return registry.get("pairwise_manhattan"), registry.get("pairwise_manhattan_grad")
+
+

@@ -119,7 +119,7 @@ def _cupy() -> Check:
 
 def _nvrtc() -> Check:
     """Whether CuPy's NVRTC can compile cuda kernels with declared launches (no GPU needed)."""
-    from ..runtime.devices.cuda_jit import nvrtc_problem
+    from ..build.nvrtc import nvrtc_problem
 
     disables = ("compiling cuda kernels with declared launches at first use where nvcc is absent; "
                 "pip install 'opsdk[gpu]'")

@@ -1,5 +1,6 @@
 """What a declared CUDA launch (`kernels: cuda: launch:`) means in C++, for both of its users:
-the generated nvcc host code (opsdk.codegen) and the NVRTC path (opsdk.runtime.devices.cuda_jit).
+the generated nvcc host code (opsdk.codegen) and the NVRTC path (opsdk.build.nvrtc, run by
+opsdk.runtime.devices.cuda_jit).
 
 Both check the kernel's parameter types against what the launch passes, with
 

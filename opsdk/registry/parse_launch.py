@@ -106,23 +106,25 @@ def _dims3(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[t
     return None if None in sizes else tuple(sizes)
 
 
-def _size(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[Expr]:
-    """An integer, or a dim expression over dims the inputs bind and int attrs."""
+def _size(node: YNode, d: Diagnostics, sig: Signature, what: str, arg: bool = False) -> Optional[Expr]:
+    """An integer, or a dim expression over dims the inputs bind and int attrs. A size (grid,
+    block, shared) may not be a negative literal; an argument (`arg`) may."""
+    fix = "; an argument is an input, an output, an attr, or an int dim expression" if arg else ""
     if isinstance(node, YScalar) and type(node.value) is int:
-        if node.value < 0:
+        if node.value < 0 and not arg:
             d.error(node.line, f"{what} must not be negative, got {node.value}")
             return None
         return Num(node.value)
     if not (isinstance(node, YScalar) and isinstance(node.value, str) and node.value.strip()):
         d.error(node.line, f"{what} must be an integer or a dim expression like '(n + 255) // 256', "
-                           f"got {describe(node)}")
+                           f"got {describe(node)}{fix}")
         return None
     try:
         expr = parse_expr(node.value)
     except ExprSyntaxError as exc:
-        d.error(node.line, f"{what}: {exc}")
+        d.error(node.line, f"{what}: {exc}{fix}")
         return None
-    if not _check_expr_names(ExprDim(expr, node.value), d, sig, what, node.line):
+    if not _check_expr_names(ExprDim(expr, node.value), d, sig, what, node.line, fix):
         return None
     return expr
 
@@ -173,26 +175,7 @@ def _arg(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[Lau
             d.error(node.line, f"{what}: '{clip(name)}' is no input, output, attr or dim"
                                f"{did_you_mean(name, known)}")
             return None
-    expr = _size_or_negative(node, d, sig, what)
+    expr = _size(node, d, sig, what, arg=True)
     if expr is None:
         return None
     return LaunchArg("int", node.value.strip() if isinstance(node.value, str) else str(node.value), expr)
-
-
-def _size_or_negative(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[Expr]:
-    """An argument's int expression: like a size, but a literal may be negative."""
-    if isinstance(node, YScalar) and type(node.value) is int:
-        return Num(node.value)
-    if not (isinstance(node, YScalar) and isinstance(node.value, str) and node.value.strip()):
-        d.error(node.line, f"{what} holds {describe(node)}; each argument is an input, an output, "
-                           "an attr, or an int dim expression")
-        return None
-    try:
-        expr = parse_expr(node.value)
-    except ExprSyntaxError as exc:
-        d.error(node.line, f"{what}: '{clip(node.value)}' is no input, output or attr, and {exc}")
-        return None
-    fix = "; an argument is an input, an output, an attr, or an int dim expression"
-    if not _check_expr_names(ExprDim(expr, node.value), d, sig, what, node.line, fix):
-        return None
-    return expr

@@ -39,6 +39,9 @@ USER_SCRIPT = textwrap.dedent("""
         value, gc = sess.run([loss, grad_c], {xp: x})
     np.testing.assert_allclose(value, 2 * want.sum(), rtol=1e-4)
     np.testing.assert_allclose(gc, -2 * np.sign(x[:, None, :] - y[None]).sum(0), atol=1e-4)
+    # The compiler of declared CUDA launches is found through the wheel's entry point.
+    from opsdk.runtime.devices import cuda_jit
+    assert type(cuda_jit.compiler()).__name__ == "NvrtcCompiler", cuda_jit.compiler()
     print("user script ok", BUILTIN_ROOT)
 """)
 

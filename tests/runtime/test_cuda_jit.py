@@ -1,18 +1,16 @@
-"""CUDA kernels with declared launches, compiled through NVRTC at first use (cuda_jit).
+"""CUDA kernels with declared launches run by the cuda device (cuda_jit), compiled through NVRTC at
+first use by the compiler it finds (opsdk.build.nvrtc; its own tests are tests/codegen/test_nvrtc.py).
 
 Three kinds of tests:
 * everywhere: the launch arithmetic (grid, block, limits, empty grids) and the arguments' types;
-* where CuPy can load NVRTC (no GPU needed; CI installs it): real NVRTC compiles of the flagship
-  and of a small workspace, the on-disk cache and its key, errors at the author's line, and the
-  cuda device running the declared launches against a NumPy stand-in for CuPy whose kernel
-  functions emulate the flagship's kernels from the arguments they are handed;
+* where CuPy can load NVRTC (no GPU needed; CI installs it): the cuda device running the declared
+  launches of NVRTC-compiled kernels against a NumPy stand-in for CuPy whose kernel functions
+  emulate the flagship's kernels from the arguments they are handed;
 * marked gpu: the NVRTC-compiled flagship on a real GPU against NumPy.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import sys
 import types
 from pathlib import Path
@@ -20,20 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from opsdk.build import nvrtc as nvrtc_build
 from opsdk.registry import BUILTIN_ROOT, KernelNotBuiltError, OpError, OpsdkError, load_registry
 from opsdk.runtime.devices import cuda_jit
 from opsdk.runtime.frontend.api import apply_op
 
-NVRTC_MISSING = cuda_jit.nvrtc_problem()
+NVRTC_MISSING = nvrtc_build.nvrtc_problem()
 needs_nvrtc = pytest.mark.skipif(NVRTC_MISSING is not None, reason=NVRTC_MISSING or "")
 if NVRTC_MISSING is None:
-    from cupy.cuda import nvrtc  # imported before any test stands in a fake `cupy`
-
-
-@pytest.fixture(scope="module")
-def flagship():
-    registry = load_registry(BUILTIN_ROOT)
-    return registry.get("pairwise_manhattan"), registry.get("pairwise_manhattan_grad")
+    from cupy.cuda import nvrtc  # noqa: F401 - imported before any test stands in a fake `cupy`
 
 
 # -------------------------------------------------------------------- everywhere: the launches
@@ -56,163 +49,13 @@ def test_a_launch_past_cudas_limits_is_an_error_naming_the_op_and_kernel(flagshi
         cuda_jit.launch_shapes(forward, launch, {"n": 65535 * 64 + 1, "m": 1, "p": 1})
 
 
-WS_YAML = """
-op: cu_scale
-summary: y = scale * x on the GPU, with a grid-stride loop.
-type_attrs:
-  T: [float32, float64]
-attrs:
-  scale: {type: float, default: 2.0}
-  flip: {type: bool, default: false}
-inputs:
-  x: {dtype: T, shape: [n, p]}
-outputs:
-  y: {dtype: T, shape: [n, p]}
-kernels:
-  cuda:
-    source: cu_scale_cuda.cu
-    launch:
-      - kernel: scale<T>
-        grid: ["min((n * p + 255) // 256, 1024)"]
-        block: [256]
-        args: [x, y, "n * p", scale, flip]
-reference: "scale * x"
-"""
-LAUNCH_LINE = 16  # `- kernel: scale<T>`
-WS_SOURCE = """#include "opsdk/device.h"
-#include "cu_scale_helpers.h"
-
-namespace opsdk_op_cu_scale {
-template <typename T>
-__global__ void scale(const T* x, T* y, int64_t size, double factor, bool flip) {
-    for (int64_t i = opsdk::cuda::first(); i < size; i += opsdk::cuda::stride()) {
-        y[i] = helpers::signed_times(x[i], factor, flip);
-    }
-}
-}  // namespace opsdk_op_cu_scale
-"""
-WS_HEADER = """namespace helpers {
-template <typename T> __device__ T signed_times(T v, double f, bool flip) {
-    return static_cast<T>(flip ? -f * v : f * v);
-}
-}  // namespace helpers
-"""
-
-
-@pytest.fixture
-def ws(tmp_path) -> Path:
-    """A workspace whose one op declares its launch; its kernel includes a header of its own."""
-    (tmp_path / "opdefs").mkdir()
-    (tmp_path / "opdefs" / "cu_scale.yaml").write_text(WS_YAML.lstrip())
-    (tmp_path / "opdefs" / "cu_scale_cuda.cu").write_text(WS_SOURCE)
-    (tmp_path / "opdefs" / "cu_scale_helpers.h").write_text(WS_HEADER)
-    return tmp_path
-
-
-def _spec(root: Path):
-    return load_registry(root).get("cu_scale")
-
-
-def test_arguments_are_passed_as_typed_scalars_in_the_declared_order(ws):
-    spec = _spec(ws)
+def test_arguments_are_passed_as_typed_scalars_in_the_declared_order(launch_ws):
+    spec = launch_ws.spec()
     (launch,) = spec.kernel("cuda").launches
     x, y = object(), object()
     args = cuda_jit.launch_args(spec, launch, {"x": x, "y": y}, {"n": 3, "p": 5}, {"flip": True})
     assert args[:2] == (x, y)
     assert [(type(a), a) for a in args[2:]] == [(np.int64, 15), (np.float64, 2.0), (np.bool_, True)]
-
-
-# ---------------------------------------------------------------- with NVRTC (no GPU needed)
-@needs_nvrtc
-def test_nvrtc_compiles_the_flagship_for_any_arch_it_knows(flagship, tmp_path):
-    forward, grad = flagship
-    for spec, launches in ((forward, 1), (grad, 2)):
-        for dtype, code in (("float32", "f"), ("float64", "d")):
-            program = cuda_jit.compile_program(spec, {"T": dtype}, 90, tmp_path)
-            assert program.path.suffix == ".cubin" and program.path.stat().st_size > 1000
-            assert len(program.lowered) == launches
-            assert all(f"I{code}" in name for name in program.lowered), program.lowered
-    newest = max(nvrtc.getSupportedArchs())
-    program = cuda_jit.compile_program(forward, {"T": "float32"}, newest + 1, tmp_path)
-    assert program.path.suffix == ".ptx"  # a GPU newer than NVRTC: PTX, compiled by the driver
-    assert program.path.read_bytes().count(b".entry") == 1
-    with pytest.raises(OpsdkError, match=r"this NVRTC compiles for sm_\d+ and newer; the GPU is sm_30"):
-        cuda_jit.compile_program(forward, {"T": "float32"}, 30, tmp_path)
-
-
-@needs_nvrtc
-def test_every_declared_launch_of_the_repository_compiles_with_nvrtc(tmp_path):
-    """What CI can check of the NVRTC path without a GPU: each op's every dtype, for sm_80."""
-    registry = load_registry(BUILTIN_ROOT)
-    specs = [registry.get(n) for n in registry.names()]
-    launched = [s for s in specs if s.kernel("cuda") and s.kernel("cuda").launches]
-    assert {s.name for s in launched} >= {"pairwise_manhattan", "pairwise_manhattan_grad"}
-    for spec in launched:
-        for types in ({ta.name: d for ta, d in zip(spec.type_attrs, combo)}
-                      for combo in itertools.product(*(ta.allowed for ta in spec.type_attrs))):
-            program = cuda_jit.compile_program(spec, types, 80, tmp_path)
-            assert len(program.lowered) == len(spec.kernel("cuda").launches)
-
-
-@needs_nvrtc
-def test_the_cache_key_covers_the_source_and_every_included_header(ws, tmp_path, monkeypatch):
-    spec, cache = _spec(ws), tmp_path / "cache"
-    first = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
-
-    def no_compile(*args):
-        raise AssertionError("recompiled")
-
-    with monkeypatch.context() as m:
-        m.setattr(cuda_jit, "_nvrtc_compile", no_compile)
-        assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache) == first
-        header = ws / "opdefs" / "cu_scale_helpers.h"
-        header.write_text(header.read_text())  # touched, same bytes: still a hit
-        assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache) == first
-    header.write_text(header.read_text().replace("-f * v", "-(f * v)"))
-    edited = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
-    assert edited.path != first.path and first.path.exists()
-    assert cuda_jit.compile_program(spec, {"T": "float64"}, 80, cache).path not in (first.path, edited.path)
-    assert cuda_jit.compile_program(spec, {"T": "float32"}, 86, cache).path != edited.path
-
-
-@needs_nvrtc
-def test_a_corrupt_or_crafted_cache_entry_is_recompiled_not_trusted(ws, tmp_path):
-    spec, cache = _spec(ws), tmp_path / "cache"
-    program = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
-    good = program.path.read_bytes()
-    program.path.write_bytes(good[: len(good) // 2])  # truncated
-    assert cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache).path.read_bytes() == good
-    entry = program.path.with_suffix(".json")
-    data = json.loads(entry.read_text())
-    for field, value in (("lowered", ["../../etc/passwd"]), ("kind", "../x"), ("format", 99)):
-        entry.write_text(json.dumps({**data, field: value}))
-        again = cuda_jit.compile_program(spec, {"T": "float32"}, 80, cache)
-        assert again == program and json.loads(entry.read_text()) == data
-
-
-@needs_nvrtc
-def test_a_compile_error_names_the_authors_file_and_line(ws, tmp_path):
-    source = ws / "opdefs" / "cu_scale_cuda.cu"
-    source.write_text(WS_SOURCE.replace("        y[i] =", "        oops += 1;\n        y[i] ="))
-    with pytest.raises(OpError) as info:
-        cuda_jit.compile_program(_spec(ws), {"T": "float32"}, 80, tmp_path)
-    assert str(info.value).startswith("cu_scale: its cuda kernel does not compile with NVRTC:\n"
-                                      "opdefs/cu_scale_cuda.cu:8: error: identifier \"oops\" is undefined")
-    source.write_text(WS_SOURCE)
-    (ws / "opdefs" / "cu_scale_helpers.h").write_text(WS_HEADER.replace("return", "retrun"))
-    with pytest.raises(OpError, match=r"\nopdefs/cu_scale_helpers\.h:3: error: "):
-        cuda_jit.compile_program(_spec(ws), {"T": "float32"}, 80, tmp_path)
-
-
-@needs_nvrtc
-def test_a_kernel_whose_parameters_differ_from_the_launch_fails_at_the_launchs_line(ws, tmp_path):
-    source = ws / "opdefs" / "cu_scale_cuda.cu"
-    source.write_text(WS_SOURCE.replace("int64_t size", "int size"))  # would read garbage
-    with pytest.raises(OpError) as info:
-        cuda_jit.compile_program(_spec(ws), {"T": "float64"}, 80, tmp_path)
-    assert (f"opdefs/cu_scale.yaml:{LAUNCH_LINE}: error: static assertion failed with \"op "
-            "'cu_scale': launch 1 passes (const T*, T*, int64_t, double, bool) to scale<T>; declare "
-            "its parameters with exactly these types, in the order of args\"") in str(info.value)
 
 
 # ------------------------------------ the cuda device running declared launches (stand-in CuPy)
@@ -231,8 +74,8 @@ class EmulatedKernel:
     def __init__(self, name: str, launches: list):
         self.name, self.launches = name, launches
 
-    def __call__(self, grid, block, args, shared_mem=0, stream=None):
-        self.launches.append((self.name, grid, block, shared_mem, stream, args))
+    def __call__(self, grid, block, args, *, shared_mem=0):  # RawKernel's documented signature
+        self.launches.append((self.name, grid, block, shared_mem, args))
         if "forward_kernel" in self.name:
             x, y, z, n, m, p = args
             z[...] = np.abs(x[:, None, :] - y[None, :, :]).sum(-1)
@@ -282,7 +125,7 @@ def test_the_cuda_device_runs_the_declared_launches_of_an_nvrtc_compiled_kernel(
     fake = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setenv("OPSDK_CUDA_JIT", "always")  # even where nvcc built the kernel
-    monkeypatch.setattr(cuda_jit, "cache_folder", lambda spec: tmp_path)
+    monkeypatch.setattr(nvrtc_build, "cache_folder", lambda spec: tmp_path)
     monkeypatch.setattr(cuda_jit, "_kernels", {})
     registry = load_registry(BUILTIN_ROOT)
     rng = np.random.default_rng(0)
@@ -290,9 +133,8 @@ def test_the_cuda_device_runs_the_declared_launches_of_an_nvrtc_compiled_kernel(
     z = apply_op(registry, "pairwise_manhattan", [fake.asarray(x), fake.asarray(y)], {}, device="cuda")
     assert isinstance(z, DeviceArray)
     np.testing.assert_allclose(np.asarray(z), np.abs(x[:, None] - y[None]).sum(-1), rtol=1e-12)
-    ((name, grid, block, shared, stream, _),) = fake.launches
+    ((name, grid, block, shared, _),) = fake.launches
     assert "forward_kernel" in name and (grid, block, shared) == ((3, 2, 1), (16, 16, 1), 0)
-    assert stream is fake.stream
     g = rng.normal(size=(70, 130))
     gx, gy = apply_op(registry, "pairwise_manhattan_grad",
                       [fake.asarray(x), fake.asarray(y), fake.asarray(g)], {}, device="cuda")
@@ -314,7 +156,7 @@ def test_a_non_contiguous_input_is_refused_before_any_launch(flagship, tmp_path,
     fake = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setenv("OPSDK_CUDA_JIT", "always")
-    monkeypatch.setattr(cuda_jit, "_nvrtc_compile", None)  # refused before compiling
+    monkeypatch.setattr(nvrtc_build, "_nvrtc_compile", None)  # refused before compiling
     x = fake.asarray(np.ones((4, 6)))[:, ::2]
     with pytest.raises(OpsdkError, match=r"input 'x' is not C-contiguous; pass "
                                          r"cupy.ascontiguousarray\(x\)"):
@@ -323,7 +165,14 @@ def test_a_non_contiguous_input_is_refused_before_any_launch(flagship, tmp_path,
     assert fake.launches == []
 
 
-def test_with_nvrtc_off_and_nothing_built_the_error_says_both(ws, monkeypatch):
+def test_the_runtime_finds_the_nvrtc_compiler_through_the_packages_entry_point(monkeypatch):
+    monkeypatch.setattr(cuda_jit, "_compiler", None)
+    monkeypatch.setattr(cuda_jit, "_looked_up", False)
+    assert cuda_jit.compiler() is nvrtc_build.COMPILER  # pyproject.toml's opsdk.kernel_compilers
+
+
+def test_with_nvrtc_off_and_nothing_built_the_error_says_both(launch_ws, monkeypatch):
+    ws = launch_ws.root
     fake = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setenv("OPSDK_CUDA_JIT", "never")
@@ -343,7 +192,7 @@ def test_with_nvrtc_off_and_nothing_built_the_error_says_both(ws, monkeypatch):
 def test_the_nvrtc_compiled_flagship_agrees_with_numpy_on_the_gpu(cupy, monkeypatch, tmp_path,
                                                                    dtype, rtol):
     monkeypatch.setenv("OPSDK_CUDA_JIT", "always")
-    monkeypatch.setattr(cuda_jit, "cache_folder", lambda spec: tmp_path)
+    monkeypatch.setattr(nvrtc_build, "cache_folder", lambda spec: tmp_path)
     monkeypatch.setattr(cuda_jit, "_kernels", {})
     registry = load_registry(BUILTIN_ROOT)
     rng = np.random.default_rng(1)

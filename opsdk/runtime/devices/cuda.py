@@ -137,8 +137,7 @@ class _JitCall:
         allocated = [_allocate(self.spec, t, shape, dtype, self.cp)
                      for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
         functions = self.jit.functions(types, self.cp)
-        run_launches(self.spec, functions, values, allocated, sizes, self.attrs,
-                     self.cp.cuda.get_current_stream())
+        run_launches(self.spec, functions, values, allocated, sizes, self.attrs)
         return allocated[0] if len(allocated) == 1 else tuple(allocated)
 
 

@@ -1,12 +1,13 @@
 """CUDA kernels with declared launches, compiled through NVRTC at first use where nvcc built none.
 
-A cuda kernel declared as `{source: x_cuda.cu, launch: [...]}` holds device code only, so NVRTC
-(through CuPy) can compile it on the machine that runs it: the first call of each dtype
-combination compiles the source for the GPU's architecture, with a `static_assert` per launch
-checking the kernel's parameter types against what the launch passes, and caches the result on
-disk. The cache key covers the source, every header it includes (found by following its
-`#include`s through the include path), the dtypes, the architecture, NVRTC's version and the
-options; the cache entry is data (JSON naming one binary in its own folder, with its sha256).
+A cuda kernel declared as `{source: x_cuda.cu, launch: [...]}` holds device code only, so NVRTC can
+compile it on the machine that runs it. The runtime does not compile: as DESIGN.md has it, it asks
+a narrow interface (`KernelCompiler`) that it is handed (`set_compiler`), by default the one the
+package declares as its `opsdk.kernel_compilers` entry point (opsdk.build.nvrtc), and runs what
+comes back: on the first call of each dtype combination
+the compiler gives a cubin (or PTX) for the GPU's architecture and the kernels' lowered names; this
+module loads it with CuPy, then per call computes each launch's grid, block and arguments from the
+dims and attrs and launches the kernels in order on CuPy's current stream.
 
 `OPSDK_CUDA_JIT` chooses: `auto` (default) compiles through NVRTC only when `opsdk build` built
 no cuda kernel for the op (no nvcc); `always` uses NVRTC even then; `never` turns it off.
@@ -14,40 +15,65 @@ no cuda kernel for the op (no nvcc); `always` uses NVRTC even then; `never` turn
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import re
-import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.infer import infer_outputs_and_sizes
-from opsdk.registry.launch import bind_kernel_name, op_namespace, signature_check
 from opsdk.registry.shapes import eval_expr
 from opsdk.registry.spec import LaunchSpec, OpSpec
 
 JIT_ENV = "OPSDK_CUDA_JIT"
 JIT_MODES = ("auto", "always", "never")
-CACHE_FORMAT = 1
-INCLUDE_DIR = Path(__file__).resolve().parents[2] / "include"  # opsdk/include
-OPTIONS = ("-std=c++17",)
-# What NVRTC can compile: element types that need no host library (opsdk::half is _Float16 or a
-# struct, std::complex is <complex>).
-JIT_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-              "float32", "float64")
 GRID_MAX = (2147483647, 65535, 65535)
 BLOCK_MAX = (1024, 1024, 64)
 _AXES = ("x", "y", "z")
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
-_LOG_LOCATION = re.compile(r"^(.+?)\((\d+)\): ", re.M)
-_LOWERED = re.compile(r"[A-Za-z0-9_$.]{1,4096}\Z")
-_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+
+
+class CompiledKernels(Protocol):
+    """A compiled program: the binary's path and each launch's lowered kernel name."""
+    path: Path
+    lowered: tuple[str, ...]
+
+
+class KernelCompiler(Protocol):
+    """What compiles a kernel's declared launches: why it cannot here (or None), and a compile of
+    one dtype binding for one arch (a compute capability as an int, 90 for sm_90)."""
+
+    def problem(self) -> Optional[str]: ...
+
+    def compile(self, spec: OpSpec, types: Mapping[str, str], arch: int) -> CompiledKernels: ...
+
+
+COMPILER_GROUP = "opsdk.kernel_compilers"  # the entry-point group the compiler is found in
+_compiler: Optional[KernelCompiler] = None
+_looked_up = False
+
+
+def compiler() -> Optional[KernelCompiler]:
+    """The compiler of declared launches: the one `set_compiler` gave, else the `nvrtc` entry point
+    of group `opsdk.kernel_compilers` (pyproject.toml names opsdk.build.nvrtc:COMPILER), looked
+    up once, at first need, so neither `import opsdk` nor the runtime imports the build layer."""
+    global _compiler, _looked_up
+    if _compiler is None and not _looked_up:
+        from importlib.metadata import distributions
+        # Every distribution, not the first of each name: a stale opsdk.egg-info in the current
+        # folder would otherwise hide the installed metadata.
+        found = next((ep for dist in distributions() for ep in dist.entry_points
+                      if ep.group == COMPILER_GROUP and ep.name == "nvrtc"), None)
+        _compiler = found.load() if found is not None else None
+        _looked_up = True
+    return _compiler
+
+
+def set_compiler(given: Optional[KernelCompiler]) -> None:
+    """Hand the runtime a compiler of declared launches (None: look the entry point up again)."""
+    global _compiler, _looked_up
+    _compiler, _looked_up = given, False
 
 
 def jit_mode() -> str:
@@ -56,20 +82,6 @@ def jit_mode() -> str:
     if mode not in JIT_MODES:
         raise OpsdkError(f"{JIT_ENV}={mode!r}; use one of {', '.join(JIT_MODES)}")
     return mode
-
-
-def nvrtc_problem() -> Optional[str]:
-    """Why NVRTC cannot compile here (CuPy missing, or no libnvrtc), or None."""
-    try:
-        from cupy.cuda import nvrtc
-    except ImportError:
-        return "NVRTC needs CuPy, which is not installed (pip install '.[gpu]')"
-    try:
-        nvrtc.getVersion()
-    except Exception as exc:  # noqa: BLE001 - a missing or broken libnvrtc, however CuPy says it
-        return (f"CuPy cannot load NVRTC ({type(exc).__name__}: {exc}); install the CUDA toolkit "
-                "or the nvidia-cuda-nvrtc wheel (pip install '.[gpu]')")
-    return None
 
 
 def jit_problem(spec: OpSpec) -> Optional[str]:
@@ -84,215 +96,11 @@ def jit_problem(spec: OpSpec) -> Optional[str]:
         return "it has a list input or output, which only a kernel built by nvcc takes"
     if jit_mode() == "never":
         return f"{JIT_ENV}=never"
-    return nvrtc_problem()
-
-
-# -- compiling ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CompiledProgram:
-    """One cached NVRTC result: a cubin (or PTX) and the lowered name of each launch's kernel."""
-    path: Path
-    lowered: tuple[str, ...]  # per launch, in declaration order
-
-
-_compile_lock = threading.Lock()
-
-
-def compile_program(spec: OpSpec, types: Mapping[str, str], arch: int,
-                    cache_dir: Optional[Path] = None) -> CompiledProgram:
-    """Compile (or find in the cache) `spec`'s cuda source for one dtype binding and one arch.
-
-    `arch` is a compute capability as an int (90 for sm_90). The cubin is for that arch when NVRTC
-    supports it, else PTX of the newest arch NVRTC has below it. Needs NVRTC, not a GPU.
-    """
-    from cupy.cuda import nvrtc
-
-    kernel = spec.kernel("cuda")
-    _check_jit_dtypes(spec, types)
-    root = Path(spec.workspace)
-    source_path = root / kernel.source
-    program = _program_text(spec, kernel.launches, types, source_path)
-    include_dirs = [source_path.parent, root, INCLUDE_DIR]
-    target, kind = _target(arch, nvrtc.getSupportedArchs())
-    options = [*OPTIONS, f"--gpu-architecture={target}", *(f"-I{d}" for d in include_dirs)]
-    names = [f"{op_namespace(spec)}::{bind_kernel_name(spec, launch, types)}"
-             for launch in kernel.launches]
-    key = _cache_key(spec, program, source_path, include_dirs, options, names, nvrtc.getVersion())
-    folder = (cache_dir or cache_folder(spec)) / spec.name
-    with _compile_lock:
-        cached = _read_entry(folder, key, len(names))
-        if cached is not None:
-            return cached
-        binary, lowered = _nvrtc_compile(spec, program, kernel.source, options, names, kind, root)
-        return _write_entry(folder, key, kind, binary, lowered)
-
-
-def _check_jit_dtypes(spec: OpSpec, types: Mapping[str, str]) -> None:
-    for launch in spec.kernel("cuda").launches:
-        for arg in launch.args:
-            if arg.kind not in ("input", "output"):
-                continue
-            tensor = next(t for t in spec.inputs + spec.outputs if t.name == arg.name)
-            dtype = types.get(tensor.dtype, tensor.dtype)
-            if dtype not in JIT_DTYPES:
-                raise OpError(f"{spec.name}: '{arg.name}' is {dtype}, which the NVRTC path cannot "
-                              f"pass (it takes {', '.join(JIT_DTYPES)}); build the kernel with nvcc "
-                              "(`opsdk build`)")
-
-
-def _program_text(spec: OpSpec, launches: Sequence[LaunchSpec], types: Mapping[str, str],
-                  source_path: Path) -> str:
-    """The author's source, then one signature check per launch, each reported at its YAML line."""
-    try:
-        source = source_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OpError(f"{spec.name}: cannot read its cuda kernel {source_path}: {exc}") from None
-    checks = []
-    for i, launch in enumerate(launches):
-        checks.append(f'#line {launch.location.line} "{spec.file}"')
-        checks.append(signature_check(spec, launch, i, types))
-    return source + "\n" + "\n".join(checks) + "\n"
-
-
-def _target(arch: int, supported: Sequence[int]) -> tuple[str, str]:
-    """(`sm_90`, "cubin") when NVRTC supports the arch, else (`compute_XX`, "ptx") of the newest
-    arch below it, which the driver compiles for the GPU at load time."""
-    if arch in supported:
-        return f"sm_{arch}", "cubin"
-    older = [a for a in supported if a < arch]
-    if not older:
-        raise OpsdkError(f"this NVRTC compiles for sm_{min(supported)} and newer; the GPU is "
-                         f"sm_{arch}. Build the kernel with an nvcc that supports it (`opsdk build`)")
-    return f"compute_{max(older)}", "ptx"
-
-
-def included_files(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
-    """Every file `source` includes, directly or not, that the include path finds (sorted).
-
-    Includes are followed whatever `#if` surrounds them: a header that is not compiled only makes
-    the key change more often. Names not found (NVRTC's builtin headers) are keyed by NVRTC's
-    version."""
-    found: dict[Path, None] = {}
-    todo = [source]
-    while todo:
-        current = todo.pop()
-        try:
-            text = current.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for delim, name in _INCLUDE.findall(text):
-            dirs = ([current.parent] if delim == '"' else []) + list(include_dirs)
-            for folder in dirs:
-                candidate = folder / name.strip()
-                if candidate.is_file():
-                    candidate = candidate.resolve()
-                    if candidate not in found:
-                        found[candidate] = None
-                        todo.append(candidate)
-                    break
-    return sorted(found)
-
-
-def _cache_key(spec: OpSpec, program: str, source: Path, include_dirs: Sequence[Path],
-               options: Sequence[str], names: Sequence[str], version: Any) -> str:
-    digest = hashlib.sha256()
-    parts = {"format": CACHE_FORMAT, "op": spec.name, "nvrtc": list(version), "names": list(names),
-             "options": [o for o in options if not o.startswith("-I")], "program": program}
-    digest.update(json.dumps(parts, sort_keys=True).encode())
-    for header in included_files(source, include_dirs):
-        digest.update(b"\0" + header.name.encode() + b"\0")
-        digest.update(hashlib.sha256(header.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _nvrtc_compile(spec: OpSpec, program: str, filename: str, options: Sequence[str],
-                   names: Sequence[str], kind: str, root: Path) -> tuple[bytes, list[str]]:
-    from cupy.cuda import nvrtc
-
-    handle = nvrtc.createProgram(program, filename, [], [])
-    try:
-        for name in names:
-            nvrtc.addNameExpression(handle, name)
-        try:
-            nvrtc.compileProgram(handle, list(options))
-        except nvrtc.NVRTCError:
-            log = nvrtc.getProgramLog(handle)
-            raise OpError(f"{spec.name}: its cuda kernel does not compile with NVRTC:\n"
-                          f"{_author_lines(log, root).strip()}") from None
-        binary = nvrtc.getCUBIN(handle) if kind == "cubin" else nvrtc.getPTX(handle)
-        lowered = [nvrtc.getLoweredName(handle, name) for name in names]
-    finally:
-        nvrtc.destroyProgram(handle)
-    if isinstance(binary, str):
-        binary = binary.encode()
-    return bytes(binary).rstrip(b"\0") + (b"\0" if kind == "ptx" else b""), lowered
-
-
-def _author_lines(log: str, root: Path) -> str:
-    """NVRTC's `path(line): error: ...` as `path:line: error: ...`, paths relative to the workspace."""
-    def fix(match: re.Match) -> str:
-        path = match.group(1)
-        try:
-            path = Path(path).resolve().relative_to(root.resolve()).as_posix() if os.path.isabs(path) else path
-        except ValueError:
-            pass
-        return f"{path}:{match.group(2)}: "
-    return _LOG_LOCATION.sub(fix, log)
-
-
-# -- the cache: data, validated, naming only files of its own folder -------------------------------
-
-def cache_folder(spec: OpSpec) -> Path:
-    """`<workspace>/build/cuda-nvrtc` when writable, else `$XDG_CACHE_HOME/opsdk/cuda-nvrtc`."""
-    build = Path(spec.workspace) / "build"
-    if os.access(build if build.exists() else Path(spec.workspace), os.W_OK):
-        return build / "cuda-nvrtc"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "opsdk" / "cuda-nvrtc"
-
-
-def _read_entry(folder: Path, key: str, n: int) -> Optional[CompiledProgram]:
-    """The cached program of `key`, or None when absent or not exactly as written (recompiled)."""
-    try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(data, dict) and data.get("format") == CACHE_FORMAT and data.get("key") == key
-            and data.get("kind") in ("cubin", "ptx") and isinstance(data.get("sha256"), str)
-            and _HEX64.match(data["sha256"]) and isinstance(data.get("lowered"), list)
-            and len(data["lowered"]) == n
-            and all(isinstance(x, str) and _LOWERED.match(x) for x in data["lowered"])):
-        return None
-    path = folder / f"{key}.{data['kind']}"  # the name is made here, never read from the file
-    try:
-        if hashlib.sha256(path.read_bytes()).hexdigest() != data["sha256"]:
-            return None
-    except OSError:
-        return None
-    return CompiledProgram(path, tuple(data["lowered"]))
-
-
-def _write_entry(folder: Path, key: str, kind: str, binary: bytes,
-                 lowered: Sequence[str]) -> CompiledProgram:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key}.{kind}"
-    _atomic_write(path, binary)
-    entry = {"format": CACHE_FORMAT, "key": key, "kind": kind, "lowered": list(lowered),
-             "sha256": hashlib.sha256(binary).hexdigest()}
-    _atomic_write(folder / f"{key}.json", json.dumps(entry, indent=1).encode())
-    return CompiledProgram(path, tuple(lowered))
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    found = compiler()
+    if found is None:
+        return (f"no compiler of declared launches is installed (entry point group "
+                f"{COMPILER_GROUP}; reinstall opsdk: pip install -e .)")
+    return found.problem()
 
 
 # -- launching ------------------------------------------------------------------------------------
@@ -361,7 +169,10 @@ class JitKernel:
                 found = self._functions.get(key)
                 if found is None:
                     arch = int(str(device.compute_capability))
-                    program = compile_program(self.spec, types, arch)
+                    found = compiler()
+                    if found is None:
+                        raise OpsdkError(f"{self.spec.name}: {jit_problem(self.spec)}")
+                    program = found.compile(self.spec, types, arch)
                     module = cp.RawModule(path=str(program.path))
                     found = tuple(module.get_function(name) for name in program.lowered)
                     self._functions[key] = found
@@ -383,8 +194,9 @@ def jit_kernel(spec: OpSpec) -> JitKernel:
 
 
 def run_launches(spec: OpSpec, functions: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
-                 sizes: Mapping[str, Optional[int]], attrs: Mapping[str, Any], stream: Any) -> None:
-    """Launch each declared kernel in order on `stream` (inputs checked by `check_inputs`)."""
+                 sizes: Mapping[str, Optional[int]], attrs: Mapping[str, Any]) -> None:
+    """Launch each declared kernel in order on CuPy's current stream, as a RawKernel call does
+    (inputs checked by `check_inputs`)."""
     arrays = {t.name: v for t, v in zip(spec.inputs, inputs)}
     arrays.update((t.name, v) for t, v in zip(spec.outputs, outputs))
     for launch, function in zip(spec.kernel("cuda").launches, functions):
@@ -392,8 +204,7 @@ def run_launches(spec: OpSpec, functions: Sequence[Any], inputs: Sequence[Any], 
         if shapes is None:
             continue
         grid, block, shared = shapes
-        function(grid, block, launch_args(spec, launch, arrays, sizes, attrs), shared_mem=shared,
-                 stream=stream)
+        function(grid, block, launch_args(spec, launch, arrays, sizes, attrs), shared_mem=shared)
 
 
 def check_inputs(spec: OpSpec, values: Sequence[Any]) -> None:
