@@ -103,3 +103,40 @@ def test_only_ops_with_computed_input_dims_get_the_late_check(tmp_path):
         assert text.index("check_computed(a, dims, attrs);") > text.index("const Attrs attrs{")
         assert "if (arg.shape[0] != (dims.m * attrs.k))" in text
         assert "check_computed" not in render(parse_one(root, "plain"))
+
+
+HALVES = """
+    op: halves
+    summary: The first n // k elements of x (an attr divides a dim; it has no min).
+    attrs:
+      k: {type: int, default: 2}
+    inputs:
+      x: {dtype: float64, shape: [n]}
+    outputs:
+      y: {dtype: float64, shape: ["n // k"]}
+    kernels: {cpu: halves_cpu.cc}
+    """
+
+HALVES_KERNEL = """
+    #include "halves_op.h"
+
+    namespace opsdk_op_halves {
+
+    void cpu(const Inputs& in, Outputs& out, const Dims&, const Attrs&) {
+        for (int64_t i = 0; i < out.y.size(); ++i) out.y[i] = in.x[i];
+    }
+
+    }  // namespace opsdk_op_halves
+    """
+
+
+def test_a_zero_divisor_in_a_dim_expression_is_an_error_not_a_crash(tmp_path):
+    root = write_workspace(tmp_path, {"halves": HALVES}, {"halves_cpu.cc": HALVES_KERNEL})
+    build_workspace(root, jobs=1, cuda="off", progress=False)
+    spec = load_registry(root).get("halves")
+    kernel = load_kernel(spec, "cpu")
+    np.testing.assert_array_equal(kernel(np.arange(5.0), 2), [0.0, 1.0])
+    with pytest.raises(ValueError, match=r"^division by zero in a dim expression$"):
+        kernel(np.arange(5.0), 0)  # the binding called directly: before, SIGFPE ended the process
+    with pytest.raises(OpError, match=r"^halves: output 'y': division by zero in 'n // k'$"):
+        infer_outputs(spec, [(5,)], ["float64"], {"k": 0})

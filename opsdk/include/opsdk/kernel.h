@@ -118,8 +118,12 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
     if (error) std::rethrow_exception(error);
 }
 
-// Python's floor division and modulo, for dim expressions.
+// Python's floor division and modulo, for dim expressions. A zero divisor (an attr of 0 in `n // k`
+// when the binding is called directly, past the runtime's own check) raises ValueError instead of
+// stopping the process with SIGFPE, as does the one quotient int64_t cannot hold.
 inline int64_t floordiv(int64_t a, int64_t b) {
+    if (b == 0) throw std::domain_error("division by zero in a dim expression");
+    if (b == -1 && a == INT64_MIN) throw std::domain_error("a dim expression overflows int64");
     int64_t q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
