@@ -13,7 +13,8 @@
 //   x == y clears it), keeping the adder ports free for the two accumulations. That is exact
 //   for finite x and y only (a NaN compares unequal and unordered: it would count as +1), so a
 //   scan of x and y (O((n + m) p), a few % of the work) picks the exact form instead when they
-//   hold a NaN or an infinity: g * sign(x - y) as the reference computes it, NaN included.
+//   hold a NaN or an infinity: g * sign(x - y) as the reference computes it, NaN included. A tile
+//   whose grad_z values hold a NaN or an infinity takes the exact form too (NaN * 0 is NaN).
 // - Threads would race on grad_y (every row of x touches every row of y). Instead the (i, j)
 //   plane is cut into T x T blocks and run in T rounds; in round s thread t takes block
 //   (t, (t + s) mod T), so no two threads share rows of x or rows of y. No extra memory.
@@ -169,14 +170,36 @@ struct Level<64> {
 };
 #endif
 
+// Whether the R x C grad_z values of a tile are all finite. The bit-operation sign zeroes g where
+// x == y, but g * sign(0) is NaN for a NaN or infinite g: such a tile takes the exact form.
+template <typename T, int R, int C>
+inline bool finite_tile(const T* gz, const Problem& pr, int64_t i0, int64_t j0) {
+    bool finite = true;
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) {
+            const T g = gz[(i0 + r) * pr.m + j0 + c];
+            finite &= g - g == T(0);  // false for NaN and infinities
+        }
+    return finite;
+}
+
 template <typename T, int B, bool Exact, int R>
 inline void row_tile(const T* x, const T* y, const T* gz, T* gx, T* gy, const Problem& pr,
                      int64_t i0, int64_t j0, int64_t j1) {
     using L = Level<B>;
     int64_t j = j0;
-    for (; j + kTileC <= j1; j += kTileC)
-        L::template run_tile<T, Exact, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
-    for (; j < j1; ++j) L::template run_tile<T, Exact, R, 1>(x, y, gz, gx, gy, pr, i0, j);
+    for (; j + kTileC <= j1; j += kTileC) {
+        if (Exact || finite_tile<T, R, kTileC>(gz, pr, i0, j))
+            L::template run_tile<T, Exact, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
+        else
+            L::template run_tile<T, true, R, kTileC>(x, y, gz, gx, gy, pr, i0, j);
+    }
+    for (; j < j1; ++j) {
+        if (Exact || finite_tile<T, R, 1>(gz, pr, i0, j))
+            L::template run_tile<T, Exact, R, 1>(x, y, gz, gx, gy, pr, i0, j);
+        else
+            L::template run_tile<T, true, R, 1>(x, y, gz, gx, gy, pr, i0, j);
+    }
 }
 
 // All pairs in rows [i0, i1) of x by rows [j0, j1) of y. Rows of y (and grad_y) are taken in

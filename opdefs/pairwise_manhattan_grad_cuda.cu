@@ -20,9 +20,11 @@ constexpr int kChunk = 16;           // rows of b per shared-memory stage
 constexpr int kThreadsSide = 16;
 constexpr int kPer = kTile / kThreadsSide;
 
+// w * sign(d) with sign(0) = 0 and sign(NaN) = NaN, as the reference computes it: where d == 0 the
+// term is w * 0, which is NaN for a NaN or infinite w (wz = w - w, computed once per w).
 template <typename T>
-__device__ inline T signed_weight(T w, T d) {
-    return d > T(0) ? w : (d < T(0) ? -w : (d == T(0) ? T(0) : d));  // NaN stays NaN, like the reference
+__device__ inline T signed_weight(T w, T wz, T d) {
+    return d > T(0) ? w : (d < T(0) ? -w : (d == T(0) ? wz : d));
 }
 
 // grad_a = sum_b w[a, b] * sign(a[a, k] - b[b, k]); w[a, b] is wt[b * na + a] when transposed
@@ -61,15 +63,18 @@ grad_kernel(const T* __restrict__ av, const T* __restrict__ bv, const T* __restr
         __syncthreads();
 #pragma unroll
         for (int bb = 0; bb < kChunk; ++bb) {
-            T w[kPer], b[kPer];
+            T w[kPer], wz[kPer], b[kPer];
 #pragma unroll
-            for (int r = 0; r < kPer; ++r) w[r] = ws[bb][ty + r * kThreadsSide];
+            for (int r = 0; r < kPer; ++r) {
+                w[r] = ws[bb][ty + r * kThreadsSide];
+                wz[r] = w[r] - w[r];
+            }
 #pragma unroll
             for (int c = 0; c < kPer; ++c) b[c] = bs[bb][tx + c * kThreadsSide];
 #pragma unroll
             for (int r = 0; r < kPer; ++r)
 #pragma unroll
-                for (int c = 0; c < kPer; ++c) acc[r][c] += signed_weight(w[r], va[r][c] - b[c]);
+                for (int c = 0; c < kPer; ++c) acc[r][c] += signed_weight(w[r], wz[r], va[r][c] - b[c]);
         }
         __syncthreads();
     }

@@ -102,6 +102,26 @@ def test_forward_propagates_nan_and_inf():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [3, 40])  # the scalar tail alone, and the vector loop
+def test_grad_propagates_a_nonfinite_grad_z_where_x_equals_y(dtype, p):
+    """grad_z * sign(0) is NaN for a NaN or infinite grad_z, as in the reference: finite x and y
+    take the bit-operation sign, which must not zero such a term."""
+    rng = np.random.default_rng(7)
+    x, y = draw(rng, (5, p), dtype), draw(rng, (4, p), dtype)
+    y[1] = x[0]                       # every coordinate ties for the pair (0, 1)
+    y[3, :2] = x[4, :2]               # two coordinates tie for the pair (4, 3)
+    g = draw(rng, (5, 4), dtype)
+    g[0, 1], g[4, 3], g[2, 2] = np.nan, np.inf, -np.inf   # (2, 2) has no tie: -inf * +-1
+    gx, gy = ops.pairwise_manhattan_grad(x, y, g)
+    s = np.sign(x[:, None, :].astype(np.float64) - y[None, :, :])
+    with np.errstate(invalid="ignore"):
+        want_x, want_y = (g[:, :, None] * s).sum(1), -(g[:, :, None] * s).sum(0)
+    assert np.isnan(gx[0]).all() and np.isnan(gx[4, :2]).all() and np.isnan(gy[1]).all()
+    np.testing.assert_allclose(gx, want_x, rtol=RTOL[dtype], atol=1e-5, equal_nan=True)
+    np.testing.assert_allclose(gy, want_y, rtol=RTOL[dtype], atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,m,p", [
     (0, 3, 4), (3, 0, 4), (3, 4, 0), (1, 1, 1), (7, 9, 13), (5, 11, 33), (37, 41, 64),
     (130, 70, 210),  # several tiles and rounds of the thread schedule
