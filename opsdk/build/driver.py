@@ -102,8 +102,13 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
                 if plan.note:
                     notes.append(plan.note)
         results += _compile_all(stale, environment, digests, jobs, progress)
-    order = {(u.op, u.device): i for i, u in enumerate(units)}
-    results.sort(key=lambda r: order[(r.op, r.device)])
+        order = {(u.op, u.device): i for i, u in enumerate(units)}
+        results.sort(key=lambda r: order[(r.op, r.device)])
+        selected = _select_ops(root, found, ops)
+        if cuda == "auto" and not any(u.device == "cuda" for u in units):
+            checked, checked_notes = _nvrtc_check(root, [s.name for s in selected if s.kernel("cuda")])
+            results += checked
+            notes += checked_notes
     report = BuildReport(tuple(results), tuple(notes), generated, time.perf_counter() - start)
     if report.failed:
         raise BuildError("\n\n".join(r.message for r in report.failed), report)
@@ -205,6 +210,43 @@ def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain,
         flags = object_flags(device, role, root, spec.name, targets)
         sources.append(Source(role, path, flags, inputs))
     return Unit(spec.name, device, root, kernel, toolchain, tuple(sources), link_flags(device))
+
+
+def _nvrtc_check(root: Path, names: list[str]) -> tuple[list[UnitResult], list[str]]:
+    """Where nvcc is absent: each cuda kernel with declared launches compiled through NVRTC, every
+    dtype for the default archs (OPSDK_CUDA_ARCHS), so that its errors show now, at the author's
+    lines, and the first call on a GPU of those archs finds it in the cache."""
+    if not names:
+        return [], []
+    from opsdk.build import nvrtc
+    from opsdk.registry import OpError, load_registry
+
+    registry = load_registry(root, strict=False)
+    specs = [registry.get(n) for n in names if nvrtc.compilable(registry.get(n))]
+    if not specs:
+        return [], []
+    problem = nvrtc.nvrtc_problem()
+    if problem is not None:
+        return [], [f"cuda kernels with declared launches not checked through NVRTC: {problem}"]
+    from cupy.cuda import nvrtc as cupy_nvrtc
+
+    archs = nvrtc.build_archs(cupy_nvrtc.getSupportedArchs())
+    results = []
+    for spec in specs:
+        start, fresh = time.perf_counter(), False
+        try:
+            for types in nvrtc.dtype_bindings(spec):
+                for arch in archs:
+                    fresh |= nvrtc.compile_program(spec, types, arch).fresh
+        except OpError as exc:
+            results.append(UnitResult(spec.name, "cuda", "failed", time.perf_counter() - start,
+                                      message=str(exc)))
+            continue
+        results.append(UnitResult(spec.name, "cuda", "compiled" if fresh else "up to date",
+                                  time.perf_counter() - start, parts=("nvrtc",)))
+    arch_text = ", ".join(f"sm_{a}" for a in archs) or "no arch"
+    return results, [f"cuda kernels with declared launches compiled through NVRTC for {arch_text} "
+                     f"(build/cuda-nvrtc/; other GPUs compile at first use)"]
 
 
 def _cpu_toolchain() -> Toolchain:

@@ -16,12 +16,13 @@ binary's name is made from the key and its sha256 checked). Needs NVRTC, not a G
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import re
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -61,6 +62,7 @@ class CompiledProgram:
     """One cached NVRTC result: a cubin (or PTX) and the lowered name of each launch's kernel."""
     path: Path
     lowered: tuple[str, ...]  # per launch, in declaration order
+    fresh: bool = field(default=False, compare=False)  # compiled now, not found in the cache
 
 
 _compile_lock = threading.Lock()
@@ -92,7 +94,8 @@ def compile_program(spec: OpSpec, types: Mapping[str, str], arch: int,
         if cached is not None:
             return cached
         binary, lowered = _nvrtc_compile(spec, program, kernel.source, options, names, kind, root)
-        return _write_entry(folder, key, kind, binary, lowered)
+        written = _write_entry(folder, key, kind, binary, lowered)
+        return CompiledProgram(written.path, written.lowered, fresh=True)
 
 
 def _check_jit_dtypes(spec: OpSpec, types: Mapping[str, str]) -> None:
@@ -260,6 +263,38 @@ def _atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def compilable(spec: OpSpec) -> bool:
+    """Whether `spec` has a cuda kernel this compiler takes: declared launches, no list tensors."""
+    kernel = spec.kernel("cuda")
+    return bool(kernel and kernel.launches) and not any(t.is_list for t in spec.inputs + spec.outputs)
+
+
+def dtype_bindings(spec: OpSpec) -> list[dict[str, str]]:
+    """Every binding of the type attrs to their allowed dtypes that NVRTC can pass."""
+    names = [ta.name for ta in spec.type_attrs]
+    combos = itertools.product(*(ta.allowed for ta in spec.type_attrs))
+    out = []
+    for combo in combos:
+        types = dict(zip(names, combo))
+        try:
+            _check_jit_dtypes(spec, types)
+        except OpError:
+            continue
+        out.append(types)
+    return out
+
+
+def build_archs(supported: Sequence[int]) -> tuple[int, ...]:
+    """The archs `opsdk build` compiles for through NVRTC where nvcc is absent: OPSDK_CUDA_ARCHS's
+    plain numbers when set, else the default archs, each kept when this NVRTC supports it."""
+    from opsdk.build.toolchain import CUDA_ARCHS_ENV, DEFAULT_CUDA_ARCHS
+
+    value = os.environ.get(CUDA_ARCHS_ENV, "").strip()
+    wanted = ([int(a) for a in re.findall(r"(?<![\w])(?:sm_)?(\d{2,3})(?![\w])", value)] if value
+              else [int(a) for a in DEFAULT_CUDA_ARCHS])
+    return tuple(a for a in dict.fromkeys(wanted) if a in supported)
 
 
 class NvrtcCompiler:

@@ -105,3 +105,24 @@ def test_a_kernel_whose_parameters_differ_from_the_launch_fails_at_the_launchs_l
             "its parameters with exactly these types, in the order of args\"") in str(info.value)
 
 
+
+
+def test_without_nvcc_opsdk_build_compiles_declared_launches_through_nvrtc(launch_ws, monkeypatch):
+    from opsdk.build.diagnostics import BuildError
+    from opsdk.build.driver import build_workspace
+
+    monkeypatch.setenv("OPSDK_NVCC", "no-such-nvcc")
+    monkeypatch.setenv("OPSDK_CUDA_ARCHS", "80,sm_86")
+    report = build_workspace(launch_ws.root, progress=False)
+    assert [(r.op, r.device, r.status) for r in report.results] == [("cu_scale", "cuda", "compiled")]
+    assert "compiled through NVRTC for sm_80, sm_86" in report.notes[-1]
+    cached = sorted(p.suffix for p in (launch_ws.root / "build/cuda-nvrtc/cu_scale").iterdir())
+    assert cached == [".cubin"] * 4 + [".json"] * 4  # 2 dtypes x 2 archs
+    again = build_workspace(launch_ws.root, progress=False)
+    assert [r.status for r in again.results] == ["up to date"]
+    source = launch_ws.root / "opdefs" / "cu_scale_cuda.cu"
+    source.write_text(launch_ws.source.replace("        y[i] =", "        oops += 1;\n        y[i] ="))
+    with pytest.raises(BuildError) as err:
+        build_workspace(launch_ws.root, progress=False)
+    assert str(err.value).startswith("cu_scale: its cuda kernel does not compile with NVRTC:\n"
+                                     "opdefs/cu_scale_cuda.cu:8: error: identifier \"oops\" is undefined")
