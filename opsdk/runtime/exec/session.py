@@ -100,6 +100,11 @@ class Session:
         self._pool: Optional[ThreadPoolExecutor] = None
         self._closed = False
         self._active: set[RunToken] = set()
+        # Runs on the caller's thread without a timeout share one token and context (close()
+        # cancels it with the others); a run with a timeout, or on the pool, gets its own.
+        self._shared_token = RunToken()
+        self._active.add(self._shared_token)
+        self._inline_ctx = StepContext(self.variables, self, self._shared_token)
 
     # --------------------------------------------------------------------------- running
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
@@ -115,6 +120,10 @@ class Session:
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
+        if plan.inline and timeout is None:  # the common small step: no token of its own
+            values = execute(plan, feeds, self._inline_ctx, None)
+            self.stats.runs += 1
+            return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
         mode = None if plan.inline else self._modes[id(plan)]
         inline = True if mode is None else mode.inline()
         pool = None if inline else self._get_pool()
