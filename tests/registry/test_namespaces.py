@@ -148,6 +148,29 @@ def test_graph_files_carry_qualified_names_and_old_files_still_load(tmp_path):
         import_graph(text)
 
 
+def test_a_graph_file_mixing_two_workspaces_imports_with_both_registries(tmp_path):
+    import opsdk
+    from opsdk.runtime.io.serialize import GraphFileError, export_graph, import_graph
+
+    roots = make_workspace(tmp_path / "ws_a", {"foo": 2.0}), make_workspace(tmp_path / "ws_b", {"foo": 10.0})
+    first, second = (opsdk.load_ops(r) for r in roots)
+    graph = opsdk.Graph()
+    with graph.as_default():
+        x = opsdk.placeholder("float64", [3], name="x")
+        total = first.foo(x, name="a") + second.foo(x, name="b")
+    text = export_graph(graph)
+    registries = [load_registry(r) for r in roots]
+    imported = import_graph(text, registries)
+    assert imported.get_operation("a").spec is registries[0].get("foo")
+    assert imported.get_operation("b").spec is registries[1].get("foo")
+    with opsdk.Session(imported) as sess:
+        np.testing.assert_array_equal(sess.run(total.name, {"x:0": np.ones(3)}), [12.0] * 3)
+    with pytest.raises(GraphFileError, match=r"node 'b' \(ws_b::foo\): op 'ws_b::foo' is in namespace "
+                                             r"'ws_b', whose workspace this registry does not hold; .* or "
+                                             r"a list of registries"):
+        import_graph(text, registries[:1])
+
+
 BROKEN = "op: bad\nsummary: broken.\ninputs:\n  x: {dtype: float99, shape: [n]}\nkernels: {python: kernels.py:bad}\n"
 
 

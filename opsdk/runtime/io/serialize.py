@@ -20,7 +20,7 @@ import json
 import math
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -162,7 +162,12 @@ def load_graph(path: str | Path, registry: Any = None) -> Graph:
 
 def import_graph(text: str, registry: Any = None) -> Graph:
     """A new Graph from `export_graph` text; node names are kept, so fetches and feeds can be
-    looked up by name. `registry`: the ops to resolve (default: the builtin registry)."""
+    looked up by name. `registry`: the ops to resolve (default: the builtin registry), or a list
+    of registries for a graph mixing several workspaces' ops (each qualified name resolves in the
+    first that holds it).
+
+    >>> import_graph(text, [load_registry("geo"), load_registry("text")])   # doctest: +SKIP
+    """
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -175,9 +180,53 @@ def import_graph(text: str, registry: Any = None) -> Graph:
     _check_header(document)
     graph = Graph()
     registry = registry if registry is not None else builtin_registry()
+    if isinstance(registry, (list, tuple)):
+        registry = _Registries(registry)
     _build_nodes(graph, document["nodes"], registry)
     _import_collections(graph, document.get("collections", {}))
     return graph
+
+
+class _Registries:
+    """Several registries read as one for resolving a graph file's ops: `find` and `get` ask each
+    in order (a qualified name is held by the registry of its workspace; a bare name resolves in
+    the first that has it), iteration and names cover all of them."""
+
+    def __init__(self, registries: Sequence[Any]):
+        if not registries:
+            raise OpsdkError("import_graph: the list of registries is empty")
+        self.registries = tuple(registries)
+
+    def find(self, name: str) -> Any:
+        return next((s for r in self.registries if (s := r.find(name)) is not None), None)
+
+    def get(self, name: str) -> Any:
+        found = self.find(name)
+        if found is not None:
+            return found
+        for r in self.registries:
+            try:
+                return r.get(name)
+            except OpDefErrors:
+                raise
+            except OpsdkError:
+                continue
+        return self.registries[0].get(name)  # the first registry's own error
+
+    def __iter__(self):
+        seen = set()
+        for r in self.registries:
+            for spec in r:
+                key = (spec.namespace, spec.name)
+                if key not in seen:
+                    seen.add(key)
+                    yield spec
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for r in self.registries for n in r.names()))
+
+    def qualified_names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n for r in self.registries for n in r.qualified_names()))
 
 
 def _check_header(document: Any) -> None:
@@ -333,7 +382,8 @@ def _resolve(where: str, op_type: str, registry: Any) -> Any:
     if namespace and namespace not in {s.namespace for s in registry}:
         raise GraphFileError(f"{where}: op '{op_type}' is in namespace '{namespace}', whose workspace "
                              f"this registry does not hold; import with "
-                             f"registry=load_registry(<that workspace>)")
+                             f"registry=load_registry(<that workspace>), or a list of registries "
+                             f"for a graph of several workspaces")
     known = [*registry.names(), *registry.qualified_names(), *PRIMITIVES]
     raise GraphFileError(f"{where}: unknown op '{op_type}'{did_you_mean(op_type, known)}")
 
