@@ -175,3 +175,26 @@ def test_softmax_cross_entropy_gradient():
     labels /= labels.sum(-1, keepdims=True)
     check_gradient("softmax_cross_entropy_with_logits", [labels, f64(2, 3, 4)])
     check_gradient("softmax_cross_entropy_with_logits", [f64(3, 4), f64(3, 4)])  # any labels
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "uint8"])
+@pytest.mark.parametrize("shape", [(), (5,), (3, 1000, 700)])  # 2.1M elements: split over threads
+def test_relu_grads_compiled_kernel_matches_its_python_kernel(dtype, shape):
+    """The cpu kernel (relu_grad_cpu.cc) and the python one (the GPU's): grad_y where x > 0, else
+    0, so a NaN or infinite grad_y where x <= 0 gives 0, and a NaN x gives 0."""
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel
+
+    spec = load_registry().get("relu_grad")
+    compiled = choose_kernel(spec, kind="cpu").fn
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-3, 3, shape).astype(dtype)
+    g = rng.uniform(0, 5, shape).astype(dtype)
+    if x.size and np.dtype(dtype).kind == "f":
+        x.flat[0], g.flat[0] = -1.0, np.nan       # masked NaN gradient
+        if x.size > 2:
+            x.flat[1], x.flat[2], g.flat[2] = np.nan, 0.0, np.inf
+    want = choose_kernel(spec, kind="python").fn(np, x, g)
+    got = compiled(x, g)
+    assert got.dtype == np.dtype(dtype) and got.shape == shape
+    np.testing.assert_array_equal(got, want)
