@@ -206,3 +206,20 @@ def test_shape_fn_predicts_output_shape(op, inputs, attrs, expected):
     [guess] = fn(blurred, full)
     assert guess is not None and len(guess) == np.ndim(expected)
     assert all(g is None or g == e for g, e in zip(guess, np.shape(expected)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_sigmoid_gives_the_bits_of_its_two_sided_formula(dtype):
+    """sigmoid picks its numerator with masks, not `where`: the result must be bit for bit
+    1 / (1 + e) for x >= 0 and e / (1 + e) below (e = exp(-|x|)), NaN and infinities included."""
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel
+
+    sigmoid = choose_kernel(load_registry().get("sigmoid"), kind="python").fn
+    x = np.concatenate([np.random.default_rng(5).normal(0, 12, 20000),
+                        [-np.inf, -800.0, -0.0, 0.0, 800.0, np.inf, np.nan]]).astype(dtype)
+    e = np.exp(-np.abs(x))
+    want = np.where(x >= 0, np.ones_like(e) / (1 + e), e / (1 + e))
+    got = sigmoid(np, x)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, want)
