@@ -88,7 +88,8 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
     (root / "build").mkdir(exist_ok=True)
     with _workspace_lock(root / "build"):
         found, generated, broken = _regenerate(root)
-        units, notes = _make_units(root, _select_ops(root, found, ops), cuda)
+        selected = _select_ops(root, found, ops)
+        units, notes = _make_units(root, selected, cuda)
         environment = environment_fingerprint()
         digests = Digests(root)
         results: list[UnitResult] = []
@@ -104,8 +105,7 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         results += _compile_all(stale, environment, digests, jobs, progress)
         order = {(u.op, u.device): i for i, u in enumerate(units)}
         results.sort(key=lambda r: order[(r.op, r.device)])
-        selected = _select_ops(root, found, ops)
-        if cuda == "auto" and not any(u.device == "cuda" for u in units):
+        if cuda == "auto" and not any(u.device == "cuda" for u in units):  # no nvcc
             checked, checked_notes = _nvrtc_check(root, [s.name for s in selected if s.kernel("cuda")])
             results += checked
             notes += checked_notes
@@ -220,17 +220,16 @@ def _nvrtc_check(root: Path, names: list[str]) -> tuple[list[UnitResult], list[s
         return [], []
     from opsdk.build import nvrtc
     from opsdk.registry import OpError, load_registry
+    from opsdk.registry.launch import launch_problem
 
     registry = load_registry(root, strict=False)
-    specs = [registry.get(n) for n in names if nvrtc.compilable(registry.get(n))]
+    specs = [spec for spec in map(registry.get, names) if launch_problem(spec) is None]
     if not specs:
         return [], []
     problem = nvrtc.nvrtc_problem()
     if problem is not None:
         return [], [f"cuda kernels with declared launches not checked through NVRTC: {problem}"]
-    from cupy.cuda import nvrtc as cupy_nvrtc
-
-    archs = nvrtc.build_archs(cupy_nvrtc.getSupportedArchs())
+    archs = nvrtc.build_archs()
     results = []
     for spec in specs:
         start, fresh = time.perf_counter(), False

@@ -16,7 +16,6 @@ binary's name is made from the key and its sha256 checked). Needs NVRTC, not a G
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 import os
 import re
@@ -26,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from opsdk.build.toolchain import cuda_targets
+from opsdk.codegen.names import dtype_combinations, template_params
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.launch import bind_kernel_name, op_namespace, signature_check
 from opsdk.registry.spec import LaunchSpec, OpSpec
@@ -94,8 +95,7 @@ def compile_program(spec: OpSpec, types: Mapping[str, str], arch: int,
         if cached is not None:
             return cached
         binary, lowered = _nvrtc_compile(spec, program, kernel.source, options, names, kind, root)
-        written = _write_entry(folder, key, kind, binary, lowered)
-        return CompiledProgram(written.path, written.lowered, fresh=True)
+        return _write_entry(folder, key, kind, binary, lowered)
 
 
 def _check_jit_dtypes(spec: OpSpec, types: Mapping[str, str]) -> None:
@@ -251,7 +251,7 @@ def _write_entry(folder: Path, key: str, kind: str, binary: bytes,
     entry = {"format": CACHE_FORMAT, "key": key, "kind": kind, "lowered": list(lowered),
              "sha256": hashlib.sha256(binary).hexdigest()}
     _atomic_write(folder / f"{key}.json", json.dumps(entry, indent=1).encode())
-    return CompiledProgram(path, tuple(lowered))
+    return CompiledProgram(path, tuple(lowered), fresh=True)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -265,19 +265,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-def compilable(spec: OpSpec) -> bool:
-    """Whether `spec` has a cuda kernel this compiler takes: declared launches, no list tensors."""
-    kernel = spec.kernel("cuda")
-    return bool(kernel and kernel.launches) and not any(t.is_list for t in spec.inputs + spec.outputs)
-
-
 def dtype_bindings(spec: OpSpec) -> list[dict[str, str]]:
     """Every binding of the type attrs to their allowed dtypes that NVRTC can pass."""
-    names = [ta.name for ta in spec.type_attrs]
-    combos = itertools.product(*(ta.allowed for ta in spec.type_attrs))
     out = []
-    for combo in combos:
-        types = dict(zip(names, combo))
+    for combo in dtype_combinations(spec):
+        types = dict(zip(template_params(spec), combo))
         try:
             _check_jit_dtypes(spec, types)
         except OpError:
@@ -286,15 +278,13 @@ def dtype_bindings(spec: OpSpec) -> list[dict[str, str]]:
     return out
 
 
-def build_archs(supported: Sequence[int]) -> tuple[int, ...]:
-    """The archs `opsdk build` compiles for through NVRTC where nvcc is absent: OPSDK_CUDA_ARCHS's
-    plain numbers when set, else the default archs, each kept when this NVRTC supports it."""
-    from opsdk.build.toolchain import CUDA_ARCHS_ENV, DEFAULT_CUDA_ARCHS
+def build_archs() -> tuple[int, ...]:
+    """The archs `opsdk build` compiles for through NVRTC where nvcc is absent: those of
+    OPSDK_CUDA_ARCHS, or the default ones (toolchain.cuda_targets), that this NVRTC supports."""
+    from cupy.cuda import nvrtc
 
-    value = os.environ.get(CUDA_ARCHS_ENV, "").strip()
-    wanted = ([int(a) for a in re.findall(r"(?<![\w])(?:sm_)?(\d{2,3})(?![\w])", value)] if value
-              else [int(a) for a in DEFAULT_CUDA_ARCHS])
-    return tuple(a for a in dict.fromkeys(wanted) if a in supported)
+    supported = nvrtc.getSupportedArchs()
+    return tuple(int(a) for a in cuda_targets(None).archs if a.isdigit() and int(a) in supported)
 
 
 class NvrtcCompiler:

@@ -8,7 +8,7 @@ and never raise. Messages start with `<op>: ` so the runtime can name the node a
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from .attrs import dtype_name
 from .callables import load_callable
@@ -114,12 +114,20 @@ def infer_outputs(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
     >>> infer_outputs(pm, [(4, 3), (None, 3)], ["float32", "float32"], {})  # doctest: +SKIP
     [((4, None), 'float32')]
     """
-    return infer_outputs_and_sizes(spec, input_shapes, input_dtypes, attrs)[0]
+    return infer_call(spec, input_shapes, input_dtypes, attrs).outputs
 
 
-def infer_outputs_and_sizes(spec: OpSpec, input_shapes: Any, input_dtypes: Any, attrs: Mapping[str, Any]
-                            ) -> tuple[list[tuple[Any, Optional[str]]], dict[str, Optional[int]]]:
-    """`infer_outputs`, and the sizes dim expressions read: every bound dim and int attr."""
+class Inferred(NamedTuple):
+    """What inference learns of one call: (shape, dtype) per output, the sizes dim expressions
+    read (every bound dim and int attr), and the dtype of every type attr."""
+    outputs: list[tuple[Any, Optional[str]]]
+    sizes: dict[str, Optional[int]]
+    types: dict[str, Optional[str]]
+
+
+def infer_call(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
+               attrs: Mapping[str, Any]) -> Inferred:
+    """`infer_outputs`, with the sizes and type attrs it bound on the way."""
     dtypes = resolve_type_attrs(spec, input_dtypes, attrs)
     binder = _Binder(spec)
     shapes = _per_input(spec, input_shapes, "shapes")
@@ -134,7 +142,8 @@ def infer_outputs_and_sizes(spec: OpSpec, input_shapes: Any, input_dtypes: Any, 
         out_shapes = _call_shape_fn(spec, shapes, attrs)
     else:
         out_shapes = [binder.output_shape(t, env, attrs) for t in spec.outputs]
-    return [(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)], env
+    return Inferred([(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)],
+                    env, dtypes)
 
 
 def _call_shape_fn(spec: OpSpec, shapes: list, attrs: Mapping[str, Any]) -> list:

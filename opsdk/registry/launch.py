@@ -34,6 +34,20 @@ def op_namespace(spec: OpSpec) -> str:
     return f"opsdk_op_{spec.name}"
 
 
+def launch_problem(spec: OpSpec) -> Optional[str]:
+    """Why `spec`'s cuda kernel cannot be launched from its declaration (so NVRTC cannot take
+    it), or None when it can: it must declare `launch` and have no list input or output."""
+    kernel = spec.kernel("cuda")
+    if kernel is None:
+        return "it declares no cuda kernel"
+    if not kernel.launches:
+        return (f"its cuda kernel ({kernel.source}) launches from host code, which only nvcc "
+                "compiles; declare `launch:` to compile it through NVRTC at first use")
+    if any(t.is_list for t in spec.inputs + spec.outputs):
+        return "it has a list input or output, which only a kernel built by nvcc takes"
+    return None
+
+
 def element_type(spec: OpSpec, tensor_name: str, types: Optional[Mapping[str, str]] = None) -> str:
     """A tensor's C++ element type: its type attr's name (or, with `types`, the bound dtype's C++
     type), or the C++ type of its fixed dtype."""

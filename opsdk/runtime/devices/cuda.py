@@ -22,10 +22,10 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.registry.infer import infer_outputs, resolve_type_attrs
+from opsdk.registry.infer import infer_call, infer_outputs
 from opsdk.registry.spec import OpSpec
 from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
-from opsdk.runtime.devices.cuda_jit import JitKernel, check_inputs, run_launches, sizes_and_outputs
+from opsdk.runtime.devices.cuda_jit import JitKernel, check_inputs, run_launches
 
 _probe_lock = threading.Lock()
 # id of the `cupy` entry of sys.modules when probed -> (that entry, (cupy or None, what is
@@ -113,9 +113,7 @@ class _BuiltCall:
         shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
         dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name
                   for g in grouped]
-        outputs = infer_outputs(self.spec, shapes, dtypes, self.attrs)
-        allocated = [_allocate(self.spec, t, shape, dtype, self.cp)
-                     for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
+        allocated = _allocate(self.spec, infer_outputs(self.spec, shapes, dtypes, self.attrs), self.cp)
         stream = int(self.cp.cuda.get_current_stream().ptr)
         self.fn(*grouped, *self.tail, *allocated, stream)
         return allocated[0] if len(allocated) == 1 else tuple(allocated)
@@ -132,18 +130,21 @@ class _JitCall:
 
     def __call__(self, values: Sequence[Any]) -> Any:
         check_inputs(self.spec, values)
-        outputs, sizes = sizes_and_outputs(self.spec, values, self.attrs)
-        types = resolve_type_attrs(self.spec, [v.dtype.name for v in values], self.attrs)
-        allocated = [_allocate(self.spec, t, shape, dtype, self.cp)
-                     for t, (shape, dtype) in zip(self.spec.outputs, outputs)]
-        functions = self.jit.functions(types, self.cp)
-        run_launches(self.spec, functions, values, allocated, sizes, self.attrs)
+        inferred = infer_call(self.spec, [v.shape for v in values], [v.dtype.name for v in values],
+                              self.attrs)
+        allocated = _allocate(self.spec, inferred.outputs, self.cp)
+        run_launches(self.spec, self.jit.functions(inferred.types, self.cp), values, allocated,
+                     inferred.sizes, self.attrs)
         return allocated[0] if len(allocated) == 1 else tuple(allocated)
 
 
-def _allocate(spec: OpSpec, tspec: Any, shape: Any, dtype: str, cp: Any) -> Any:
-    """An uninitialised device array for one declared output (a list of N for a list output):
-    the kernel writes every element, as on the CPU."""
+def _allocate(spec: OpSpec, outputs: Sequence[tuple[Any, str]], cp: Any) -> list:
+    """Uninitialised device arrays for the declared outputs, from their inferred (shape, dtype)
+    (a list of N for a list output): the kernel writes every element, as on the CPU."""
+    return [_allocate_one(spec, t, shape, dtype, cp) for t, (shape, dtype) in zip(spec.outputs, outputs)]
+
+
+def _allocate_one(spec: OpSpec, tspec: Any, shape: Any, dtype: str, cp: Any) -> Any:
     if not tspec.is_list:
         return cp.empty(_known(spec, tspec, shape), dtype=dtype)
     if not isinstance(shape, list):

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Optional, Protocol, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.registry.infer import infer_outputs_and_sizes
+from opsdk.registry.launch import launch_problem
 from opsdk.registry.shapes import eval_expr
 from opsdk.registry.spec import LaunchSpec, OpSpec
 
@@ -86,14 +86,9 @@ def jit_mode() -> str:
 
 def jit_problem(spec: OpSpec) -> Optional[str]:
     """Why `spec`'s cuda kernel cannot compile through NVRTC here, or None when it can."""
-    kernel = spec.kernel("cuda")
-    if kernel is None:
-        return "it declares no cuda kernel"
-    if not kernel.launches:
-        return (f"its cuda kernel ({kernel.source}) launches from host code, which only nvcc "
-                "compiles; declare `launch:` to compile it through NVRTC at first use")
-    if any(t.is_list for t in spec.inputs + spec.outputs):
-        return "it has a list input or output, which only a kernel built by nvcc takes"
+    problem = launch_problem(spec)
+    if problem is not None:
+        return problem
     if jit_mode() == "never":
         return f"{JIT_ENV}=never"
     found = compiler()
@@ -151,8 +146,8 @@ def launch_args(spec: OpSpec, launch: LaunchSpec, arrays: Mapping[str, Any],
 
 
 class JitKernel:
-    """`spec`'s cuda kernel through NVRTC: what `choose_kernel` hands the cuda device, which binds
-    it with `bind` (the calling convention of a built kernel does not apply)."""
+    """`spec`'s cuda kernel through NVRTC: what `choose_kernel` hands the cuda device in place of
+    a built kernel (the device calls it its own way: devices/cuda.py, _JitCall)."""
 
     def __init__(self, spec: OpSpec):
         self.spec = spec
@@ -169,10 +164,10 @@ class JitKernel:
                 found = self._functions.get(key)
                 if found is None:
                     arch = int(str(device.compute_capability))
-                    found = compiler()
-                    if found is None:
+                    given = compiler()
+                    if given is None:
                         raise OpsdkError(f"{self.spec.name}: {jit_problem(self.spec)}")
-                    program = found.compile(self.spec, types, arch)
+                    program = given.compile(self.spec, types, arch)
                     module = cp.RawModule(path=str(program.path))
                     found = tuple(module.get_function(name) for name in program.lowered)
                     self._functions[key] = found
@@ -216,10 +211,3 @@ def check_inputs(spec: OpSpec, values: Sequence[Any]) -> None:
         if not value.flags.c_contiguous:
             raise OpError(f"{spec.name}: input '{tensor.name}' is not C-contiguous; pass "
                           f"cupy.ascontiguousarray({tensor.name})")
-
-
-def sizes_and_outputs(spec: OpSpec, values: Sequence[Any], attrs: Mapping[str, Any]) -> tuple:
-    """(output (shape, dtype) pairs, the sizes dim expressions read) for these device arrays."""
-    shapes = [v.shape for v in values]
-    dtypes = [v.dtype.name for v in values]
-    return infer_outputs_and_sizes(spec, shapes, dtypes, attrs)

@@ -82,9 +82,10 @@ def _uses_nvrtc(spec: OpSpec) -> bool:
     and nvcc built none (or OPSDK_CUDA_JIT=always)."""
     from opsdk.runtime.devices.cuda_jit import jit_mode, jit_problem
     from opsdk.runtime.kernels.loader import manifest_path
-    if jit_problem(spec) is not None:
-        return False
-    return jit_mode() == "always" or not manifest_path(spec, "cuda").is_file()
+    mode = jit_mode()
+    if mode == "never" or (mode == "auto" and manifest_path(spec, "cuda").is_file()):
+        return False  # checked first: where nvcc built the kernel this is one stat
+    return jit_problem(spec) is None
 
 
 def load_python_kernel(spec: OpSpec) -> Callable:
