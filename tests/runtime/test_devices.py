@@ -70,3 +70,22 @@ def test_without_cupy_the_gpu_says_what_it_needs(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)
     why = devices.get_device("/gpu:0").unavailable()
     assert why == "needs CuPy, which is not installed (pip install '.[gpu]'), and a CUDA GPU"
+
+
+def test_a_probe_made_before_cupy_was_imported_does_not_answer_for_a_blocked_cupy(monkeypatch):
+    """The probe's key is the `cupy` module object; before the first import there is none, and
+    the probe's own import adds it: a later stand-in (None blocks the import) is probed anew."""
+    import sys
+    import types
+    from opsdk.runtime.devices import cuda
+    fake = types.ModuleType("cupy")
+
+    def probe_now():
+        entry = sys.modules.setdefault("cupy", fake)  # what `import cupy` does the first time
+        return (None, "fake: sees no GPU") if entry is fake else (None, "blocked")
+    monkeypatch.setattr(cuda, "_probes", {})
+    monkeypatch.setattr(cuda, "_probe_now", probe_now)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    assert cuda.probe_cupy() == (None, "fake: sees no GPU")
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    assert cuda.probe_cupy() == (None, "blocked")

@@ -30,18 +30,25 @@ from opsdk.runtime.devices.cuda_jit import JitKernel, check_inputs, run_launches
 _probe_lock = threading.Lock()
 # id of the `cupy` entry of sys.modules when probed -> (that entry, (cupy or None, what is
 # missing)); the entry is held so its id cannot be reused by another module object
-_probes: dict[int, tuple[Any, tuple[Any, Optional[str]]]] = {}
+_probes: dict[Any, tuple[Any, tuple[Any, Optional[str]]]] = {}
 
 
 def probe_cupy() -> tuple[Any, Optional[str]]:
     """(the cupy module, None) when CuPy imports and sees a GPU; else (None, what it needs).
-    Probed once per CuPy module object (so a test that stands in a fake CuPy is seen)."""
-    entry = sys.modules.get("cupy")
-    found = _probes.get(id(entry))
-    if found is None or found[0] is not entry:
-        with _probe_lock:
-            found = _probes[id(entry)] = (entry, _probe_now())
-    return found[1]
+    Probed once per CuPy module object (so a test that stands in a fake CuPy, or blocks it with
+    None, is seen); before CuPy was ever imported the probe's own import decides the key."""
+    key = id(sys.modules["cupy"]) if "cupy" in sys.modules else "absent"
+    found = _probes.get(key)
+    if found is not None and (key == "absent" or found[0] is sys.modules.get("cupy")):
+        return found[1]
+    with _probe_lock:
+        result = _probe_now()
+        if "cupy" in sys.modules:  # the import just made may have added it
+            entry = sys.modules["cupy"]
+            _probes[id(entry)] = (entry, result)
+        else:
+            _probes["absent"] = (None, result)
+    return result
 
 
 def _probe_now() -> tuple[Any, Optional[str]]:
