@@ -23,6 +23,8 @@ from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.runtime.kernels import loader
 from opsdk.runtime.frontend.api import apply_op
 
+LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
+
 
 # ------------------------------------------------------------------------ without CuPy or GPU
 def test_without_cupy_device_cuda_says_so(registry, monkeypatch):
@@ -216,7 +218,7 @@ def test_a_graph_on_the_gpu_copies_in_runs_there_and_fetches_numpy(gpu_registry,
     assert type(got_y) is np.ndarray and type(got_e) is np.ndarray  # fetched back to the host
     assert got_y.tolist() == [4.0, 4.0] and np.isclose(got_e, np.exp(12.0))
     assert streams == [12345] and "exp" in fake_cupy.called
-    assert explanation.placement["s"] == explanation.placement["e"] == "/device:GPU:0"
+    assert explanation.placement["s"] == explanation.placement["e"] == LOCAL + "/device:GPU:0"
     assert sorted(c[0] for c in explanation.copies) == ["e:0", "s:1", "x0:0", "x1:0"]
 
 

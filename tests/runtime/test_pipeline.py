@@ -18,9 +18,11 @@ from opsdk.runtime.frontend.variables import Variable, global_variables_initiali
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.train.optimizers import AdamOptimizer, GradientDescentOptimizer
 
+LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
+
 
 def test_the_pipeline_is_a_named_ordered_list_of_passes():
-    assert PASS_NAMES == ("prune", "place", "copies", "fold_cse", "partition")
+    assert PASS_NAMES == ("prune", "place", "fold_cse", "partition")
     assert all(callable(p.run) and callable(p.off) and p.doc for p in PIPELINE)
 
 
@@ -45,11 +47,12 @@ def test_explain_says_what_every_pass_did(registry, capsys):
     assert printed.strip() == str(explanation)
     assert [name for name, _ in explanation.passes] == list(PASS_NAMES)
     assert "unused" not in explanation.placement  # pruned
-    assert explanation.placement["out"] == "/device:TEST:0"
+    assert explanation.placement["out"] == LOCAL + "/device:TEST:0"
     assert explanation.folded == ("six",) and explanation.merged[0] == "c"
     assert ("b:0", "/device:CPU:0", "/device:TEST:0") in explanation.copies
+    assert ("b:0", LOCAL + "/device:CPU:0", LOCAL + "/device:TEST:0") in explanation.cuts
     assert ("out:0", "/device:TEST:0", "/device:CPU:0") in explanation.copies
-    assert set(explanation.partitions) == {"/device:CPU:0", "/device:TEST:0"}
+    assert set(explanation.partitions) == {LOCAL + "/device:CPU:0", LOCAL + "/device:TEST:0"}
     assert "fold_cse:\n  folded: six" in printed
 
 
@@ -58,10 +61,11 @@ def test_every_pass_can_be_switched_off_and_results_do_not_change(registry, off)
     g, x, out, _ = _graph(registry)
     config = SessionConfig(passes_off=frozenset({off}))
     with Session(g, config) as sess:
-        if off == "copies":  # an edge crosses devices: without copies that is an error
-            with pytest.raises(OpsdkError, match=r"^mul \(node 'out'\) on /device:TEST:0 reads "
-                                                 r"'b:0' from /device:CPU:0, and the copies "
-                                                 r"pass is off"):
+        if off == "partition":  # an edge crosses devices: without a cut that is an error
+            with pytest.raises(OpsdkError, match=r"^mul \(node 'out'\) on /job:localhost/replica:0/"
+                                                 r"task:0/device:TEST:0 reads 'b:0' from "
+                                                 r"/job:localhost/replica:0/task:0/device:CPU:0, "
+                                                 r"and the partition pass is off"):
                 sess.run(out, {x: np.ones(2)})
             return
         got = sess.run(out, {x: np.ones(2)})
@@ -71,16 +75,14 @@ def test_every_pass_can_be_switched_off_and_results_do_not_change(registry, off)
     if off == "fold_cse":
         assert explanation.folded == () and explanation.merged == ()
     if off == "place":
-        assert set(explanation.placement.values()) == {"/device:CPU:0"}
+        assert set(explanation.placement.values()) == {LOCAL + "/device:CPU:0"}
     if off == "prune":
         assert "unused" in explanation.placement
-    if off == "partition":
-        assert list(explanation.partitions) == [""]
 
 
 def test_an_unknown_pass_name_is_refused(registry):
     with pytest.raises(OpsdkError, match=r"unknown pass\(es\) fuse to switch off \(passes: "
-                                         r"prune, place, copies, fold_cse, partition\)"):
+                                         r"prune, place, fold_cse, partition\)"):
         Session(Graph(), SessionConfig(passes_off=frozenset({"fuse"})))
 
 

@@ -18,6 +18,8 @@ from opsdk.runtime.frontend.variables import Variable, global_variables_initiali
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.train.optimizers import GradientDescentOptimizer
 
+LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
+
 RECORD_OPS = """
 op: record_type
 summary: Returns x, recording the type of array its kernel was given.
@@ -80,11 +82,11 @@ def test_an_explicit_scope_places_nodes_and_copies_cross_the_edges(graph, regist
     assert type(got) is np.ndarray  # fetches come back as NumPy
     xs = np.arange(3, dtype=np.float32)
     np.testing.assert_allclose(got, -(2 * np.exp(xs)) * xs, rtol=1e-6)
-    assert explanation.placement["e"] == "/device:TEST:0"
-    assert explanation.placement["out"] == "/device:CPU:0"
+    assert explanation.placement["e"] == LOCAL + "/device:TEST:0"
+    assert explanation.placement["out"] == LOCAL + "/device:CPU:0"
     assert sorted(explanation.copies) == [("x:0", "/device:CPU:0", "/device:TEST:0"),
                                           ("z:0", "/device:TEST:0", "/device:CPU:0")]
-    assert set(explanation.partitions) == {"/device:CPU:0", "/device:TEST:0"}
+    assert set(explanation.partitions) == {LOCAL + "/device:CPU:0", LOCAL + "/device:TEST:0"}
 
 
 def test_copies_are_counted_per_step(graph, registry):
@@ -100,15 +102,20 @@ def test_copies_are_counted_per_step(graph, registry):
     assert (test.copies_in - before[0], test.copies_out - before[1]) == (1, 1)
 
 
-def test_constants_copied_to_a_device_are_folded_once(graph, registry):
+def test_constants_read_on_a_device_are_held_there_not_sent_every_step(graph, registry):
     op = _ops(registry)
     x = placeholder("float64", [2], name="x")
     with device("/test:0"):
         y = op("mul", x, np.float64(3.0), name="y")
+    test = get_device("/test:0")
     with Session(graph) as sess:
         explanation = sess.explain(y, {x: None}, show=False)
         assert sess.run(y, {x: np.ones(2)}).tolist() == [3.0, 3.0]
-    assert any("copy" in name for name in explanation.folded)
+        before = (test.copies_in, test.copies_out)
+        assert sess.run(y, {x: np.ones(2)}).tolist() == [3.0, 3.0]
+    # Only x goes in and y comes out: the constant lives in the test device's partition.
+    assert (test.copies_in - before[0], test.copies_out - before[1]) == (1, 1)
+    assert sorted(c[0] for c in explanation.cuts) == ["x:0", "y:0"]
 
 
 def test_soft_placement_falls_back_and_logs_once_per_node(graph, caplog):
@@ -121,7 +128,7 @@ def test_soft_placement_falls_back_and_logs_once_per_node(graph, caplog):
             explanation = sess.explain(d, {x: None}, show=False)
             got = sess.run(d, {x: np.ones((2, 3), np.float32)})
             sess.run(d, {x: np.ones((2, 3), np.float32)})
-    assert explanation.placement["dist"] == "/device:CPU:0"
+    assert explanation.placement["dist"] == LOCAL + "/device:CPU:0"
     assert got.tolist() == [[0.0, 0.0], [0.0, 0.0]]
     logged = [r.getMessage() for r in caplog.records if "(node 'dist')" in r.getMessage()]
     assert logged == ["pairwise_manhattan (node 'dist'): placed on '/device:TEST:0', but op "
@@ -166,7 +173,7 @@ def test_a_preference_places_unscoped_nodes_on_the_test_device(graph, registry):
     with Session(graph, config) as sess:
         explanation = sess.explain(y, {x: None}, show=False)
         np.testing.assert_allclose(sess.run(y, {x: np.zeros(3)}), np.ones(3))
-    assert explanation.placement["e"] == "/device:TEST:0"
+    assert explanation.placement["e"] == LOCAL + "/device:TEST:0"
 
 
 def test_a_cond_branch_runs_on_its_device_through_the_one_executor(record):
@@ -222,6 +229,6 @@ def test_a_variable_lives_and_trains_on_its_device(registry):
                       for _ in range(5)]
             explanation = sess.explain(train, {x: None}, show=False)
         results[where] = losses
-        assert explanation.placement["w"] == get_device(where).name
+        assert explanation.placement["w"] == LOCAL + get_device(where).name
     np.testing.assert_allclose(results["/test:0"], results["/cpu:0"], rtol=1e-12)
     assert results["/cpu:0"][-1] < results["/cpu:0"][0]

@@ -1,88 +1,232 @@
-"""The partition pass: the placed program split by location, with a Send/Recv pair at each cut.
+"""The partition pass: the placed program split by location, a `_send`/`_recv` pair at each cut.
 
-`partition_graph` is the seam the distributed executor uses: it takes any location function
-(a device name now; a task name such as `/job:worker/task:1` for distribution) and returns the
-nodes of each location and the edges that cross locations, each keyed so that its Send and its
-Recv find each other in a rendezvous (the key names the tensor and both ends; a step id is
-added at run time). In one process the executor's slot list is the rendezvous: a cut is a slot
-the sending partition writes and the receiving partition reads, and all partitions of a step run
-in one ready queue of the one executor.
+Every node has a location (a task and a device, compile/place.py). The pass gives each location
+a `Partition`: its nodes in order, and for every edge that crosses locations a `_send` node on
+the producer's side and a `_recv` node on the reader's (compile/sendrecv.py), one pair per
+(tensor, destination) however many nodes read it there. A control edge that crosses becomes a
+pair carrying an empty marker. Constants are not sent: each location that reads one holds its
+own copy. Fed values arrive at the program's feed location; fetched values are received at its
+result location. `Partition.to_graph()` gives the partition as a standalone graph (placeholders
+for its fed values), which the project's graph format exports, and which a task lowers and runs
+as it is (`pipeline.plan_for_partition`). `lower` (compile/plan.py) turns each partition into
+its steps; in one process the partitions of a step run on the one executor and meet in an
+in-process rendezvous.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Optional
 
+from opsdk.runtime.compile.fold import constant_node
 from opsdk.runtime.compile.program import Program
-from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.compile.sendrecv import RECV, SEND
+from opsdk.runtime.devices import Device, get_device
+from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.ir.tensor import Tensor
 
 
-@dataclass(frozen=True)
-class Cut:
-    """An edge between two locations: the tensor, where it is made and where it is read."""
+@dataclass
+class Partition:
+    """The nodes of one location and how they read each other (see the module docstring)."""
 
-    tensor: Tensor
-    source: str
-    destination: str
+    location: str
+    device: Device
+    ops: list[Operation] = field(default_factory=list)  # topological order
+    inputs: dict[Operation, tuple[Tensor, ...]] = field(default_factory=dict)
+    controls: dict[Operation, tuple[Operation, ...]] = field(default_factory=dict)
+    feeds: list[Tensor] = field(default_factory=list)  # values the caller gives this partition
+    fetches: dict = field(default_factory=dict)  # caller's fetched tensor -> tensor here
+    targets: list[Operation] = field(default_factory=list)  # nodes run for their effects
+
+    def inputs_of(self, op: Operation) -> tuple[Tensor, ...]:
+        return self.inputs.get(op, op.inputs)
+
+    def controls_of(self, op: Operation) -> tuple[Operation, ...]:
+        return self.controls.get(op, op.control_inputs)
 
     @property
-    def key(self) -> str:
-        """The rendezvous key of this edge's Send/Recv pair (a step id is added at run time)."""
-        return f"{self.tensor.name};{self.source};{self.destination}"
+    def sends(self) -> list[Operation]:
+        return [op for op in self.ops if op.type == SEND]
+
+    @property
+    def recvs(self) -> list[Operation]:
+        return [op for op in self.ops if op.type == RECV]
+
+    def to_graph(self) -> "PartitionGraph":
+        """This partition as a standalone graph (see `PartitionGraph`)."""
+        return _standalone(self)
 
 
-@dataclass
-class Partitioning:
-    """Nodes per location (in program order) and the cuts between locations."""
+@dataclass(frozen=True)
+class PartitionGraph:
+    """A partition as a graph of its own: `feeds` are its placeholders' tensor names, in the order
+    of `Partition.feeds`; `fetches` the names of the tensors holding the caller's fetches, in the
+    order of `Partition.fetches`; `targets` the names of the nodes run for their effects."""
 
-    parts: dict[str, list[Operation]] = field(default_factory=dict)
-    cuts: list[Cut] = field(default_factory=list)
-
-    def location_of(self, op: Operation) -> str:
-        for location, ops in self.parts.items():
-            if op in ops:
-                return location
-        raise KeyError(op.name)
+    graph: Graph
+    feeds: tuple[str, ...]
+    fetches: tuple[str, ...]
+    targets: tuple[str, ...]
 
 
-def partition_graph(ops: Sequence[Operation], inputs_of: Callable[[Operation], Sequence[Tensor]],
-                    location_of: Callable[[Operation], str], fed: frozenset = frozenset(),
-                    feed_location: str = "") -> Partitioning:
-    """Split `ops` by `location_of`; every input edge whose producer is elsewhere is a cut (one
-    per tensor and destination, however many nodes read it there)."""
-    result = Partitioning()
-    where: dict[Operation, str] = {}
-    seen: set[tuple[Tensor, str]] = set()
-    for op in ops:
-        here = location_of(op)
-        where[op] = here
-        result.parts.setdefault(here, []).append(op)
-        for t in inputs_of(op):
-            source = feed_location if t in fed else where.get(t.op, here)
-            if source != here and (t, here) not in seen:
-                seen.add((t, here))
-                result.cuts.append(Cut(t, source, here))
-    return result
+class _Cutter:
+    """Builds the partitions of one program."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.parts: dict[str, Partition] = {}
+        self.received: dict[tuple, Tensor] = {}
+
+    def part(self, location: str) -> Partition:
+        if location not in self.parts:
+            self.parts[location] = Partition(location, get_device(location))
+        return self.parts[location]
+
+    def read(self, t: Tensor, here: str) -> Tensor:
+        """The tensor of location `here` holding `t`'s value (t itself if it lives here)."""
+        source = self.program.location_of(t)
+        if source == here:
+            return t
+        key = (t, here)
+        if key not in self.received:
+            if t.op.type == "const" and t not in self.program.feed_set:
+                copy = constant_node(self.program, t.op, t, t.op.attrs["value"], here)
+                self.part(here).ops.append(copy.op)
+                self.received[key] = copy
+            else:
+                self.received[key] = self._pair(t, source, here)
+        return self.received[key]
+
+    def wait_for(self, c: Operation, here: str) -> Operation:
+        """The node of location `here` that stands for control input `c`."""
+        source = self.program.location[c]
+        if source == here:
+            return c
+        key = ("control", c, here)  # one marker per (node, destination)
+        if key not in self.received:
+            self.received[key] = self._pair(None, source, here, control_of=c)
+        return self.received[key].op
+
+    def _pair(self, t: Optional[Tensor], source: str, here: str,
+              control_of: Optional[Operation] = None) -> Tensor:
+        p, n = self.program, len(self.received)
+        origin = t.op if t is not None else control_of
+        name = t.name if t is not None else f"^{control_of.name}"
+        attrs = {"tensor_name": name, "send_location": source, "recv_location": here,
+                 "send_incarnation": 0}
+        send = Operation(origin.graph, SEND, f"{origin.name}/_send_{n}",
+                         (t,) if t is not None else (), attrs, {},
+                         (control_of,) if control_of is not None else (), origin.device, None,
+                         origin._id)
+        recv = Operation(origin.graph, RECV, f"{origin.name}/_recv_{n}", (), attrs, {}, (),
+                         origin.device, None, origin._id)
+        shape, dtype = ((t.shape, t.dtype) if t is not None else ((0,), "bool"))
+        recv.outputs = (Tensor(recv, 0, shape, dtype),)
+        for node, where in ((send, source), (recv, here)):
+            p.location[node] = where
+            p.device[node] = self.part(where).device
+        self.part(source).ops.append(send)
+        self.part(here).ops.append(recv)
+        if t is not None and t in p.feed_set:
+            self._feed(t, source)
+        return recv.outputs[0]
+
+    def _feed(self, t: Tensor, where: str) -> None:
+        feeds = self.part(where).feeds
+        if t not in feeds:
+            feeds.append(t)
+
+    def add(self, op: Operation) -> None:
+        """Put `op` in its location's partition, cutting its crossing input edges."""
+        p = self.program
+        here = p.location[op]
+        inputs = p.inputs_of(op)
+        read = tuple(self.read(t, here) for t in inputs)
+        controls = p.controls_of(op)
+        waits = tuple(self.wait_for(c, here) for c in controls)
+        part = self.part(here)
+        part.ops.append(op)
+        if read != op.inputs:
+            part.inputs[op] = read
+        if waits != op.control_inputs:
+            part.controls[op] = waits
+        for t in inputs:
+            if t in p.feed_set and p.location_of(t) == here:
+                self._feed(t, here)
+
+
+def partition_program(program: Program) -> dict[str, Partition]:
+    """The partitions of a placed (and folded) program, by location."""
+    cut = _Cutter(program)
+    for t in program.feeds:
+        cut._feed(t, program.feed_location)
+    for op in program.ops:
+        cut.add(op)
+    result = program.result_location
+    for e in program.fetches:
+        if isinstance(e, Operation):
+            cut.part(program.location[e]).targets.append(e)
+            continue
+        value = program.value_of(e)
+        where = result if result is not None else program.location_of(value)
+        cut.part(where).fetches[e] = cut.read(value, where)
+    for op in program.roots:
+        if op in program.location:
+            cut.part(program.location[op]).targets.append(op)
+    return cut.parts
 
 
 def partition_pass(program: Program) -> Program:
-    """Partition the nodes that still run after folding, by device."""
-    kept = program.numbering.kept if program.numbering is not None else program.ops
-    program.partitions = partition_graph(kept, program.inputs_of,
-                                         lambda op: program.device[op].name, program.feed_set,
-                                         program.feed_device.name)
-    for location, ops in program.partitions.parts.items():
-        program.note("partition", f"{location}: {len(ops)} node(s)")
-    for cut in program.partitions.cuts:
-        program.note("partition", f"cut {cut.tensor.name}: {cut.source} -> {cut.destination}")
+    """Partition the program by location (see the module docstring)."""
+    program.partitions = partition_program(program)
+    for location, part in program.partitions.items():
+        program.note("partition", f"{location}: {len(part.ops)} node(s)")
+    for part in program.partitions.values():
+        for recv in part.recvs:
+            a = recv.attrs
+            program.note("partition", f"cut {a['tensor_name']}: {a['send_location']} -> "
+                                      f"{a['recv_location']}")
     return program
 
 
 def one_partition(program: Program) -> Program:
-    """The partition pass switched off: one partition holds every node."""
-    kept = program.numbering.kept if program.numbering is not None else program.ops
-    program.partitions = Partitioning({"": list(kept)}, [])
-    program.note("partition", "off: one partition")
+    """The partition pass switched off: one partition holds every node, so no edge may cross
+    locations (place everything on one device, or leave the pass on)."""
+    from opsdk.registry.errors import OpsdkError
+    for op in program.ops:
+        here = program.location[op]
+        for t in program.inputs_of(op):
+            there = program.location_of(t)
+            if there != here and t.op.type != "const":
+                raise OpsdkError(f"{op.type} (node '{op.name}') on {here} reads '{t.name}' from "
+                                 f"{there}, and the partition pass is off")
+    parts = partition_program(program)
+    program.partitions = parts
+    program.note("partition", f"off: {len(parts)} partition(s), no edge cut")
     return program
+
+
+def _standalone(part: Partition) -> PartitionGraph:
+    g = Graph()
+    mapped: dict[Tensor, Tensor] = {}
+    nodes: dict[Operation, Operation] = {}
+    feeds = []
+    with g.device(part.location):
+        for t in part.feeds:
+            name = t.op.name if t.op.type == "placeholder" else f"{t.op.name}/fed_{t.index}"
+            node = g.create_op("placeholder", [], {"dtype": t.dtype, "shape": t.shape},
+                               [(t.shape, t.dtype)], name=name)
+            mapped[t] = node.outputs[0]
+            feeds.append(node.outputs[0].name)
+        for op in part.ops:
+            clone = g.create_op(op.type, [mapped[t] for t in part.inputs_of(op)], op.attrs,
+                                [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
+                                name=op.name, type_attrs=op.type_attrs,
+                                control_inputs=[nodes[c] for c in part.controls_of(op)])
+            nodes[op] = clone
+            for mine, theirs in zip(op.outputs, clone.outputs):
+                mapped.setdefault(mine, theirs)
+    return PartitionGraph(g, tuple(feeds), tuple(mapped[t].name for t in part.fetches.values()),
+                          tuple(nodes[op].name for op in part.targets))
+

@@ -1,4 +1,8 @@
-"""The place pass: a device (and a kernel) for every node.
+"""The place pass: a location, a device (and a kernel) for every node.
+
+A location is a task and a device (`/job:worker/replica:0/task:1/device:CPU:0`): the task comes
+from the node's device scope, its unset fields from the session's default task; the device is
+chosen as follows.
 
 An explicit `device(...)` scope wins when that device is available and the op has a kernel for
 it. Otherwise, with soft placement (on by default) the node falls back to a device that can run
@@ -18,7 +22,7 @@ from typing import Optional
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.devices import DEVICE_TYPES, Device, get_device, host
-from opsdk.runtime.ir.device_names import DeviceSpec
+from opsdk.runtime.ir.device_names import DeviceSpec, location
 from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.kernels.choice import choose_kernel, kernel_kinds
 
@@ -37,17 +41,38 @@ def place_pass(program: Program) -> Program:
     for op in program.ops:
         device = _place(program, op, variables)
         program.device[op] = device
+        program.location[op] = _location(program, op, device)
         if op.spec is not None:
             program.kernel[op] = choose_kernel(op.spec, device)
         kind = f" ({program.kernel[op].kind} kernel)" if op in program.kernel else ""
-        program.note("place", f"{op.name} -> {device.name}{kind}")
+        program.note("place", f"{op.name} -> {program.location[op]}{kind}")
     return program
+
+
+def _location(program: Program, op: Operation, device: Device) -> str:
+    """The node's task (its scope's, else the default) and the device chosen for it; a forwarding
+    node stays with its input, an assign with its variable."""
+    if op.type in _FOLLOW_INPUT and op.inputs:
+        return program.location_of(program.inputs_of(op)[0])
+    requested = op.device
+    if op.type in _VARIABLE_OPS and op.type != "variable":
+        var = _variable_node(op.graph, op.attrs["variable"])
+        requested = var.device if var is not None else requested
+    return location(requested, program.options.default_task, device.name)
+
+
+def _variable_node(graph: Graph, name: str) -> Optional[Operation]:
+    try:
+        return graph.get_operation(name)
+    except OpsdkError:
+        return None
 
 
 def host_only(program: Program) -> Program:
     """The place pass switched off: every node on the host with its default kernel."""
     for op in program.ops:
         program.device[op] = host()
+        program.location[op] = program.location_on(host())
         if op.spec is not None:
             program.kernel[op] = _on_host(op)
     program.note("place", f"off: all {len(program.ops)} node(s) on the host")
@@ -159,10 +184,7 @@ class _VariableHomes:
         return self._homes[key]
 
     def _decide(self, graph: Graph, name: str) -> Device:
-        try:
-            var = graph.get_operation(name)
-        except OpsdkError:
-            var = None
+        var = _variable_node(graph, name)
         explicit = _explicit(var) if var is not None else None
         if explicit is not None and explicit.unavailable() is None:
             return explicit

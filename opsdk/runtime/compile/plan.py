@@ -1,26 +1,38 @@
 """Lowering a compiled program to what the executor runs: steps over one flat list of slots.
 
-Steps (steps.py) are closures over slots, so the executor's per-node cost is one Python call plus
-the kernel's. The plan also says when each value dies: `frees[i]` lists the slots whose last
-reader is step i (in the serial order), and `readers` counts each slot's reading steps for the
-concurrent path, so a value lives only until its last reader has run (fetched values and
-constants excepted) and a step's peak memory is the graph's widest point, not every
-intermediate. Values statically known to be small (a few KB) are left alone: releasing them
-saves nothing and would cost a chain of scalar steps a third of its time. The serial order is
-`serial_runs`: the steps' run functions with a releasing function after each step that frees
-something, so the serial loop stays one call per step.
+`lower` numbers the value slots of each partition (feeds, constants, node outputs) and makes each
+node a Step (steps.py): a closure over slots, so the executor's per-node cost is one Python call
+plus the kernel's. Slots are numbered here and nowhere earlier, so the passes before may add and
+remove nodes. `assemble` then joins the lowered partitions into one Plan: in one process the
+partitions of a step run on the one executor, each `_recv` after its `_send`; a task of a cluster
+lowers its one partition the same way (`pipeline.plan_for_partition`).
+
+The plan also says when each value dies: `frees[i]` lists the slots whose last reader is step i
+(in the serial order), and `readers` counts each slot's reading steps for the concurrent path, so
+a value lives only until its last reader has run (fetched values and constants excepted) and a
+step's peak memory is the graph's widest point, not every intermediate. Values statically known
+to be small (a few KB) are left alone: releasing them saves nothing and would cost a chain of
+scalar steps a third of its time. The serial order is `serial_runs`: the steps' run functions with
+a releasing function after each step that frees something, so the serial loop stays one call per
+step; in it every `_recv` comes as late as its readers allow.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from opsdk.runtime.compile.fold import scalar_slots
-from opsdk.runtime.compile.program import Program
+import numpy as np
+
+from opsdk.runtime.compile.partition import Partition
+from opsdk.runtime.compile.program import PlanOptions, Program
+from opsdk.runtime.compile.sendrecv import RECV, SEND
 from opsdk.runtime.compile.steps import Step, make_step
+from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.choice import KernelChoice, scalar_form
 
 
 @dataclass(frozen=True)
@@ -44,57 +56,210 @@ class Plan:
     folded: tuple[str, ...]  # names of nodes folded into constants (for tests and `explain`)
     merged: tuple[str, ...]  # names of nodes merged away by CSE
     program: Any = None  # the compiled program (for `explain`)
+    rendezvous: bool = False  # some step sends or receives: a run needs a rendezvous
+
+
+class Slots:
+    """The slot numbering shared by the partitions lowered into one plan."""
+
+    def __init__(self) -> None:
+        self.template: list = []  # a value per constant slot, else None
+        self.is_const: list[bool] = []
+        self.slot_of: dict[Tensor, int] = {}
+
+    def new(self, value: Any = None, const: bool = False) -> int:
+        self.template.append(value)
+        self.is_const.append(const)
+        return len(self.template) - 1
+
+
+@dataclass
+class Lowered:
+    """One partition lowered: the nodes that run as steps, what each reads and writes and
+    waits for, and the slots of the caller's feeds and fetches."""
+
+    part: Partition
+    ops: list[Operation] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    reads: list[tuple[int, ...]] = field(default_factory=list)
+    writes: list[tuple[int, ...]] = field(default_factory=list)
+    deps: list[set[Operation]] = field(default_factory=list)
+    fetched: set[int] = field(default_factory=set)
 
 
 def lower(program: Program) -> Plan:
-    """The plan of a compiled program."""
-    num = program.numbering
-    fetched_slots = {num.slot_of[program.value_of(e)] for e in program.fetches
-                     if isinstance(e, Tensor)}
-    scalars = scalar_slots(program, fetched_slots)
-    template = [value[()] if i in scalars and value is not None else value
-                for i, value in enumerate(num.template)]
-    reads = tuple(tuple(sorted({num.slot_of[t] for t in program.inputs_of(op)}))
-                  for op in num.kept)
-    used = {s for slots in reads for s in slots} | fetched_slots
-    fresh = _fresh_slots(program, num.kept, num.out_slots)
-    steps = tuple(make_step(op, program.kernel.get(op), program.device[op],
-                            program.inputs_of(op), num.slot_of, num.out_slots[op], scalars,
-                            program.options, tuple(s in used for s in num.out_slots[op]), fresh)
-                  for op in num.kept)
-    index = {op: i for i, op in enumerate(num.kept)}
-    fed = program.feed_set
-    producers = [_producers(op, program.inputs_of(op), index, num.alias, fed) for op in num.kept]
+    """The plan of a compiled program: each partition lowered, then joined."""
+    slots = Slots()
+    parts = [lower_partition(part, program.kernel, program.options, slots)
+             for part in program.partitions.values()]
+    return assemble(parts, slots, program)
+
+
+def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
+                    options: PlanOptions, slots: Slots) -> Lowered:
+    """Number the slots of one partition and make a step of each node that runs."""
+    low = Lowered(part)
+    out_slots = _number(part, slots)
+    low.ops = [op for op in part.ops if op in out_slots]
+    low.fetched = {slots.slot_of[t] for t in part.fetches.values()}
+    fed = frozenset(part.feeds)
+    reads = [tuple(sorted({slots.slot_of[t] for t in part.inputs_of(op)})) for op in low.ops]
+    used = {s for r in reads for s in r} | low.fetched
+    scalars = _scalar_slots(part, low.ops, kernels, slots, out_slots, low.fetched)
+    fresh = _fresh_slots(low.ops, kernels, out_slots)
+    for op, r in zip(low.ops, reads):
+        outs = out_slots[op]
+        low.steps.append(make_step(op, kernels.get(op), part.device, part.inputs_of(op),
+                                   slots.slot_of, outs, scalars, options,
+                                   tuple(s in used for s in outs), fresh))
+        low.reads.append(r)
+        low.writes.append(outs)
+        low.deps.append({t.op for t in part.inputs_of(op) if t not in fed}
+                        | set(part.controls_of(op)))
+    if scalars:
+        for s in scalars:
+            value = slots.template[s]
+            if value is not None:
+                slots.template[s] = value[()]
+    return low
+
+
+def _number(part: Partition, slots: Slots) -> dict[Operation, tuple[int, ...]]:
+    """Slots for the partition's feeds, constants and node outputs; the nodes that run get
+    their output slots (a fed output keeps its feed's slot; the node writes a scratch slot)."""
+    fed = set(part.feeds)
+    for t in part.feeds:
+        slots.slot_of[t] = slots.new()
+    out_slots: dict[Operation, tuple[int, ...]] = {}
+    for op in part.ops:
+        if op.type == "const":
+            t = op.outputs[0]
+            if t not in fed:
+                value = op.attrs["value"]
+                slots.slot_of[t] = slots.new(part.device.copy_from(value, device_of(value)), True)
+            continue
+        outs = []
+        for t in op.outputs:
+            outs.append(slots.new())
+            if t not in fed:
+                slots.slot_of[t] = outs[-1]
+        out_slots[op] = tuple(outs)
+    return out_slots
+
+
+def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
+    """Join lowered partitions into one plan, each `_recv` waiting for its `_send`."""
+    ops = [op for low in parts for op in low.ops]
+    steps = [s for low in parts for s in low.steps]
+    reads = [r for low in parts for r in low.reads]
+    writes = [w for low in parts for w in low.writes]
+    producers = _producers(parts, ops)
+    order = _serial_order(ops, producers)
+    ops, steps = [ops[i] for i in order], [steps[i] for i in order]
+    reads, writes = [reads[i] for i in order], [writes[i] for i in order]
+    position = {old: new for new, old in enumerate(order)}
+    producers = [{position[d] for d in producers[i]} for i in order]
     successors: list[list[int]] = [[] for _ in steps]
     for i, deps in enumerate(producers):
         for d in deps:
             successors[d].append(i)
     pending = tuple(len(d) for d in producers)
-    keep = (fetched_slots | {i for i, const in enumerate(num.is_const) if const}
-            | _small_slots(num.slot_of))
-    frees, readers = _lifetimes(reads, [num.out_slots[op] for op in num.kept], keep,
-                                len(template))
+    fetched = set().union(*(low.fetched for low in parts)) if parts else set()
+    keep = (fetched | {i for i, const in enumerate(slots.is_const) if const}
+            | _small_slots(slots.slot_of))
+    frees, readers = _lifetimes(reads, writes, keep, len(slots.template))
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
+    fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
     return Plan(
-        steps=steps, runs=runs, template=tuple(template),
-        feed_slots=tuple((t, num.slot_of[t]) for t in program.feeds),
-        fetch_slots=tuple(num.slot_of[program.value_of(e)] if isinstance(e, Tensor) else None
+        steps=tuple(steps), runs=runs, template=tuple(slots.template),
+        feed_slots=tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds),
+        fetch_slots=tuple(fetch_slot[e] if isinstance(e, Tensor) else None
                           for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
-        serial=serial, inline=serial or _cheap(program, num.kept), frees=frees,
-        serial_runs=_with_releases(runs, frees), reads=reads, readers=readers,
-        folded=tuple(op.name for op in num.folded if op.type != "const"),
-        merged=tuple(op.name for op in num.merged), program=program)
+        serial=serial, inline=serial or _cheap(parts), frees=frees,
+        serial_runs=_with_releases(runs, frees), reads=tuple(reads), readers=readers,
+        folded=tuple(op.name for op in program.folded),
+        merged=tuple(op.name for op in program.merged), program=program,
+        rendezvous=any(op.type in (SEND, RECV) for op in ops))
 
 
-def _fresh_slots(program: Program, kept: Sequence[Operation], out_slots: dict) -> frozenset:
+def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:
+    """Per step (in the joined order) the steps it waits for: its inputs' and control inputs'
+    producers in its partition, and for a `_recv` the matching `_send` of the same plan."""
+    index = {op: i for i, op in enumerate(ops)}
+    sends = {_edge(op): index[op] for op in ops if op.type == SEND}
+    out = []
+    for low in parts:
+        for op, deps in zip(low.ops, low.deps):
+            mine = {index[d] for d in deps if d in index}
+            if op.type == RECV and _edge(op) in sends:
+                mine.add(sends[_edge(op)])
+            out.append(mine)
+    return out
+
+
+def _edge(op: Operation) -> tuple:
+    a = op.attrs
+    return (a["tensor_name"], a["send_location"], a["recv_location"])
+
+
+def _serial_order(ops: list[Operation], producers: list[set[int]]) -> list[int]:
+    """A topological order of the steps: program order, each `_recv` as late as possible (a
+    task that waits on another task first runs everything it can, its sends included)."""
+    users: list[list[int]] = [[] for _ in ops]
+    count = [len(p) for p in producers]
+    for i, deps in enumerate(producers):
+        for d in deps:
+            users[d].append(i)
+    rank = [(ops[i].type == RECV, i) for i in range(len(ops))]
+    ready = [rank[i] for i, c in enumerate(count) if c == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(i)
+        for j in users[i]:
+            count[j] -= 1
+            if count[j] == 0:
+                heapq.heappush(ready, rank[j])
+    return order
+
+
+def _scalar_slots(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
+                  out_slots: dict, fetched: set[int]) -> frozenset[int]:
+    """Slots that may hold a NumPy scalar instead of a 0-d array: the output of a scalar step
+    (`kernels.scalar_form`) or a 0-d float constant, read only by scalar steps (which accept
+    both) and not fetched. A kernel, a primitive or the caller never sees such a value (a
+    chain of scalar adds costs a tenth of a ufunc call on 0-d arrays per step)."""
+    readers: dict[int, list[bool]] = {}
+    candidates: list[int] = []
+    for op in ops:
+        scalar = scalar_form(op, kernels.get(op)) is not None
+        for t in part.inputs_of(op):
+            readers.setdefault(slots.slot_of[t], []).append(scalar)
+        if scalar:
+            candidates.append(out_slots[op][0])
+    for op in part.ops:
+        if op.type == "const" and op.outputs[0] in slots.slot_of:
+            s = slots.slot_of[op.outputs[0]]
+            if _float_scalar_array(slots.template[s]):
+                candidates.append(s)
+    return frozenset(s for s in candidates if s not in fetched and all(readers.get(s, ())))
+
+
+def _float_scalar_array(value: Any) -> bool:
+    return (isinstance(value, np.ndarray) and value.ndim == 0
+            and value.dtype.kind == "f" and value.dtype.itemsize <= 8)
+
+
+def _fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> frozenset:
     """Slots written by compiled (cpu, cuda) kernels: they allocate every output anew, so no
     feed, constant or variable value shares its memory."""
     fresh = set()
-    for op in kept:
-        choice = program.kernel.get(op)
+    for op in ops:
+        choice = kernels.get(op)
         if choice is not None and choice.kind != "python" and op.spec is not None:
             fresh.update(out_slots[op])
     return frozenset(fresh)
@@ -127,23 +292,25 @@ _SMALL_BYTES = 4096
 INLINE_ELEMENTS = 1 << 18
 
 
-def _cheap(program: Program, kept: Sequence[Operation]) -> bool:
+def _cheap(parts: Sequence[Lowered]) -> bool:
     """Whether the step's work is statically known and small: every node a builtin op or a
     runtime primitive (other workspaces' ops may do anything) over static shapes adding up to
-    fewer than INLINE_ELEMENTS elements. Control flow is never cheap (its loops are unbounded)."""
+    fewer than INLINE_ELEMENTS elements. Control flow is never cheap (its loops are unbounded),
+    nor is a step that receives from another task (its wait is unbounded)."""
     from opsdk.registry import BUILTIN_ROOT
     total = 0
-    for op in kept:
-        if op.spec is not None and op.spec.workspace != BUILTIN_ROOT:
-            return False
-        if op.type in ("cond", "while_loop"):
-            return False
-        for t in (*program.inputs_of(op), *op.outputs):
-            if t.shape is None or None in t.shape:
+    for low in parts:
+        for op in low.ops:
+            if op.spec is not None and op.spec.workspace != BUILTIN_ROOT:
                 return False
-            total += _size(t.shape)
-        if total >= INLINE_ELEMENTS:
-            return False
+            if op.type in ("cond", "while_loop"):
+                return False
+            for t in (*low.part.inputs_of(op), *op.outputs):
+                if t.shape is None or None in t.shape:
+                    return False
+                total += _size(t.shape)
+            if total >= INLINE_ELEMENTS:
+                return False
     return True
 
 
@@ -185,13 +352,6 @@ def _releaser(slots: tuple[int, ...]):
         for s in slots:
             values[s] = None
     return release
-
-
-def _producers(op: Operation, inputs: Sequence[Tensor], index: dict, alias: dict,
-               fed: frozenset) -> set[int]:
-    deps = {t.op for t in inputs if t not in fed} | set(op.control_inputs)
-    resolved = (alias.get(d, d) for d in deps)
-    return {index[d] for d in resolved if d in index}
 
 
 def _is_serial(pending: Sequence[int], successors: Sequence[Sequence[int]]) -> bool:

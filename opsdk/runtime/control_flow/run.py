@@ -3,7 +3,7 @@ run on the same executor as any step, with the same placement, checks and optimi
 
 When a plan containing a control-flow node is compiled, the node's `prepare` compiles each of
 its sub-graphs into a plan whose inputs arrive, and whose outputs are delivered, on the node's
-device (the copy pass moves values in between), running every op with effects as well as what
+device (`_send`/`_recv` pairs move values in between), running every op with effects as well as what
 the outputs need. At run time only the branch taken, or cond and body until the condition is
 false, run; sub-plans run serially on the step's thread (a pool thread waiting on its own pool
 could starve it).
@@ -20,7 +20,8 @@ from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.control_flow.builders import fits, shape_text
 from opsdk.runtime.devices import Device, to_host
-from opsdk.runtime.exec.executor import execute
+from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
@@ -36,6 +37,8 @@ def compile_subgraph(sub: SubGraph, device: Device, options: Any) -> Plan:
 
 def run_subgraph(plan: Plan, sub: SubGraph, values: list, ctx: Any, who: str) -> tuple:
     """The outputs of `sub` for input `values`; errors name `who` and the inner node."""
+    if plan.rendezvous:  # the sub-graph spans devices: its own sends meet its own receives
+        ctx = StepContext(ctx.variables, ctx.session, ctx.token, LocalRendezvous(), ctx.step_id)
     try:
         slots = execute(plan, dict(zip(sub.inputs, values)), ctx, None)
     except OpsdkError as exc:

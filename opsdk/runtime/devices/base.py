@@ -1,7 +1,7 @@
 """What a device is: its arrays, its copies to and from the host, and how its kernels are called.
 
 A device type is one subclass of `Device` in one module of this package, registered by one line
-in `__init__.py`. Placement, the copy pass, the executor and eager calls ask the device object;
+in `__init__.py`. Placement, `_recv` steps, the executor and eager calls ask the device object;
 nothing else in the runtime knows what "cpu" or "cuda" means.
 
 Kernel kinds are the registry's names for kernel sources (`python`, `cpu`, `cuda`); a device

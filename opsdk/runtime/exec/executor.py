@@ -1,7 +1,8 @@
 """The one executor: one flat list of value slots, a pending count per step, a ready queue.
 
-Every plan runs here: a Session step (all its partitions in one ready queue) and every cond
-branch and while_loop body (their plans compiled by the same pipeline). A value is released as
+Every plan runs here: a Session step (all its partitions in one ready queue, each `_recv` after
+its `_send`), a cluster task's partition, and every cond branch and while_loop body (their plans
+compiled by the same pipeline). A value is released as
 soon as its last reader has run (releasing functions in `Plan.serial_runs`, reader counts
 otherwise).
 
@@ -58,14 +59,18 @@ class RunToken:
 
 class StepContext:
     """What a running step may reach besides its inputs: the session's variables and session,
-    and the run's cancellation token."""
+    the run's cancellation token, and where its `_send`/`_recv` steps meet (the rendezvous and
+    the step's id in it; exec/rendezvous.py)."""
 
-    __slots__ = ("variables", "session", "token")
+    __slots__ = ("variables", "session", "token", "rendezvous", "step_id")
 
-    def __init__(self, variables: Any, session: Any, token: Optional[RunToken] = None):
+    def __init__(self, variables: Any, session: Any, token: Optional[RunToken] = None,
+                 rendezvous: Any = None, step_id: int = 0):
         self.variables = variables
         self.session = session
         self.token = token or RunToken()
+        self.rendezvous = rendezvous
+        self.step_id = step_id
 
 
 def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor]) -> list:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from opsdk.runtime.compile.pipeline import PIPELINE
 from opsdk.runtime.compile.plan import Plan
+from opsdk.runtime.ir.device_names import device_part
 
 
 @dataclass(frozen=True)
@@ -14,11 +15,11 @@ class Explanation:
     copies, the folded and merged nodes and the partitions as data for programs and tests."""
 
     passes: tuple[tuple[str, tuple[str, ...]], ...]
-    placement: dict  # node name -> device name
-    copies: tuple[tuple[str, str, str], ...]  # (tensor, from device, to device)
+    placement: dict  # node name -> location (task and device)
+    copies: tuple[tuple[str, str, str], ...]  # cuts between devices: (tensor, from, to device)
     folded: tuple[str, ...]
     merged: tuple[str, ...]
-    partitions: dict  # location -> node names
+    partitions: dict  # location -> node names (their _send and _recv nodes included)
     cuts: tuple[tuple[str, str, str], ...]  # (tensor, from location, to location)
 
     def lines_of(self, pass_name: str) -> tuple[str, ...]:
@@ -35,12 +36,15 @@ class Explanation:
 def explain_plan(plan: Plan) -> Explanation:
     """The explanation of a plan built by the pipeline."""
     program = plan.program
-    copies = tuple((op.inputs[0].name, op.attrs["from"].name, op.attrs["to"].name)
-                   for op in program.ops if op.type == "copy" and op.spec is None)
     parts = program.partitions
+    cuts = tuple((r.attrs["tensor_name"], r.attrs["send_location"], r.attrs["recv_location"])
+                 for part in parts.values() for r in part.recvs)
+    copies = tuple((name, device_part(a), device_part(b)) for name, a, b in cuts
+                   if device_part(a) != device_part(b))
     return Explanation(
         passes=tuple((p.name, tuple(program.report.get(p.name, ()))) for p in PIPELINE),
-        placement={op.name: program.device[op].name for op in program.ops if op.type != "copy"},
+        placement={op.name: where for op, where in program.location.items()
+                   if op.type not in ("_send", "_recv")},
         copies=copies, folded=plan.folded, merged=plan.merged,
-        partitions={loc: [op.name for op in ops] for loc, ops in parts.parts.items()},
-        cuts=tuple((c.tensor.name, c.source, c.destination) for c in parts.cuts))
+        partitions={loc: [op.name for op in part.ops] for loc, part in parts.items()},
+        cuts=cuts)

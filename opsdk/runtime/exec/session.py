@@ -9,6 +9,7 @@ plan cache and variable store are locked.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -27,8 +28,10 @@ from opsdk.runtime.devices import device_of
 from opsdk.runtime.exec.executor import RunToken, StepContext, execute
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.step_mode import MODES, StepMode
 from opsdk.runtime.exec.variable_store import VariableStore
+from opsdk.runtime.ir.device_names import DEFAULT_TASK, task_spec
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
@@ -57,6 +60,9 @@ class SessionConfig:
     device_preference: Optional[tuple[str, ...]] = None
     # Passes of the compile pipeline to switch off, by name (see compile.pipeline.PASS_NAMES).
     passes_off: frozenset = frozenset()
+    # The task of nodes whose device scope names none: a node's location is its scope's job,
+    # replica and task, unset fields taken from here, and the device placement chose.
+    default_task: str = DEFAULT_TASK
     # How a step whose nodes could run at once is run: "concurrent" (the caller's thread and
     # the pool), "inline" (in order on the caller's thread), or "auto": each plan is timed both
     # ways on its first runs and keeps the faster (exec/step_mode.py). Chains and small steps
@@ -68,7 +74,7 @@ class SessionConfig:
         options = PlanOptions(self.constant_folding, self.cse, self.allow_soft_placement,
                               None if self.device_preference is None
                               else tuple(d.upper() for d in self.device_preference),
-                              frozenset(self.passes_off))
+                              frozenset(self.passes_off), task_spec(self.default_task).to_string())
         check_options(options)
         if self.step_mode not in MODES:
             raise OpsdkError(f"SessionConfig: step_mode must be one of {', '.join(MODES)}, got "
@@ -105,6 +111,7 @@ class Session:
         self._shared_token = RunToken()
         self._active.add(self._shared_token)
         self._inline_ctx = StepContext(self.variables, self, self._shared_token)
+        self._steps = itertools.count(1)  # step ids: where a step's _send meets its _recv
 
     # --------------------------------------------------------------------------- running
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
@@ -120,7 +127,7 @@ class Session:
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
-        if plan.inline and timeout is None:  # the common small step: no token of its own
+        if plan.inline and timeout is None and not plan.rendezvous:  # the common small step
             values = execute(plan, feeds, self._inline_ctx, None)
             self.stats.runs += 1
             return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
@@ -134,7 +141,9 @@ class Session:
             if self._closed:  # closed while this run was starting: close() may have missed it
                 raise OpsdkError("Session.run on a closed session; create a new Session")
             start = time.perf_counter()
-            values = execute(plan, feeds, StepContext(self.variables, self, token), pool)
+            ctx = StepContext(self.variables, self, token,
+                              LocalRendezvous() if plan.rendezvous else None, next(self._steps))
+            values = execute(plan, feeds, ctx, pool)
             if mode is not None and mode.decided is None:
                 mode.record(inline, time.perf_counter() - start)
         finally:
@@ -291,7 +300,7 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
 
 def _host_array(value: Any) -> np.ndarray:
     """A fed value as a NumPy array: a device array (CuPy's, the test device's) is copied to the
-    host, and the copy pass moves it on to the devices that read it."""
+    host, and a `_recv` moves it on to the devices that read it."""
     device = device_of(value)
     if not device.is_host:
         return device.to_host(value)

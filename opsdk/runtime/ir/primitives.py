@@ -88,10 +88,6 @@ def _assign_sub(ctx, op, inputs) -> tuple:
     return (ctx.variables.update(op.attrs["variable"], _checked(op, inputs[0]), operator.sub),)
 
 
-def _copy(ctx, op, inputs) -> tuple:
-    return (op.attrs["to"].copy_from(inputs[0], op.attrs["from"]),)
-
-
 def _checked(op, value) -> Any:
     """The value an assign node stores: the variable's dtype, a shape its static shape allows."""
     shape, dtype = op.outputs[0].shape, op.outputs[0].dtype
@@ -140,8 +136,6 @@ for _prim in (
     Primitive("const", False, None, "a constant held in attrs['value']", check=_check_const),
     Primitive("no_op", False, _no_op, "groups control dependencies; no outputs"),
     Primitive("identity", False, _identity, "forwards its input (a named alias)", foldable=True),
-    # Inserted by the copy pass where an edge crosses devices; attrs hold the Device objects.
-    Primitive("copy", False, _copy, "copies its input from one device to another", foldable=True),
     # The variable node's output is the variable's current value in the running session.
     Primitive("variable", True, _read_variable, "reads a variable's value in this session",
               prepare=_prepare_read, check=_check_declared),
