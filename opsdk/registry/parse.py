@@ -12,6 +12,7 @@ from typing import Optional
 
 from .diagnostics import Diagnostics, clip, did_you_mean, name_problem
 from .dtypes import is_differentiable_dtype
+from .elementwise import ElementwiseError, parse_expression
 from .errors import OpDefErrors
 from .located_yaml import YamlLoadError, YEntry, YMap, YNode, load_documents
 from .parse_extras import Paths, parse_gradcheck, parse_kernels, parse_reference, parse_shape_fn
@@ -21,7 +22,7 @@ from .spec import STOP_GRADIENT, GradCheckSpec, OpSpec, TypeAttr
 from .workspace import Workspace
 
 TOP_KEYS = ("op", "summary", "doc", "type_attrs", "attrs", "inputs", "outputs", "shape_fn", "gradient",
-            "differentiable", "kernels", "reference", "gradcheck", "stateful")
+            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
@@ -96,6 +97,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
     gradcheck = (parse_gradcheck(keys["gradcheck"].value, d, sig.attrs, sig.inputs) if "gradcheck" in keys
                  else GradCheckSpec())
     stateful = d.boolean(keys["stateful"].value, "stateful") if "stateful" in keys else False
+    elementwise = _elementwise(keys.get("elementwise"), d, sig)
     if d.count() != errors or name is None:
         return None
     return OpSpec(
@@ -104,7 +106,28 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
         outputs=tuple(sig.outputs), gradient=gradient, differentiable=differentiable, kernels=kernels,
         reference=reference, shape_fn=sig.shape_fn, gradcheck=gradcheck, location=d.location(node.line),
         workspace=root.resolve(), stateful=bool(stateful), namespace=namespace,
+        elementwise=elementwise,
         gradient_location=d.location(gradient_line) if gradient_line else None)
+
+
+def _elementwise(entry: Optional[YEntry], d: Diagnostics, sig: Signature):
+    """The `elementwise:` formula, checked against the op's inputs, attrs and single output."""
+    if entry is None:
+        return None
+    text = d.string(entry.value, "elementwise")
+    if text is None:
+        return None
+    if len(sig.outputs) != 1 or any(t.is_list for t in (*sig.inputs, *sig.outputs)):
+        d.error(entry.value.line, "elementwise: only an op with one output and no list inputs "
+                                  "has a scalar formula")
+        return None
+    names = frozenset([t.name for t in sig.inputs]
+                      + [a.name for a in sig.attrs if a.type in ("int", "float")])
+    try:
+        return parse_expression(text, names)
+    except ElementwiseError as exc:
+        d.error(entry.value.line, f"elementwise: {exc}")
+        return None
 
 
 def _op_name(entry: Optional[YEntry], node: YMap, d: Diagnostics) -> Optional[str]:

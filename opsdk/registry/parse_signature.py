@@ -15,7 +15,7 @@ from .shapes import ExprDim
 from .spec import ATTR_TYPES, NO_DEFAULT, AttrSpec, TensorSpec, TypeAttr
 
 ATTR_KEYS = ("type", "default", "min", "max", "choices", "doc")
-TENSOR_KEYS = ("dtype", "shape", "doc", "list")
+TENSOR_KEYS = ("dtype", "shape", "doc", "list", "inplace")
 TYPE_ATTR_KEYS = ("allowed", "default")
 _NUMERIC_ATTR_TYPES = ("int", "float", "list(int)", "list(float)")
 _VALID_DTYPES = "dtypes are " + ", ".join(DTYPE_NAMES)
@@ -227,9 +227,38 @@ def _parse_tensor(entry: YEntry, body: YMap, d: Diagnostics, sig: Signature, kin
     if kind == "output" and shape is None and not sig.has_shape_fn and d.count() == errors:
         d.error(body.line, f"output '{name}' needs a shape (a list like [n, m]), or give the op a shape_fn")
     doc = d.string(keys["doc"].value, f"the doc of {kind} '{name}'") if "doc" in keys else ""
+    inplace = _inplace(keys["inplace"].value, d, sig, kind, name, dtype) if "inplace" in keys else ()
     if d.count() != errors or dtype is None:
         return None
-    return TensorSpec(name, dtype, shape, d.location(entry.key_line), doc or "", list_len)
+    return TensorSpec(name, dtype, shape, d.location(entry.key_line), doc or "", list_len,
+                      inplace)
+
+
+def _inplace(node: YNode, d: Diagnostics, sig: Signature, kind: str, name: str,
+             dtype: Optional[str]) -> tuple[str, ...]:
+    """`inplace: [x, y]`: the inputs whose buffer output `name` may be written into."""
+    if kind != "output":
+        d.error(node.line, f"input '{name}': only an output may say 'inplace'")
+        return ()
+    names = _strings(node, d, name)
+    inputs = {t.name: t for t in sig.inputs}
+    for n in names or ():
+        t = inputs.get(n)
+        if t is None:
+            d.error(node.line, f"output '{name}': inplace names '{n}', which is not an input "
+                               f"(inputs: {', '.join(inputs) or 'none'})")
+        elif t.is_list or t.dtype != dtype:
+            d.error(node.line, f"output '{name}': inplace input '{n}' must be a single tensor of "
+                               f"the output's dtype ({dtype})")
+    return tuple(names or ())
+
+
+def _strings(node: YNode, d: Diagnostics, name: str) -> Optional[list[str]]:
+    values = getattr(node, "items", None)
+    if values is None or not all(isinstance(getattr(v, "value", None), str) for v in values):
+        d.error(node.line, f"output '{name}': inplace is a list of input names, like [x]")
+        return None
+    return [v.value for v in values]
 
 
 def _tensor_dtype(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[str]:

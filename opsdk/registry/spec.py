@@ -71,6 +71,9 @@ class TensorSpec:
     location: Location
     doc: str = ""
     list_len: Optional[str] = None  # the int attr holding N, for list inputs
+    # Outputs only: the inputs whose buffer this output may be written into (`inplace: [x]`);
+    # the runtime's memory planner hands a dead one to the kernel as `out=` (docs/opdefs.md).
+    inplace: tuple[str, ...] = ()
 
     @property
     def is_list(self) -> bool:
@@ -189,6 +192,8 @@ class OpSpec:
     gradient_location: Optional[Location] = field(compare=False, default=None)
     # The workspace's namespace (docs/opdefs.md): `name` is unique within it, not across them.
     namespace: str = BUILTIN_NAMESPACE
+    # `elementwise:` the scalar formula of the op's one output (registry.elementwise), or None.
+    elementwise: Any = field(compare=False, default=None)
 
     @property
     def qualified_name(self) -> str:
