@@ -220,6 +220,9 @@ def _standalone(part: Partition) -> PartitionGraph:
             mapped[t] = node.outputs[0]
             feeds.append(node.outputs[0].name)
         for op in part.ops:
+            if op.type == "_fused":  # a graph file holds the members; the task fuses again
+                _expand_fused(g, op, [mapped[t] for t in part.inputs_of(op)], mapped)
+                continue
             clone = g.create_op(op.type, [mapped[t] for t in part.inputs_of(op)], op.attrs,
                                 [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
                                 name=op.name, type_attrs=op.type_attrs,
@@ -230,3 +233,15 @@ def _standalone(part: Partition) -> PartitionGraph:
     return PartitionGraph(g, tuple(feeds), tuple(mapped[t].name for t in part.fetches.values()),
                           tuple(nodes[op].name for op in part.targets))
 
+
+def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict) -> None:
+    """Clone the members of a `_fused` node into `g` (compile/fuse.py records, per member, the
+    value each input reads: `inK` for the node's K-th input, `tM` for member M's output)."""
+    values = {f"in{i}": t for i, t in enumerate(inputs)}
+    for k, (op, reads) in enumerate(zip(node.attrs["region"], node.attrs["reads"])):
+        clone = g.create_op(op.type, [values[name] for name in reads], op.attrs,
+                            [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
+                            name=op.name, type_attrs=op.type_attrs)
+        values[f"t{k}"] = clone.outputs[0]
+    for out, name in zip(node.outputs, node.attrs["kernel"].outputs):
+        mapped.setdefault(out, values[name])

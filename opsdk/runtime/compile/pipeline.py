@@ -1,12 +1,12 @@
 """The compile pipeline: a named, ordered list of passes from (fetches, feeds) to a plan.
 
-    prune -> place -> fold_cse -> partition      then `lower` makes the Plan
+    prune -> place -> fold_cse -> fuse -> partition      then `lower` makes the Plan
 
 Each pass is a function Program -> Program with its own tests; each can be switched off
 (`PlanOptions.disabled`), and then its `off` form runs instead (the least that keeps the program
 runnable: everything, on the host, no folding, no cut). `Session.explain` shows what every pass
 did. Passes may add and remove nodes (slots are numbered by `lower`); later passes (fusion) are
-inserted into `PIPELINE` by name, before `partition`.
+inserted into `PIPELINE` by name, before `partition` (as `fuse` is).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence
 
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.fold import fold_off, fold_pass
+from opsdk.runtime.compile.fuse import fuse_off, fuse_pass
 from opsdk.runtime.compile.partition import one_partition, partition_pass
 from opsdk.runtime.compile.place import host_only, place_pass
 from opsdk.runtime.compile.plan import Plan, lower
@@ -41,6 +42,7 @@ PIPELINE: tuple[Pass, ...] = (
     Pass("prune", prune_pass, keep_everything, "keep the nodes the fetches need, in order"),
     Pass("place", place_pass, host_only, "a location (task, device) and a kernel for every node"),
     Pass("fold_cse", fold_pass, fold_off, "fold constants, merge common subexpressions"),
+    Pass("fuse", fuse_pass, fuse_off, "one generated kernel per region of elementwise nodes"),
     Pass("partition", partition_pass, one_partition,
          "a graph per location, a _send/_recv pair on every edge that crosses"),
 )

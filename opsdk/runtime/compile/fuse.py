@@ -1,0 +1,322 @@
+"""The fuse pass: maximal regions of elementwise nodes become one generated kernel each.
+
+An op whose declaration gives its scalar formula (`elementwise:`, registry/elementwise.py) is
+elementwise. The pass walks the program in order and grows regions of such nodes: one location
+(on the host), one float dtype, one shape (inputs from outside the region are of that shape or
+hold a single value). A node joins the regions of the nodes it reads when nothing else it reads
+depends on them (so the fused node can run where its last member ran, with no cycle). Each region
+of two or more nodes is replaced by one `_fused` node: its inputs are what the members read from
+outside, its outputs what is read outside (or fetched); its kernel is the members' formulas
+composed (`FusedKernel`), compiled by the fusion compiler (kernels/fused.py) in the background
+while the node runs the members' own kernels in order. Gradient graphs are fused the same way:
+their elementwise gradient ops declare formulas too.
+
+Switched off (`passes_off={"fuse"}`), or where no compiler is present (said once), every node
+runs unfused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from opsdk.registry.elementwise import FLOAT_TYPES, FusedKernel, Num, Var, substitute
+from opsdk.runtime.compile.program import Program
+from opsdk.runtime.ir.context import in_context, node_label
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.primitives import Primitive, register_primitive
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.choice import bind_kernel
+from opsdk.runtime.kernels.fused import fused_call, fusion_compiler, fusion_problem, say_once
+
+FUSED = "_fused"
+MIN_ELEMENTS = 1 << 12  # a region known to be smaller runs faster as separate NumPy calls
+_PARALLEL_ELEMENTS = 1 << 16  # from here a fused kernel uses the cores
+
+
+@dataclass
+class Region:
+    """Nodes fused together, in program order, and the regions they depend on from outside."""
+
+    ops: list[Operation] = field(default_factory=list)
+    dtype: str = ""
+    shape: Any = None
+    location: str = ""
+    after: set[int] = field(default_factory=set)  # ids of regions it reads through other nodes
+
+
+def fuse_pass(program: Program) -> Program:
+    """Replace each region of two or more elementwise nodes by one `_fused` node."""
+    why = fusion_problem()
+    if why is not None:
+        say_once(f"elementwise regions run unfused: {why}")
+        program.note("fuse", f"nothing fused: {why}")
+        return program
+    regions = [r for r in _regions(program) if len(r.ops) >= 2]
+    for region in regions:
+        node = _replace(program, region)
+        program.note("fuse", f"{', '.join(op.name for op in region.ops)} -> {node.name} "
+                             f"(kernel {node.attrs['kernel'].key()}, source "
+                             f"{fusion_compiler().source_path(node.attrs['kernel'])})")
+    if regions:
+        program.ops = _reorder(program)
+    else:
+        program.note("fuse", "nothing fused")
+    return program
+
+
+def fuse_off(program: Program) -> Program:
+    program.note("fuse", "off")
+    return program
+
+
+# ------------------------------------------------------------------------------- grouping
+def _candidate(program: Program, op: Operation) -> Optional[tuple]:
+    """(dtype, shape, location) of a node that may join a region, else None."""
+    spec = op.spec
+    if spec is None or spec.elementwise is None or op.stateful or program.controls_of(op):
+        return None
+    if not program.device[op].is_host or len(op.outputs) != 1:
+        return None
+    out = op.outputs[0]
+    if out.dtype not in FLOAT_TYPES or out.shape is None or out in program.feed_set:
+        return None
+    if any(t.dtype != out.dtype for t in program.inputs_of(op)):
+        return None
+    if None not in out.shape and _size(out.shape) < MIN_ELEMENTS:
+        return None
+    return (out.dtype, out.shape, program.location[op])
+
+
+def _regions(program: Program) -> list[Region]:
+    regions: list[Region] = []
+    region_of: dict[Operation, int] = {}
+    depends: dict[Operation, set[int]] = {}  # node -> regions it reads, directly or not
+    for op in program.ops:
+        reads = [t.op for t in program.inputs_of(op) if t not in program.feed_set]
+        reads += list(program.controls_of(op))
+        through = set().union(*(depends.get(p, set()) for p in reads)) if reads else set()
+        key = _candidate(program, op)
+        joined = None if key is None else _join(program, op, key, regions, region_of, depends)
+        if joined is None and key is not None:
+            joined = len(regions)
+            regions.append(Region(dtype=key[0], shape=key[1], location=key[2],
+                                  after=set(through)))
+        if joined is not None:
+            regions[joined].ops.append(op)
+            region_of[op] = joined
+            through.add(joined)
+        depends[op] = through
+    return regions
+
+
+def _join(program: Program, op: Operation, key: tuple, regions: list[Region],
+          region_of: dict, depends: dict) -> Optional[int]:
+    """The region `op` joins (merging the regions it reads when that is safe, else the latest
+    one it may join alone), or None to start its own."""
+    near = []
+    for t in program.inputs_of(op):
+        r = region_of.get(t.op) if t not in program.feed_set else None
+        if r is not None and (regions[r].dtype, regions[r].shape, regions[r].location) == key:
+            near.append(r)
+    choices = [set(near)] + [{r} for r in sorted(set(near), reverse=True)] if near else []
+    for targets in choices:
+        outside = [t for t in program.inputs_of(op)
+                   if t in program.feed_set or region_of.get(t.op) not in targets]
+        if _may_join(targets, outside, key, regions, depends):
+            first = min(targets)
+            for r in sorted(targets - {first}):
+                _merge(regions, region_of, depends, r, first)
+            regions[first].after |= {r for t in outside for r in depends.get(t.op, set())}
+            return first
+    return None
+
+
+def _may_join(targets: set, outside: list, key: tuple, regions: list[Region],
+              depends: dict) -> bool:
+    """Whether a node reading `outside` may join the regions `targets` (merged): every outside
+    input fits the region's shape and none depends on them, nor does one target on another."""
+    for t in outside:
+        if not _fits(t, key[1]) or depends.get(t.op, set()) & targets:
+            return False
+    return not any(regions[r].after & targets for r in targets)
+
+
+def _fits(t: Tensor, shape: tuple) -> bool:
+    """An outside input may be of the region's shape, or hold a single value."""
+    if t.shape is None:
+        return False
+    return tuple(t.shape) == tuple(shape) or (None not in t.shape and _size(t.shape) == 1)
+
+
+def _merge(regions: list[Region], region_of: dict, depends: dict, src: int, dst: int) -> None:
+    regions[dst].ops.extend(regions[src].ops)
+    regions[dst].after |= regions[src].after
+    regions[src].ops = []
+    for op in regions[dst].ops:
+        region_of[op] = dst
+    for deps in depends.values():
+        if src in deps:
+            deps.discard(src)
+            deps.add(dst)
+
+
+def _size(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# ------------------------------------------------------------------------------- replacing
+def _replace(program: Program, region: Region) -> Operation:
+    members = sorted(region.ops, key=program.ops.index)
+    inside = set(members)
+    inputs: list[Tensor] = []
+    names: dict[Tensor, Var] = {}
+    steps, reads = [], []
+    for k, op in enumerate(members):
+        env: dict[str, Any] = {}
+        for spec_in, t in zip(op.spec.inputs, program.inputs_of(op)):
+            if t not in names:
+                names[t] = Var(f"in{len(inputs)}")
+                inputs.append(t)
+            env[spec_in.name] = names[t]
+        reads.append(tuple(names[t].name for t in program.inputs_of(op)))
+        env.update({a.name: Num(float(op.attrs[a.name])) for a in op.spec.attrs
+                    if a.type in ("int", "float")})
+        steps.append((f"t{k}", substitute(op.spec.elementwise, env)))
+        names[op.outputs[0]] = Var(f"t{k}")
+    read_outside = _read_outside(program, inside)
+    outputs = [op.outputs[0] for op in members if op.outputs[0] in read_outside]
+    kernel = FusedKernel(region.dtype, tuple("array" if tuple(t.shape) == tuple(region.shape)
+                                             else "scalar" for t in inputs),
+                         tuple(steps), tuple(names[t].name for t in outputs))
+    last = members[-1]
+    node = Operation(last.graph, FUSED, f"{last.name}/fused", tuple(inputs),
+                     {"kernel": kernel, "region": tuple(members), "reads": tuple(reads),
+                      "kernels": tuple(program.kernel.get(op) for op in members)},
+                     {}, (), last.device, None,
+                     last._id)
+    node.outputs = tuple(Tensor(node, i, t.shape, t.dtype) for i, t in enumerate(outputs))
+    program.location[node] = region.location
+    program.device[node] = program.device[last]
+    _rewire(program, inside, dict(zip(outputs, node.outputs)))
+    program.ops = [op for op in program.ops if op not in inside] + [node]
+    return node
+
+
+def _read_outside(program: Program, inside: set) -> set:
+    read = {t for op in program.ops if op not in inside for t in program.inputs_of(op)}
+    read.update(program.value_of(e) for e in program.fetches if isinstance(e, Tensor))
+    return read
+
+
+def _rewire(program: Program, inside: set, by: dict) -> None:
+    for op in program.ops:
+        if op in inside:
+            continue
+        inputs = program.inputs_of(op)
+        if any(t in by for t in inputs):
+            program.inputs[op] = tuple(by.get(t, t) for t in inputs)
+    for e in program.fetches:
+        if isinstance(e, Tensor) and program.value_of(e) in by:
+            program.fetched[e] = by[program.value_of(e)]
+
+
+def _reorder(program: Program) -> list[Operation]:
+    """A topological order of the program after replacement, stable in creation order."""
+    import heapq
+    ops = program.ops
+    members = set(ops)
+    users: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    count = {}
+    for op in ops:
+        deps = {t.op for t in program.inputs_of(op) if t not in program.feed_set}
+        deps |= set(program.controls_of(op))
+        deps &= members
+        count[op] = len(deps)
+        for d in deps:
+            users[d].append(op)
+    ready = [(op._id, i, op) for i, op in enumerate(ops) if count[op] == 0]
+    heapq.heapify(ready)
+    order = []
+    position = {op: i for i, op in enumerate(ops)}
+    while ready:
+        _, _, op = heapq.heappop(ready)
+        order.append(op)
+        for u in users[op]:
+            count[u] -= 1
+            if count[u] == 0:
+                heapq.heappush(ready, (u._id, position[u], u))
+    return order
+
+
+# ------------------------------------------------------------------------------- running
+def _prepare_fused(op: Operation, device: Any, options: Any):
+    kernel: FusedKernel = op.attrs["kernel"]
+    members: tuple[Operation, ...] = op.attrs["region"]
+    call = fused_call(kernel)
+    unfused = _unfused(op, members)
+    dtype = np.dtype(kernel.dtype)
+    arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
+    n_out = len(op.outputs)
+
+    def run(ctx: Any, node: Operation, inputs: list) -> tuple:
+        if call.fn is None:
+            return unfused(inputs)
+        values = [np.ascontiguousarray(v, dtype) for v in inputs]
+        shape = values[arrays[0]].shape
+        if any(values[i].shape != shape for i in arrays) or any(
+                values[i].size != 1 for i in range(len(values)) if i not in arrays):
+            return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
+        outs = [np.empty(shape, dtype) for _ in range(n_out)]
+        n = values[arrays[0]].size
+        call(values, outs, n, 0 if n < _PARALLEL_ELEMENTS else _threads())
+        return tuple(outs)
+    return run
+
+
+def _threads() -> int:
+    import os
+    return os.cpu_count() or 1
+
+
+def _unfused(node: Operation, members: tuple[Operation, ...]):
+    """The region run node by node with the members' own kernels (while the kernel compiles,
+    or when the values' shapes do not fit one pass); each value is dropped after its last
+    reader, as the executor would."""
+    kernel: FusedKernel = node.attrs["kernel"]
+    reads: tuple[tuple[str, ...], ...] = node.attrs["reads"]
+    calls = [bind_kernel(op.spec, choice, op.attrs, op.type_attrs)
+             for op, choice in zip(members, node.attrs["kernels"])]
+    wanted = kernel.outputs
+    last: dict[str, int] = {}
+    for k, names in enumerate(reads):
+        for name in names:
+            last[name] = k
+    drop = [[n for n in set(names) if last[n] == k and n not in wanted]
+            for k, names in enumerate(reads)]
+
+    def run(inputs: list) -> tuple:
+        env: dict[str, Any] = {f"in{i}": v for i, v in enumerate(inputs)}
+        for k, (op, call) in enumerate(zip(members, calls)):
+            try:
+                result = call([env[name] for name in reads[k]])
+            except Exception as exc:
+                raise in_context(node_label(op.type, op.name), exc) from exc
+            env[f"t{k}"] = result[0] if isinstance(result, (tuple, list)) else result
+            for name in drop[k]:
+                del env[name]
+        return tuple(env[name] for name in wanted)
+    return run
+
+
+def _check_fused(attrs: dict, outputs: list) -> Optional[str]:
+    return None if isinstance(attrs.get("kernel"), FusedKernel) else "no kernel description"
+
+
+register_primitive(Primitive(FUSED, False, None, "a region of elementwise nodes run as one kernel",
+                             prepare=_prepare_fused, check=_check_fused))

@@ -1,0 +1,244 @@
+"""Fusion: elementwise regions become one generated kernel; results equal the unfused graph's
+(hypothesis over random elementwise graphs, broadcasting and dtypes included); the pass can be
+switched off, says why it cannot run, runs unfused while compiling, and fuses gradients too."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from opsdk.registry.elementwise import FusedKernel, evaluate, parse_expression
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.kernels import fused
+from opsdk.runtime.kernels.fused import fusion_compiler, set_fusion_compiler, \
+    wait_for_fused_kernels
+
+pytestmark = pytest.mark.skipif(fusion_compiler() is None or fusion_compiler().problem(),
+                                reason="no fusion compiler here (needs g++ and pip install -e .)")
+
+N = 5000  # above the size under which regions stay unfused
+UNARY = ("neg", "exp", "tanh", "sigmoid", "abs", "square", "relu")
+BINARY = ("add", "sub", "mul", "maximum", "minimum")
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPSDK_FUSION_CACHE", str(tmp_path / "fused"))
+    set_fusion_compiler(None)
+    yield
+    set_fusion_compiler(None)
+
+
+def _run(graph, fetch, feeds, fuse: bool):
+    off = frozenset() if fuse else frozenset({"fuse"})
+    with Session(graph, SessionConfig(passes_off=off)) as sess:
+        sess.run(fetch, feeds)
+        assert wait_for_fused_kernels(120)
+        return sess.run(fetch, feeds), sess.explain(fetch, {k: None for k in feeds}, show=False)
+
+
+def _gelu(registry, x, dtype):
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    c = dtype.type
+    inner = op("mul", c(0.7978845608), op("add", x, op("mul", c(0.044715), op("mul", x, op("mul", x, x)))))
+    return op("mul", op("mul", c(0.5), x), op("add", c(1.0), op("tanh", inner)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
+    g = Graph()
+    with g.as_default():
+        x = placeholder(np.dtype(dtype).name, [N], name="x")
+        y = _gelu(registry, x, np.dtype(dtype))
+    value = np.random.default_rng(0).normal(size=N).astype(dtype) * 4
+    got, explanation = _run(g, y, {x: value}, fuse=True)
+    want, plain = _run(g, y, {x: value}, fuse=False)
+    lines = explanation.lines_of("fuse")
+    assert len(lines) == 1 and "-> mul_5/fused" in lines[0] and ".cc)" in lines[0]
+    assert plain.lines_of("fuse") == ("off",)
+    assert [op.type for op in explanation.partitions and []] == []
+    rtol = 1e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+def test_the_generated_source_is_where_explain_says(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [N], name="x")
+        y = _gelu(registry, x, np.dtype(np.float32))
+    _, explanation = _run(g, y, {x: np.ones(N, np.float32)}, fuse=True)
+    path = explanation.lines_of("fuse")[0].rsplit("source ", 1)[1].rstrip(")")
+    with open(path) as f:
+        text = f.read()
+    assert "Do not edit" in text and "opsdk_tanh" in text
+
+
+@st.composite
+def _graphs(draw):
+    """A random elementwise graph: a few inputs (full arrays or single values), unary and
+    binary builtin ops over earlier values, and one or two fetched values."""
+    dtype = draw(st.sampled_from(["float32", "float64"]))
+    n_inputs = draw(st.integers(1, 3))
+    scalars = [draw(st.booleans()) and i > 0 for i in range(n_inputs)]
+    program = []
+    for _ in range(draw(st.integers(2, 7))):
+        if draw(st.booleans()):
+            program.append((draw(st.sampled_from(UNARY)), (draw(st.integers(0, 50)),)))
+        else:
+            program.append((draw(st.sampled_from(BINARY)),
+                            (draw(st.integers(0, 50)), draw(st.integers(0, 50)))))
+    fetch_two = draw(st.booleans())
+    seed = draw(st.integers(0, 2 ** 16))
+    return dtype, scalars, program, fetch_two, seed
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_graphs())
+def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
+    dtype, scalars, program, fetch_two, seed = case
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    feeds = {}
+    with g.as_default():
+        values = []
+        for i, scalar in enumerate(scalars):
+            shape = [1] if scalar else [N]
+            x = placeholder(dtype, shape, name=f"x{i}")
+            feeds[x] = rng.normal(size=shape).astype(dtype)
+            values.append(x)
+        for op_name, picks in program:
+            args = [values[p % len(values)] for p in picks]
+            if all(a.shape == (1,) for a in args):  # keep every node of the region's shape
+                args[0] = values[0]
+            values.append(apply_op(registry, op_name, args, {}))
+    fetches = [values[-1], values[len(values) // 2 + len(scalars) // 2]] if fetch_two else \
+        values[-1]
+    with np.errstate(all="ignore"):
+        got, _ = _run(g, fetches, feeds, fuse=True)
+        want, _ = _run(g, fetches, feeds, fuse=False)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b in zip(np.atleast_1d(got) if not fetch_two else got,
+                    np.atleast_1d(want) if not fetch_two else want):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+def test_gradients_of_a_fused_region_are_fused_and_equal(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [N], name="x")
+        y = apply_op(registry, "tanh", [apply_op(registry, "sigmoid", [
+            apply_op(registry, "mul", [x, x], {})], {})], {})
+        (dx,) = gradients([y], [x])
+    value = np.linspace(-3, 3, N)
+    got, explanation = _run(g, dx, {x: value}, fuse=True)
+    want, _ = _run(g, dx, {x: value}, fuse=False)
+    assert any("_grad" in line for line in explanation.lines_of("fuse"))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_without_a_compiler_the_graph_runs_unfused_and_says_why_once(registry, caplog):
+    class NoCompiler:
+        def problem(self):
+            return "no C++ compiler (g++ not found on PATH)"
+    set_fusion_compiler(NoCompiler())
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [N], name="x")
+        y = _gelu(registry, x, np.dtype(np.float32))
+    fused._said.clear()
+    with caplog.at_level(logging.WARNING, logger="opsdk.fusion"):
+        for _ in range(2):
+            with Session(g) as sess:
+                sess.run(y, {x: np.ones(N, np.float32)})
+                explanation = sess.explain(y, {x: None}, show=False)
+    assert explanation.lines_of("fuse") == ("nothing fused: no C++ compiler (g++ not found on "
+                                            "PATH)",)
+    said = [r for r in caplog.records if "run unfused" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_while_the_kernel_compiles_the_region_runs_unfused(registry):
+    release = threading.Event()
+    real = fusion_compiler()
+
+    class SlowCompiler:
+        def problem(self):
+            return None
+
+        def cached(self, kernel):
+            return None
+
+        def source_path(self, kernel):
+            return real.source_path(kernel)
+
+        def compile(self, kernel):
+            release.wait(60)
+            return real.compile(kernel)
+    set_fusion_compiler(SlowCompiler())
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [N], name="x")
+        y = _gelu(registry, x, np.dtype(np.float64))
+    value = np.linspace(-2, 2, N)
+    with Session(g) as sess:
+        before = sess.run(y, {x: value})  # not compiled yet: the members run one by one
+        release.set()
+        assert wait_for_fused_kernels(120)
+        after = sess.run(y, {x: value})
+    np.testing.assert_allclose(before, after, rtol=1e-13)
+
+
+def test_a_second_process_finds_the_compiled_kernel_at_once(registry, tmp_path):
+    kernel = FusedKernel("float32", ("array",), (("t0", parse_expression(
+        "tanh(in0) * 2", frozenset({"in0"}))),), ("t0",))
+    fusion_compiler().compile(kernel)
+    script = textwrap.dedent(f"""
+        from opsdk.registry.elementwise import FusedKernel, parse_expression
+        from opsdk.runtime.kernels.fused import fused_call
+        kernel = FusedKernel("float32", ("array",), (("t0", parse_expression(
+            "tanh(in0) * 2", frozenset({{"in0"}}))),), ("t0",))
+        call = fused_call(kernel)
+        print("ready" if call.ready and call.future is None else "compiling")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "ready", out.stderr
+
+
+@pytest.mark.parametrize("text", ["exp(x)", "tanh(x)", "sigmoid(x)", "sqrt(abs(x))",
+                                  "max(x, y)", "min(x, y)", "where(x > y, x, y * 2)",
+                                  "(x <= y) - (x != y) + (x == y)", "-x / (y * y + 1)"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_each_function_of_the_language_matches_its_numpy_meaning(text, dtype):
+    """The generated C++ against `evaluate` (the language's executable meaning), on values
+    that include zeros, huge and tiny magnitudes, infinities and NaN."""
+    expr = parse_expression(text, frozenset({"x", "y"}))
+    from opsdk.registry.elementwise import substitute, Var
+    kernel = FusedKernel(dtype, ("array", "array"),
+                         (("t0", substitute(expr, {"x": Var("in0"), "y": Var("in1")})),),
+                         ("t0",))
+    special = [0.0, -0.0, 1e-30, -1e-30, 0.01, 0.5, 1.0, 20.0, 88.0, 700.0, 720.0, -750.0,
+               np.inf, -np.inf, np.nan]
+    rng = np.random.default_rng(1)
+    x = np.concatenate([special, rng.normal(size=4096) * 10]).astype(dtype)
+    y = np.concatenate([special[::-1], rng.normal(size=4096)]).astype(dtype)
+    call = fused.FusedCall(kernel)
+    call.load(fusion_compiler().compile(kernel))
+    out = np.empty_like(x)
+    call([x, y], [out], x.size, 1)
+    with np.errstate(all="ignore"):
+        want = np.asarray(evaluate(expr, {"x": x.astype(np.float64), "y": y.astype(np.float64)},
+                                   np), dtype=np.float64).astype(dtype)
+    rtol = 2e-7 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(out, want, rtol=rtol, atol=1e-300, equal_nan=True)
