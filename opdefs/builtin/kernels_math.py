@@ -44,8 +44,8 @@ def unbroadcast(xp, grad, shape):
 # ---- binary arithmetic ---------------------------------------------------------------------
 
 @_scalar_form(operator.add)
-def add(xp, x, y):
-    return _array(xp, xp.add(x, y))
+def add(xp, x, y, out=None):
+    return _array(xp, xp.add(x, y, out=out))
 
 
 def add_grad(xp, x, y, grad_z):
@@ -53,8 +53,8 @@ def add_grad(xp, x, y, grad_z):
 
 
 @_scalar_form(operator.sub)
-def sub(xp, x, y):
-    return _array(xp, xp.subtract(x, y))
+def sub(xp, x, y, out=None):
+    return _array(xp, xp.subtract(x, y, out=out))
 
 
 def sub_grad(xp, x, y, grad_z):
@@ -62,8 +62,8 @@ def sub_grad(xp, x, y, grad_z):
 
 
 @_scalar_form(operator.mul)
-def mul(xp, x, y):
-    return _array(xp, xp.multiply(x, y))
+def mul(xp, x, y, out=None):
+    return _array(xp, xp.multiply(x, y, out=out))
 
 
 def mul_grad(xp, x, y, grad_z):
@@ -72,8 +72,8 @@ def mul_grad(xp, x, y, grad_z):
 
 
 @_scalar_form(operator.truediv)
-def div(xp, x, y):
-    return _array(xp, xp.divide(x, y))
+def div(xp, x, y, out=None):
+    return _array(xp, xp.divide(x, y, out=out))
 
 
 def div_grad(xp, x, y, grad_z):
@@ -122,8 +122,8 @@ def minimum_grad(xp, x, y, grad_z):
 # ---- unary ---------------------------------------------------------------------------------
 
 @_scalar_form(operator.neg)
-def neg(xp, x):
-    return _array(xp, xp.negative(x))
+def neg(xp, x, out=None):
+    return _array(xp, xp.negative(x, out=out))
 
 
 def neg_grad(xp, x, grad_y):
@@ -142,8 +142,8 @@ def sign(xp, x):
     return _array(xp, xp.sign(x))
 
 
-def exp(xp, x):
-    return _array(xp, xp.exp(x))
+def exp(xp, x, out=None):
+    return _array(xp, xp.exp(x, out=out))
 
 
 def exp_grad(xp, x, y, grad_y):
@@ -166,8 +166,8 @@ def sqrt_grad(xp, x, y, grad_y):
     return _array(xp, xp.divide(grad_y, xp.multiply(y, 2)))
 
 
-def square(xp, x):
-    return _array(xp, xp.square(x))
+def square(xp, x, out=None):
+    return _array(xp, xp.square(x, out=out))
 
 
 def square_grad(xp, x, grad_y):

@@ -28,8 +28,8 @@ def sigmoid_grad(xp, x, y, grad_y):
     return xp.asarray(xp.multiply(grad_y, xp.multiply(y, 1 - y)))
 
 
-def tanh(xp, x):
-    return xp.asarray(xp.tanh(x))
+def tanh(xp, x, out=None):
+    return xp.asarray(xp.tanh(x, out=out))
 
 
 def tanh_grad(xp, x, y, grad_y):

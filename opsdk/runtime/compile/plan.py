@@ -57,6 +57,9 @@ class Plan:
     merged: tuple[str, ...]  # names of nodes merged away by CSE
     program: Any = None  # the compiled program (for `explain`)
     rendezvous: bool = False  # some step sends or receives: a run needs a rendezvous
+    donated: tuple[str, ...] = ()  # nodes that write into a dead input's buffer
+    peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes; serial)
+    peak_known: bool = True  # False when some value's size is known only at run time
 
 
 class Slots:
@@ -85,6 +88,7 @@ class Lowered:
     writes: list[tuple[int, ...]] = field(default_factory=list)
     deps: list[set[Operation]] = field(default_factory=list)
     fetched: set[int] = field(default_factory=set)
+    donated: set[str] = field(default_factory=set)  # nodes writing into a dead input's buffer
 
 
 def lower(program: Program) -> Plan:
@@ -107,11 +111,13 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     used = {s for r in reads for s in r} | low.fetched
     scalars = _scalar_slots(part, low.ops, kernels, slots, out_slots, low.fetched)
     fresh = _fresh_slots(low.ops, kernels, out_slots)
+    donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars)
+    low.donated = {op.name for op in donations}
     for op, r in zip(low.ops, reads):
         outs = out_slots[op]
         low.steps.append(make_step(op, kernels.get(op), part.device, part.inputs_of(op),
                                    slots.slot_of, outs, scalars, options,
-                                   tuple(s in used for s in outs), fresh))
+                                   tuple(s in used for s in outs), fresh, donations.get(op)))
         low.reads.append(r)
         low.writes.append(outs)
         low.deps.append({t.op for t in part.inputs_of(op) if t not in fed}
@@ -182,7 +188,30 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         serial_runs=_with_releases(runs, frees), reads=tuple(reads), readers=readers,
         folded=tuple(op.name for op in program.folded),
         merged=tuple(op.name for op in program.merged), program=program,
-        rendezvous=any(op.type in (SEND, RECV) for op in ops))
+        rendezvous=any(op.type in (SEND, RECV) for op in ops),
+        donated=tuple(sorted(set().union(*(low.donated for low in parts)))) if parts else (),
+        **_peak(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
+                                             if op.name in low.donated}))
+
+
+def _peak(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], frees: Sequence,
+          slots: Slots, donated: set[str]) -> dict:
+    """The peak bytes of step values alive at once in the serial order: each step's outputs
+    appear (a donating step's output reuses its dead input's buffer), freed slots disappear."""
+    size: dict[int, Optional[int]] = {}
+    for t, s in slots.slot_of.items():
+        known = t.shape is not None and None not in t.shape
+        size[s] = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize \
+            if known else None
+    live, peak, unknown = 0, 0, False
+    for op, out, free in zip(ops, writes, frees):
+        for s in out if op.name not in donated else ():
+            n = size.get(s)
+            unknown |= n is None
+            live += n or 0
+        peak = max(peak, live)
+        live -= sum(size.get(s) or 0 for s in free if not slots.is_const[s])
+    return {"peak_bytes": peak, "peak_known": not unknown}
 
 
 def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:
@@ -225,6 +254,38 @@ def _serial_order(ops: list[Operation], producers: list[set[int]]) -> list[int]:
             if count[j] == 0:
                 heapq.heappush(ready, rank[j])
     return order
+
+
+def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
+                   reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
+    """The memory planner's choice of which steps write into a donated input: a node whose op
+    declares `inplace` for its output, run by a python kernel on the host, whose input of the
+    output's static shape and dtype lives in a slot that this step alone reads (no other step,
+    no fetch, not a feed, constant or scalar slot). Returns node -> index of that input. The step
+    still checks at run time that it holds the only reference to the buffer."""
+    readers: dict[int, int] = {}
+    for r in reads:
+        for s in r:
+            readers[s] = readers.get(s, 0) + 1
+    feeds = {slots.slot_of[t] for t in part.feeds}
+    out: dict[Operation, int] = {}
+    for op in ops:
+        choice = kernels.get(op)
+        if (op.spec is None or choice is None or choice.kind != "python"
+                or not part.device.is_host or len(op.spec.outputs) != 1
+                or not op.spec.outputs[0].inplace):
+            continue
+        target = op.outputs[0]
+        if target.shape is None or None in target.shape or not target.shape:
+            continue
+        for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
+            s = slots.slot_of[t]
+            if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
+                    and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
+                    and s not in feeds and not slots.is_const[s] and t.op.type != "variable"):
+                out[op] = j
+                break
+    return out
 
 
 def _scalar_slots(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,

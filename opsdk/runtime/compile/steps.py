@@ -9,6 +9,7 @@ CPython 3.11+ until something raises.)
 from __future__ import annotations
 
 from dataclasses import replace
+import sys
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
 
@@ -49,13 +50,16 @@ def step_error(op: Operation, exc: BaseException) -> BaseException:
 def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
               inputs: Sequence[Tensor], slot_of: dict, outs: tuple[int, ...],
               scalars: frozenset = frozenset(), options: Any = None,
-              needed: Optional[tuple[bool, ...]] = None, fresh: frozenset = frozenset()) -> Step:
+              needed: Optional[tuple[bool, ...]] = None, fresh: frozenset = frozenset(),
+              donate: Optional[int] = None) -> Step:
     """The step of `op` on `device`, reading the slots of `inputs` and writing `outs`.
 
     `scalars`: the slots that only scalar steps read and nobody fetches, so a 0-d result
     written there may stay a NumPy scalar (fold.scalar_slots). `needed`: per output, whether
     some step reads it or the caller fetches it (None: all are). `fresh`: the slots holding
-    arrays that a compiled kernel allocated in this step, which an assign may keep uncopied."""
+    arrays that a compiled kernel allocated in this step, which an assign may keep uncopied.
+    `donate`: the index of an input whose buffer the kernel may write its output into (the
+    memory planner's choice, compile/plan.py: the input's value dies here)."""
     ins = tuple(slot_of[t] for t in inputs)
     if op.spec is None:
         if op.type == "assign" and ins[0] in fresh:
@@ -71,6 +75,8 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
     open_shapes = any(t.shape is None or None in t.shape for t in inputs)
     if not open_shapes:
         raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
+        if raw is not None and donate is not None:
+            return Step(op, _donating_run(op, raw, device.xp, ins, outs[0], donate))
         if raw is not None and len(ins) == 2:
             return Step(op, _direct_run2(op, raw, device.xp, ins, outs[0]))
     # One plain output: the kernel's own return value is the slot's, no tuple in between.
@@ -101,6 +107,27 @@ def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> Ru
     def run(v: list, ctx: Any) -> None:
         try:
             v[o] = fn(xp, v[a], v[b])
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+    return run
+
+
+def _donating_run(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int, d: int) -> RunFn:
+    """A python kernel handed `out=`: the buffer of input `d`, when this step holds the only
+    reference to it (the slot list, and nothing else: no view, no fetch, no variable) and it is
+    a writable array of its own. Otherwise the kernel allocates, as always."""
+    slot = ins[d]
+    refs = sys.getrefcount
+    ndarray = np.ndarray
+
+    def run(v: list, ctx: Any) -> None:
+        buf = v[slot]
+        try:
+            if (type(buf) is ndarray and buf.base is None and buf.flags.writeable
+                    and refs(buf) == 3):  # v's entry, `buf` and refs' own argument
+                v[o] = fn(xp, *[v[i] for i in ins], out=buf)
+            else:
+                v[o] = fn(xp, *[v[i] for i in ins])
         except Exception as exc:
             raise step_error(op, exc) from exc
     return run

@@ -21,6 +21,9 @@ class Explanation:
     merged: tuple[str, ...]
     partitions: dict  # location -> node names (their _send and _recv nodes included)
     cuts: tuple[tuple[str, str, str], ...]  # (tensor, from location, to location)
+    donated: tuple[str, ...] = ()  # nodes writing into a dead input's buffer
+    peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes)
+    peak_known: bool = True  # False: some sizes are known only at run time (a lower bound)
 
     def lines_of(self, pass_name: str) -> tuple[str, ...]:
         return dict(self.passes).get(pass_name, ())
@@ -30,7 +33,14 @@ class Explanation:
         for name, lines in self.passes:
             out.append(f"{name}:")
             out.extend(f"  {line}" for line in lines)
+        out.append("memory:")
+        out.extend(f"  {line}" for line in self.memory_lines())
         return "\n".join(out)
+
+    def memory_lines(self) -> tuple[str, ...]:
+        bound = "" if self.peak_known else " at least (some sizes are known only at run time)"
+        return (f"peak: {self.peak_bytes} bytes of step values{bound}",
+                f"in place: {', '.join(self.donated) or 'nothing'}")
 
 
 def explain_plan(plan: Plan) -> Explanation:
@@ -47,4 +57,5 @@ def explain_plan(plan: Plan) -> Explanation:
                    if op.type not in ("_send", "_recv")},
         copies=copies, folded=plan.folded, merged=plan.merged,
         partitions={loc: [op.name for op in part.ops] for loc, part in parts.items()},
-        cuts=cuts)
+        cuts=cuts, donated=plan.donated,
+        peak_bytes=plan.peak_bytes, peak_known=plan.peak_known)

@@ -1,0 +1,115 @@
+"""The memory planner: a kernel writes into a dead input's buffer where its op declares
+`inplace`; fed values, fetched values, variables and shared buffers are never written."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.registry import OpDefErrors, load_registry, parse_opdef
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph, placeholder
+
+UNFUSED = SessionConfig(passes_off=frozenset({"fuse"}))
+INPLACE_OPS = sorted(n for n in load_registry().names()
+                     if any(o.inplace for o in load_registry().get(n).outputs))
+
+
+def test_the_builtin_arithmetic_declares_inplace_outputs():
+    assert {"add", "sub", "mul", "div", "neg", "exp", "square", "tanh"} <= set(INPLACE_OPS)
+
+
+@pytest.mark.parametrize("name", INPLACE_OPS)
+def test_each_inplace_op_gives_the_same_result_in_place_and_not(registry, name):
+    spec = registry.get(name)
+    g = Graph()
+    rng = np.random.default_rng(0)
+    with g.as_default():
+        x = placeholder("float64", [64], name="x")
+        first = apply_op(registry, "exp", [x], {}, name="first")  # a buffer of the step's own
+        args = [first] + [x] * (len(spec.inputs) - 1)
+        y = apply_op(registry, name, args, {}, name="y")
+    value = rng.uniform(0.5, 1.5, 64)
+    with Session(g, UNFUSED) as sess:
+        explanation = sess.explain(y, {x: None}, show=False)
+        got = sess.run(y, {x: value})
+    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
+        want = sess.run([first, y], {x: value})[1]  # first fetched: nothing may be donated
+    assert explanation.donated == ("y",)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_chain_reuses_one_buffer_and_explain_reports_the_peak(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [256, 256], name="x")
+        y = x
+        for _ in range(50):
+            y = apply_op(registry, "add", [y, x], {})
+    with Session(g, UNFUSED) as sess:
+        explanation = sess.explain(y, {x: None}, show=False)
+        got = sess.run(y, {x: np.ones((256, 256), np.float32)})
+    assert got[0, 0] == 51.0
+    assert len(explanation.donated) == 49  # every add but the first, which reads only the feed
+    assert explanation.peak_bytes == 256 * 256 * 4
+    assert "memory:\n  peak: 262144 bytes of step values" in str(explanation)
+
+
+def test_fed_fetched_and_variable_values_are_never_written(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [8], name="x")
+        w = Variable(np.arange(8.0), name="w")
+        a = apply_op(registry, "exp", [x], {}, name="a")
+        b = apply_op(registry, "neg", [a], {}, name="b")  # a is fetched: not donated
+        c = apply_op(registry, "add", [w.value() if hasattr(w, "value") else w, x], {}, name="c")
+        d = apply_op(registry, "neg", [x], {}, name="d")  # x is fed: not donated
+        init = global_variables_initializer()
+    value = np.linspace(0, 1, 8)
+    kept = value.copy()
+    with Session(g, UNFUSED) as sess:
+        sess.run(init)
+        got_a, got_b, got_c, got_d = sess.run([a, b, c, d], {x: value})
+        explanation = sess.explain([a, b, c, d], {x: None}, show=False)
+        w_after = sess.run(w)
+    assert explanation.donated == ()
+    np.testing.assert_array_equal(value, kept)
+    np.testing.assert_array_equal(got_b, -got_a)
+    np.testing.assert_array_equal(w_after, np.arange(8.0))
+    np.testing.assert_array_equal(got_d, -kept)
+
+
+def test_a_buffer_someone_else_still_holds_is_not_written(registry):
+    """An identity keeps the very array of its input in another slot: the planner sees a slot
+    that only `b` reads and plans to donate it, the run-time check sees the fetched slot's
+    reference to the same array and allocates instead."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [8], name="x")
+        a = apply_op(registry, "exp", [x], {}, name="a")
+        alias = g.create_op("identity", [a], {}, [(a.shape, a.dtype)], name="alias").outputs[0]
+        b = apply_op(registry, "neg", [alias], {}, name="b")
+    with Session(g, UNFUSED) as sess:
+        assert sess.explain([a, b], {x: None}, show=False).donated == ("b",)
+        got_a, got_b = sess.run([a, b], {x: np.zeros(8)})
+    np.testing.assert_array_equal(got_a, np.ones(8))
+    np.testing.assert_array_equal(got_b, -np.ones(8))
+
+
+@pytest.mark.parametrize("inplace, message", [
+    ("[w]", "inplace names 'w', which is not an input (inputs: x)"),
+    ("x", "inplace is a list of input names, like [x]"),
+])
+def test_a_wrong_inplace_is_a_located_error(tmp_path, inplace, message):
+    opdefs = tmp_path / "opdefs"
+    opdefs.mkdir()
+    (opdefs / "kernels.py").write_text("def foo(xp, x, out=None):\n    return x\n")
+    path = opdefs / "foo.yaml"
+    path.write_text("op: foo\nsummary: Foo.\ninputs:\n  x: {dtype: float32, shape: [n]}\n"
+                    f"outputs:\n  y: {{dtype: float32, shape: [n], inplace: {inplace}}}\n"
+                    "kernels: {python: kernels.py:foo}\n")
+    with pytest.raises(OpDefErrors) as info:
+        parse_opdef(path, tmp_path)
+    assert str(info.value) == f"opdefs/foo.yaml:6: op 'foo': output 'y': {message}"
