@@ -198,8 +198,34 @@ def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, out
     return (*toolchain.command, *filled, source, "-o", output)
 
 
-def run_compiler(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
-    """Run one compile in `cwd` (so diagnostics name workspace-relative paths)."""
+# The exit status given to a compiler run that exited 0 but left no output: a failure.
+NO_OUTPUT_STATUS = 127
+
+
+def run_compiler(command: tuple[str, ...], cwd: Path,
+                 expect: Optional[Path] = None) -> CompileOutcome:
+    """Run one compile in `cwd` (so diagnostics name workspace-relative paths).
+
+    `expect` is the file the command must write: a compiler (or a wrapper, a launcher) that exits
+    0 without writing it as a non-empty regular file has failed, and its outcome says so.
+    """
+    outcome = _run(command, cwd)
+    if outcome.ok and expect is not None and not _written(expect):
+        return CompileOutcome(command, NO_OUTPUT_STATUS, outcome.output.rstrip("\n") + (
+            f"\nerror: {Path(command[0]).name} exited with status 0 but wrote no "
+            f"{Path(expect).suffix or 'output'} file ({expect}); check the compiler "
+            "(OPSDK_CXX / OPSDK_NVCC) with `opsdk doctor`").lstrip("\n"), outcome.seconds)
+    return outcome
+
+
+def _written(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _run(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
     start = time.perf_counter()
     # The C locale keeps messages in English with ASCII quotes, as the diagnostics parser expects.
     env = {**os.environ, "LC_ALL": "C"}

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from opsdk.registry.errors import OpsdkError
+from opsdk.build.confine import check_inside, owned
 from opsdk.build.compiler import environment_fingerprint, link_flags, object_flags
 from opsdk.build.toolchain import (CudaTargets, Toolchain, cuda_targets, find_toolchain,
                                    supported_cuda_archs, why_missing)
@@ -85,11 +86,13 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         raise OpsdkError(f"--cuda must be one of {', '.join(CUDA_MODES)}, not '{cuda}'")
     start = time.perf_counter()
     root = Path(root).resolve()
-    (root / "build").mkdir(exist_ok=True)
-    with _workspace_lock(root / "build"):
+    top = owned(root / "build")
+    with _workspace_lock(top):
         found, generated, broken = _regenerate(root)
         selected = _select_ops(root, found, ops)
         units, notes = _make_units(root, selected, cuda)
+        for unit in units:  # a link leading out of build/ stops the build before it writes
+            check_inside(top, unit.obj_dir)
         environment = environment_fingerprint()
         digests = Digests(root)
         results: list[UnitResult] = []
@@ -122,7 +125,10 @@ def _workspace_lock(build_dir: Path) -> Iterator[None]:
     """Serialise builds of one workspace; the OS drops the lock if its holder is killed."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(build_dir / ".lock"))
+    path = build_dir / ".lock"
+    if path.is_symlink():  # opening it would truncate what it points to: drop the link
+        path.unlink()
+    lock = FileLock(str(path))
     try:
         lock.acquire(timeout=0)
     except Timeout:
