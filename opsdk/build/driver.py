@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from opsdk.registry.errors import OpsdkError
 from opsdk.build.confine import check_inside, owned
@@ -73,10 +73,15 @@ class BuildReport:
 
 
 def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optional[int] = None,
-                    cuda: str = "auto", progress: bool = True) -> BuildReport:
+                    cuda: str = "auto", progress: bool = True,
+                    on_declaration_errors: Optional[Callable[[Exception], None]] = None
+                    ) -> BuildReport:
     """Regenerate `generated/` and compile every stale cpu (and cuda) kernel of the workspace.
 
-    Raises BuildError (after building everything else) when a kernel fails to compile.
+    Raises BuildError (after building everything else) when a kernel fails to compile, and the
+    OpDefErrors of broken declaration files after building the good ops. Those errors are known
+    before anything compiles: `on_declaration_errors` is handed them then (the CLI prints them
+    at once, so the author sees them in a second, not after the good ops' compiles).
 
     >>> report = build_workspace(Path("."))          # doctest: +SKIP
     >>> [r.op for r in report.compiled]              # doctest: +SKIP
@@ -89,6 +94,8 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
     top = owned(root / "build")
     with _workspace_lock(top):
         found, generated, broken = _regenerate(root)
+        if broken is not None and on_declaration_errors is not None:
+            on_declaration_errors(broken)
         selected = _select_ops(root, found, ops)
         units, notes = _make_units(root, selected, cuda)
         for unit in units:  # a link leading out of build/ stops the build before it writes

@@ -123,7 +123,7 @@ def test_declaration_error_is_one_message_without_traceback(capsys, ws):
                                                                  "dtyp: T, shape: [n]}\noutputs"))
     code, _, err = run_cli(capsys, "-C", ws, "generate")
     assert code == 1
-    assert "opdefs/cli_scale.yaml:8: op 'cli_scale': unknown key 'dtyp'" in err
+    assert "opdefs/cli_scale.yaml:8: error: op 'cli_scale': unknown key 'dtyp'" in err
     assert "Traceback" not in err
 
 
