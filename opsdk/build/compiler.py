@@ -76,7 +76,7 @@ def flag_template(device: str, root: Path) -> tuple[str, ...]:
                 *KERNEL_MATH_FLAGS, "-fvisibility=hidden"]
     else:
         base = [*_cuda_compile_base(None), "-shared"]
-    return tuple(base + define + includes + deps + _extra_flags(device))
+    return tuple(base + define + includes + deps + extra_flags(device))
 
 
 # OPSDK_PORTABLE=1: build cpu kernels for a baseline that every machine of the platform runs
@@ -118,7 +118,8 @@ def cpu_arch_flags() -> list[str]:
     return [*([march] if march else []), "-mtune=generic", "-DOPSDK_PORTABLE=1", "-Wno-psabi"]
 
 
-def _extra_flags(device: str) -> list[str]:
+def extra_flags(device: str) -> list[str]:
+    """OPSDK_CXXFLAGS / OPSDK_NVCCFLAGS split like a shell would: appended to every compile."""
     return shlex.split(os.environ.get(EXTRA_FLAGS_ENV[device], ""))
 
 
@@ -160,14 +161,14 @@ def object_flags(device: str, role: str, root: Path, op: str,
     else:
         base = [GLUE_OPT, "-std=c++17", "-fPIC", "-fopenmp", "-fvisibility=hidden", "-c",
                 *glue_define]
-    return tuple(base + includes + deps + _extra_flags(device))
+    return tuple(base + includes + deps + extra_flags(device))
 
 
 def link_flags(device: str) -> tuple[str, ...]:
     """Flags linking an op's objects into its extension (the extra flags too: -g, sanitizers)."""
     if device == "cpu":
-        return ("-shared", "-fopenmp", *_extra_flags(device))
-    return ("-shared", "-Xcompiler", "-fPIC", *_extra_flags(device))
+        return ("-shared", "-fopenmp", *extra_flags(device))
+    return ("-shared", "-Xcompiler", "-fPIC", *extra_flags(device))
 
 
 def object_command(toolchain: Toolchain, flags: Iterable[str], source: str, output: str,
