@@ -24,6 +24,7 @@ while it runs (the build folder is the user's; see docs/trust.md).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Union
@@ -40,8 +41,21 @@ class ConfinementError(OpsdkError):
 def owned(folder: Path) -> Path:
     """The owned folder, created when absent (its parent must exist)."""
     folder = Path(folder)
+    _not_a_file(folder)
     folder.mkdir(exist_ok=True)
     return folder
+
+
+def _not_a_file(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise ConfinementError(f"{folder} is a file where opsdk build keeps a folder; remove it "
+                               f"(rm {folder}) and build again")
+
+
+def _not_a_folder(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        raise ConfinementError(f"{path} is a folder where opsdk build writes a file; remove it "
+                               f"(rm -r {path}) and build again")
 
 
 def _is_inside(path: str, top_real: str) -> bool:
@@ -74,6 +88,10 @@ def check_inside(top: Path, path: Path) -> Path:
 def confined_dir(top: Path, folder: Path) -> Path:
     """`folder`, created with its parents, after check_inside (a link leading out is refused)."""
     check_inside(top, folder)
+    for part in (folder, *folder.parents):
+        _not_a_file(part)
+        if part == top:
+            break
     folder.mkdir(parents=True, exist_ok=True)
     check_inside(top, folder)  # mkdir follows links; check what exists now as well
     return folder
@@ -83,6 +101,7 @@ def write_file(top: Path, path: Path, data: Union[bytes, str]) -> Path:
     """Write `data` to `path` under a fresh temp name, then rename it over `path` (a link there is
     replaced as a link, never written through)."""
     folder = confined_dir(top, path.parent)
+    _not_a_folder(path)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=f"{TEMP_PREFIX}{path.name}-")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -98,14 +117,19 @@ def replace_file(top: Path, source: Path, target: Path) -> Path:
     """Rename `source` (a file the build made) over `target`, both in confined folders."""
     check_inside(top, source.parent)
     check_inside(top, target.parent)
+    _not_a_folder(target)
     os.replace(source, target)
     return target
 
 
 def remove_file(top: Path, path: Path) -> None:
-    """Delete `path` (a link itself, not what it points to); nothing when absent."""
+    """Delete `path` (a link itself, not what it points to; a folder the build's own name holds,
+    with what is in it, links removed as links); nothing when absent."""
     check_inside(top, path.parent)
-    path.unlink(missing_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def clear_name(top: Path, path: Path) -> Path:

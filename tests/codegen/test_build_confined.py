@@ -12,6 +12,7 @@ what it links); the tests need no g++.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$CF_FAIL" ]; then echo "opdefs/cf_copy_cpu.cc:1:1: error: boom"; exit 1; fi
 [ -n "$dep" ] && printf 'x.o: \\n' > "$dep"
+if [ -n "$CF_DIR_OUTPUT" ]; then mkdir -p "$out"; exit 0; fi
 [ -n "$out" ] && [ -z "$CF_NO_OUTPUT" ] && printf 'built %s' "$out" > "$out"
 exit 0
 """
@@ -59,7 +61,7 @@ def ws(tmp_path, monkeypatch) -> Path:
     compiler.write_text(FAKE_COMPILER)
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("OPSDK_CXX", str(compiler))
-    for name in ("CF_FAIL", "CF_NO_OUTPUT"):
+    for name in ("CF_FAIL", "CF_NO_OUTPUT", "CF_DIR_OUTPUT"):
         monkeypatch.delenv(name, raising=False)
     root = tmp_path / "ws"
     (root / "opdefs").mkdir(parents=True)
@@ -163,6 +165,31 @@ def test_a_compiler_that_exits_0_without_its_output_is_a_build_error_of_the_op(w
     assert "fake-g++ exited with status 0 but wrote no .o file" in message, message
     assert f"[op '{OP}', cpu]" in message
     assert [r.op for r in info.value.report.failed] == [OP]
+
+
+def test_a_file_or_folder_where_the_build_expects_the_other_is_a_clear_error(ws, monkeypatch):
+    unit = ws / "build" / "cpu" / OP
+    shutil.rmtree(unit / "obj")
+    (unit / "obj").write_text("not a folder")
+    edit_kernel(ws, "// v2\n")
+    with pytest.raises(OpsdkError, match=r"obj is a file where opsdk build keeps a folder; "
+                                         r"remove it \(rm .*obj\) and build again"):
+        build(ws)
+    (unit / "obj").unlink()
+    (unit / "manifest.json").unlink()
+    (unit / "manifest.json").mkdir()
+    with pytest.raises(OpsdkError, match=r"manifest.json is a folder where opsdk build writes a "
+                                         r"file; remove it"):
+        build(ws)
+    shutil.rmtree(unit / "manifest.json")
+    monkeypatch.setenv("CF_DIR_OUTPUT", "1")  # the compiler makes a folder at its output's name
+    edit_kernel(ws, "// v3\n")
+    with pytest.raises(BuildError, match=r"exited with status 0 but wrote no .o file"):
+        build(ws)
+    shutil.rmtree(ws / "build")
+    (ws / "build").write_text("not a folder")
+    with pytest.raises(OpsdkError, match=r"build is a file where opsdk build keeps a folder"):
+        build(ws)
 
 
 # ------------------------------------------------------------------ the mechanism, on its own
