@@ -145,15 +145,20 @@ def object_flags(device: str, role: str, root: Path, op: str,
                  cuda: Optional[CudaTargets] = None) -> tuple[str, ...]:
     """Flags compiling one translation unit of an op into an object, with a `{depfile}` placeholder.
 
-    role "kernel": the author's cpu kernel and its instantiations, -O3 -march=native, no pybind11
-    on the include path. role "glue": the pybind11 binding at GLUE_OPT. On CUDA the one unit is
-    the glue including the kernel, compiled as before.
+    role "kernel": the author's kernel and its instantiations, -O3, no pybind11 on the include
+    path; on the cpu -march=native, on CUDA the GPU archs (the only unit compiled for them).
+    role "glue": the pybind11 binding at GLUE_OPT; on CUDA host code only, so no arch flags (a
+    new arch list or a kernel edit never recompiles it).
     """
     deps = ["-MMD", "-MF", DEPFILE_PLACEHOLDER]
     glue_define = [f"-DOPSDK_MODULE_NAME={glue_module_name(op)}"]
     includes = [f"-I{d}" for d in include_dirs(root)]
-    if device == "cuda":
-        base = [*_cuda_compile_base(cuda), "-c", *glue_define]
+    if device == "cuda" and role == "kernel":
+        base = [*_cuda_compile_base(cuda), "-c"]
+        includes = includes[:3]  # workspace, generated/cpp, opsdk/include: no pybind11, no Python
+    elif device == "cuda":
+        base = [GLUE_OPT, "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+                "-c", *glue_define]
     elif role == "kernel":
         base = ["-O3", "-std=c++17", "-fPIC", "-fopenmp", *cpu_arch_flags(), *KERNEL_MATH_FLAGS,
                 "-fvisibility=hidden", "-c"]

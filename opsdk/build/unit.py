@@ -1,8 +1,8 @@
 """One op on one device: its translation units, their cached objects, the link, the manifest.
 
-A cpu unit compiles two translation units into objects, `<op>_kernel.cc` (the author's kernel,
--O3, no pybind11) and `<op>_binding.cc` (the pybind11 glue), then links them into the extension;
-a cuda unit has one (the glue including the kernel). Each object is cached under
+A unit compiles two translation units into objects, the author's kernel (`<op>_kernel.cc` at
+-O3 on the cpu, `<op>_cuda_kernel.cu` for the GPU archs on CUDA; no pybind11) and the pybind11
+glue (`<op>_binding.cc`, `<op>_cuda_binding.cu`), then links them into the extension. Each object is cached under
 `build/<device>/<op>/obj/` by its own content key, so a kernel edit recompiles only the kernel
 object and relinks. Next to each object, `<role>-<key>.json` records the headers its depfile
 listed, the key they gave and the object's sha256: an object is reused only when that key still
