@@ -204,7 +204,9 @@ def _make_units(root: Path, specs: list[OpKernels], cuda: str,
     notes = [f"op '{s.name}': {s.kernel('cuda')} is the untouched scaffold stub; not compiled "
              "(write the kernel, then build)" for s in stubs]
     toolchains = {"cpu": _cpu_toolchain() if wanted["cpu"] else None}
-    toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if wanted["cuda"] else (None, None)
+    # --cuda=on asks for nvcc wherever cuda kernels are declared, stubs included.
+    needs_nvcc = wanted["cuda"] or (stubs and cuda == "on")
+    toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if needs_nvcc else (None, None)
     if cuda_note:
         notes.append(cuda_note)
     targets = _cuda_targets(toolchains["cuda"], all_archs)
