@@ -202,7 +202,7 @@ def _make_units(root: Path, specs: list[OpKernels], cuda: str,
     wanted = {"cpu": [s for s in specs if s.kernel("cpu")],
               "cuda": [s for s in specs if s.kernel("cuda") and s not in stubs]}
     notes = [f"op '{s.name}': {s.kernel('cuda')} is the untouched scaffold stub; not compiled "
-             "(write the kernel, then build)" for s in stubs]
+             "(write the kernel, then build)" for s in stubs if cuda != "off"]
     toolchains = {"cpu": _cpu_toolchain() if wanted["cpu"] else None}
     # --cuda=on asks for nvcc wherever cuda kernels are declared, stubs included.
     needs_nvcc = wanted["cuda"] or (stubs and cuda == "on")
