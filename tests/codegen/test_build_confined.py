@@ -217,3 +217,7 @@ def test_confined_writes_never_follow_a_link_out(tmp_path):
     (top / "alias").symlink_to(top / "inner")  # a link that stays inside is fine
     confine.write_file(top, top / "alias" / "x", "x")
     assert (top / "inner" / "x").read_text() == "x"
+    (top / "folder").mkdir()  # a folder where a file goes (an NVRTC cache entry, say)
+    with pytest.raises(confine.ConfinementError, match=r"folder is a folder where opsdk build "
+                                                       r"writes a file; remove it"):
+        confine.write_file(top, top / "folder", "x")
