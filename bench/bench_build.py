@@ -1,6 +1,7 @@
 """Build times of `opsdk build` on a small workspace, next to torch.utils.cpp_extension.load.
 
     .venv/bin/python bench/bench_build.py [--quick] [--repeats N] [--torch-repeats N] [--no-torch]
+                                          [--cuda]
 
 In a temporary workspace made with `opsdk new` (two ops: `scale`, its body written, and `shift`,
 whose body includes a header of its own, opdefs/shift_helpers.h), each step runs the whole
@@ -10,6 +11,10 @@ whose body includes a header of its own, opdefs/shift_helpers.h), each step runs
   no-op         nothing changed (target < 1 s, the whole process)
   kernel edit   opdefs/scale_cpu.cc changed: only `scale` should compile
   header edit   opdefs/shift_helpers.h changed: only `shift` should compile
+
+With --cuda (needs nvcc, not a GPU), scale's CUDA kernel is written too, and its edit is timed
+in turn both ways: a development build (`opsdk build`: this machine's GPUs, or one PTX target
+without one) and the fat binary a wheel ships (`opsdk build --all-archs`).
 
 The ops compiled in each step are read from the build's own per-unit lines, so the table shows
 whether an edit rebuilt only what depends on it. For contrast, an equivalent small op (the same
@@ -160,6 +165,29 @@ def run_timed(argv: list[str], cwd: Path) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
+SCALE_CUDA_BODY = r"""#include "scale_op.h"
+
+namespace opsdk_op_scale {
+
+template <typename T>
+__global__ void scale_kernel(const T* x, T* y, int64_t size, double scale) {
+    for (int64_t i = opsdk::cuda::first(); i < size; i += opsdk::cuda::stride()) {
+        y[i] = static_cast<T>(scale) * x[i];  // edit 0
+    }
+}
+
+template <typename T>
+void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& attrs,
+          cudaStream_t stream) {
+    const int64_t size = dims.n * dims.p;
+    scale_kernel<<<opsdk::cuda::blocks(size), opsdk::cuda::kThreads, 0, stream>>>(
+        in.x.data, out.y.data, size, attrs.scale);
+}
+
+}  // namespace opsdk_op_scale
+"""
+
+
 def make_workspace(root: Path) -> None:
     """`opsdk new scale` and `opsdk new shift`, then their bodies and shift's own header."""
     for name in ("scale", "shift"):
@@ -169,10 +197,11 @@ def make_workspace(root: Path) -> None:
     (root / "opdefs" / "shift_helpers.h").write_text(HELPERS)
 
 
-def opsdk_build(root: Path) -> Step:
-    """One `opsdk build --cuda off` process; the ops compiled come from its per-unit lines."""
+def opsdk_build(root: Path, *options: str) -> Step:
+    """One `opsdk build --cuda off` process (or with `options`); the ops compiled come from its
+    per-unit lines."""
     load = os.getloadavg()[0]
-    seconds, output = run_timed(opsdk_command() + ["build", "--cuda", "off"], root)
+    seconds, output = run_timed(opsdk_command() + ["build", *(options or ("--cuda", "off"))], root)
     compiled = tuple(sorted((m.group(1), float(m.group(3))) for line in output.splitlines()
                             if (m := _COMPILED_LINE.match(line.strip()))))
     return Step(seconds, load, compiled)
@@ -204,6 +233,25 @@ def bench_opsdk(root: Path, repeats: int, slow_repeats: int) -> list[Summary]:
             Summary("no-op rebuild", "opsdk build", tuple(noop), "target < 1 s, whole process"),
             Summary("after editing scale_cpu.cc", "opsdk build", tuple(kernel), "expect: scale"),
             Summary("after editing shift_helpers.h", "opsdk build", tuple(header), "expect: shift")]
+
+
+def bench_cuda_edit(root: Path, repeats: int) -> list[Summary]:
+    """An edit of scale_cuda.cu, rebuilt for this machine (development) and for every arch, in
+    turn, so both see the same machine load."""
+    if shutil.which("nvcc") is None:
+        return [Summary("after editing scale_cuda.cu", "opsdk build", (),
+                        "skipped: nvcc not found")]
+    (root / "opdefs" / "scale_cuda.cu").write_text(SCALE_CUDA_BODY)
+    opsdk_build(root, "--cuda", "on")  # the glue, compiled once for both
+    dev, fat = [], []
+    for _ in range(repeats):
+        for runs, options in ((dev, ("--cuda", "on")), (fat, ("--cuda", "on", "--all-archs"))):
+            bump_edit_marker(root / "opdefs" / "scale_cuda.cu")
+            runs.append(opsdk_build(root, *options))
+    return [Summary("after editing scale_cuda.cu", "opsdk build", tuple(dev),
+                    "this machine's GPUs, or one PTX target"),
+            Summary("after editing scale_cuda.cu", "opsdk build --all-archs", tuple(fat),
+                    "every default arch (the fat binary)")]
 
 
 def check_ops_run(root: Path) -> None:
@@ -270,6 +318,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--torch-repeats", type=int, default=1,
                         help="runs of each cpp_extension.load step (about a minute each)")
     parser.add_argument("--no-torch", action="store_true", help="skip cpp_extension.load")
+    parser.add_argument("--cuda", action="store_true",
+                        help="also time an edit of a CUDA kernel (needs nvcc, not a GPU)")
     args = parser.parse_args(argv)
     slow = 1 if args.quick else max(args.repeats, 1)
     fast = 3 if args.quick else max(args.repeats, 5)
@@ -281,6 +331,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             make_workspace(root)
             rows = bench_opsdk(root, fast, slow)
             check_ops_run(root)
+            if args.cuda:
+                rows += bench_cuda_edit(root, slow)
             if not args.no_torch:
                 rows += bench_torch(Path(tmp), max(args.torch_repeats, 1))
         except BenchError as exc:

@@ -3,34 +3,11 @@
 // pybind11 glue of op 'pairwise_manhattan' on CUDA devices. Inputs and outputs are objects exposing
 // __cuda_array_interface__ (CuPy arrays); the caller allocates the outputs from the shapes the
 // runtime inferred, and passes the CUDA stream as an int. The same checks as on the CPU run first.
+// The kernel is compiled apart, in generated/cuda/pairwise_manhattan_cuda_kernel.cu: this file never sees its source, so a kernel
+// edit recompiles that file only, then relinks.
 #include "opsdk/glue.h"
 #include "opsdk/cuda.h"
 #include "pairwise_manhattan_op.h"
-#include "opdefs/pairwise_manhattan_cuda.cu"
-
-namespace opsdk_op_pairwise_manhattan {
-
-// The host side of the launches that opdefs/pairwise_manhattan.yaml declares (kernels: cuda:
-// launch:); a launch whose grid is empty is skipped. The end of this file checks each kernel's
-// parameter types against what its launch passes.
-template <typename T>
-void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& attrs,
-          cudaStream_t stream) {
-    (void)in;
-    (void)out;
-    (void)dims;
-    (void)attrs;
-    dim3 grid, block;
-    {
-        const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::forward_kernel<T>", {opsdk::floordiv((dims.m + 63), 64), opsdk::floordiv((dims.n + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
-            detail::forward_kernel<T><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.y.data, out.z.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.p));
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-}
-
-}  // namespace opsdk_op_pairwise_manhattan
 
 namespace py = pybind11;
 
@@ -133,10 +110,3 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         }
     });
 }
-
-// Each launched kernel takes exactly what its launch passes (an int where an int64_t is passed
-// would compile and read the wrong value); a mismatch is reported at the launch's line.
-#line 24 "opdefs/pairwise_manhattan.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan::detail::forward_kernel<float>), void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan': launch 1 passes (const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::forward_kernel<T>; declare its parameters with exactly these types, in the order of args");
-#line 24 "opdefs/pairwise_manhattan.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan::detail::forward_kernel<double>), void (*)(const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan': launch 1 passes (const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::forward_kernel<T>; declare its parameters with exactly these types, in the order of args");

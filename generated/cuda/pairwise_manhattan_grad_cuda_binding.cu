@@ -3,41 +3,11 @@
 // pybind11 glue of op 'pairwise_manhattan_grad' on CUDA devices. Inputs and outputs are objects exposing
 // __cuda_array_interface__ (CuPy arrays); the caller allocates the outputs from the shapes the
 // runtime inferred, and passes the CUDA stream as an int. The same checks as on the CPU run first.
+// The kernel is compiled apart, in generated/cuda/pairwise_manhattan_grad_cuda_kernel.cu: this file never sees its source, so a kernel
+// edit recompiles that file only, then relinks.
 #include "opsdk/glue.h"
 #include "opsdk/cuda.h"
 #include "pairwise_manhattan_grad_op.h"
-#include "opdefs/pairwise_manhattan_grad_cuda.cu"
-
-namespace opsdk_op_pairwise_manhattan_grad {
-
-// The host side of the launches that opdefs/pairwise_manhattan_grad.yaml declares (kernels: cuda:
-// launch:); a launch whose grid is empty is skipped. The end of this file checks each kernel's
-// parameter types against what its launch passes.
-template <typename T>
-void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& attrs,
-          cudaStream_t stream) {
-    (void)in;
-    (void)out;
-    (void)dims;
-    (void)attrs;
-    dim3 grid, block;
-    {
-        const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::grad_kernel<T, false>", {opsdk::floordiv((dims.p + 63), 64), opsdk::floordiv((dims.n + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
-            detail::grad_kernel<T, false><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.y.data, in.grad_z.data, out.grad_x.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.p));
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-    {
-        const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::grad_kernel<T, true>", {opsdk::floordiv((dims.p + 63), 64), opsdk::floordiv((dims.m + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
-            detail::grad_kernel<T, true><<<grid, block, static_cast<size_t>(shared), stream>>>(in.y.data, in.x.data, in.grad_z.data, out.grad_y.data, static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.p));
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-}
-
-}  // namespace opsdk_op_pairwise_manhattan_grad
 
 namespace py = pybind11;
 
@@ -164,14 +134,3 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         }
     });
 }
-
-// Each launched kernel takes exactly what its launch passes (an int where an int64_t is passed
-// would compile and read the wrong value); a mismatch is reported at the launch's line.
-#line 26 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<float, false>), void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, false>; declare its parameters with exactly these types, in the order of args");
-#line 30 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<float, true>), void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 2 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, true>; declare its parameters with exactly these types, in the order of args");
-#line 26 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<double, false>), void (*)(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, false>; declare its parameters with exactly these types, in the order of args");
-#line 30 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<double, true>), void (*)(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 2 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, true>; declare its parameters with exactly these types, in the order of args");

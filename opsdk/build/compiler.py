@@ -76,7 +76,7 @@ def flag_template(device: str, root: Path) -> tuple[str, ...]:
                 *KERNEL_MATH_FLAGS, "-fvisibility=hidden"]
     else:
         base = [*_cuda_compile_base(None), "-shared"]
-    return tuple(base + define + includes + deps + _extra_flags(device))
+    return tuple(base + define + includes + deps + extra_flags(device))
 
 
 # OPSDK_PORTABLE=1: build cpu kernels for a baseline that every machine of the platform runs
@@ -118,7 +118,8 @@ def cpu_arch_flags() -> list[str]:
     return [*([march] if march else []), "-mtune=generic", "-DOPSDK_PORTABLE=1", "-Wno-psabi"]
 
 
-def _extra_flags(device: str) -> list[str]:
+def extra_flags(device: str) -> list[str]:
+    """OPSDK_CXXFLAGS / OPSDK_NVCCFLAGS split like a shell would: appended to every compile."""
     return shlex.split(os.environ.get(EXTRA_FLAGS_ENV[device], ""))
 
 
@@ -144,15 +145,20 @@ def object_flags(device: str, role: str, root: Path, op: str,
                  cuda: Optional[CudaTargets] = None) -> tuple[str, ...]:
     """Flags compiling one translation unit of an op into an object, with a `{depfile}` placeholder.
 
-    role "kernel": the author's cpu kernel and its instantiations, -O3 -march=native, no pybind11
-    on the include path. role "glue": the pybind11 binding at GLUE_OPT. On CUDA the one unit is
-    the glue including the kernel, compiled as before.
+    role "kernel": the author's kernel and its instantiations, -O3, no pybind11 on the include
+    path; on the cpu -march=native, on CUDA the GPU archs (the only unit compiled for them).
+    role "glue": the pybind11 binding at GLUE_OPT; on CUDA host code only, so no arch flags (a
+    new arch list or a kernel edit never recompiles it).
     """
     deps = ["-MMD", "-MF", DEPFILE_PLACEHOLDER]
     glue_define = [f"-DOPSDK_MODULE_NAME={glue_module_name(op)}"]
     includes = [f"-I{d}" for d in include_dirs(root)]
-    if device == "cuda":
-        base = [*_cuda_compile_base(cuda), "-c", *glue_define]
+    if device == "cuda" and role == "kernel":
+        base = [*_cuda_compile_base(cuda), "-c"]
+        includes = includes[:3]  # workspace, generated/cpp, opsdk/include: no pybind11, no Python
+    elif device == "cuda":
+        base = [GLUE_OPT, "-std=c++17", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+                "-c", *glue_define]
     elif role == "kernel":
         base = ["-O3", "-std=c++17", "-fPIC", "-fopenmp", *cpu_arch_flags(), *KERNEL_MATH_FLAGS,
                 "-fvisibility=hidden", "-c"]
@@ -160,14 +166,14 @@ def object_flags(device: str, role: str, root: Path, op: str,
     else:
         base = [GLUE_OPT, "-std=c++17", "-fPIC", "-fopenmp", "-fvisibility=hidden", "-c",
                 *glue_define]
-    return tuple(base + includes + deps + _extra_flags(device))
+    return tuple(base + includes + deps + extra_flags(device))
 
 
 def link_flags(device: str) -> tuple[str, ...]:
     """Flags linking an op's objects into its extension (the extra flags too: -g, sanitizers)."""
     if device == "cpu":
-        return ("-shared", "-fopenmp", *_extra_flags(device))
-    return ("-shared", "-Xcompiler", "-fPIC", *_extra_flags(device))
+        return ("-shared", "-fopenmp", *extra_flags(device))
+    return ("-shared", "-Xcompiler", "-fPIC", *extra_flags(device))
 
 
 def object_command(toolchain: Toolchain, flags: Iterable[str], source: str, output: str,
@@ -198,8 +204,34 @@ def compile_command(toolchain: Toolchain, flags: Iterable[str], source: str, out
     return (*toolchain.command, *filled, source, "-o", output)
 
 
-def run_compiler(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
-    """Run one compile in `cwd` (so diagnostics name workspace-relative paths)."""
+# The exit status given to a compiler run that exited 0 but left no output: a failure.
+NO_OUTPUT_STATUS = 127
+
+
+def run_compiler(command: tuple[str, ...], cwd: Path,
+                 expect: Optional[Path] = None) -> CompileOutcome:
+    """Run one compile in `cwd` (so diagnostics name workspace-relative paths).
+
+    `expect` is the file the command must write: a compiler (or a wrapper, a launcher) that exits
+    0 without writing it as a non-empty regular file has failed, and its outcome says so.
+    """
+    outcome = _run(command, cwd)
+    if outcome.ok and expect is not None and not _written(expect):
+        return CompileOutcome(command, NO_OUTPUT_STATUS, outcome.output.rstrip("\n") + (
+            f"\nerror: {Path(command[0]).name} exited with status 0 but wrote no "
+            f"{Path(expect).suffix or 'output'} file ({expect}); check the compiler "
+            "(OPSDK_CXX / OPSDK_NVCC) with `opsdk doctor`").lstrip("\n"), outcome.seconds)
+    return outcome
+
+
+def _written(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _run(command: tuple[str, ...], cwd: Path) -> CompileOutcome:
     start = time.perf_counter()
     # The C locale keeps messages in English with ASCII quotes, as the diagnostics parser expects.
     env = {**os.environ, "LC_ALL": "C"}

@@ -80,7 +80,7 @@ def summarize_failure(output: str, root: Path, op: str, device: str, log_path: s
     lines = _error_lines(diags, tag)
     if not lines:
         lines = _fallback_lines(output, tag)
-    hint = _glue_hint(diags, root, op, device)
+    hint = _header_hint(diags, op) or _glue_hint(diags, root, op, device)
     text = "\n".join(lines)
     if hint:
         text += "\n" + hint
@@ -154,6 +154,22 @@ def _fallback_lines(output: str, tag: str) -> list[str]:
     if not picked:
         picked = [line.rstrip() for line in output.strip().splitlines()[-6:]]
     return [f"{line} {tag}" for line in picked[:MAX_DIAGNOSTICS]] or [f"compiler failed {tag}"]
+
+
+_OTHER_HEADER = re.compile(r"(?P<name>\w+)_op\.h: No such file or directory")
+
+
+def _header_hint(diags: list[Diagnostic], op: str) -> Optional[str]:
+    """A kernel that includes another op's generated header: the op was renamed in its
+    declaration (`op: add` in a file `opsdk new probe` started), the kernel kept the old names."""
+    for d in diags:
+        m = _OTHER_HEADER.search(d.message) if d.kind == "fatal error" else None
+        if m and m["name"] != op:
+            return (f"hint: {m['name']}_op.h would be the generated header of an op named "
+                    f"'{m['name']}', and no op has that name; this is the kernel of op '{op}': "
+                    f"include \"{op}_op.h\" and define the kernel in namespace opsdk_op_{op} "
+                    f"(or name the op '{m['name']}' again in its declaration)")
+    return None
 
 
 def _glue_hint(diags: list[Diagnostic], root: Path, op: str, device: str) -> Optional[str]:

@@ -20,12 +20,14 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from opsdk.registry.errors import OpsdkError
+from opsdk.build.confine import check_inside, owned
+from opsdk.codegen.scaffold import untouched_stub
 from opsdk.build.compiler import environment_fingerprint, link_flags, object_flags
-from opsdk.build.toolchain import (CudaTargets, Toolchain, cuda_targets, find_toolchain,
-                                   supported_cuda_archs, why_missing)
+from opsdk.build.toolchain import (CUDA_ARCHS_ENV, CudaTargets, Toolchain, cuda_targets,
+                                   dev_targets, find_toolchain, supported_cuda_archs, why_missing)
 from opsdk.build.state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
                           read_state, write_state)
 from opsdk.build.progress import Display, UnitResult, make_display
@@ -37,7 +39,8 @@ CUDA_MODES = ("auto", "on", "off")
 # Per device: (role, generated source) of each translation unit, slowest first.
 _SOURCES = {"cpu": (("glue", "generated/cpp/{op}_binding.cc"),
                     ("kernel", "generated/cpp/{op}_kernel.cc")),
-            "cuda": (("glue", "generated/cuda/{op}_cuda_binding.cu"),)}
+            "cuda": (("glue", "generated/cuda/{op}_cuda_binding.cu"),
+                     ("kernel", "generated/cuda/{op}_cuda_kernel.cu"))}
 
 
 @dataclass(frozen=True)
@@ -72,10 +75,17 @@ class BuildReport:
 
 
 def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optional[int] = None,
-                    cuda: str = "auto", progress: bool = True) -> BuildReport:
+                    cuda: str = "auto", progress: bool = True, all_archs: bool = False,
+                    on_declaration_errors: Optional[Callable[[Exception], None]] = None
+                    ) -> BuildReport:
     """Regenerate `generated/` and compile every stale cpu (and cuda) kernel of the workspace.
 
-    Raises BuildError (after building everything else) when a kernel fails to compile.
+    CUDA kernels are compiled for the GPUs of this machine (PTX of one arch where there is none;
+    toolchain.dev_targets), or with `all_archs` for every default arch (the fat binary a wheel
+    ships). Raises BuildError (after building everything else) when a kernel fails to compile, and the
+    OpDefErrors of broken declaration files after building the good ops. Those errors are known
+    before anything compiles: `on_declaration_errors` is handed them then (the CLI prints them
+    at once, so the author sees them in a second, not after the good ops' compiles).
 
     >>> report = build_workspace(Path("."))          # doctest: +SKIP
     >>> [r.op for r in report.compiled]              # doctest: +SKIP
@@ -85,11 +95,15 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         raise OpsdkError(f"--cuda must be one of {', '.join(CUDA_MODES)}, not '{cuda}'")
     start = time.perf_counter()
     root = Path(root).resolve()
-    (root / "build").mkdir(exist_ok=True)
-    with _workspace_lock(root / "build"):
+    top = owned(root / "build")
+    with _workspace_lock(top):
         found, generated, broken = _regenerate(root)
+        if broken is not None and on_declaration_errors is not None:
+            on_declaration_errors(broken)
         selected = _select_ops(root, found, ops)
-        units, notes = _make_units(root, selected, cuda)
+        units, notes = _make_units(root, selected, cuda, all_archs)
+        for unit in units:  # a link leading out of build/ stops the build before it writes
+            check_inside(top, unit.obj_dir)
         environment = environment_fingerprint()
         digests = Digests(root)
         results: list[UnitResult] = []
@@ -122,7 +136,10 @@ def _workspace_lock(build_dir: Path) -> Iterator[None]:
     """Serialise builds of one workspace; the OS drops the lock if its holder is killed."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(build_dir / ".lock"))
+    path = build_dir / ".lock"
+    if path.is_symlink():  # opening it would truncate what it points to: drop the link
+        path.unlink()
+    lock = FileLock(str(path))
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -178,16 +195,23 @@ def _select_ops(root: Path, found: tuple[OpKernels, ...],
     return [own[n] for n in dict.fromkeys(ops)]
 
 
-def _make_units(root: Path, specs: list[OpKernels], cuda: str) -> tuple[list[Unit], list[str]]:
+def _make_units(root: Path, specs: list[OpKernels], cuda: str,
+                all_archs: bool) -> tuple[list[Unit], list[str]]:
     """One unit per op and compiled device; notes say why a device was skipped."""
+    stubs = [s for s in specs if s.kernel("cuda") and untouched_stub(root, s.kernel("cuda"))]
     wanted = {"cpu": [s for s in specs if s.kernel("cpu")],
-              "cuda": [s for s in specs if s.kernel("cuda")]}
-    notes: list[str] = []
+              "cuda": [s for s in specs if s.kernel("cuda") and s not in stubs]}
+    notes = [f"op '{s.name}': {s.kernel('cuda')} is the untouched scaffold stub; not compiled "
+             "(write the kernel, then build)" for s in stubs if cuda != "off"]
     toolchains = {"cpu": _cpu_toolchain() if wanted["cpu"] else None}
-    toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if wanted["cuda"] else (None, None)
+    # --cuda=on asks for nvcc wherever cuda kernels are declared, stubs included.
+    needs_nvcc = wanted["cuda"] or (stubs and cuda == "on")
+    toolchains["cuda"], cuda_note = _cuda_toolchain(cuda) if needs_nvcc else (None, None)
     if cuda_note:
         notes.append(cuda_note)
-    targets = _cuda_targets(toolchains["cuda"])
+    targets = _cuda_targets(toolchains["cuda"], all_archs)
+    if targets is not None and wanted["cuda"]:
+        notes.append(_targets_note(targets, all_archs))
     units = []
     for device in ("cpu", "cuda"):
         toolchain = toolchains[device]
@@ -205,8 +229,8 @@ def _make_unit(root: Path, spec: OpKernels, device: str, toolchain: Toolchain,
     sources = []
     for role, template in _SOURCES[device]:
         path = template.format(op=spec.name)
-        # What feeds a unit before its depfile says more: on cpu the glue never sees the kernel.
-        inputs = (path, header) if (device, role) == ("cpu", "glue") else (path, header, kernel)
+        # What feeds a unit before its depfile says more: the glue never sees the kernel.
+        inputs = (path, header) if role == "glue" else (path, header, kernel)
         flags = object_flags(device, role, root, spec.name, targets)
         sources.append(Source(role, path, flags, inputs))
     return Unit(spec.name, device, root, kernel, toolchain, tuple(sources), link_flags(device))
@@ -273,11 +297,26 @@ def _cuda_toolchain(mode: str) -> tuple[Optional[Toolchain], Optional[str]]:
                   "instead (pip install 'opsdk[gpu]')")
 
 
-def _cuda_targets(toolchain: Optional[Toolchain]) -> Optional[CudaTargets]:
-    """The archs of every CUDA unit (OPSDK_CUDA_ARCHS, else the defaults this nvcc supports)."""
+def _targets_note(targets: CudaTargets, all_archs: bool) -> str:
+    if all_archs:
+        why = "every default arch"
+    elif os.environ.get(CUDA_ARCHS_ENV, "").strip():
+        why = CUDA_ARCHS_ENV
+    elif targets.archs:
+        why = "the GPUs of this machine; `opsdk build --all-archs` or --wheel builds every arch"
+    else:
+        why = ("no GPU here: one PTX target checks the code; `opsdk build --all-archs` or --wheel "
+               "builds every arch")
+    return f"cuda kernels compiled for {targets.describe()} ({why})"
+
+
+def _cuda_targets(toolchain: Optional[Toolchain], all_archs: bool) -> Optional[CudaTargets]:
+    """The archs of every CUDA unit: OPSDK_CUDA_ARCHS, else this machine's GPUs (development),
+    or with `all_archs` the defaults this nvcc supports."""
     if toolchain is None:
         return None
-    return cuda_targets(supported_cuda_archs(toolchain.path))
+    supported = supported_cuda_archs(toolchain.path)
+    return cuda_targets(supported) if all_archs else dev_targets(supported)
 
 
 def _compile_all(plans: list[UnitPlan], environment: str, digests: Digests,

@@ -6,8 +6,12 @@ interface for what must compile code, and calls it on the first call of each dty
 the kernel's parameter types (opsdk.registry.launch), for the GPU's architecture through CuPy's
 NVRTC bindings, and caches the result on disk. The cache key covers the source, every header it
 includes (found by following its `#include`s through the include path), the dtypes, the
-architecture, NVRTC's version and the options; a cache entry is data (JSON naming no file; the
-binary's name is made from the key and its sha256 checked). Needs NVRTC, not a GPU:
+architecture, NVRTC's version and the options; a cache entry is data, read under the manifest
+loader's rules (opsdk.registry.manifest): JSON naming no file (the binary's name is made from the
+key), every field validated (the kernels' name expressions must be the ones asked for, each
+lowered name must be the mangling of its expression and occur in the binary, whose sha256 must
+match), no link followed (an entry or binary that is a link is not served but recompiled and
+replaced; a cache folder linked out of its home is refused). Needs NVRTC, not a GPU:
 
     program = compile_program(spec, {"T": "float32"}, arch=90)   # a cubin for sm_90
     program.path, program.lowered                                 # the file, the kernels' names
@@ -19,19 +23,19 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from opsdk.build.confine import check_inside, confined_dir, write_file
 from opsdk.build.toolchain import cuda_targets
 from opsdk.codegen.names import dtype_combinations, template_params
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.launch import bind_kernel_name, op_namespace, signature_check
 from opsdk.registry.spec import LaunchSpec, OpSpec
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the name expressions are recorded
 INCLUDE_DIR = Path(__file__).resolve().parents[1] / "include"  # opsdk/include
 OPTIONS = ("-std=c++17",)
 # What NVRTC can compile: element types that need no host library (opsdk::half is _Float16 or a
@@ -89,13 +93,14 @@ def compile_program(spec: OpSpec, types: Mapping[str, str], arch: int,
     names = [f"{op_namespace(spec)}::{bind_kernel_name(spec, launch, types)}"
              for launch in kernel.launches]
     key = _cache_key(spec, program, source_path, include_dirs, options, names, nvrtc.getVersion())
-    folder = (cache_dir or cache_folder(spec)) / spec.name
+    top = cache_dir or cache_folder(spec)
+    folder = check_inside(top, top / spec.name)
     with _compile_lock:
-        cached = _read_entry(folder, key, len(names))
+        cached = _read_entry(folder, key, names)
         if cached is not None:
             return cached
         binary, lowered = _nvrtc_compile(spec, program, kernel.source, options, names, kind, root)
-        return _write_entry(folder, key, kind, binary, lowered)
+        return _write_entry(top, folder, key, kind, binary, names, lowered)
 
 
 def _check_jit_dtypes(spec: OpSpec, types: Mapping[str, str]) -> None:
@@ -214,55 +219,65 @@ def _author_lines(log: str, root: Path) -> str:
 # -- the cache: data, validated, naming only files of its own folder -------------------------------
 
 def cache_folder(spec: OpSpec) -> Path:
-    """`<workspace>/build/cuda-nvrtc` when writable, else `$XDG_CACHE_HOME/opsdk/cuda-nvrtc`."""
+    """`<workspace>/build/cuda-nvrtc` when writable, else `$XDG_CACHE_HOME/opsdk/cuda-nvrtc`.
+
+    Either is the cache's home: nothing below it may be a link leading out of it, and in the
+    workspace the home itself must not lead out of `build/` (ConfinementError)."""
     build = Path(spec.workspace) / "build"
     if os.access(build if build.exists() else Path(spec.workspace), os.W_OK):
-        return build / "cuda-nvrtc"
+        return check_inside(build, build / "cuda-nvrtc")
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "opsdk" / "cuda-nvrtc"
 
 
-def _read_entry(folder: Path, key: str, n: int) -> Optional[CompiledProgram]:
-    """The cached program of `key`, or None when absent or not exactly as written (recompiled)."""
+def _read_entry(folder: Path, key: str, names: Sequence[str]) -> Optional[CompiledProgram]:
+    """The cached program of `key`, or None when absent, a link, or not exactly as written (then
+    it is recompiled and replaced)."""
+    entry = folder / f"{key}.json"
     try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        if entry.is_symlink():
+            return None
+        data = json.loads(entry.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not (isinstance(data, dict) and data.get("format") == CACHE_FORMAT and data.get("key") == key
             and data.get("kind") in ("cubin", "ptx") and isinstance(data.get("sha256"), str)
-            and _HEX64.match(data["sha256"]) and isinstance(data.get("lowered"), list)
-            and len(data["lowered"]) == n
-            and all(isinstance(x, str) and _LOWERED.match(x) for x in data["lowered"])):
+            and _HEX64.match(data["sha256"]) and data.get("names") == list(names)
+            and isinstance(data.get("lowered"), list) and len(data["lowered"]) == len(names)
+            and all(isinstance(x, str) and _LOWERED.match(x) and _lowered_from(name, x)
+                    for name, x in zip(names, data["lowered"]))):
         return None
     path = folder / f"{key}.{data['kind']}"  # the name is made here, never read from the file
     try:
-        if hashlib.sha256(path.read_bytes()).hexdigest() != data["sha256"]:
+        if path.is_symlink() or not path.is_file():
             return None
+        binary = path.read_bytes()
     except OSError:
+        return None
+    if hashlib.sha256(binary).hexdigest() != data["sha256"] or not all(
+            x.encode() in binary for x in data["lowered"]):
         return None
     return CompiledProgram(path, tuple(data["lowered"]))
 
 
-def _write_entry(folder: Path, key: str, kind: str, binary: bytes,
-                 lowered: Sequence[str]) -> CompiledProgram:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key}.{kind}"
-    _atomic_write(path, binary)
-    entry = {"format": CACHE_FORMAT, "key": key, "kind": kind, "lowered": list(lowered),
-             "sha256": hashlib.sha256(binary).hexdigest()}
-    _atomic_write(folder / f"{key}.json", json.dumps(entry, indent=1).encode())
+def _lowered_from(name: str, lowered: str) -> bool:
+    """Whether `lowered` can be NVRTC's lowered name of the expression `name` (`ns::kernel<...>`):
+    its Itanium mangling starts with the nested name `_ZN<len>ns<len>kernel`, or, for an
+    `extern "C"` kernel, it is the kernel's bare name."""
+    scope, _, kernel = name.split("<", 1)[0].rpartition("::")
+    parts = [p for p in scope.split("::") if p] + [kernel]
+    nested = "_ZN" + "".join(f"{len(p)}{p}" for p in parts)
+    return lowered == kernel or lowered.startswith(nested)
+
+
+def _write_entry(top: Path, folder: Path, key: str, kind: str, binary: bytes,
+                 names: Sequence[str], lowered: Sequence[str]) -> CompiledProgram:
+    confined_dir(top, folder)
+    path = write_file(top, folder / f"{key}.{kind}", binary)
+    entry = {"format": CACHE_FORMAT, "key": key, "kind": kind, "names": list(names),
+             "lowered": list(lowered), "sha256": hashlib.sha256(binary).hexdigest()}
+    write_file(top, folder / f"{key}.json", json.dumps(entry, indent=1).encode())
     return CompiledProgram(path, tuple(lowered), fresh=True)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def dtype_bindings(spec: OpSpec) -> list[dict[str, str]]:

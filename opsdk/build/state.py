@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from opsdk.build.confine import write_file
+
 STATE_FILE = ".generate-state.json"
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _REPO_DIR = _PACKAGE_DIR.parent  # the builtin workspace: its opdefs/ and templates/
@@ -88,9 +90,7 @@ def read_state(build_dir: Path) -> Optional[GenerateState]:
 
 
 def write_state(build_dir: Path, state: GenerateState) -> None:
-    """Replace the record atomically."""
+    """Replace the record atomically (a link at its name is replaced, never written through)."""
     data = {"inputs": state.inputs, "outputs": state.outputs,
             "ops": [{"name": o.name, "kernels": [list(k) for k in o.kernels]} for o in state.ops]}
-    temp = build_dir / f".tmp-{STATE_FILE}-{os.getpid()}"
-    temp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(temp, build_dir / STATE_FILE)
+    write_file(build_dir, build_dir / STATE_FILE, json.dumps(data, indent=1, sort_keys=True) + "\n")

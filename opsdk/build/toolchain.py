@@ -128,6 +128,11 @@ class CudaTargets:
     ptx: tuple[str, ...]
     dropped: tuple[str, ...] = ()  # default archs this nvcc no longer supports
 
+    def describe(self) -> str:
+        """`sm_75, sm_90 + PTX compute_90`, for notes and `opsdk doctor`."""
+        parts = [f"sm_{a}" for a in self.archs] + [f"PTX compute_{a}" for a in self.ptx]
+        return ", ".join(parts)
+
     def gencode_flags(self) -> list[str]:
         """One nvcc call for all of them: `-gencode arch=compute_XX,code=sm_XX` each, PTX last."""
         flags = []
@@ -161,6 +166,37 @@ def cuda_targets(supported: Optional[tuple[str, ...]]) -> CudaTargets:
         raise OpsdkError(f"nvcc supports none of the default CUDA archs ({', '.join(wanted)}); "
                          f"set {CUDA_ARCHS_ENV} to archs it lists (nvcc --list-gpu-arch)")
     return CudaTargets(kept, (kept[-1],), tuple(a for a in wanted if a not in kept))
+
+
+def present_gpu_archs() -> tuple[str, ...]:
+    """The compute capabilities of this machine's GPUs as nvidia-smi reports them ("90", ...);
+    () when there is none, or no driver to ask."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return ()
+    try:
+        proc = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    found = re.findall(r"^\s*(\d+)\.(\d+)\s*$", proc.stdout, re.M) if proc.returncode == 0 else []
+    return tuple(dict.fromkeys(f"{major}{minor}" for major, minor in found))
+
+
+def dev_targets(supported: Optional[tuple[str, ...]]) -> CudaTargets:
+    """What a development build compiles CUDA for: OPSDK_CUDA_ARCHS when set; else SASS for each
+    GPU of this machine that nvcc supports (PTX of nvcc's newest default arch for a GPU too new for
+    it); else, with no GPU, PTX of the oldest default arch alone, one cheap target that checks the
+    code and runs on any later GPU (the driver compiles it at load). `cuda_targets` is the fat
+    binary a wheel ships."""
+    full = cuda_targets(supported)
+    if os.environ.get(CUDA_ARCHS_ENV, "").strip():
+        return full
+    present = present_gpu_archs()
+    known = tuple(a for a in present if supported is None or a in supported)
+    if known or present:
+        return CudaTargets(known, () if len(known) == len(present) else (full.archs[-1],))
+    return CudaTargets((), (full.archs[0],))
 
 
 def _parse_archs(value: str, supported: Optional[tuple[str, ...]]) -> CudaTargets:

@@ -1,8 +1,8 @@
 """One op on one device: its translation units, their cached objects, the link, the manifest.
 
-A cpu unit compiles two translation units into objects, `<op>_kernel.cc` (the author's kernel,
--O3, no pybind11) and `<op>_binding.cc` (the pybind11 glue), then links them into the extension;
-a cuda unit has one (the glue including the kernel). Each object is cached under
+A unit compiles two translation units into objects, the author's kernel (`<op>_kernel.cc` at
+-O3 on the cpu, `<op>_cuda_kernel.cu` for the GPU archs on CUDA; no pybind11) and the pybind11
+glue (`<op>_binding.cc`, `<op>_cuda_binding.cu`), then links them into the extension. Each object is cached under
 `build/<device>/<op>/obj/` by its own content key, so a kernel edit recompiles only the kernel
 object and relinks. Next to each object, `<role>-<key>.json` records the headers its depfile
 listed, the key they gave and the object's sha256: an object is reused only when that key still
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
+from opsdk.build.confine import (check_inside, clear_name, confined_dir, remove_file,
+                                 replace_file, write_file)
 from opsdk.build.compiler import (CompileOutcome, Toolchain, build_key, extension_suffix,
                                   file_digest, link_command, object_command, read_depfile,
                                   run_compiler, undefined_kernel_symbols)
@@ -26,8 +28,8 @@ from opsdk.build.diagnostics import (summarize_failure, summarize_missing_kernel
                                      uninstantiated_kernels)
 from opsdk.build.progress import UnitResult
 from opsdk.registry.manifest import (TEMP_PREFIX, Manifest, ManifestError, ObjectRecord,
-                                     artefact_problem, file_sha256, object_problem, read_manifest,
-                                     write_manifest)
+                                     artefact_problem, file_sha256, manifest_file, manifest_json,
+                                     object_problem, read_manifest)
 
 OBJ_DIR = "obj"
 
@@ -53,8 +55,13 @@ class Unit:
     link_flags: tuple[str, ...]
 
     @property
+    def top(self) -> Path:
+        """The build folder: every file the unit writes or deletes lies inside it."""
+        return self.root / "build"
+
+    @property
     def out_dir(self) -> Path:
-        return self.root / "build" / self.device / self.op
+        return self.top / self.device / self.op
 
     @property
     def obj_dir(self) -> Path:
@@ -204,29 +211,30 @@ def _cached_object(unit: Unit, source: Source, key: str, digests: Digests,
 def compile_object(unit: Unit, job: ObjectJob, digests: Digests,
                    environment: str) -> BuiltObject | ObjectFailure:
     """Compile one translation unit to a temp name; rename it and its record into obj/."""
-    unit.obj_dir.mkdir(parents=True, exist_ok=True)
+    confined_dir(unit.top, unit.obj_dir)
     stem = _object_stem(job.source.role, job.key)
     temp = unit.obj_dir / f"{TEMP_PREFIX}{stem}-{os.getpid()}"
     temp_obj, temp_dep = temp.with_suffix(".o"), temp.with_suffix(".d")
+    for path in (temp_obj, temp_dep):
+        clear_name(unit.top, path)
     command = object_command(unit.toolchain, job.source.flags, job.source.path, str(temp_obj),
                              str(temp_dep))
     started = time.perf_counter()
-    outcome = run_compiler(command, unit.root)
+    outcome = run_compiler(command, unit.root, expect=temp_obj)
     if not outcome.ok:
         for path in (temp_obj, temp_dep):
-            path.unlink(missing_ok=True)
+            remove_file(unit.top, path)
         return ObjectFailure(job.source, outcome)
     inputs = set(job.source.inputs)
     headers = tuple(d for d in read_depfile(temp_dep, unit.root) if d not in inputs)
-    temp_dep.unlink(missing_ok=True)
+    remove_file(unit.top, temp_dep)
     key = _object_key(unit, job.source, headers, digests, environment)
     sha256 = file_sha256(temp_obj)
-    os.replace(temp_obj, unit.obj_dir / f"{stem}.o")
+    replace_file(unit.top, temp_obj, unit.obj_dir / f"{stem}.o")
     # The record goes last: an object without one is never reused.
-    record = temp.with_suffix(".json")
-    record.write_text(json.dumps({"key": key, "sha256": sha256, "sources": list(headers)},
-                                 indent=1) + "\n")
-    os.replace(record, unit.obj_dir / f"{stem}.json")
+    write_file(unit.top, unit.obj_dir / f"{stem}.json",
+               json.dumps({"key": key, "sha256": sha256, "sources": list(headers)}, indent=1)
+               + "\n")
     return BuiltObject(job.source.role, key, f"{stem}.o", sha256, headers, True, started,
                        outcome.seconds)
 
@@ -245,24 +253,24 @@ def finish_unit(plan: UnitPlan, done: Sequence[BuiltObject | ObjectFailure], env
     key = link_key(unit, objects, environment)
     module = f"_opsdk_{unit.op}_{key[:12]}"
     suffix = extension_suffix()
-    temp_out = unit.out_dir / f"{TEMP_PREFIX}{module}-{os.getpid()}{suffix}"
+    temp_out = clear_name(unit.top, unit.out_dir / f"{TEMP_PREFIX}{module}-{os.getpid()}{suffix}")
     command = link_command(unit.toolchain, unit.link_flags,
                            [str(unit.obj_dir / o.file) for o in objects], str(temp_out), module,
                            unit.op)
-    outcome = run_compiler(command, unit.root)
+    outcome = run_compiler(command, unit.root, expect=temp_out)
     missing = undefined_kernel_symbols(temp_out, f"opsdk_op_{unit.op}") if outcome.ok else ()
     seconds = compile_seconds + outcome.seconds
     if not outcome.ok or missing:
-        temp_out.unlink(missing_ok=True)
+        remove_file(unit.top, temp_out)
         return _failure(unit, [ObjectFailure(Source("link", "", (), ()), outcome)], seconds,
                         missing)
     first = min((b.started for b in built), default=None)
     if first is not None:  # wall time from the first compile to the link: the units ran together
         seconds = time.perf_counter() - first
     final = unit.out_dir / f"{module}{suffix}"
-    os.replace(temp_out, final)
+    replace_file(unit.top, temp_out, final)
     manifest = _write_manifest(unit, key, module, final, objects, digests)
-    (unit.out_dir / "last_error.log").unlink(missing_ok=True)
+    remove_file(unit.top, unit.out_dir / "last_error.log")
     clean_unit_dir(unit, manifest)
     parts = tuple(o.role for o in objects if o.compiled) + ("link",)
     return UnitResult(unit.op, unit.device, "compiled", seconds, final, parts=parts)
@@ -271,11 +279,10 @@ def finish_unit(plan: UnitPlan, done: Sequence[BuiltObject | ObjectFailure], env
 def _failure(unit: Unit, failures: Sequence[ObjectFailure], seconds: float,
              missing: tuple[str, ...] = ()) -> UnitResult:
     """Keep the full logs next to the unit; return only the author-relevant lines."""
-    unit.out_dir.mkdir(parents=True, exist_ok=True)
     log = unit.out_dir / "last_error.log"
     undefined = "".join(f"\nundefined in the artefact: {sym}" for sym in missing)
-    log.write_text("\n\n".join("$ " + " ".join(f.outcome.command) + "\n\n" + f.outcome.output
-                               for f in failures) + undefined)
+    write_file(unit.top, log, "\n\n".join("$ " + " ".join(f.outcome.command) + "\n\n"
+                                          + f.outcome.output for f in failures) + undefined)
     rel_log = log.relative_to(unit.root).as_posix()
     output = "\n".join(f.outcome.output for f in failures)
     # A kernel whose signature differs from its declaration: the kernel unit's explicit
@@ -302,7 +309,7 @@ def _write_manifest(unit: Unit, key: str, module: str, artefact: Path,
         digests=tuple(sorted(digests.of(local).items())),
         objects=tuple(ObjectRecord(o.role, o.key, o.file, o.sha256, o.sources)
                       for o in objects))
-    write_manifest(unit.out_dir, manifest)
+    write_file(unit.top, manifest_file(unit.out_dir), manifest_json(manifest))
     return manifest
 
 
@@ -313,10 +320,11 @@ def clean_unit_dir(unit: Unit, manifest: Manifest) -> None:
         keep |= {o.file, Path(o.file).with_suffix(".json").name}
     prefix = f"_opsdk_{unit.op}_"
     for folder in (unit.out_dir, unit.obj_dir):
+        check_inside(unit.top, folder)  # never list and delete through a link leading out
         if not folder.is_dir():
             continue
         for path in folder.iterdir():
             stale = path.name.startswith(TEMP_PREFIX) or (
                 path.name not in keep and (folder == unit.obj_dir or path.name.startswith(prefix)))
-            if stale and path.is_file():
-                path.unlink(missing_ok=True)
+            if stale and (path.is_file() or path.is_symlink()):
+                remove_file(unit.top, path)

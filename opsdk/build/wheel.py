@@ -1,13 +1,16 @@
 """`opsdk build --wheel`: a workspace's ops as a wheel that installs and imports elsewhere.
 
-The wheel holds one package named after the workspace: its declarations and kernel files
-(opdefs/), the generated glue (generated/) and the cpu kernels compiled for the platform's
-portable baseline (OPSDK_PORTABLE=1: x86-64-v2 / armv8-a, never -march=native, so it runs on any
-machine of the same platform). A kernel may compile faster paths too and choose one at run time
+The wheel holds one package named by the workspace (the `name:` of its opsdk.yaml, else its
+folder's name; `--package-name` overrides): its declarations and kernel files (opdefs/), the
+generated glue (generated/), the cpu kernels compiled for the platform's portable baseline
+(OPSDK_PORTABLE=1: x86-64-v2 / armv8-a, never -march=native, so it runs on any machine of the
+same platform), and where nvcc is present the cuda kernels compiled for every default GPU arch
+(the fat binary). An untouched scaffold CUDA stub is left out, with its `cuda:` line. A kernel may compile faster paths too and choose one at run time
 with opsdk/cpu_dispatch.h (on x86: baseline, AVX2+FMA, AVX-512F; OPSDK_SIMD caps the choice), as
 the builtin pairwise_manhattan does; the wheel's description and opsdk_wheel.json name those
-levels and the ops that do. Installed, `import <name>` gives the ops:
-`<name>.ops.my_op(x)`. The wheel is made by pip and setuptools from a generated project, so its
+levels and the ops that do. Installed, `import <name>` gives the ops: `<name>.my_op(x)` (also
+`<name>.ops.my_op(x)`). The wheel requires `opsdk>=` the version that built it, the same
+CPython version and platform (its tag), and NumPy; CUDA kernels need CuPy and a GPU at run time. The wheel is made by pip and setuptools from a generated project, so its
 format is theirs, not opsdk's.
 """
 
@@ -26,16 +29,18 @@ from typing import Optional
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.registry.manifest import ManifestError, read_manifest
+from opsdk.registry.workspace import WORKSPACE_FILE, read_namespace
 
 from .compiler import PORTABLE_ENV, cpu_arch_flags, portable_simd_levels
 
+_CUDA_LINE = re.compile(r"^\s*cuda:\s*[^\s{}\[\]#]+\s*(#.*)?$")
 # What a build leaves that a wheel must not carry.
 _LEFTOVERS = ("obj", ".lock", ".generate-state.json")
 
 _INIT = '''"""The ops of workspace {name!r}, packed by `opsdk build --wheel`.
 
     import {package}
-    {package}.ops.<op>(x, ...)
+    {package}.<op>(x, ...)        # or {package}.ops.<op>(x, ...)
 
 cpu kernels were built for the portable baseline ({flags}), not for one machine's CPU;
 {dispatch}.
@@ -47,6 +52,17 @@ import opsdk as _opsdk
 
 ROOT = _Path(__file__).resolve().parent
 ops = _opsdk.load_ops(ROOT)
+
+
+def __getattr__(name):  # `{package}.my_op` is `{package}.ops.my_op`
+    try:
+        return getattr(ops, name)
+    except AttributeError:
+        raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(dir(ops)))
 '''
 
 _SETUP = '''from setuptools import setup
@@ -82,23 +98,56 @@ include-package-data = false
 
 
 def package_name(root: Path) -> str:
-    """A Python package name from the workspace folder's name (`my-ops` -> `my_ops`)."""
+    """The package a workspace's wheel holds: the `name:` of its opsdk.yaml (a folder called
+    `ws` would clash with a public package), else the folder's name (`my-ops` -> `my_ops`)."""
+    declared = read_namespace(Path(root) / WORKSPACE_FILE)
+    if declared is not None:
+        return declared
     name = re.sub(r"\W", "_", root.name.lower()).strip("_") or "ops"
     return f"ops_{name}" if name[0].isdigit() else name
 
 
 def _stage(root: Path, package_dir: Path) -> None:
-    """Copy the workspace's declarations and generated glue (the build regenerates it anyway)."""
+    """Copy the workspace's declarations and generated glue (the build regenerates it anyway),
+    less the untouched scaffold CUDA stubs."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(root / "opdefs", package_dir / "opdefs", ignore=ignore)
     if (root / "generated").is_dir():
         shutil.copytree(root / "generated", package_dir / "generated", ignore=ignore)
+    for name in (WORKSPACE_FILE,):
+        if (root / name).is_file():
+            shutil.copy2(root / name, package_dir / name)
+    _drop_cuda_stubs(root, package_dir)
+
+
+def _drop_cuda_stubs(root: Path, package_dir: Path) -> None:
+    """Remove each untouched `opsdk new` CUDA stub and the `cuda:` line naming it from the staged
+    copy: a kernel nobody wrote is not shipped. A `cuda:` entry not on a line of its own is not
+    rewritten: the author is asked to remove it."""
+    from opsdk.codegen.scaffold import untouched_stub
+    from opsdk.registry import load_registry
+
+    for spec in load_registry(root).ops_in_workspace(root):
+        kernel = spec.kernel("cuda")
+        if kernel is None or not untouched_stub(root, kernel.source):
+            continue
+        declaration = package_dir / kernel.location.file
+        lines = declaration.read_text(encoding="utf-8").splitlines(keepends=True)
+        at = kernel.location.line - 1
+        if not (0 <= at < len(lines) and _CUDA_LINE.match(lines[at])):
+            raise OpsdkError(f"{kernel.location}: op '{spec.name}': {kernel.source} is the "
+                             "untouched scaffold stub, which a wheel does not ship; write the "
+                             "kernel, or remove it and its `cuda:` entry")
+        del lines[at]
+        declaration.write_text("".join(lines), encoding="utf-8")
+        (package_dir / kernel.source).unlink()
 
 
 def _compile_portable(package_dir: Path) -> None:
-    """`opsdk build` of the staged copy with OPSDK_PORTABLE=1, in a child (its own environment)."""
+    """`opsdk build` of the staged copy with OPSDK_PORTABLE=1, in a child (its own environment):
+    cpu kernels for the portable baseline, cuda kernels (where nvcc is) for every default arch."""
     env = {**os.environ, PORTABLE_ENV: "1"}
-    proc = subprocess.run([sys.executable, "-m", "opsdk.cli", "build", "--cuda=off",
+    proc = subprocess.run([sys.executable, "-m", "opsdk.cli", "build", "--all-archs",
                            "--no-progress", "-C", str(package_dir)],
                           env=env, capture_output=True, text=True)
     if proc.returncode != 0:

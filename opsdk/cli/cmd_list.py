@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import print_table, workspace_root
+from .common import error_text, print_table, workspace_root
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -18,12 +18,14 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Print one row per op (`namespace::name`); builtins only as a count unless --all. Ops the
-    workspace's ops shadow are noted; declaration errors are printed after the table (exit 1),
-    the good files' ops listed all the same."""
-    from ..registry import load_registry
+    workspace's ops shadow are noted. Declaration errors come first, one `FILE:LINE: error: ...`
+    line each (exit 1), the good files' ops listed all the same."""
+    from ..registry import OpDefErrors, load_registry
 
     root = workspace_root(args)
     registry = load_registry(root, strict=False)
+    if registry.errors:
+        print(error_text("list", OpDefErrors(list(registry.errors))), file=sys.stderr)
     own = registry.ops_in_workspace(root)
     shown = list(registry) if args.all else own
     rows = [(s.qualified_name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
@@ -37,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     for note in shadow_notes(registry, own):
         print(note)
     if registry.errors:
-        print(f"opsdk list: error: declarations set aside:\n"
-              + "\n".join(str(e) for e in registry.errors), file=sys.stderr)
+        print(f"opsdk list: {len(registry.errors)} declaration error(s) (above); their ops are "
+              "not listed", file=sys.stderr)
         return 1
     return 0
 

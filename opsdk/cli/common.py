@@ -41,3 +41,24 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]
         print(title)
     for row in [headers, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+def error_text(command: str, exc: OpsdkError) -> str:
+    """How every command reports an error. Declaration mistakes are one line each, compiler-style
+    (`opdefs/x.yaml:4: error: op 'x': unknown key ...`), so that the first line names the file and
+    line and editors can jump to it; anything else is `opsdk <command>: error: ...`."""
+    from ..registry.errors import OpDefError, OpDefErrors
+
+    if isinstance(exc, OpDefErrors):
+        return "\n".join(declaration_line(e) for e in exc.errors)
+    if isinstance(exc, OpDefError):
+        return declaration_line(exc)
+    return f"opsdk {command}: error: {exc}"
+
+
+def declaration_line(error) -> str:
+    """`FILE:LINE: error: op 'x': message` of one OpDefError."""
+    where = f"{error.location}: " if error.location else ""
+    who = f"op '{error.op}': " if error.op else ""
+    return f"{where}error: {who}{error.message}"
+

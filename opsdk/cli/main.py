@@ -62,7 +62,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return int(args._run(args) or 0)
     except OpsdkError as exc:
-        print(f"opsdk {args.command}: error: {exc}", file=sys.stderr)
+        from .common import error_text
+
+        print(error_text(args.command, exc), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"opsdk {args.command}: interrupted", file=sys.stderr)

@@ -7,8 +7,8 @@ from pathlib import Path
 from opsdk.registry import BUILTIN_ROOT, OpDefErrors, OpSpec, Workspace, load_registry
 
 from . import names
-from .render import (render_binding, render_cuda_binding, render_kernel_unit, render_op_header,
-                     render_stubs, render_wrappers)
+from .render import (render_binding, render_cuda_binding, render_cuda_kernel_unit,
+                     render_kernel_unit, render_op_header, render_stubs, render_wrappers)
 from .writer import GenerateResult, write_files
 
 
@@ -29,6 +29,7 @@ def render_workspace(root: Path, specs: list[OpSpec]) -> dict[str, str]:
             files[f"generated/cpp/{names.kernel_unit_file(spec)}"] = render_kernel_unit(spec)
         if spec.kernel("cuda"):
             files[f"generated/cuda/{names.cuda_binding_file(spec)}"] = render_cuda_binding(spec)
+            files[f"generated/cuda/{names.cuda_kernel_unit_file(spec)}"] = render_cuda_kernel_unit(spec)
     if specs:
         files["generated/python/ops.py"] = render_wrappers(specs, workspace_name(root))
         files["generated/python/ops.pyi"] = render_stubs(specs)

@@ -56,6 +56,11 @@ def cuda_binding_file(spec: OpSpec) -> str:
     return f"{spec.name}_cuda_binding.cu"
 
 
+def cuda_kernel_unit_file(spec: OpSpec) -> str:
+    """The generated translation unit that compiles (and instantiates) the author's cuda kernel."""
+    return f"{spec.name}_cuda_kernel.cu"
+
+
 def attr_cpp_type(attr: AttrSpec) -> str:
     """The C++ member type of a scalar attr in `struct Attrs`."""
     return ATTR_CPP_TYPES[attr.type]

@@ -136,7 +136,18 @@ def render_cuda_binding(spec: OpSpec) -> str:
     """generated/cuda/<op>_cuda_binding.cu: the same checks over __cuda_array_interface__ objects."""
     values = _binding_values(spec, "cuda")
     values["out_params"] = [f"py::handle out_{o.name}" for o in values["m"].outputs]
+    values["kernel_unit"] = f"generated/cuda/{names.cuda_kernel_unit_file(spec)}"
     return render_template("cuda_binding.cu.j2", **values)
+
+
+def render_cuda_kernel_unit(spec: OpSpec) -> str:
+    """generated/cuda/<op>_cuda_kernel.cu: the author's cuda kernel, the host side of its declared
+    launches and their type checks, and the kernel's explicit instantiations (no pybind11)."""
+    values = _binding_values(spec, "cuda")
+    instances = [case.args[1:-1] for case in values["m"].cases if case.args]
+    return render_template("cuda_kernel.cu.j2", header=values["header"], m=values["m"],
+                           instances=instances,
+                           glue_file=f"generated/cuda/{names.cuda_binding_file(spec)}")
 
 
 def _sorted(specs: Sequence[OpSpec]) -> list[OpSpec]:

@@ -46,6 +46,30 @@ def check_new_op_name(root: Path, name: str) -> None:
                          f"workspace; choose another name")
 
 
+CUDA_STUB_SUFFIX = "_cuda.cu"
+
+
+def untouched_stub(root: Path, source: str) -> bool:
+    """Whether the workspace file `source` (`opdefs/<name>_cuda.cu`) is still byte for byte the
+    CUDA stub `opsdk new <name>` wrote: a kernel nobody wrote, which the build need not compile
+    and a wheel must not ship."""
+    path = Path(root) / source
+    if not path.name.endswith(CUDA_STUB_SUFFIX):
+        return False
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    name = path.name[:-len(CUDA_STUB_SUFFIX)]
+    return text == render_template("new/kernel_cuda.cu.j2", **_template_values(name))
+
+
+def _template_values(name: str) -> dict:
+    is_grad = name.endswith(GRAD_SUFFIX)
+    return {"name": name, "namespace": f"opsdk_op_{name}", "header": f"{name}_op.h",
+            "is_grad": is_grad, "forward": name[:-len(GRAD_SUFFIX)] if is_grad else None}
+
+
 def scaffold_op(root: Path, name: str) -> list[Path]:
     """Write the declaration, both kernel bodies and a test of a new op; return the paths written.
 
@@ -67,8 +91,7 @@ def scaffold_op(root: Path, name: str) -> list[Path]:
     if existing:
         raise OpsdkError(f"cannot create op '{name}': {', '.join(existing)} already exist(s); "
                          f"remove or rename it first")
-    values = {"name": name, "namespace": f"opsdk_op_{name}", "header": f"{name}_op.h", "is_grad": is_grad,
-              "forward": name[:-len(GRAD_SUFFIX)] if is_grad else None}
+    values = _template_values(name)
     written = []
     for template, path in targets:
         path.parent.mkdir(parents=True, exist_ok=True)

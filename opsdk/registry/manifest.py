@@ -81,17 +81,23 @@ def file_sha256(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------ writing
-def write_manifest(folder: Path, manifest: Manifest) -> Path:
-    """Replace `<folder>/manifest.json` atomically (temp file + rename); returns its path."""
+def manifest_json(manifest: Manifest) -> str:
+    """The manifest's text, as `write_manifest` writes it (the build writes it through its own
+    confined writer, opsdk.build.confine)."""
     data = {"format": FORMAT, "op": manifest.op, "device": manifest.device, "key": manifest.key,
             "module": manifest.module, "file": manifest.file, "sha256": manifest.sha256,
             "kernel": manifest.kernel, "sources": list(manifest.sources),
             "digests": dict(manifest.digests),
             "objects": [{"role": o.role, "key": o.key, "file": o.file, "sha256": o.sha256,
                          "sources": list(o.sources)} for o in manifest.objects]}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> Path:
+    """Replace `<folder>/manifest.json` atomically (temp file + rename); returns its path."""
     target = manifest_file(folder)
     temp = Path(folder) / f"{TEMP_PREFIX}{MANIFEST_NAME}-{os.getpid()}"
-    temp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    temp.write_text(manifest_json(manifest))
     os.replace(temp, target)
     return target
 

@@ -64,7 +64,7 @@ def _input_dim(item: YNode, d: Diagnostics, sig: Signature, what: str):
     if text is None or isinstance(item.value, float):
         d.error(item.line, f"{what}: a dim must be a name or a size >= 0, got {describe(item)}")
         return None
-    problem = name_problem(text)
+    problem = name_problem(text) if text.isidentifier() else None  # an expression is no name
     if problem:
         d.error(item.line, f"{what}: dim name '{clip(text)}' {problem}; choose another")
         return None

@@ -123,7 +123,7 @@ def test_declaration_error_is_one_message_without_traceback(capsys, ws):
                                                                  "dtyp: T, shape: [n]}\noutputs"))
     code, _, err = run_cli(capsys, "-C", ws, "generate")
     assert code == 1
-    assert "opdefs/cli_scale.yaml:8: op 'cli_scale': unknown key 'dtyp'" in err
+    assert "opdefs/cli_scale.yaml:8: error: op 'cli_scale': unknown key 'dtyp'" in err
     assert "Traceback" not in err
 
 
@@ -152,9 +152,37 @@ def test_doctor_reports_the_compiler_launcher_and_a_missing_one(capsys, monkeypa
     code, out, _ = run_cli(capsys, "doctor")
     assert code == 0 and "OPSDK_CXX: fake-ccache g++" in out
     monkeypatch.setenv("OPSDK_CXX", "no-such-ccache g++")
+    monkeypatch.chdir(tmp_path)  # not a workspace: nothing needs g++
     code, out, _ = run_cli(capsys, "doctor")
     assert code == 0
     assert "no-such-ccache not found on PATH (OPSDK_CXX='no-such-ccache g++')" in out
+
+
+def test_doctor_tries_the_compiler_and_fails_where_the_workspace_needs_it(capsys, monkeypatch,
+                                                                         tmp_path):
+    fake = tmp_path / "fake-g++"  # answers --version, exits 0 and writes nothing
+    fake.write_text('#!/bin/sh\n[ "$1" = "--version" ] && { echo "fake 1.0"; exit 0; }\nexit 0\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("OPSDK_CXX", str(fake))
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "doctor")
+    row = next(line for line in out.splitlines() if line.startswith("g++"))
+    assert code == 0 and " missing " in row
+    assert "fake-g++ cannot compile a one-line cpu library" in row
+    assert "fake-g++ exited with status 0 but wrote no .so file" in row
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "cli_broken.yaml").write_text(BROKEN_CPU_YAML)
+    (tmp_path / "opdefs" / "cli_broken_cpu.cc").write_text(BROKEN_CPU)
+    code, out, _ = run_cli(capsys, "doctor")
+    assert code == 1 and "NEEDED" in out
+    assert out.rstrip().endswith("not usable but needed here: g++ (see what each disables)")
+    garbage = tmp_path / "garbage-g++"  # writes its output, but not a library
+    garbage.write_text('#!/bin/sh\n[ "$1" = "--version" ] && { echo "fake 1.0"; exit 0; }\n'
+                       'while [ $# -gt 0 ]; do [ "$1" = "-o" ] && echo nonsense > "$2"; shift; done\n')
+    garbage.chmod(0o755)
+    monkeypatch.setenv("OPSDK_CXX", str(garbage))
+    code, out, _ = run_cli(capsys, "doctor")
+    assert code == 1 and "garbage-g++ wrote a library that does not load" in out
 
 
 def test_a_bug_shows_a_traceback(monkeypatch, ws):

@@ -29,10 +29,13 @@ BROKEN = "cu_broken"
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
-    """A workspace whose op has a CUDA kernel, built with the defaults (no GPU asked for)."""
+    """A workspace whose op has a CUDA kernel (edited: an untouched stub is not compiled), built
+    for every arch (--all-archs; no GPU asked for)."""
     root = tmp_path_factory.mktemp("cuda_ws")
     assert main(["-C", str(root), "new", OP]) == 0
-    report = build_workspace(root, jobs=2, progress=False)  # --cuda auto
+    with open(root / f"opdefs/{OP}_cuda.cu", "a") as kernel:
+        kernel.write("// edited\n")
+    report = build_workspace(root, jobs=2, progress=False, all_archs=True)  # --cuda auto
     return root, report
 
 
@@ -44,16 +47,17 @@ def test_cuda_is_compiled_without_a_gpu_for_every_default_arch(ws, monkeypatch):
     # The flags, part of the key, carry each arch this nvcc supports, and PTX of the newest.
     targets = cuda_targets(supported_cuda_archs(shutil.which("nvcc")))
     unit = _units(root)[(OP, "cuda")]
-    flags = " ".join(unit.sources[0].flags)
+    flags = {s.role: " ".join(s.flags) for s in unit.sources}
     for arch in targets.archs:
-        assert f"arch=compute_{arch},code=sm_{arch}" in flags
-    assert f"arch=compute_{targets.ptx[-1]},code=compute_{targets.ptx[-1]}" in flags
+        assert f"arch=compute_{arch},code=sm_{arch}" in flags["kernel"]
+    assert f"arch=compute_{targets.ptx[-1]},code=compute_{targets.ptx[-1]}" in flags["kernel"]
+    assert "-gencode" not in flags["glue"] and "pybind11" not in flags["kernel"]
     assert set(targets.archs) >= {"75", "80", "86", "89", "90"}
 
 
 def test_cuda_is_cached_like_cpu_and_a_new_arch_list_recompiles(ws, monkeypatch):
     root, _ = ws
-    again = build_workspace(root, progress=False)
+    again = build_workspace(root, progress=False, all_archs=True)
     assert sorted((r.op, r.device) for r in again.up_to_date) == [(OP, "cpu"), (OP, "cuda")]
     monkeypatch.setenv("OPSDK_CUDA_ARCHS", "80")
     units = _units(root)
@@ -91,7 +95,7 @@ def test_a_cuda_compile_error_names_the_authors_line_and_the_op(ws, monkeypatch)
 def _units(root):
     """The units a build would make now, by (op, device)."""
     found = driver._regenerate(root)[0]
-    units, _ = driver._make_units(root, list(found), "auto")
+    units, _ = driver._make_units(root, list(found), "auto", all_archs=True)
     assert find_toolchain("cuda") is not None
     return {(u.op, u.device): u for u in units}
 

@@ -129,3 +129,16 @@ def test_uninstantiated_kernels_are_read_from_the_kernel_unit():
         "opsdk_op_foo::cpu(const Inputs<T>&, Outputs<T>&, const Dims&, const Attrs&) "
         "[with T = float]",)
     assert uninstantiated_kernels("opdefs/foo_cpu.cc:3:1: error: expected ';'") == ()
+
+
+def test_a_kernel_including_the_header_of_its_ops_old_name_is_told_the_new_one():
+    # `opsdk new probe`, then `op: add` in opdefs/probe.yaml: the kernel still includes probe_op.h.
+    output = ("opdefs/probe_cpu.cc:12:10: fatal error: probe_op.h: No such file or directory\n"
+              "compilation terminated.\n")
+    text = summarize_failure(output, ROOT, "add", "cpu", "build/cpu/add/last_error.log")
+    assert text.splitlines()[1] == (
+        "hint: probe_op.h would be the generated header of an op named 'probe', and no op has "
+        "that name; this is the kernel of op 'add': include \"add_op.h\" and define the kernel "
+        "in namespace opsdk_op_add (or name the op 'probe' again in its declaration)")
+    own = "opdefs/add_cpu.cc:1:10: fatal error: add_op.h: No such file or directory\n"
+    assert "hint" not in summarize_failure(own, ROOT, "add", "cpu", "log")

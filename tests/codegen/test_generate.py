@@ -39,7 +39,8 @@ def test_writes_the_files_of_this_workspace_only(tmp_path):
         "generated/cpp/cast_op_op.h",
         "generated/cpp/list_op_binding.cc", "generated/cpp/list_op_kernel.cc",
         "generated/cpp/list_op_op.h",
-        "generated/cuda/cast_op_cuda_binding.cu", "generated/cuda/list_op_cuda_binding.cu",
+        "generated/cuda/cast_op_cuda_binding.cu", "generated/cuda/cast_op_cuda_kernel.cu",
+        "generated/cuda/list_op_cuda_binding.cu", "generated/cuda/list_op_cuda_kernel.cu",
         "generated/python/ops.py", "generated/python/ops.pyi"]
     assert sorted(result.changed) == _files(root)
     ops = (root / "generated/python/ops.py").read_text()
@@ -80,7 +81,8 @@ def test_removed_op_deletes_its_generated_files_but_not_foreign_ones(tmp_path):
     result = generate_workspace(root)
     assert set(result.deleted) == {"generated/cpp/list_op_binding.cc", "generated/cpp/list_op_op.h",
                                    "generated/cpp/list_op_kernel.cc",
-                                   "generated/cuda/list_op_cuda_binding.cu"}
+                                   "generated/cuda/list_op_cuda_binding.cu",
+                                   "generated/cuda/list_op_cuda_kernel.cu"}
     assert mine.exists() and not is_generated(mine)
     assert "def list_op(" not in (root / "generated/python/ops.py").read_text()
 

@@ -24,6 +24,7 @@ def _rendered(root) -> dict[str, str]:
         files[f"{spec.name}_kernel.cc"] = render.render_kernel_unit(spec)
         if spec.kernel("cuda"):
             files[f"{spec.name}_cuda_binding.cu"] = render.render_cuda_binding(spec)
+            files[f"{spec.name}_cuda_kernel.cu"] = render.render_cuda_kernel_unit(spec)
     files["ops.py"] = render.render_wrappers(specs, "golden")
     files["ops.pyi"] = render.render_stubs(specs)
     return files

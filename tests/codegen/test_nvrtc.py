@@ -82,6 +82,58 @@ def test_a_corrupt_or_crafted_cache_entry_is_recompiled_not_trusted(launch_ws, t
         assert again == program and json.loads(entry.read_text()) == data
 
 
+def test_a_cache_entry_that_is_a_link_is_recompiled_and_the_link_replaced(launch_ws, tmp_path):
+    spec, cache = launch_ws.spec(), tmp_path / "cache"
+    program = nvrtc.compile_program(spec, {"T": "float32"}, 80, cache)
+    good = program.path.read_bytes()
+    outside = tmp_path / "outside.cubin"
+    outside.write_bytes(good)  # the same bytes: the sha256 in the JSON matches them
+    program.path.unlink()
+    program.path.symlink_to(outside)
+    again = nvrtc.compile_program(spec, {"T": "float32"}, 80, cache)
+    assert again.fresh and not again.path.is_symlink() and again.path.read_bytes() == good
+    assert outside.read_bytes() == good  # written next to, never through, the link
+    entry = program.path.with_suffix(".json")
+    text = entry.read_text()
+    (tmp_path / "outside.json").write_text(text)
+    entry.unlink()
+    entry.symlink_to(tmp_path / "outside.json")
+    assert nvrtc.compile_program(spec, {"T": "float32"}, 80, cache).fresh
+    assert not entry.is_symlink() and (tmp_path / "outside.json").read_text() == text
+
+
+def test_an_edited_lowered_name_or_name_expression_is_not_served(launch_ws, tmp_path):
+    spec, cache = launch_ws.spec(), tmp_path / "cache"
+    program = nvrtc.compile_program(spec, {"T": "float32"}, 80, cache)
+    entry = program.path.with_suffix(".json")
+    data = json.loads(entry.read_text())
+    [lowered] = data["lowered"]
+    for field, value in (("lowered", [lowered.replace("scale", "scalf")]),
+                         ("lowered", ["_Z5otheri"]), ("lowered", [lowered + "x"]),
+                         ("names", ["opsdk_op_cu_scale::other<float>"]), ("names", None)):
+        entry.write_text(json.dumps({**data, field: value}))
+        again = nvrtc.compile_program(spec, {"T": "float32"}, 80, cache)
+        assert again.fresh and again.lowered == (lowered,), (field, value)
+
+
+def test_a_cache_folder_linked_out_of_its_home_is_refused(launch_ws, tmp_path):
+    spec, cache, outside = launch_ws.spec(), tmp_path / "cache", tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    cache.mkdir()
+    (cache / spec.name).symlink_to(outside)
+    with pytest.raises(OpsdkError, match=r"cu_scale is a link to .*elsewhere, outside .*cache; "
+                                         r"opsdk build writes and deletes only inside cache/"):
+        nvrtc.compile_program(spec, {"T": "float32"}, 80, cache)
+    assert [p.name for p in outside.iterdir()] == ["keep.txt"]
+    build = launch_ws.root / "build"
+    build.mkdir(exist_ok=True)
+    (build / "cuda-nvrtc").symlink_to(outside)
+    with pytest.raises(OpsdkError, match=r"cuda-nvrtc is a link to .*, outside .*build"):
+        nvrtc.compile_program(spec, {"T": "float32"}, 80)
+    assert [p.name for p in outside.iterdir()] == ["keep.txt"]
+
+
 def test_a_compile_error_names_the_authors_file_and_line(launch_ws, tmp_path):
     source = launch_ws.root / "opdefs" / "cu_scale_cuda.cu"
     source.write_text(launch_ws.source.replace("        y[i] =", "        oops += 1;\n        y[i] ="))

@@ -233,11 +233,11 @@ def test_the_cli_reports_broken_files_and_lists_the_good_ops(tmp_path, capsys):
     (root / "opdefs" / "bad.yaml").write_text(BROKEN)
     assert main(["-C", str(root), "list"]) == 1
     out, err = capsys.readouterr()
-    assert "ws::good" in out and "opdefs/bad.yaml:4: op 'bad': input 'x': unknown dtype 'float99'" in err
+    assert "ws::good" in out and "opdefs/bad.yaml:4: error: op 'bad': input 'x': unknown dtype 'float99'" in err
     for command in ("generate", "build"):
         assert main(["-C", str(root), command]) == 1
         out, err = capsys.readouterr()
-        assert "opdefs/bad.yaml:4: op 'bad'" in err and "Traceback" not in err
+        assert "opdefs/bad.yaml:4: error: op 'bad'" in err and "Traceback" not in err
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_registry(root, strict=False).get("good")

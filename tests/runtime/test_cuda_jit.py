@@ -165,6 +165,34 @@ def test_a_non_contiguous_input_is_refused_before_any_launch(flagship, tmp_path,
     assert fake.launches == []
 
 
+def test_a_compiled_kernel_that_is_a_link_or_misnamed_is_not_loaded(flagship, tmp_path, monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    real = tmp_path / "outside.cubin"
+    real.write_bytes(b"cubin")
+    link = tmp_path / "k.cubin"
+    link.symlink_to(real)
+    handed = {"path": link, "lowered": ("_Z1kv",)}
+
+    class Handing:
+        def problem(self):
+            return None
+
+        def compile(self, spec, dtypes, arch):
+            return types.SimpleNamespace(**handed)
+
+    monkeypatch.setattr(cuda_jit, "_compiler", Handing())
+    monkeypatch.setattr(cuda_jit, "_looked_up", True)
+    forward = flagship[0]
+    with pytest.raises(OpsdkError, match=r"pairwise_manhattan: the compiled cuda kernel .*k\.cubin "
+                                         r"is not a regular file \(a link or missing\)"):
+        cuda_jit.JitKernel(forward).functions({"T": "float32"}, fake)
+    handed.update(path=real, lowered=("_Z1kv", "_Z1jv"))
+    with pytest.raises(OpsdkError, match=r"expected 1 name\(s\), one per declared launch"):
+        cuda_jit.JitKernel(forward).functions({"T": "float32"}, fake)
+    assert fake.modules == []
+
+
 def test_the_runtime_finds_the_nvrtc_compiler_through_the_packages_entry_point(monkeypatch):
     monkeypatch.setattr(cuda_jit, "_compiler", None)
     monkeypatch.setattr(cuda_jit, "_looked_up", False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 
 import numpy as np
@@ -163,6 +164,33 @@ def test_an_unavailable_gpu_falls_back_softly_or_is_named(graph, registry, monke
                                              r"but that device needs CuPy, which is not "
                                              r"installed"):
             sess.run(y, {x: np.zeros(2)})
+
+
+def test_a_cuda_only_op_without_a_usable_gpu_names_the_devices_and_why(graph, tmp_path,
+                                                                          monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "gonly.yaml").write_text(
+        "op: gonly\nsummary: y = x on a GPU only.\ninputs:\n  x: {dtype: float64, shape: [n]}\n"
+        "outputs:\n  y: {dtype: float64, shape: [n]}\nkernels:\n  cuda: gonly_cuda.cu\n")
+    (tmp_path / "opdefs" / "gonly_cuda.cu").write_text("// not built\n")
+    registry = load_registry(tmp_path)
+    x = placeholder("float64", [2], name="x")
+    free = apply_op(registry, "gonly", [x], {}, name="free")
+    with device("/gpu:0"):
+        scoped = apply_op(registry, "gonly", [x], {}, name="scoped")
+    why = r"devices here: /device:CPU:0[^;]*; /device:GPU:0 unusable: needs (CuPy|a CUDA GPU)"
+    with Session(graph) as sess:
+        with pytest.raises(OpsdkError, match=r"^gonly \(node 'free'\): no kernel for any available "
+                                             r"device \(it has kernels for GPU; " + why):
+            sess.run(free, {x: np.zeros(2)})
+    with Session(graph, SessionConfig(allow_soft_placement=False)) as sess:
+        with pytest.raises(OpsdkError) as info:
+            sess.run(scoped, {x: np.zeros(2)})
+    assert "soft placement" not in str(info.value)  # it would lead back to the first error
+    assert re.search(r"'gonly' has kernels for GPU \(no usable device runs it: " + why,
+                     str(info.value)), str(info.value)
 
 
 def test_a_preference_places_unscoped_nodes_on_the_test_device(graph, registry):

@@ -24,7 +24,7 @@ from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.devices import DEVICE_TYPES, Device, get_device, host
 from opsdk.runtime.ir.device_names import DeviceSpec, location
 from opsdk.runtime.ir.graph import Graph, Operation
-from opsdk.runtime.kernels.choice import choose_kernel, kernel_kinds
+from opsdk.runtime.kernels.choice import choose_kernel, devices_text, kernel_kinds, runnable_somewhere
 
 log = logging.getLogger("opsdk.placement")
 _logged: set[tuple[int, str]] = set()
@@ -118,8 +118,10 @@ def place_declared(op: Operation, options: PlanOptions) -> Device:
         if not options.soft_placement:
             raise OpsdkError(
                 f"{op.type} (node '{op.name}'): placed on '{op.device}', but {problem}; "
-                f"'{op.type}' has kernels for {_kernel_devices(op)} (turn soft placement on, "
-                "or change the device scope)")
+                f"'{op.type}' has kernels for {_kernel_devices(op)} ("
+                + ("turn soft placement on, or change the device scope)"
+                   if runnable_somewhere(op.spec, auto_devices(options)) else
+                   f"no usable device runs it: {devices_text(op.spec)})"))
         chosen = _auto(op, options)
         _log_once(op, f"{op.type} (node '{op.name}'): placed on '{op.device}', but {problem}; "
                       f"running it on {chosen.name}")
@@ -132,7 +134,7 @@ def _auto(op: Operation, options: PlanOptions) -> Device:
         if kernel_kinds(op.spec, device):
             return device
     raise OpsdkError(f"{op.type} (node '{op.name}'): no kernel for any available device "
-                     f"(it has kernels for {_kernel_devices(op)})")
+                     f"(it has kernels for {_kernel_devices(op)}; {devices_text(op.spec)})")
 
 
 def auto_devices(options: PlanOptions) -> list[Device]:

@@ -167,11 +167,27 @@ class JitKernel:
                     given = compiler()
                     if given is None:
                         raise OpsdkError(f"{self.spec.name}: {jit_problem(self.spec)}")
-                    program = given.compile(self.spec, types, arch)
+                    program = checked_program(self.spec, given.compile(self.spec, types, arch))
                     module = cp.RawModule(path=str(program.path))
                     found = tuple(module.get_function(name) for name in program.lowered)
                     self._functions[key] = found
         return found
+
+
+def checked_program(spec: OpSpec, program: CompiledKernels) -> CompiledKernels:
+    """What a compiler handed back, checked before CuPy loads it: a regular file (never a link,
+    which could lead anywhere) and one lowered kernel name per declared launch."""
+    path = Path(program.path)
+    launches = len(spec.kernel("cuda").launches)
+    lowered = program.lowered
+    if path.is_symlink() or not path.is_file():
+        raise OpsdkError(f"{spec.name}: the compiled cuda kernel {path} is not a regular file "
+                         "(a link or missing); remove it and run again to recompile")
+    if (not isinstance(lowered, tuple) or len(lowered) != launches
+            or not all(isinstance(name, str) and name.isascii() and name for name in lowered)):
+        raise OpsdkError(f"{spec.name}: the compiler gave {lowered!r} as the kernels' names; "
+                         f"expected {launches} name(s), one per declared launch")
+    return program
 
 
 _kernels: dict[tuple, JitKernel] = {}

@@ -88,6 +88,28 @@ def _uses_nvrtc(spec: OpSpec) -> bool:
     return jit_problem(spec) is None
 
 
+def devices_text(spec: OpSpec) -> str:
+    """For a placement error: the devices this process can use, and for each device type that
+    could run one of `spec`'s kernels but is unusable here, why ("GPU:0 unusable: needs a CUDA
+    GPU; CuPy sees no GPU on this machine")."""
+    from opsdk.runtime.devices import DEVICE_TYPES, get_device
+
+    usable, unusable = [], []
+    for name, device_type in DEVICE_TYPES.items():
+        device = get_device(f"/device:{name}:0")
+        why = device.unavailable()
+        if why is None:
+            usable.append(device.name)
+        elif set(spec.devices) & set(device_type.kernel_kinds):
+            unusable.append(f"{device.name} unusable: {why}")
+    return "; ".join([f"devices here: {', '.join(usable) or 'none'}", *unusable])
+
+
+def runnable_somewhere(spec: OpSpec, devices: Sequence[Device]) -> bool:
+    """Whether one of the (available) `devices` has a kernel kind `spec` declares."""
+    return any(kernel_kinds(spec, d) for d in devices)
+
+
 def load_python_kernel(spec: OpSpec) -> Callable:
     """The python kernel's function (imported lazily, once, by the registry's resolver)."""
     from opsdk.registry import load_callable

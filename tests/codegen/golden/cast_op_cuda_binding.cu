@@ -3,10 +3,11 @@
 // pybind11 glue of op 'cast_op' on CUDA devices. Inputs and outputs are objects exposing
 // __cuda_array_interface__ (CuPy arrays); the caller allocates the outputs from the shapes the
 // runtime inferred, and passes the CUDA stream as an int. The same checks as on the CPU run first.
+// The kernel is compiled apart, in generated/cuda/cast_op_cuda_kernel.cu: this file never sees its source, so a kernel
+// edit recompiles that file only, then relinks.
 #include "opsdk/glue.h"
 #include "opsdk/cuda.h"
 #include "cast_op_op.h"
-#include "opdefs/cast_op_cuda.cu"
 
 namespace py = pybind11;
 

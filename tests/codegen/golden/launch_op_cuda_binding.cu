@@ -3,41 +3,11 @@
 // pybind11 glue of op 'launch_op' on CUDA devices. Inputs and outputs are objects exposing
 // __cuda_array_interface__ (CuPy arrays); the caller allocates the outputs from the shapes the
 // runtime inferred, and passes the CUDA stream as an int. The same checks as on the CPU run first.
+// The kernel is compiled apart, in generated/cuda/launch_op_cuda_kernel.cu: this file never sees its source, so a kernel
+// edit recompiles that file only, then relinks.
 #include "opsdk/glue.h"
 #include "opsdk/cuda.h"
 #include "launch_op_op.h"
-#include "opdefs/launch_op_cuda.cu"
-
-namespace opsdk_op_launch_op {
-
-// The host side of the launches that opdefs/launch_op.yaml declares (kernels: cuda:
-// launch:); a launch whose grid is empty is skipped. The end of this file checks each kernel's
-// parameter types against what its launch passes.
-template <typename T>
-void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& attrs,
-          cudaStream_t stream) {
-    (void)in;
-    (void)out;
-    (void)dims;
-    (void)attrs;
-    dim3 grid, block;
-    {
-        const int64_t shared = ((4 * dims.p) * 8);
-        if (opsdk::cuda::launch_shape("detail::rows<T, 4>", {opsdk::floordiv((dims.n + 3), 4), std::max<int64_t>(opsdk::floordiv(dims.p, 32), 1), 1}, {32, 4, 1}, shared, grid, block)) {
-            detail::rows<T, 4><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.idx.data, out.y.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.p), attrs.alpha, attrs.flip);
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-    {
-        const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("totals<T>", {std::min<int64_t>(opsdk::floordiv((dims.n + 255), 256), 65535), 1, 1}, {256, 1, 1}, shared, grid, block)) {
-            totals<T><<<grid, block, static_cast<size_t>(shared), stream>>>(out.y.data, out.total.data, static_cast<int64_t>(dims.n), static_cast<int64_t>((dims.p * attrs.k)), static_cast<int64_t>(-1));
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-}
-
-}  // namespace opsdk_op_launch_op
 
 namespace py = pybind11;
 
@@ -151,14 +121,3 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         }
     });
 }
-
-// Each launched kernel takes exactly what its launch passes (an int where an int64_t is passed
-// would compile and read the wrong value); a mismatch is reported at the launch's line.
-#line 20 "opdefs/launch_op.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_launch_op::detail::rows<float, 4>), void (*)(const float*, const int64_t*, float*, int64_t, int64_t, double, bool)>::value, "op 'launch_op': launch 1 passes (const T*, const int64_t*, T*, int64_t, int64_t, double, bool) to detail::rows<T, 4>; declare its parameters with exactly these types, in the order of args");
-#line 25 "opdefs/launch_op.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_launch_op::totals<float>), void (*)(float*, float*, int64_t, int64_t, int64_t)>::value, "op 'launch_op': launch 2 passes (T*, T*, int64_t, int64_t, int64_t) to totals<T>; declare its parameters with exactly these types, in the order of args");
-#line 20 "opdefs/launch_op.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_launch_op::detail::rows<double, 4>), void (*)(const double*, const int64_t*, double*, int64_t, int64_t, double, bool)>::value, "op 'launch_op': launch 1 passes (const T*, const int64_t*, T*, int64_t, int64_t, double, bool) to detail::rows<T, 4>; declare its parameters with exactly these types, in the order of args");
-#line 25 "opdefs/launch_op.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_launch_op::totals<double>), void (*)(double*, double*, int64_t, int64_t, int64_t)>::value, "op 'launch_op': launch 2 passes (T*, T*, int64_t, int64_t, int64_t) to totals<T>; declare its parameters with exactly these types, in the order of args");
