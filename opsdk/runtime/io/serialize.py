@@ -29,6 +29,7 @@ from opsdk.registry.errors import OpDefErrors, OpsdkError
 
 from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
+from opsdk.runtime.train import update as train_update  # noqa: F401 - registers apply_updates
 from opsdk.runtime.ir.func_graph import FuncGraph, SubGraph
 from opsdk.runtime.ir.graph import Graph, GraphKeys, Operation
 from opsdk.runtime.ir.primitives import PRIMITIVES
