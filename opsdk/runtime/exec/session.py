@@ -32,6 +32,7 @@ from opsdk.runtime.exec.variable_store import VariableStore
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
+from opsdk.runtime.kernels.interop import as_kernel_array
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
@@ -268,18 +269,29 @@ def _np_dtype(name: str) -> np.dtype:
 
 
 def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
-    """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
-    cross-kind dtype (float into int) is an error naming the tensor."""
+    """`value` as an array of the tensor's dtype; a contradiction of its static shape, a
+    cross-kind dtype (float into int) or a value the dtype cannot hold (2**40 into int32, a
+    finite float64 that overflows float32) is an error naming the tensor. Big-endian arrays are
+    converted to the native byte order (exact)."""
     try:
         array = value if type(value) is np.ndarray else _host_array(value)
     except OpsdkError as exc:
         raise OpsdkError(f"feed for '{tensor.name}': {exc}") from None
     # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
-    if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
+    if array.dtype is not _np_dtype(tensor.dtype) and (
+            array.dtype.name != tensor.dtype or not array.dtype.isnative):
         if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
             raise OpsdkError(f"feed for '{tensor.name}' has dtype {array.dtype.name}, which does not "
                              f"convert to the tensor's {tensor.dtype}")
-        array = array.astype(tensor.dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            converted = array.astype(tensor.dtype)
+        if array.size and array.dtype.kind in "biuf" and (
+                np.any(np.isfinite(array) & ~np.isfinite(converted))
+                if converted.dtype.kind == "f" else np.any(converted != array)):
+            raise OpsdkError(f"feed for '{tensor.name}' holds values that {tensor.dtype} cannot "
+                             f"represent (e.g. {_first_lost(array, converted)}); feed values in "
+                             f"the range of {tensor.dtype}, or make the placeholder wider")
+        array = converted
     shape = tensor.shape
     if shape is not None and (array.ndim != len(shape) or any(
             d is not None and d != s for d, s in zip(shape, array.shape))):
@@ -289,13 +301,25 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     return array
 
 
+def _first_lost(array: np.ndarray, converted: np.ndarray) -> Any:
+    """The first value of `array` that the conversion changed."""
+    if converted.dtype.kind == "f":
+        lost = np.isfinite(array) & ~np.isfinite(converted)
+    else:
+        lost = converted != array
+    return array.reshape(-1)[int(np.argmax(lost.reshape(-1)))].item()
+
+
 def _host_array(value: Any) -> np.ndarray:
     """A fed value as a NumPy array: a device array (CuPy's, the test device's) is copied to the
-    host, and the copy pass moves it on to the devices that read it."""
+    host, and the copy pass moves it on to the devices that read it; another framework's host
+    array (torch, JAX: DLPack) is viewed without a copy, a torch tensor that requires grad
+    included (a feed is read, never differentiated through)."""
     device = device_of(value)
     if not device.is_host:
         return device.to_host(value)
     try:
-        return np.asarray(value)
-    except (ValueError, TypeError) as exc:  # a ragged list, an object NumPy cannot read
+        return np.asarray(as_kernel_array(value))
+    except (ValueError, TypeError, RuntimeError, BufferError) as exc:
+        # a ragged list, an object NumPy cannot read, a framework's refusal to export
         raise OpsdkError(f"the fed value is not an array: {exc}") from None
