@@ -167,15 +167,7 @@ def import_graph(text: str, registry: Any = None) -> Graph:
 
     >>> import_graph(text, [load_registry("geo"), load_registry("text")])   # doctest: +SKIP
     """
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
-                             f"({exc.msg})") from None
-    except RecursionError:
-        raise GraphFileError("not a graph file: its JSON is nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer of thousands of digits
-        raise GraphFileError(f"not a graph file: {exc}") from None
+    document = parse_json(text)
     _check_header(document)
     graph = Graph()
     registry = registry if registry is not None else builtin_registry()
@@ -184,6 +176,19 @@ def import_graph(text: str, registry: Any = None) -> Graph:
     _build_nodes(graph, document["nodes"], registry)
     _import_collections(graph, document.get("collections", {}))
     return graph
+
+
+def parse_json(text: str) -> Any:
+    """The JSON document of a graph file; GraphFileError for text that is no JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
+                             f"({exc.msg})") from None
+    except RecursionError:
+        raise GraphFileError("not a graph file: its JSON is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise GraphFileError(f"not a graph file: {exc}") from None
 
 
 class _Registries:
