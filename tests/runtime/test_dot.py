@@ -137,6 +137,10 @@ def _crafted(tmp_path, registry, change):
      "collection 'c', item 0: must be an object with \"kind\" and \"name\", not 5"),
     (lambda d: d.update(collections={"c": [{"kind": "tensor", "name": "x:7"}]}),
      "collection 'c', item 0: names no tensor of the file"),
+    (lambda d: d.update(collections={"variables": [{"kind": "variable", "name": "x",
+                                                     "initializer": "neg", "trainable": True}]}),
+     "collection 'variables', item 0: variable 'x' must name a variable node and its "
+     "initializer an assign node"),
     (lambda d: d["nodes"][0]["outputs"][0].update(dtype="float32; import os"),
      "node 'x': output 0: dtype 'float32; import os' is not a dtype name (bool, "),
     (lambda d: d["nodes"][0]["outputs"][0].update(shape={"3": 1}),

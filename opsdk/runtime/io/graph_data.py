@@ -101,6 +101,10 @@ def read_graph_data(text: str) -> DataGraph:
                 raise GraphFileError(f"collection '{key}', item {i}: names no "
                                      f"{'tensor' if item['kind'] == 'tensor' else 'node'} of "
                                      f"the file")
+            if item["kind"] == "variable" and (
+                    names[ref].type != "variable" or names[item["initializer"]].type != "assign"):
+                raise GraphFileError(f"collection '{key}', item {i}: variable '{ref}' must name "
+                                     "a variable node and its initializer an assign node")
     return graph
 
 
