@@ -285,12 +285,17 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
                              f"convert to the tensor's {tensor.dtype}")
         with np.errstate(over="ignore", invalid="ignore"):
             converted = array.astype(tensor.dtype)
-        if array.size and array.dtype.kind in "biuf" and (
-                np.any(np.isfinite(array) & ~np.isfinite(converted))
-                if converted.dtype.kind == "f" else np.any(converted != array)):
-            raise OpsdkError(f"feed for '{tensor.name}' holds values that {tensor.dtype} cannot "
-                             f"represent (e.g. {_first_lost(array, converted)}); feed values in "
-                             f"the range of {tensor.dtype}, or make the placeholder wider")
+        # Only a narrowing cast can lose a value; one pass over the result decides it for
+        # floats (no infinity: nothing overflowed), the extremes for ints.
+        if array.size and array.dtype.kind in "biuf" and not np.can_cast(
+                array.dtype, converted.dtype, "safe") and (
+                bool(np.isinf(converted).any()) if converted.dtype.kind == "f"
+                else converted.dtype.kind in "iu" and _out_of_range(array, converted.dtype)):
+            lost = _first_lost(array, converted)
+            if lost is not None:
+                raise OpsdkError(f"feed for '{tensor.name}' holds values that {tensor.dtype} "
+                                 f"cannot represent (e.g. {lost}); feed values in the range of "
+                                 f"{tensor.dtype}, or make the placeholder wider")
         array = converted
     shape = tensor.shape
     if shape is not None and (array.ndim != len(shape) or any(
@@ -301,13 +306,21 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     return array
 
 
+def _out_of_range(array: np.ndarray, dtype: np.dtype) -> bool:
+    info = np.iinfo(dtype)
+    return int(array.min()) < info.min or int(array.max()) > info.max
+
+
 def _first_lost(array: np.ndarray, converted: np.ndarray) -> Any:
-    """The first value of `array` that the conversion changed."""
+    """The first value of `array` that the conversion changed (a finite float that became
+    infinite, an int out of range), or None when none was."""
     if converted.dtype.kind == "f":
-        lost = np.isfinite(array) & ~np.isfinite(converted)
+        lost = (np.isfinite(array) & ~np.isfinite(converted)).reshape(-1)
     else:
-        lost = converted != array
-    return array.reshape(-1)[int(np.argmax(lost.reshape(-1)))].item()
+        info = np.iinfo(converted.dtype)
+        flat = array.reshape(-1)
+        lost = (flat < info.min) | (flat > info.max) if array.dtype.kind != "b" else flat != flat
+    return array.reshape(-1)[int(np.argmax(lost))].item() if lost.any() else None
 
 
 def _host_array(value: Any) -> np.ndarray:

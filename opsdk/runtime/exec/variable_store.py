@@ -75,7 +75,13 @@ class VariableStore:
             with store.transaction(["w", "w/Momentum"]) as tx:
                 tx.write("w", tx.read("w") - 1)
         """
-        return Transaction(self, sorted(set(names)))
+        return Transaction(self, names if type(names) is _Ordered else sorted(set(names)))
+
+    @staticmethod
+    def ordered(names: Iterable[str]) -> "_Ordered":
+        """`names` prepared once for `transaction` (deduplicated, in lock order), for a caller
+        that opens transactions over the same variables on every step."""
+        return _Ordered(sorted(set(names)))
 
     def initialised(self, name: str) -> bool:
         return name in self._values
@@ -88,13 +94,18 @@ class VariableStore:
         return lock
 
 
+class _Ordered(list):
+    """Variable names already deduplicated and sorted (`VariableStore.ordered`)."""
+
+
 class Transaction:
     """The locks of some variables, held from `__enter__` to `__exit__` (in name order)."""
 
-    __slots__ = ("store", "names", "_held")
+    __slots__ = ("store", "names", "_members", "_held")
 
     def __init__(self, store: VariableStore, names: list[str]):
         self.store, self.names = store, names
+        self._members = frozenset(names)
         self._held: list[threading.Lock] = []
 
     def __enter__(self) -> "Transaction":
@@ -122,7 +133,7 @@ class Transaction:
         return value
 
     def _check(self, name: str) -> None:
-        if not self._held or name not in self.names:
+        if not self._held or name not in self._members:
             raise OpsdkError(f"variable '{name}' is not locked by this transaction (it holds "
                              f"{', '.join(self.names) or 'none'})")
 

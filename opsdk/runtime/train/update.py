@@ -22,6 +22,7 @@ from typing import Any, Optional, Sequence
 from opsdk.registry import infer_outputs, normalize_attrs
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.devices import Device
+from opsdk.runtime.exec.variable_store import VariableStore
 from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
@@ -127,7 +128,7 @@ def _prepare(op: Operation, device: Device, options: Any):
     scalings = tuple(zip(a["scale_variables"], a["scale_factors"]))
     xp = device.xp
     names = [v for _, owned, reads, *_ in calls for v in (*owned, *reads)]
-    names += [v for v, _ in scalings]
+    names = VariableStore.ordered([*names, *(v for v, _ in scalings)])
 
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
         with ctx.variables.transaction(names) as tx:
