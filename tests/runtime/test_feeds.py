@@ -12,14 +12,23 @@ from opsdk.runtime.exec.session import Session
 from opsdk.runtime.ir.graph import placeholder
 
 
-@pytest.mark.parametrize("value", [2**40, 2**31, -2**31 - 1, np.uint64(2**64 - 1),
-                                   np.array([1, 2**33], np.int64)])
-def test_an_integer_out_of_the_placeholders_range_is_refused(graph, value):
-    x = placeholder("int32", None, name="x")
+@pytest.mark.parametrize("value, dtype", [
+    (2**40, "int32"), (2**31, "int32"), (-2**31 - 1, "int32"), (np.uint64(2**64 - 1), "int32"),
+    (np.array([1, 2**33], np.int64), "int32"), (np.uint64(2**63), "int64"),
+    (np.array([0, 70000], np.int64), "int16"), (np.int64(128), "int8")])
+def test_an_integer_out_of_the_placeholders_range_is_refused(graph, value, dtype):
+    x = placeholder(dtype, None, name="x")
     with Session(graph) as sess:
-        with pytest.raises(OpsdkError, match=r"^feed for 'x:0' holds values that int32 cannot "
+        with pytest.raises(OpsdkError, match=rf"^feed for 'x:0' holds values that {dtype} cannot "
                                              r"represent \(e\.g\. -?\d+\)"):
-            sess.run(x + x, {x: value})
+            sess.run(x, {x: value})
+
+
+def test_integers_at_the_ends_of_the_placeholders_range_are_kept(graph):
+    x = placeholder("int64", [2], name="x")
+    edges = np.array([2**63 - 1, 0], np.uint64)
+    with Session(graph) as sess:
+        assert sess.run(x, {x: edges}).tolist() == [2**63 - 1, 0]
 
 
 def test_a_float_overflowing_the_placeholder_is_refused_and_in_range_values_convert(graph):

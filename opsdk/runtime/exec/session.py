@@ -283,20 +283,18 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
         if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
             raise OpsdkError(f"feed for '{tensor.name}' has dtype {array.dtype.name}, which does not "
                              f"convert to the tensor's {tensor.dtype}")
-        with np.errstate(over="ignore", invalid="ignore"):
-            converted = array.astype(tensor.dtype)
-        # Only a narrowing cast can lose a value; one pass over the result decides it for
-        # floats (no infinity: nothing overflowed), the extremes for ints.
-        if array.size and array.dtype.kind in "biuf" and not np.can_cast(
-                array.dtype, converted.dtype, "safe") and (
-                bool(np.isinf(converted).any()) if converted.dtype.kind == "f"
-                else converted.dtype.kind in "iu" and _out_of_range(array, converted.dtype)):
-            lost = _first_lost(array, converted)
+        # Only a narrowing cast can lose a value: the source's extremes decide it (two
+        # reductions, no temporary), and only a value beyond them is looked for.
+        bounds = _narrowing(array.dtype, tensor.dtype)
+        if bounds is not None and array.size and (
+                np.minimum.reduce(array, axis=None) < bounds[0]
+                or np.maximum.reduce(array, axis=None) > bounds[1]):
+            lost = _first_lost(array, np.dtype(tensor.dtype))
             if lost is not None:
                 raise OpsdkError(f"feed for '{tensor.name}' holds values that {tensor.dtype} "
                                  f"cannot represent (e.g. {lost}); feed values in the range of "
                                  f"{tensor.dtype}, or make the placeholder wider")
-        array = converted
+        array = array.astype(tensor.dtype)
     shape = tensor.shape
     if shape is not None and (array.ndim != len(shape) or any(
             d is not None and d != s for d, s in zip(shape, array.shape))):
@@ -306,21 +304,39 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
     return array
 
 
-def _out_of_range(array: np.ndarray, dtype: np.dtype) -> bool:
-    info = np.iinfo(dtype)
-    return int(array.min()) < info.min or int(array.max()) > info.max
+_NARROWING: dict[tuple, Optional[tuple[Any, Any]]] = {}
 
 
-def _first_lost(array: np.ndarray, converted: np.ndarray) -> Any:
-    """The first value of `array` that the conversion changed (a finite float that became
-    infinite, an int out of range), or None when none was."""
-    if converted.dtype.kind == "f":
-        lost = (np.isfinite(array) & ~np.isfinite(converted)).reshape(-1)
+def _narrowing(source: np.dtype, target: str) -> Optional[tuple[Any, Any]]:
+    """(lowest, highest) value `target` holds when casting `source` to it may lose a value (a
+    narrowing cast between numbers), else None; remembered per pair of dtypes."""
+    key = (source, target)
+    if key not in _NARROWING:
+        dtype = np.dtype(target)
+        bounds = None
+        if (source.kind in "iuf" and dtype.kind in "iuf"
+                and not np.can_cast(source, dtype, "safe")):
+            # floats: a finite value beyond max overflows; ints: Python ints, compared with
+            # the source's extremes exactly (NumPy compares an integer with them exactly)
+            bounds = ((-float(np.finfo(dtype).max), float(np.finfo(dtype).max))
+                      if dtype.kind == "f" else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)))
+        _NARROWING[key] = bounds
+    return _NARROWING[key]
+
+
+def _first_lost(array: np.ndarray, dtype: np.dtype) -> Any:
+    """The first value of `array` that casting to `dtype` would not keep (a finite float that
+    overflows to infinity, an int out of range), or None when every value fits."""
+    if dtype.kind == "f":
+        with np.errstate(over="ignore", invalid="ignore"):
+            lost = np.isfinite(array) & ~np.isfinite(array.astype(dtype))
+    elif dtype.kind in "iu" and array.dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lost = (array < info.min) | (array > info.max)
     else:
-        info = np.iinfo(converted.dtype)
-        flat = array.reshape(-1)
-        lost = (flat < info.min) | (flat > info.max) if array.dtype.kind != "b" else flat != flat
-    return array.reshape(-1)[int(np.argmax(lost))].item() if lost.any() else None
+        return None
+    flat = lost.reshape(-1)
+    return array.reshape(-1)[int(np.argmax(flat))].item() if flat.any() else None
 
 
 def _host_array(value: Any) -> np.ndarray:
