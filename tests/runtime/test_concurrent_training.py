@@ -64,3 +64,32 @@ def test_threads_give_the_serial_result(name):
     assert sorted(serial) == sorted(concurrent)
     for var in serial:
         np.testing.assert_array_equal(concurrent[var], serial[var], err_msg=f"{name}: {var}")
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam"])
+@pytest.mark.parametrize("step_mode", ["inline", "concurrent"])
+def test_threads_give_the_serial_result_in_either_step_mode(name, step_mode):
+    serial = _train(OPTIMIZERS[name], THREADS * 20, 1, step_mode)
+    concurrent = _train(OPTIMIZERS[name], 20, THREADS, step_mode)
+    for var in serial:
+        np.testing.assert_array_equal(concurrent[var], serial[var], err_msg=f"{name}: {var}")
+
+
+def test_a_transaction_holds_its_variables_against_other_writers():
+    from opsdk.runtime.exec.variable_store import VariableStore
+    store = VariableStore()
+    store.assign("a", np.zeros(()))
+    store.assign("b", np.zeros(()))
+
+    def bump():
+        for _ in range(300):
+            with store.transaction(["b", "a"]) as tx:
+                tx.write("a", tx.read("a") + 1)
+                tx.write("b", tx.read("b") + 1)
+            store.update("a", np.ones(()), np.add)
+    pool = [threading.Thread(target=bump) for _ in range(6)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert store.read("a") == 3600 and store.read("b") == 1800
