@@ -123,4 +123,16 @@ def ones(xp, shape, dtype):
 
 
 def fill(xp, shape, value, dtype):
+    # An integer (or bool) dtype holds an in-range value exactly; out of range, NumPy's cast
+    # would wrap or saturate silently (2**63 into int64 gave INT64_MIN).
+    kind = xp.dtype(dtype).kind
+    if kind in "iu":
+        info = xp.iinfo(dtype)
+        if not info.min <= value <= info.max:  # NaN fails too
+            raise ValueError(f"value {value!r} does not fit {xp.dtype(dtype).name} "
+                             f"({info.min} .. {info.max})")
+    elif kind in "fc" and value == value and abs(value) != float("inf") and abs(value) > float(
+            xp.finfo(dtype).max):  # a finite value that would become infinite
+        raise ValueError(f"value {value!r} overflows {xp.dtype(dtype).name} (largest "
+                         f"{float(xp.finfo(dtype).max)!r})")
     return xp.full(tuple(shape), value, dtype=dtype)

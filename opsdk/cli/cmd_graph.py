@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..registry.errors import OpsdkError
 
 
 def register(subparsers) -> argparse.ArgumentParser:
@@ -15,7 +14,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "graph", help="draw an exported graph (.json) as DOT or SVG",
         description="Read a graph written by opsdk.runtime.io.serialize.save_graph and print its "
                     "Graphviz DOT text, or write it to -o FILE (.dot, or .svg when Graphviz's "
-                    "`dot` is installed).")
+                    "`dot` is installed). The file is read as data: no op is resolved and no "
+                    "workspace code runs.")
     p.add_argument("file", type=Path, metavar="FILE.json", help="the exported graph")
     p.add_argument("-o", "--output", type=Path, default=None, metavar="OUT",
                    help="write OUT.dot or OUT.svg instead of printing DOT")
@@ -23,11 +23,12 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the graph against the workspace's ops, then print or render it."""
+    """Read the graph file as data (no registry, no workspace code: docs/trust.md), then print
+    or render it."""
     from ..runtime.io.dot import render, to_dot
-    from ..runtime.io.serialize import load_graph
+    from ..runtime.io.graph_data import load_graph_data
 
-    graph = load_graph(args.file, _registry(args))
+    graph = load_graph_data(args.file)
     if args.output is None:
         sys.stdout.write(to_dot(graph, title=args.file.stem))
         return 0
@@ -37,17 +38,3 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(result.note)
     return 0
-
-
-def _registry(args: argparse.Namespace):
-    """The builtin ops plus the workspace's (-C, else found upwards); builtin only outside one."""
-    from ..registry.registry import load_registry
-    from .common import workspace_root
-
-    try:
-        root = workspace_root(args)
-    except OpsdkError:
-        if args.workspace is not None:
-            raise
-        return load_registry(None)
-    return load_registry(root)

@@ -16,6 +16,7 @@ from .errors import OpError
 from .located_yaml import YNode, YScalar, YSeq
 from .spec import AttrSpec, OpSpec
 
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 _KIND_WORDS = {"int": "an int", "float": "a number", "bool": "true or false", "str": "a string",
                "list(int)": "a list of ints", "list(float)": "a list of numbers"}
 
@@ -34,16 +35,35 @@ def _scalar(type_: str, value: Any) -> tuple[Any, Optional[str]]:
     is_bool = isinstance(value, bools)
     if type_ == "int":
         if isinstance(value, ints) and not is_bool:
-            return int(value), None
+            value = int(value)
+            if not INT64_MIN <= value <= INT64_MAX:  # what a compiled kernel's int64_t holds
+                return None, "must be an int in int64's range (-2**63 .. 2**63 - 1)"
+            return value, None
     elif type_ == "float":
         if isinstance(value, floats) and not is_bool:
-            return float(value), None
+            return _float_attr(value)
     elif type_ == "bool":
         if is_bool:
             return bool(value), None
     elif isinstance(value, str):
         return value, None
     return None, f"must be {_KIND_WORDS[type_]}"
+
+
+def _float_attr(value: Any) -> tuple[Any, Optional[str]]:
+    """A float attr's value: a float, except an integer that float64 cannot hold exactly, which
+    stays a Python int (fill's value 2**63 - 1 into int64 must not round to 2**63; a compiled
+    kernel still receives the nearest double)."""
+    if isinstance(value, float):
+        return value, None
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return None, "must be a number within float64's range"
+    if isinstance(value, int) or (hasattr(value, "dtype") and value.dtype.kind in "iu"):
+        exact = int(value)
+        return (exact if as_float != exact else as_float), None
+    return as_float, None
 
 
 def coerce_attr_value(type_: str, value: Any) -> tuple[Any, Optional[str]]:
@@ -59,7 +79,8 @@ def coerce_attr_value(type_: str, value: Any) -> tuple[Any, Optional[str]]:
     for item in value:
         converted, problem = _scalar(type_[5:-1], item)
         if problem:
-            return None, f"must be {_KIND_WORDS[type_]}"
+            return None, (f"items {problem}" if "range" in problem
+                          else f"must be {_KIND_WORDS[type_]}")
         items.append(converted)
     return tuple(items), None
 
@@ -101,9 +122,9 @@ def attr_value_problem(attr: AttrSpec, value: Any) -> Optional[str]:
 
 def _shown(value: Any) -> str:
     np = _numpy()
-    if np is not None and isinstance(value, np.ndarray):
-        return repr(value.tolist())
-    return repr(value)
+    text = repr(value.tolist()) if np is not None and isinstance(value, np.ndarray) else repr(
+        value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def normalize_attrs(spec: OpSpec, attrs: Mapping[str, Any],

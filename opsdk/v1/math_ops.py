@@ -281,8 +281,10 @@ def one_hot(indices: Any, depth: int, on_value: Any = 1.0, off_value: Any = 0.0,
     classes = opsdk.constant(np.arange(int(depth), dtype=idx.dtype))
     hit = _ops.equal(expand_dims(idx, -1), classes)
     on, off = (np.asarray(v, dtype=name_of(dtype)) for v in (on_value, off_value))
-    return _ops.where(hit, _ops.fill(shape=[1], value=float(on), dtype=name_of(dtype)),
-                      _ops.fill(shape=[1], value=float(off), dtype=name_of(dtype)), name=name)
+    # Exact Python numbers (float() rounded an int64 on_value of 2**62 + 1); bools as 0/1.
+    on, off = (v.item() if v.dtype.kind in "iu" else float(v) for v in (on, off))
+    return _ops.where(hit, _ops.fill(shape=[1], value=on, dtype=name_of(dtype)),
+                      _ops.fill(shape=[1], value=off, dtype=name_of(dtype)), name=name)
 
 
 def shape(input: Any, name: Optional[str] = None, out_type: Any = "int32") -> Any:

@@ -245,7 +245,9 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) ->
 
 def fill(dims: Any, value: Any, name: Optional[str] = None) -> Any:
     array = default_array(value)
-    return graph_node(_ops.fill, shape=_static_shape("fill", dims), value=float(array),
+    # An int stays an exact Python int (float() rounded 2**63 - 1 to 2**63); bools as 0/1.
+    value = array.item() if array.dtype.kind in "iu" else float(array)
+    return graph_node(_ops.fill, shape=_static_shape("fill", dims), value=value,
                       dtype=array.dtype.name, name=name)
 
 

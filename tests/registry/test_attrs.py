@@ -83,3 +83,31 @@ def test_missing_required_attrs(spec):
         normalize_attrs(spec, {"OutT": "int32"})
     with pytest.raises(OpError, match=r"^attrs_op: missing type attr 'OutT' \(one of int32, int64\)$"):
         normalize_attrs(spec, {"N": 1})
+
+
+@pytest.mark.parametrize("value", [2**63, -2**63 - 1, 2**64, np.uint64(2**64 - 1)])
+def test_an_int_attr_outside_int64_is_refused_naming_op_attr_and_range(ws, value):
+    spec = parse_opdef(ws.write("b.yaml", OP.replace(
+        "k: {type: int, default: 2, min: 1, max: 8}", "k: {type: int, default: 2}")), ws.root)[0]
+    with pytest.raises(OpError, match=r"^attrs_op: attr 'k' must be an int in int64's range "
+                                      r"\(-2\*\*63 \.\. 2\*\*63 - 1\), got "):
+        normalize_attrs(spec, {"k": value, "N": 1, "OutT": "int32"})
+    with pytest.raises(OpError, match=r"^attrs_op: attr 'axes' items must be an int in int64's"):
+        normalize_attrs(spec, {"axes": [0, value], "N": 1, "OutT": "int32"})
+    edge = normalize_attrs(spec, {"k": 2**63 - 1, "axes": [-2**63], "N": 1, "OutT": "int32"})
+    assert edge["k"] == 2**63 - 1 and edge["axes"] == (-2**63,)
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, 9007199254740993, np.int64(2**62 + 1),
+                                   np.uint64(2**64 - 1)])
+def test_a_float_attr_keeps_an_integer_that_float64_cannot_hold(spec, value):
+    scale = normalize_attrs(spec, {"scale": value, "N": 1, "OutT": "int32"})["scale"]
+    assert type(scale) is int and scale == int(value)
+
+
+def test_a_float_attr_still_takes_small_integers_as_floats_and_refuses_huge_ones(spec):
+    scale = normalize_attrs(spec, {"scale": np.int32(3), "N": 1, "OutT": "int32"})["scale"]
+    assert type(scale) is float and scale == 3.0
+    with pytest.raises(OpError, match=r"^attrs_op: attr 'scale' must be a number within "
+                                      r"float64's range, got 10{39}\.\.\. \(401 characters\)$"):
+        normalize_attrs(spec, {"scale": 10**400, "N": 1, "OutT": "int32"})

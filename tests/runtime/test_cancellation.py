@@ -84,3 +84,27 @@ def test_ctrl_c_returns_to_the_caller_and_stops_the_loop_on_the_pool(registry):
     start = time.monotonic()
     sess.close()  # returns: the loop on the pool thread saw the cancellation
     assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0, -1.0, "1", True])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_refused(registry, bad):
+    # A NaN deadline never passes: the run must be refused, not loop forever (a thread, so a
+    # regression fails here instead of hanging the suite).
+    from opsdk.registry.errors import OpsdkError
+    g, x, fetch = _endless(registry, wide=False)
+    errors = []
+    with Session(g) as sess:
+        def run():
+            try:
+                sess.run(fetch, {x: np.zeros(2)}, timeout=bad)
+            except Exception as exc:  # noqa: BLE001 - the test inspects it
+                errors.append(exc)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        thread.join(10)
+        hung = thread.is_alive()
+    thread.join(10)
+    assert not hung, f"timeout={bad!r}: the run did not return"
+    assert len(errors) == 1 and type(errors[0]) is OpsdkError, errors
+    assert str(errors[0]) == ("Session.run: timeout must be a positive finite number of seconds "
+                              f"or None, got {bad!r}")

@@ -107,3 +107,52 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["graph", str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.strip() == f"opsdk graph: error: {bad}: node 'y': input 'gone:0' names no node in the file"
+
+
+def test_the_cli_draws_the_file_as_data_exactly_as_the_graph_draws(registry, tmp_path, capsys):
+    from opsdk.runtime.io.graph_data import load_graph_data
+    graph = build(registry)
+    path = save_graph(graph, tmp_path / "model.json")
+    assert to_dot(load_graph_data(path), title="model") == to_dot(graph, title="model")
+    assert main(["graph", str(path)]) == 0
+    assert capsys.readouterr().out == to_dot(graph, title="model")
+
+
+def _named(doc, name):
+    return next(n for n in doc["nodes"] if n["name"] == name)
+
+
+def _crafted(tmp_path, registry, change):
+    import json
+    path = save_graph(build(registry), tmp_path / "g.json")
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: d.update(collections=[1]), "\"collections\" must be an object of lists, not [1]"),
+    (lambda d: d.update(collections={"c": [5]}),
+     "collection 'c', item 0: must be an object with \"kind\" and \"name\", not 5"),
+    (lambda d: d.update(collections={"c": [{"kind": "tensor", "name": "x:7"}]}),
+     "collection 'c', item 0: names no tensor of the file"),
+    (lambda d: d.update(collections={"variables": [{"kind": "variable", "name": "x",
+                                                     "initializer": "neg", "trainable": True}]}),
+     "collection 'variables', item 0: variable 'x' must name a variable node and its "
+     "initializer an assign node"),
+    (lambda d: d["nodes"][0]["outputs"][0].update(dtype="float32; import os"),
+     "node 'x': output 0: dtype 'float32; import os' is not a dtype name (bool, "),
+    (lambda d: d["nodes"][0]["outputs"][0].update(shape={"3": 1}),
+     "node 'x': output 0: shape {'3': 1} must be a list of non-negative ints and nulls, or null"),
+    (lambda d: _named(d, "neg")["inputs"].__setitem__(0, "x:3"),
+     "node 'neg' (opsdk::neg): input 'x:3': node 'x' has 1 output(s)"),
+    (lambda d: _named(d, "neg")["attrs"].update(k={"type": "bool", "value": "false"}),
+     "attr 'k': a bool attr's value must be a JSON true or false, not 'false'"),
+])
+def test_the_cli_reports_a_crafted_file_in_one_located_line(registry, tmp_path, capsys, change,
+                                                             words):
+    path = _crafted(tmp_path, registry, change)
+    assert main(["graph", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"opsdk graph: error: {path}: ") and words in err

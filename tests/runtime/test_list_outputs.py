@@ -232,3 +232,90 @@ def test_an_eager_call_with_a_variable_is_a_clear_error(registry):
         "an eager call (device='python') takes arrays")
     with pytest.raises(OpsdkError, match=r"^add: input 'y' is the graph Tensor 'w:0', whose"):
         run_eager(registry.get("add"), [np.ones((3, 2)), w.value()], {})
+
+
+# ---- an empty list output: the node has fewer graph outputs than the op declares --------------
+SPLIT_NORM = """
+op: split_norm
+summary: x + w for each w (a list that may be empty), and the sum of squares of x.
+type_attrs:
+  T: [float64]
+attrs:
+  N: {type: int, default: 0, min: 0}
+inputs:
+  x: {dtype: T, shape: [n]}
+  ws: {dtype: T, shape: [n], list: N}
+outputs:
+  parts: {dtype: T, shape: [n], list: N}
+  norm: {dtype: T, shape: []}
+gradient: split_norm_grad
+kernels:
+  python: sn_kernels.py:split_norm
+---
+op: split_norm_grad
+summary: The gradient of split_norm; its list output is empty when N is 0.
+type_attrs:
+  T: [float64]
+attrs:
+  N: {type: int, default: 0, min: 0}
+inputs:
+  x: {dtype: T, shape: [n]}
+  ws: {dtype: T, shape: [n], list: N}
+  grad_parts: {dtype: T, shape: [n], list: N}
+  grad_norm: {dtype: T, shape: []}
+outputs:
+  grad_x: {dtype: T, shape: [n]}
+  grad_ws: {dtype: T, shape: [n], list: N}
+kernels:
+  python: sn_kernels.py:split_norm_grad
+"""
+
+SPLIT_NORM_KERNELS = '''
+def split_norm(xp, x, ws, N):
+    return [x + w for w in ws], xp.asarray((x * x).sum())
+
+
+def split_norm_grad(xp, x, ws, grad_parts, grad_norm, N):
+    g = 2 * x * grad_norm
+    for p in grad_parts:
+        g = g + p
+    return g, list(grad_parts)
+'''
+
+
+@pytest.fixture(scope="module")
+def split_registry(registry, tmp_path_factory) -> Registry:
+    root = tmp_path_factory.mktemp("split_norm")
+    (root / "opdefs").mkdir()
+    (root / "opdefs" / "split_norm.yaml").write_text(textwrap.dedent(SPLIT_NORM))
+    (root / "opdefs" / "sn_kernels.py").write_text(textwrap.dedent(SPLIT_NORM_KERNELS))
+    specs = {name: registry.get(name) for name in registry.names()}
+    specs.update({s.name: s for s in parse_opdef(root / "opdefs" / "split_norm.yaml", root)})
+    return Registry(specs)
+
+
+@pytest.mark.parametrize("n_ws", [0, 2])
+def test_a_gradient_through_an_empty_list_output_runs_in_a_graph(split_registry, n_ws):
+    xv, av = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 2.0])
+    wv = [np.full(3, 0.5 * (i + 1)) for i in range(n_ws)]
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [3], name="x")
+        a = placeholder("float64", [3], name="a")
+        ws = [placeholder("float64", [3], name=f"w{i}") for i in range(n_ws)]
+        parts, norm = apply_op(split_registry, "split_norm", [x * a, ws], {})
+        loss = apply_op(split_registry, "reduce_sum", [norm], {})
+        for p in parts:
+            loss = loss + apply_op(split_registry, "reduce_sum", [p], {})
+        grad_x, grad_a = gradients(loss, [x, a])
+    feeds = {x: xv, a: av, **dict(zip(ws, wv))}
+    with Session(g) as sess:
+        gx, ga = sess.run([grad_x, grad_a], feeds)
+    # d/dx of sum((x a)^2) + sum over parts of sum(x a + w) = 2 x a^2 + N a
+    np.testing.assert_allclose(gx, 2 * xv * av * av + n_ws * av)
+    np.testing.assert_allclose(ga, 2 * av * xv * xv + n_ws * xv)
+    # the same gradient op called eagerly agrees (d loss/dx = grad_x of x*a, times a)
+    grad_xa, grad_ws = apply_op(split_registry, "split_norm_grad",
+                                [xv * av, wv, [np.ones(3)] * n_ws, np.float64(1.0)], {})
+    np.testing.assert_allclose(grad_xa * av, gx)
+    assert len(grad_ws) == n_ws

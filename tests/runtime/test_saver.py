@@ -121,7 +121,8 @@ def test_a_crash_mid_write_leaves_the_last_good_checkpoint(tmp_path, monkeypatch
         def crash(src, dst):
             raise OSError("disk full")
         monkeypatch.setattr(os, "replace", crash)
-        with pytest.raises(OSError, match="disk full"):
+        with pytest.raises(OpsdkError, match=r"^Saver.save: cannot write the checkpoint "
+                                             r"'.*model': disk full"):
             saver.save(sess, tmp_path / "model")
         monkeypatch.undo()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "model"]  # no temp

@@ -204,7 +204,7 @@ def _file_with(nodes):
      "node 'a': \"inputs\" must hold strings only"),
     (lambda: _file_with([7]), "node #0: must be an object, not int"),
     (lambda: _file_with([{"name": "a", "op": "const", "attrs": {"value": {"type": "list", "value": 5}}}]),
-     "node 'a' (const): attr 'value': bad value"),
+     "node 'a' (const): attr 'value': a list attr's value must be a JSON list, not 5"),
     (lambda: _file_with([{"name": "a", "op": "exp", "inptus": []}]),
      "node 'a': unknown key 'inptus' (did you mean 'inputs'?)"),
     (lambda: '{"format": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply"),

@@ -80,7 +80,9 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         if raw is not None and len(ins) == 2:
             return Step(op, _direct_run2(op, raw, device.xp, ins, outs[0]))
     # One plain output: the kernel's own return value is the slot's, no tuple in between.
-    single = len(outs) == 1 and not op.spec.outputs[0].is_list
+    # One declared output, not a list: an op declaring more (an empty list among them) may
+    # still have one graph output, and its kernel returns a tuple all the same.
+    single = len(op.spec.outputs) == 1 and not op.spec.outputs[0].is_list
     call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs)
     if open_shapes:
         return Step(op, _checked_run(op, call, ins, outs, single))

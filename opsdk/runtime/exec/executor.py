@@ -16,6 +16,8 @@ the caller raises it at once, naming the node.
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
 import time
 from concurrent.futures import Executor
@@ -41,6 +43,12 @@ class RunToken:
 
     def __init__(self, timeout: Optional[float] = None):
         self.cancelled = False
+        # A NaN deadline never passes (every comparison is false): refuse it, and whatever is
+        # not a positive finite number of seconds, rather than run forever.
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(
+                timeout, numbers.Real) or not 0 < timeout < math.inf):
+            raise OpsdkError(f"Session.run: timeout must be a positive finite number of seconds "
+                             f"or None, got {timeout!r}")
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.reason = ""
 

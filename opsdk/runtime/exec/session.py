@@ -24,8 +24,8 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.pipeline import build_plan, check_options
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.compile.program import PlanOptions
-from opsdk.runtime.devices import device_of
 from opsdk.runtime.exec.executor import RunToken, StepContext, execute
+from opsdk.runtime.exec.feeds import check_feed
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
@@ -38,7 +38,6 @@ from opsdk.runtime.kernels.call_cache import BoundedDict
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
-_NP_DTYPES: dict[str, np.dtype] = {}  # dtype name -> NumPy dtype
 
 
 @dataclass(frozen=True)
@@ -267,44 +266,3 @@ def _fetched(values: list, slot: Optional[int]) -> Any:
     if isinstance(value, np.ndarray) and not value.flags.writeable:
         return value.copy()  # constants are shared by every step; hand out a copy
     return value
-
-
-def _np_dtype(name: str) -> np.dtype:
-    dtype = _NP_DTYPES.get(name)
-    if dtype is None:
-        dtype = _NP_DTYPES.setdefault(name, np.dtype(name))
-    return dtype
-
-
-def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
-    """`value` as an array of the tensor's dtype; a contradiction of its static shape or a
-    cross-kind dtype (float into int) is an error naming the tensor."""
-    try:
-        array = value if type(value) is np.ndarray else _host_array(value)
-    except OpsdkError as exc:
-        raise OpsdkError(f"feed for '{tensor.name}': {exc}") from None
-    # `is` first: NumPy's dtypes are singletons, and `.name` costs microseconds.
-    if array.dtype is not _np_dtype(tensor.dtype) and array.dtype.name != tensor.dtype:
-        if not np.can_cast(array.dtype, tensor.dtype, "same_kind"):
-            raise OpsdkError(f"feed for '{tensor.name}' has dtype {array.dtype.name}, which does not "
-                             f"convert to the tensor's {tensor.dtype}")
-        array = array.astype(tensor.dtype)
-    shape = tensor.shape
-    if shape is not None and (array.ndim != len(shape) or any(
-            d is not None and d != s for d, s in zip(shape, array.shape))):
-        want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
-        raise OpsdkError(f"feed for '{tensor.name}' has shape {list(array.shape)} but the tensor's "
-                         f"shape is {want}")
-    return array
-
-
-def _host_array(value: Any) -> np.ndarray:
-    """A fed value as a NumPy array: a device array (CuPy's, the test device's) is copied to the
-    host, and a `_recv` moves it on to the devices that read it."""
-    device = device_of(value)
-    if not device.is_host:
-        return device.to_host(value)
-    try:
-        return np.asarray(value)
-    except (ValueError, TypeError) as exc:  # a ragged list, an object NumPy cannot read
-        raise OpsdkError(f"the fed value is not an array: {exc}") from None

@@ -1,9 +1,19 @@
-"""The values of one session's variables: arrays of whichever device each variable lives on."""
+"""The values of one session's variables: arrays of whichever device each variable lives on.
+
+Atomicity. Every variable has its own lock. `assign`, `update` (assign_add/assign_sub) and a
+`transaction` over a set of variables hold the locks of the variables they touch, so a
+read-modify-write of a variable never interleaves with another write of it: an optimizer's
+update of a variable, its slots and its shared state (train/update.py) is one transaction, and
+threads (or a distributed executor's asynchronous workers on one store) running train steps at
+once lose no update. A transaction takes its locks in name order, so two transactions over
+overlapping sets cannot deadlock. Stored values are never changed in place (a write replaces
+the array), so a plain `read` needs no lock: it sees the value before or after a write, whole.
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
@@ -16,7 +26,8 @@ class VariableStore:
 
     def __init__(self) -> None:
         self._values: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()  # guards the creation of per-variable locks
 
     def read(self, name: str, device: Optional[Device] = None) -> Any:
         """The current value (as an array of `device` when given); an uninitialised variable is
@@ -31,8 +42,9 @@ class VariableStore:
         return device.copy_from(value, device_of(value))
 
     def host_values(self) -> dict[str, np.ndarray]:
-        """Every initialised variable's value as a NumPy array (what a checkpoint stores)."""
-        with self._lock:
+        """Every initialised variable's value as a NumPy array (what a checkpoint stores), taken
+        at one instant: no transaction is half-applied in it."""
+        with self.transaction(list(self._values)):
             items = list(self._values.items())
         return {name: to_host(value) for name, value in items}
 
@@ -41,17 +53,14 @@ class VariableStore:
         output of a compiled kernel, which allocates its outputs). Stored NumPy arrays are made
         read-only: kernels never write into their inputs, and a fetched one is handed out as a
         copy (Session.run), so changing a fetched value never changes the variable."""
-        if not fresh:
-            value = value.copy() if hasattr(value, "copy") and hasattr(value, "shape") else (
-                np.array(value, copy=True))
-        _freeze(value)
-        with self._lock:
+        value = _stored(value, fresh)
+        with self._lock_of(name):
             self._values[name] = value
         return value
 
     def update(self, name: str, value: Any, fn: Callable) -> Any:
         """`fn(current, value)` stored atomically (concurrent assign_add steps do not lose updates)."""
-        with self._lock:
+        with self._lock_of(name):
             new = fn(self.read(name), value)
             new = new.astype(value.dtype, copy=False) if hasattr(new, "astype") else np.asarray(
                 new, dtype=value.dtype)
@@ -59,8 +68,82 @@ class VariableStore:
             self._values[name] = new
         return new
 
+    def transaction(self, names: Iterable[str]) -> "Transaction":
+        """A context holding the locks of `names`: reads and writes through it are one atomic
+        step for every other user of those variables.
+
+            with store.transaction(["w", "w/Momentum"]) as tx:
+                tx.write("w", tx.read("w") - 1)
+        """
+        return Transaction(self, names if type(names) is _Ordered else sorted(set(names)))
+
+    @staticmethod
+    def ordered(names: Iterable[str]) -> "_Ordered":
+        """`names` prepared once for `transaction` (deduplicated, in lock order), for a caller
+        that opens transactions over the same variables on every step."""
+        return _Ordered(sorted(set(names)))
+
     def initialised(self, name: str) -> bool:
         return name in self._values
+
+    def _lock_of(self, name: str) -> threading.Lock:
+        lock = self._locks.get(name)
+        if lock is None:
+            with self._lock:
+                lock = self._locks.setdefault(name, threading.Lock())
+        return lock
+
+
+class _Ordered(list):
+    """Variable names already deduplicated and sorted (`VariableStore.ordered`)."""
+
+
+class Transaction:
+    """The locks of some variables, held from `__enter__` to `__exit__` (in name order)."""
+
+    __slots__ = ("store", "names", "_members", "_held")
+
+    def __init__(self, store: VariableStore, names: list[str]):
+        self.store, self.names = store, names
+        self._members = frozenset(names)
+        self._held: list[threading.Lock] = []
+
+    def __enter__(self) -> "Transaction":
+        for name in self.names:
+            lock = self.store._lock_of(name)
+            lock.acquire()
+            self._held.append(lock)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        held, self._held = self._held, []
+        for lock in reversed(held):
+            lock.release()
+
+    def read(self, name: str, device: Optional[Device] = None) -> Any:
+        """The variable's value; it must be one of the transaction's names."""
+        self._check(name)
+        return self.store.read(name, device)
+
+    def write(self, name: str, value: Any, fresh: bool = False) -> Any:
+        """Store `value` (as `VariableStore.assign` does) inside the transaction."""
+        self._check(name)
+        value = _stored(value, fresh)
+        self.store._values[name] = value
+        return value
+
+    def _check(self, name: str) -> None:
+        if not self._held or name not in self._members:
+            raise OpsdkError(f"variable '{name}' is not locked by this transaction (it holds "
+                             f"{', '.join(self.names) or 'none'})")
+
+
+def _stored(value: Any, fresh: bool) -> Any:
+    if not fresh:
+        value = value.copy() if hasattr(value, "copy") and hasattr(value, "shape") else (
+            np.array(value, copy=True))
+    _freeze(value)
+    return value
 
 
 def _freeze(value: Any) -> None:

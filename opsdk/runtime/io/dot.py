@@ -17,6 +17,7 @@ from typing import Optional
 
 from opsdk.registry.errors import OpsdkError
 
+from opsdk.runtime.io.graph_data import DataGraph, DataSubGraph
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.ir.tensor import Tensor
@@ -25,10 +26,12 @@ __all__ = ["to_dot", "render", "RenderResult"]
 
 _CONTROL_FLOW_STYLE = 'style="rounded,filled", fillcolor="#eef3fb"'
 _PRIMITIVE_STYLE = 'style="filled", fillcolor="#f2f2f2"'
+_SUBGRAPHS = (SubGraph, DataSubGraph)
 
 
-def to_dot(graph: Graph, title: str = "graph") -> str:
-    """The DOT text of `graph` (and of its control-flow sub-graphs, as clusters)."""
+def to_dot(graph: Graph | DataGraph, title: str = "graph") -> str:
+    """The DOT text of `graph` (and of its control-flow sub-graphs, as clusters): a Graph, or a
+    graph file read as data (`graph_data.read_graph_data`), which draws the same."""
     lines = [f"digraph {_quote(title)} {{",
              '  graph [rankdir=TB, fontname="Helvetica", fontsize=10];',
              '  node [shape=box, fontname="Helvetica", fontsize=10];',
@@ -38,7 +41,7 @@ def to_dot(graph: Graph, title: str = "graph") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _emit_graph(graph: Graph, prefix: str, lines: list[str], indent: str) -> None:
+def _emit_graph(graph: Graph | DataGraph, prefix: str, lines: list[str], indent: str) -> None:
     """Nodes (inside name-scope clusters), then edges, then sub-graph clusters; ids get `prefix`
     so a sub-graph's 'add' never collides with the outer one."""
     ops = graph.operations
@@ -51,8 +54,8 @@ def _emit_graph(graph: Graph, prefix: str, lines: list[str], indent: str) -> Non
             lines.append(f"{indent}{_id(prefix, c)} -> {_id(prefix, op)} "
                          "[style=dashed, arrowhead=odot];")
     for op in ops:
-        for key, value in op.attrs.items():
-            if isinstance(value, SubGraph):
+        for key, value in sorted(op.attrs.items()):  # as a graph file holds them: by name
+            if isinstance(value, _SUBGRAPHS):
                 _emit_subgraph(op, key, value, prefix, lines, indent)
 
 
@@ -112,7 +115,7 @@ def edge_label(t: Tensor) -> str:
 
 
 def _style(op: Operation) -> str:
-    if any(isinstance(v, SubGraph) for v in op.attrs.values()):
+    if any(isinstance(v, _SUBGRAPHS) for v in op.attrs.values()):
         return ", " + _CONTROL_FLOW_STYLE
     if op.is_primitive:
         return ", " + _PRIMITIVE_STYLE
@@ -137,7 +140,7 @@ class RenderResult:
     note: str
 
 
-def render(graph: Graph, path: str | Path, dot_binary: Optional[str] = None) -> RenderResult:
+def render(graph: Graph | DataGraph, path: str | Path, dot_binary: Optional[str] = None) -> RenderResult:
     """Write `path` (.dot or .svg). For .svg the .dot is written next to it and Graphviz's `dot`
     draws the picture; without Graphviz the result says so and how to get it."""
     path = Path(path)

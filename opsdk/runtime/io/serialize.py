@@ -30,6 +30,9 @@ from opsdk.registry.errors import OpDefErrors, OpsdkError
 from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
 from opsdk.runtime.compile import sendrecv  # noqa: F401 - registers the _send and _recv node types
+from opsdk.runtime.train import update as train_update  # noqa: F401 - registers apply_updates
+from opsdk.runtime.io.graph_checks import (GraphFileError, check_collections, check_outputs,
+                                          dtype_field, primitive_outputs, scalar_attr, shape_field)
 from opsdk.runtime.ir.func_graph import FuncGraph, SubGraph
 from opsdk.runtime.ir.graph import Graph, GraphKeys, Operation
 from opsdk.runtime.ir.primitives import PRIMITIVES
@@ -41,10 +44,6 @@ __all__ = ["FORMAT", "VERSION", "export_graph", "import_graph", "save_graph", "l
 FORMAT = "opsdk-graph"
 VERSION = 1
 _INLINE_ELEMENTS = 64  # tensors up to this size are written as nested lists (readable diffs)
-
-
-class GraphFileError(OpsdkError):
-    """A graph file that cannot be read back: names the node and what is wrong."""
 
 
 # ------------------------------------------------------------------------------------- export
@@ -169,15 +168,7 @@ def import_graph(text: str, registry: Any = None) -> Graph:
 
     >>> import_graph(text, [load_registry("geo"), load_registry("text")])   # doctest: +SKIP
     """
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
-                             f"({exc.msg})") from None
-    except RecursionError:
-        raise GraphFileError("not a graph file: its JSON is nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer of thousands of digits
-        raise GraphFileError(f"not a graph file: {exc}") from None
+    document = parse_json(text)
     _check_header(document)
     graph = Graph()
     registry = registry if registry is not None else builtin_registry()
@@ -186,6 +177,19 @@ def import_graph(text: str, registry: Any = None) -> Graph:
     _build_nodes(graph, document["nodes"], registry)
     _import_collections(graph, document.get("collections", {}))
     return graph
+
+
+def parse_json(text: str) -> Any:
+    """The JSON document of a graph file; GraphFileError for text that is no JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphFileError(f"not a graph file: invalid JSON at line {exc.lineno} "
+                             f"({exc.msg})") from None
+    except RecursionError:
+        raise GraphFileError("not a graph file: its JSON is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise GraphFileError(f"not a graph file: {exc}") from None
 
 
 class _Registries:
@@ -277,9 +281,12 @@ def _check_node(i: int, node: Any) -> None:
             raise GraphFileError(f"{where}: \"{key}\" must hold strings only")
     if not all(isinstance(v, str) for v in node.get("type_attrs", {}).values()):
         raise GraphFileError(f"{where}: \"type_attrs\" values must be dtype names")
-    if not all(isinstance(o, dict) and isinstance(o.get("dtype"), str)
-               for o in node.get("outputs", [])):
-        raise GraphFileError(f"{where}: each output must be an object with a string \"dtype\"")
+    for k, out in enumerate(node.get("outputs", [])):
+        if not isinstance(out, dict) or set(out) - {"dtype", "shape"}:
+            raise GraphFileError(f"{where}: output {k} must be an object with \"dtype\" and "
+                                 f"\"shape\", not {out!r:.60}")
+        dtype_field(f"{where}: output {k}", out.get("dtype"))
+        shape_field(f"{where}: output {k}", out.get("shape"))
 
 
 def _ordered(nodes: list) -> list[dict]:
@@ -347,9 +354,13 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
     controls = [graph.get_operation(c) for c in node.get("control_inputs", [])]
     attrs = {k: decode_attr(v, f"{where}: attr '{k}'", graph, registry)
              for k, v in node.get("attrs", {}).items()}
-    outputs = [(_shape(where, o.get("shape")), o.get("dtype")) for o in node.get("outputs", [])]
+    outputs = [(shape_field(where, o.get("shape")), o["dtype"]) for o in node.get("outputs", [])]
     device = node.get("device") or ""
     spec = None if op_type in PRIMITIVES else _resolve(where, op_type, registry)
+    if spec is None:  # a primitive's outputs follow from its inputs and attrs, not the file
+        expected = primitive_outputs(where, graph, op_type, inputs, attrs)
+        if expected is not None:
+            check_outputs(where, expected, outputs)
     try:
         scope = graph.device(device) if device else nullcontext()
         with scope, graph.control_dependencies(controls):
@@ -364,7 +375,7 @@ def _build_node(graph: Graph, node: dict, registry: Any) -> None:
     if op.name != name:
         raise GraphFileError(f"{where}: imported under the name '{op.name}'; node names must be "
                              "unique")
-    _check_outputs(where, op, outputs)
+    check_outputs(where, [(t.shape, t.dtype) for t in op.outputs], outputs)
 
 
 def _resolve(where: str, op_type: str, registry: Any) -> Any:
@@ -412,24 +423,6 @@ def _input(graph: Graph, where: str, ref: str) -> Tensor:
         raise GraphFileError(f"{where}: input '{ref}': {exc}") from None
 
 
-def _shape(where: str, shape: Any) -> Optional[tuple]:
-    if shape is None:
-        return None
-    if not isinstance(shape, list) or not all(d is None or isinstance(d, int) for d in shape):
-        raise GraphFileError(f"{where}: output shape {shape!r} must be a list of ints/null")
-    return tuple(shape)
-
-
-def _check_outputs(where: str, op: Operation, outputs: list) -> None:
-    if len(outputs) != len(op.outputs):
-        raise GraphFileError(f"{where}: the file lists {len(outputs)} outputs, the op has "
-                             f"{len(op.outputs)}")
-    for t, (shape, dtype) in zip(op.outputs, outputs):
-        if t.dtype != dtype:
-            raise GraphFileError(f"{where}: output {t.index} is {t.dtype} but the file says "
-                                 f"{dtype}")
-
-
 _MAX_ATTR_DEPTH = 32  # lists and sub-graphs nested in attrs
 
 
@@ -450,15 +443,19 @@ def _decode_attr(data: Any, where: str, graph: Graph, registry: Any, depth: int)
     kind, value = data["type"], data.get("value")
     if kind == "none":
         return None
-    if kind in ("bool", "int", "str"):
-        return {"bool": bool, "int": int, "str": str}[kind](value)
-    if kind == "float":
-        return float(value)  # also reads 'nan', 'inf', '-inf'
+    if kind in ("bool", "int", "str", "float"):  # exactly that JSON type: "false" is no bool
+        return scalar_attr(kind, value, where)
     if kind == "dtype":
-        return np.dtype(value)
-    if kind == "shape":
+        return np.dtype(dtype_field(where, value))
+    if kind == "shape":  # also any tuple of ints (axes), so negative ints are allowed
+        if not isinstance(value, list) or not all(type(d) is int or d is None for d in value):
+            raise GraphFileError(f"{where}: a shape attr's value must be a list of ints and "
+                                 f"nulls, not {value!r:.60}")
         return tuple(value)
     if kind == "list":
+        if not isinstance(value, list):
+            raise GraphFileError(f"{where}: a list attr's value must be a JSON list, not "
+                                 f"{value!r:.60}")
         return [decode_attr(v, where, graph, registry, depth + 1) for v in value]
     if kind in ("tensor", "scalar"):
         array = decode_array(data, where)
@@ -472,9 +469,9 @@ def _decode_attr(data: Any, where: str, graph: Graph, registry: Any, depth: int)
 
 def decode_array(data: dict, where: str) -> np.ndarray:
     """The array of an `encode_array` record (read-only, as constants are)."""
+    dtype = np.dtype(dtype_field(where, data.get("dtype")))
+    shape = shape_field(where, data.get("shape"), dims_only=True)
     try:
-        dtype = np.dtype(data["dtype"])
-        shape = tuple(data["shape"])
         if "base64" in data:
             raw = base64.b64decode(data["base64"])
             array = np.frombuffer(raw, dtype=dtype.newbyteorder("<")).astype(dtype).reshape(shape)
@@ -502,27 +499,35 @@ def _decode_subgraph(value: dict, where: str, outer: Graph, registry: Any) -> Su
     return SubGraph(sub, inputs, outputs)
 
 
-def _import_collections(graph: Graph, collections: dict) -> None:
+def _import_collections(graph: Graph, collections: Any) -> None:
+    collections = check_collections(collections)
     for key in sorted(collections):
-        for item in collections[key]:
-            kind, name = item.get("kind"), item.get("name")
-            if kind == "tensor":
-                graph.add_to_collection(key, graph.get_tensor(name))
-            elif kind == "operation":
-                graph.add_to_collection(key, graph.get_operation(name))
-            elif kind == "variable" and key == GraphKeys.GLOBAL_VARIABLES:
-                variable = _restore_variable(graph, item)
-                graph.add_to_collection(key, variable)
-                if variable.trainable:
-                    graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, variable)
+        for i, item in enumerate(collections[key]):
+            kind, name = item["kind"], item["name"]
+            try:
+                if kind == "tensor":
+                    graph.add_to_collection(key, graph.get_tensor(name))
+                elif kind == "operation":
+                    graph.add_to_collection(key, graph.get_operation(name))
+                elif kind == "variable" and key == GraphKeys.GLOBAL_VARIABLES:
+                    variable = _restore_variable(graph, item)
+                    graph.add_to_collection(key, variable)
+                    if variable.trainable:
+                        graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, variable)
+            except OpsdkError as exc:
+                raise GraphFileError(f"collection '{key}', item {i}: {exc}") from None
 
 
 def _restore_variable(graph: Graph, item: dict) -> Any:
     """A Variable over nodes that already exist (its constructor would add new ones)."""
     from opsdk.runtime.frontend.variables import Variable
+    op, init = graph.get_operation(item["name"]), graph.get_operation(item["initializer"])
+    if op.type != "variable" or init.type != "assign" or init.attrs.get("variable") != op.name:
+        raise GraphFileError(f"variable '{item['name']}' must name a variable node and its "
+                             f"initializer an assign node of it")
     variable = Variable.__new__(Variable)
     variable.graph = graph
-    variable.trainable = bool(item.get("trainable", True))
-    variable.op = graph.get_operation(item["name"])
-    variable.initializer = graph.get_operation(item["initializer"])
+    variable.trainable = item.get("trainable", True)
+    variable.op = op
+    variable.initializer = init
     return variable

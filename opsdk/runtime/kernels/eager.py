@@ -20,6 +20,7 @@ from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import EAGER_CALLS, EagerCall, eager_key
 from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs
+from opsdk.runtime.kernels.interop import as_kernel_array, is_foreign_array
 
 # Eager `device=` spellings that force a kernel kind on the host.
 _HOST_KINDS = {"python": "python", "cpu": "cpu"}
@@ -63,7 +64,8 @@ def run_eager_keyed(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any
     dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name for g in grouped]
     outputs = infer(spec, shapes, dtypes, attrs, type_attrs, spec.name)
     choice = choose_kernel(spec, where, kind)
-    cacheable = key is not None and where.is_host
+    # A big-endian input is converted by `_on`; the cached path passes inputs as they are.
+    cacheable = key is not None and where.is_host and all(v.dtype.isnative for v in inputs)
     entry = EagerCall(spec, device, kind, attrs, type_attrs, choice) if cacheable else None
     bound = bind_kernel(spec, choice, attrs, type_attrs) if entry is None else entry.call
     flat = [a for g in grouped for a in (g if isinstance(g, list) else [g])]
@@ -133,7 +135,8 @@ def _on(device: Device, spec: OpSpec, tspec: Any, value: Any, dtype: Optional[st
     if on_gpu and device.is_host:
         raise OpsdkError(f"{spec.name}: input '{tspec.name}' is a GPU array; call with "
                          "device='cuda', or copy it to the host first (x.get() for CuPy)")
-    if device.owns(value) and not isinstance(value, np.generic):
+    if device.owns(value) and not isinstance(value, np.generic) and getattr(
+            getattr(value, "dtype", None), "isnative", True):
         return value
     array = input_array(spec.name, tspec.name, value, dtype)
     return array if device.is_host else device.from_host(array)
@@ -143,9 +146,12 @@ def input_array(who: str, name: str, value: Any, dtype: Optional[str]) -> np.nda
     """A value given for an input as an array, the one casting rule of eager calls and graph
     constants alike: NumPy arrays and scalars keep their dtype (the registry then checks it);
     Python numbers and lists take `dtype` (another input's, so `x * 2` keeps x's dtype) when
-    that represents them: an overflow to infinity or out of an int's range is an error."""
+    that represents them: an overflow to infinity or out of an int's range is an error.
+    A big-endian array becomes its native-order copy (exact; kernels take native order)."""
+    value = as_kernel_array(value)  # torch, JAX, ...: by DLPack (a tensor requiring grad too)
     if isinstance(value, (np.ndarray, np.generic)):
-        return np.asarray(value)
+        array = np.asarray(value)
+        return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
     try:
         exact = np.asarray(value)
     except (ValueError, TypeError) as exc:  # a ragged list, an object NumPy cannot read
@@ -169,6 +175,8 @@ def scalar_dtypes(spec: OpSpec, values: Sequence[Any]) -> list[Optional[str]]:
     bound: dict[str, str] = {}
     for tspec, value in zip(spec.inputs, values):
         first = value[0] if tspec.is_list and value else value
+        if is_foreign_array(first):
+            first = as_kernel_array(first)
         if isinstance(first, (Tensor, np.ndarray, np.generic)) or hasattr(first, "dtype"):
             bound.setdefault(tspec.dtype, np.dtype(first.dtype).name)
     return [bound.get(t.dtype) for t in spec.inputs]

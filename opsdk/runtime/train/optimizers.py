@@ -1,8 +1,9 @@
 """Optimizers (TensorFlow 1's API) whose updates are ops declared in YAML (opdefs/builtin/optim.yaml).
 
 An update op is pure: it takes a variable's value, its slots, the hyperparameters and the
-gradient, and returns the new values, which `assign` nodes store in the session's variable
-store. Slots (accumulators, moments) are non-trainable Variables named `<var>/<Optimizer>`
+gradient, and returns the new values. One `apply_updates` node per `apply_gradients` call
+(train/update.py) reads the variables, runs every update op and stores the results as one
+transaction of the session's variable store, so threads training at once lose no update. Slots (accumulators, moments) are non-trainable Variables named `<var>/<Optimizer>`
 (`<var>/<Optimizer>_1`, ... for a second slot), set by `global_variables_initializer()`.
 
     train_op = AdagradOptimizer(0.01).minimize(loss)
@@ -18,12 +19,12 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
-from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.autodiff.gradients import gradients
 from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.frontend.variables import Variable, trainable_variables
+from opsdk.runtime.train.update import Update, add_updates
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
            "AdamOptimizer", "RMSPropOptimizer"]
@@ -76,14 +77,17 @@ class Optimizer:
             for _, var in pairs:
                 self._create_slots(var)
             with graph.name_scope(name or self._name):
-                updates = [u for g, v in pairs for u in self._apply(graph, g, v)]
-                updates += self._finish(graph, updates)
+                updates = [self._update(g, v) for g, v in pairs]
+                devices = {v.op.device for _, v in pairs}
+                with graph.device(devices.pop() if len(devices) == 1 else None):
+                    node = add_updates(graph, updates, self._scalings(), "update")
+                controls: list[Any] = [node]
                 if global_step is not None:
-                    with graph.control_dependencies(updates):
-                        updates.append(global_step.assign_add(
-                            np.ones((), dtype=global_step.dtype), name="global_step_add"))
+                    with graph.control_dependencies([node]):
+                        controls.append(global_step.assign_add(
+                            np.ones((), dtype=global_step.dtype), name="global_step_add").op)
             return graph.create_op("no_op", [], {}, [], name=name or self._name,
-                                   control_inputs=[u.op for u in updates])
+                                   control_inputs=controls)
 
     def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
                  var_list: Optional[Sequence[Variable]] = None, name: Optional[str] = None
@@ -116,25 +120,21 @@ class Optimizer:
                 self._slot_vars[(var.name, slot)] = Variable(value, name=f"{var.name}/{suffix}",
                                                              trainable=False)
 
-    def _apply(self, graph: Graph, grad: Tensor, var: Variable) -> list[Tensor]:
-        """The update node of one variable and the assigns storing its outputs."""
-        slots = [self._slot_vars[(var.name, s)] for s, _ in self._slots]
+    def _update(self, grad: Tensor, var: Variable) -> Update:
+        """The update of one variable: its op, the variables it owns (var, slots) and reads, and
+        its other inputs (the update op's inputs after those)."""
+        slots = [self._slot_vars[(var.name, s)].name for s, _ in self._slots]
         hypers = [self._scalar(h, var.dtype) for h in self._hypers()]
-        inputs = [var.value(), *(s.value() for s in slots), *self._before_hypers(var), *hypers,
-                  grad]
-        base = var.name.replace("/", "_")
-        result = apply_op(builtin_registry(), self._op, inputs, self._attrs(),
-                          name=f"update_{base}", device=var.op.device or None)
-        outputs = (result,) if isinstance(result, Tensor) else tuple(result)
-        return [target.assign(value, name=f"update_{base}/assign_{i}")
-                for i, (target, value) in enumerate(zip([var, *slots], outputs))]
+        return Update(self._op, [var.name, *slots], self._reads(var), [*hypers, grad],
+                      self._attrs())
 
-    def _before_hypers(self, var: Variable) -> list[Tensor]:
-        """Inputs between the slots and the hyperparameters (Adam's beta powers)."""
+    def _reads(self, var: Variable) -> list[str]:
+        """Variables the update reads between the slots and the hyperparameters (Adam's beta
+        powers)."""
         return []
 
-    def _finish(self, graph: Graph, updates: list[Tensor]) -> list[Tensor]:
-        """Updates that run after every variable's (Adam's beta powers)."""
+    def _scalings(self) -> list[tuple[str, float]]:
+        """(variable, factor) scalings after every variable's update (Adam's beta powers)."""
         return []
 
     @staticmethod
@@ -170,17 +170,15 @@ class MomentumOptimizer(Optimizer):
         self.momentum = momentum
         self.use_nesterov = use_nesterov
 
-    def _apply(self, graph: Graph, grad: Tensor, var: Variable) -> list[Tensor]:
+    def _attrs(self) -> dict:
+        return {"use_nesterov": self.use_nesterov}
+
+    def _update(self, grad: Tensor, var: Variable) -> Update:
         # apply_momentum takes (var, accum, lr, grad, momentum): momentum after the gradient.
         slot = self._slot_vars[(var.name, "momentum")]
-        inputs = [var.value(), slot.value(), self._scalar(self.learning_rate, var.dtype), grad,
+        inputs = [self._scalar(self.learning_rate, var.dtype), grad,
                   self._scalar(self.momentum, var.dtype)]
-        base = var.name.replace("/", "_")
-        new_var, new_accum = apply_op(builtin_registry(), self._op, inputs,
-                                      {"use_nesterov": self.use_nesterov},
-                                      name=f"update_{base}", device=var.op.device or None)
-        return [var.assign(new_var, name=f"update_{base}/assign_0"),
-                slot.assign(new_accum, name=f"update_{base}/assign_1")]
+        return Update(self._op, [var.name, slot.name], [], inputs, self._attrs())
 
 
 class AdagradOptimizer(Optimizer):
@@ -221,16 +219,12 @@ class AdamOptimizer(Optimizer):
                 Variable(np.asarray(self.beta2, var.dtype), name=f"{self._name}/beta2_power",
                          trainable=False))
 
-    def _before_hypers(self, var: Variable) -> list[Tensor]:
-        return [p.value() for p in self._powers[var.dtype]]
+    def _reads(self, var: Variable) -> list[str]:
+        return [p.name for p in self._powers[var.dtype]]
 
-    def _finish(self, graph: Graph, updates: list[Tensor]) -> list[Tensor]:
-        finished = []
-        with graph.control_dependencies(updates):
-            for b1p, b2p in self._powers.values():
-                finished.append(b1p.assign(b1p * self.beta1, name="beta1_power_update"))
-                finished.append(b2p.assign(b2p * self.beta2, name="beta2_power_update"))
-        return finished
+    def _scalings(self) -> list[tuple[str, float]]:
+        return [(p.name, beta) for b1p, b2p in self._powers.values()
+                for p, beta in ((b1p, self.beta1), (b2p, self.beta2))]
 
 
 class RMSPropOptimizer(Optimizer):

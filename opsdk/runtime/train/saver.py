@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import secrets
@@ -37,6 +38,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from opsdk.registry.dtypes import DTYPE_NAMES
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.ir.graph import get_default_graph
@@ -95,15 +97,18 @@ class Saver:
         a global_step: an int, or a tensor/Variable evaluated in `sess`, as in TF); returns the
         path written. Older checkpoints beyond max_to_keep go, and so do temp files that killed
         saves left in the folder."""
-        path = Path(os.fspath(save_path))
-        if global_step is not None:
-            path = Path(f"{path}-{_step_value(sess, global_step)}")
+        path = _save_target(save_path, sess, global_step)
         kept = _read_index(path.parent)  # a crafted index is refused before anything is written
         remove_dead_temp_files(path.parent)
         values = sess.run([v.value() for v in self.var_list])
-        _write_atomically(path, encode({v.name: np.asarray(a)
-                                        for v, a in zip(self.var_list, values)}))
-        self._remember(path, kept)
+        try:
+            _write_atomically(path, encode({v.name: np.asarray(a)
+                                            for v, a in zip(self.var_list, values)}))
+            self._remember(path, kept)
+        except OSError as exc:  # a read-only folder, a full disk, a file where a folder goes
+            raise OpsdkError(f"Saver.save: cannot write the checkpoint {str(path)!r}: "
+                             f"{exc.strerror or exc} (in folder {str(path.parent)!r}); save "
+                             "into a folder you can write") from None
         return str(path)
 
     def restore(self, sess: Any, save_path: str | os.PathLike) -> None:
@@ -154,6 +159,26 @@ def get_checkpoint_state(folder: str | os.PathLike) -> Optional[CheckpointState]
         return None
     paths = tuple(str(base / name) for name in kept)
     return CheckpointState(paths[-1], paths)
+
+
+def _save_target(save_path: Any, sess: Any, global_step: Any) -> Path:
+    """The checkpoint file a save writes; an empty path or an existing folder is an error
+    saying what to give instead."""
+    text = os.fspath(save_path)
+    if not str(text).strip():
+        raise OpsdkError("Saver.save: save_path is empty; give a checkpoint file path such as "
+                         "'ckpt/model'")
+    path = Path(text)
+    if global_step is not None:
+        path = Path(f"{path}-{_step_value(sess, global_step)}")
+    if path.is_dir() or path.name in ("", ".", ".."):
+        raise OpsdkError(f"Saver.save: save_path {str(path)!r} is a folder; a checkpoint is a "
+                         f"file: give a path inside it, such as {str(path / 'model')!r}")
+    existing = next((p for p in path.parents if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise OpsdkError(f"Saver.save: cannot write the checkpoint {str(path)!r}: "
+                         f"{str(existing)!r} is a file, not a folder")
+    return path
 
 
 def _step_value(sess: Any, global_step: Any) -> int:
@@ -207,20 +232,55 @@ def read_checkpoint(path: Path) -> dict[str, np.ndarray]:
 
 
 def _parse_payload(path: Path, payload: bytes) -> tuple[list[CheckpointEntry], bytes]:
+    """The header's entries, each checked as data (a crafted header, its sha256 recomputed,
+    passes the integrity check): errors name the file and the entry."""
     try:
         length = int.from_bytes(payload[:_LENGTH], "little")
         header = json.loads(payload[_LENGTH:_LENGTH + length])
-        entries = [CheckpointEntry(e["name"], e["dtype"], tuple(e["shape"]), e["offset"],
-                                   e["nbytes"]) for e in header["variables"]]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, RecursionError):
         raise OpsdkError(f"{path}: checkpoint header is unreadable") from None
+    variables = header.get("variables") if isinstance(header, dict) else None
+    if not isinstance(variables, list) or header.get("format") != 1:
+        raise OpsdkError(f'{path}: checkpoint header is not {{"format": 1, "variables": [...]}}')
     body = payload[_LENGTH + length:]
-    for e in entries:
-        size = int(np.prod(e.shape, dtype=np.int64)) * np.dtype(e.dtype).itemsize
-        if size != e.nbytes or e.offset + e.nbytes > len(body):
-            raise OpsdkError(f"{path}: variable '{e.name}': its {e.nbytes} bytes do not fit "
-                             f"dtype {e.dtype} shape {list(e.shape)} in the file")
+    entries: list[CheckpointEntry] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(variables):
+        entry = _entry(f"{path}: checkpoint entry {i}", raw, len(body))
+        if entry.name in seen:  # never last-one-wins
+            raise OpsdkError(f"{path}: checkpoint entry {i}: variable '{entry.name}' is listed "
+                             "twice")
+        seen.add(entry.name)
+        entries.append(entry)
     return entries, body
+
+
+_ENTRY_KEYS = ("dtype", "name", "nbytes", "offset", "shape")
+
+
+def _entry(where: str, raw: Any, body_size: int) -> CheckpointEntry:
+    """One header entry, every field of exactly its type and consistent with the bytes."""
+    if not isinstance(raw, dict) or sorted(raw) != list(_ENTRY_KEYS):
+        raise OpsdkError(f"{where}: must be an object with keys {', '.join(_ENTRY_KEYS)}, got "
+                         f"{raw!r:.80}")
+    name, dtype, shape = raw["name"], raw["dtype"], raw["shape"]
+    if not isinstance(name, str) or not name:
+        raise OpsdkError(f"{where}: the variable name must be a non-empty string, got {name!r:.40}")
+    where = f"{where} ('{name}')"
+    if not isinstance(dtype, str) or dtype not in DTYPE_NAMES:
+        raise OpsdkError(f"{where}: dtype {dtype!r:.40} is not a variable dtype "
+                         f"({', '.join(DTYPE_NAMES)})")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise OpsdkError(f"{where}: shape {shape!r:.60} must be a list of non-negative ints")
+    for key in ("offset", "nbytes"):
+        if type(raw[key]) is not int or raw[key] < 0:
+            raise OpsdkError(f"{where}: {key} {raw[key]!r:.40} must be a non-negative int")
+    size = math.prod(shape) * np.dtype(dtype).itemsize
+    if size != raw["nbytes"] or raw["offset"] + raw["nbytes"] > body_size:
+        raise OpsdkError(f"{where}: its {raw['nbytes']} bytes at offset {raw['offset']} do not "
+                         f"fit dtype {dtype} shape {shape} in the file ({body_size} bytes of "
+                         "data)")
+    return CheckpointEntry(name, dtype, tuple(shape), raw["offset"], raw["nbytes"])
 
 
 # -------------------------------------------------------------------------------------- files
@@ -295,7 +355,7 @@ def _read_index(folder: Path) -> list[str]:
     index = folder / INDEX_NAME
     try:
         data = json.loads(index.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no index (the folder may not exist)
         return []
     except (OSError, ValueError) as exc:
         raise OpsdkError(f"{index}: unreadable checkpoint index ({exc}); remove it (the "
