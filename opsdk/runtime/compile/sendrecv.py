@@ -19,6 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from opsdk.registry.errors import OpError
 from opsdk.runtime.devices import get_device
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
@@ -55,9 +56,18 @@ def _prepare_recv(op: Operation, device: Any, options: Any):
     a = op.attrs
     rest = (a["tensor_name"], a["send_location"], a["recv_location"], a["send_incarnation"])
     source = get_device(a["send_location"])
+    out = op.outputs[0]
+    dtype, shape = np.dtype(out.dtype), out.shape
 
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
         value = ctx.rendezvous.recv((ctx.step_id, *rest), ctx.token)
+        if getattr(value, "dtype", None) != dtype or (shape is not None and (
+                len(value.shape) != len(shape)
+                or any(d is not None and d != s for d, s in zip(shape, value.shape)))):
+            raise OpError(f"_recv (node '{op.name}'): received '{a['tensor_name']}' as "
+                          f"{getattr(value, 'dtype', type(value).__name__)} "
+                          f"{list(getattr(value, 'shape', ()))}, but the graph says {dtype.name} "
+                          f"{list(shape) if shape is not None else 'of any shape'}")
         return (device.copy_from(value, source),)
     return run
 
