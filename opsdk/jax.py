@@ -7,13 +7,16 @@
     g = jax.grad(lambda x: ops.pairwise_manhattan(x, y).sum())(x)   # the declared gradient op
 
 The op runs its built kernel through `jax.pure_callback` on the host (CPU kernels; arrays on a
-GPU are copied to the host and back), so it works under `jax.jit`. Its output shapes and dtypes
-come from the declaration; its reverse-mode derivative (`jax.grad`, `jax.vjp`) from the declared
-gradient op, itself such a function. Forward-mode (`jax.jvp`) is not available: opsdk declares
-reverse-mode gradients only. Under `jax.vmap` the op is called once per batch element (a loop,
-`vmap_method="sequential"`): the kernels take no extra batch dimension. A list input (`list: N`)
-is a Python list of arrays (N implied), a list output a list. Attrs are keyword arguments and must
-be Python values (static under jit).
+GPU are copied to the host and back), so it works under `jax.jit`; called outside jit it runs a
+jitted form cached per attrs, so a repeated call of the same shapes is not traced again. Its output
+shapes and dtypes come from the declaration; its reverse-mode derivative (`jax.grad`, `jax.vjp`)
+from the declared gradient op, itself such a function. Forward-mode (`jax.jvp`) is not available:
+opsdk declares reverse-mode gradients only. Under `jax.vmap` an op whose outputs all lead with `...`
+(elementwise ops, matmul, softmax: the dims of `...` are a batch) runs once over the whole batch;
+other ops (or a batched input without `...`) run once per batch element, in one callback. A list
+input (`list: N`) is a Python list of arrays (N implied), a list output a list. Attrs are keyword
+arguments and must be Python values (static under jit: `static_argnames` for a jitted function's
+argument); a traced attr is an error naming it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_outputs
+from opsdk.registry.shapes import EllipsisDim
 from opsdk.registry.spec import OpSpec
 
 
@@ -64,19 +68,37 @@ class JaxOp:
         if len(inputs) != len(self.spec.inputs):
             raise OpsdkError(f"op '{self.spec.name}': takes {len(self.spec.inputs)} input(s) "
                              f"({', '.join(t.name for t in self.spec.inputs)}), got {len(inputs)}")
-        key = tuple(sorted((k, _frozen(v)) for k, v in attrs.items()))
+        key = tuple(sorted((k, _static_attr(self.spec, k, v)) for k, v in attrs.items()))
         return self._function(key)(*inputs)
 
     @functools.lru_cache(maxsize=None)
     def _function(self, key: tuple) -> Callable:
-        """The custom-VJP function of this op for one set of attrs."""
+        """The custom-VJP function of this op for one set of attrs, jitted: an un-jitted call
+        of a signature seen before reuses its compiled form (under an outer jit it is inlined)."""
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
         forward = functools.partial(_host_call, self.spec, self._registry, attrs)
         if not self.spec.gradient_op:
-            return forward
+            return jax.jit(forward)
         grad_op = _make(self._registry, self.spec.gradient_op)
         grad_attrs = {k: v for k, v in key if k in {a.name for a in grad_op.spec.attrs}}
-        return _with_vjp(self.spec, forward, grad_op, grad_attrs)
+        return jax.jit(_with_vjp(self.spec, forward, grad_op, grad_attrs))
+
+
+def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
+    """An attr as a hashable Python value; a traced one (an attr that is an argument of a jitted
+    function) is refused: attrs choose the kernel's output shapes, so they must be static."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(item, jax.core.Tracer) for item in items):
+        raise OpsdkError(
+            f"op '{spec.name}': attr '{name}' is a traced JAX value; attrs must be static under "
+            f"jax.jit (they fix the output shapes): pass a Python value, e.g. mark it static with "
+            f"jax.jit(f, static_argnames=['{name}']) or functools.partial")
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)):
+        value = np.asarray(value).tolist()  # a concrete array: its Python value
+    elif isinstance(value, (list, tuple)):
+        value = [np.asarray(v).tolist() if isinstance(v, (jax.Array, np.generic)) else v
+                 for v in value]
+    return _frozen(value)
 
 
 def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
@@ -97,19 +119,61 @@ def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
                              "from its declaration; JAX needs one")
         out_sizes.append(len(pieces) if tensor.is_list else None)
         results += [jax.ShapeDtypeStruct(tuple(s), np.dtype(dtype)) for s in pieces]
-
-    def run(*arrays: Any) -> Any:
-        from opsdk.runtime.frontend.api import apply_op
-
-        grouped = _grouped([np.asarray(a) for a in arrays], in_sizes)
-        out = apply_op(registry, spec.name, grouped, attrs, device="cpu"
-                       if spec.kernel("cpu") else None)
-        outs = _flat(out if len(spec.outputs) > 1 else (out,))
-        return tuple(np.asarray(o, dtype=r.dtype).reshape(r.shape) for o, r in zip(outs, results))
-
-    flat = jax.pure_callback(run, tuple(results), *_flat(inputs), vmap_method="sequential")
+    flat_shapes = [s for shape, size in zip(shapes, in_sizes) for s in (shape if size is not None
+                                                                      else [shape])]
+    call = _HostKernel(spec, registry, attrs, in_sizes, flat_shapes, tuple(results))
+    # An op whose outputs all lead with `...` computes each batch element apart (the dims of
+    # `...` are a batch, docs/opdefs.md): vmap hands the callback the whole batch at once.
+    method = "expand_dims" if _batches(spec) else "sequential"
+    flat = jax.pure_callback(call, tuple(results), *_flat(inputs), vmap_method=method)
     outs = _grouped(list(flat), out_sizes)
     return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _leads_with_batch(tensor: Any) -> bool:
+    return (isinstance(tensor.shape, (list, tuple)) and len(tensor.shape) > 0
+            and isinstance(tensor.shape[0], EllipsisDim))
+
+
+def _batches(spec: OpSpec) -> bool:
+    return bool(spec.outputs) and all(_leads_with_batch(t) for t in spec.outputs)
+
+
+class _HostKernel:
+    """The callback: the built kernel on NumPy arrays. Under vmap (`expand_dims`) every array
+    comes with the same number of leading batch dims (1 where it is not batched)."""
+
+    def __init__(self, spec: OpSpec, registry: Any, attrs: dict, in_sizes: list,
+                 in_shapes: list, results: tuple):
+        self.spec, self.registry, self.attrs = spec, registry, attrs
+        self.in_sizes, self.in_shapes, self.results = in_sizes, in_shapes, results
+        tensors = [t for t, size in zip(spec.inputs, in_sizes) for _ in range(size or 1)]
+        self.in_batch = [_leads_with_batch(t) for t in tensors]
+        self.device = "cpu" if spec.kernel("cpu") else None
+
+    def __call__(self, *arrays: Any) -> tuple:
+        arrays = [np.asarray(a) for a in arrays]
+        lead = arrays[0].ndim - len(self.in_shapes[0]) if arrays else 0
+        if lead == 0:
+            return self._run(arrays, ())
+        batch = np.broadcast_shapes(*(a.shape[:lead] for a in arrays))
+        if all(b or all(d == 1 for d in a.shape[:lead]) for a, b in zip(arrays, self.in_batch)):
+            ready = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[lead:])) if b
+                     else a.reshape(a.shape[lead:]) for a, b in zip(arrays, self.in_batch)]
+            return self._run(ready, batch)  # one kernel call for the whole batch
+        per_element = [self._run([np.broadcast_to(a, batch + a.shape[lead:])[i] for a in arrays],
+                                 ()) for i in np.ndindex(*batch)]
+        return tuple(np.stack([p[k] for p in per_element]).reshape(batch + r.shape)
+                     for k, r in enumerate(self.results))
+
+    def _run(self, arrays: list, batch: tuple) -> tuple:
+        from opsdk.runtime.frontend.api import apply_op
+
+        out = apply_op(self.registry, self.spec.name, _grouped(arrays, self.in_sizes),
+                       self.attrs, device=self.device)
+        outs = _flat(out if len(self.spec.outputs) > 1 else (out,))
+        return tuple(np.asarray(o, dtype=r.dtype).reshape(batch + r.shape)
+                     for o, r in zip(outs, self.results))
 
 
 def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict) -> Callable:
