@@ -22,9 +22,9 @@ def run(args: argparse.Namespace) -> int:
     the good files' ops listed all the same."""
     from ..registry import load_registry
 
-    root = workspace_root(args)
+    root = _root_for_all(args) if args.all else workspace_root(args)
     registry = load_registry(root, strict=False)
-    own = registry.ops_in_workspace(root)
+    own = registry.ops_in_workspace(root) if root is not None else []
     shown = list(registry) if args.all else own
     rows = [(s.qualified_name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
             for s in shown]
@@ -41,6 +41,19 @@ def run(args: argparse.Namespace) -> int:
               + "\n".join(str(e) for e in registry.errors), file=sys.stderr)
         return 1
     return 0
+
+
+def _root_for_all(args: argparse.Namespace):
+    """--all outside any workspace lists the builtin ops alone (error messages send users to
+    `opsdk list` for them); -C DIR must still be a workspace."""
+    from ..registry import OpsdkError
+
+    try:
+        return workspace_root(args)
+    except OpsdkError:
+        if args.workspace is not None:
+            raise
+        return None
 
 
 def shadow_notes(registry, own) -> list[str]:

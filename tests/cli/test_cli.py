@@ -93,6 +93,18 @@ def test_list_shows_own_ops_and_counts_builtins(capsys, ws):
     assert code == 0 and len(out_all.splitlines()) > len(out.splitlines()) + 5
 
 
+def test_list_all_outside_a_workspace_lists_the_builtin_ops(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no opdefs/ here or above
+    code, out, err = run_cli(capsys, "list", "--all")
+    assert code == 0, err
+    assert "namespace 'opsdk'" in out and any(line.startswith("opsdk::pairwise_manhattan ")
+                                              for line in out.splitlines())
+    code, _, err = run_cli(capsys, "list")  # without --all the workspace is still required
+    assert code == 1 and "no opdefs/ folder" in err
+    code, _, err = run_cli(capsys, "-C", tmp_path, "list", "--all")  # so is an explicit -C
+    assert code == 1 and "not an opsdk workspace" in err
+
+
 def test_build_unknown_op_and_bad_jobs_are_user_errors(capsys, ws):
     code, _, err = run_cli(capsys, "-C", ws, "build", "cli_scal")
     assert code == 1
