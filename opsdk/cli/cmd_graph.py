@@ -8,6 +8,10 @@ from pathlib import Path
 
 from ..registry.errors import OpsdkError
 
+EXAMPLES = """\
+opsdk graph model.json           # print the graph as Graphviz DOT
+opsdk graph model.json -o model.svg   # draw it (needs Graphviz's dot)"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `graph` parser."""

@@ -7,6 +7,11 @@ import sys
 
 from .common import print_table, workspace_root
 
+EXAMPLES = """\
+opsdk list                       # the workspace's ops
+opsdk list --all                 # with the builtin ops (works outside a workspace too)
+opsdk -C ~/my_ops list           # another workspace's ops"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `list` parser."""

@@ -297,3 +297,26 @@ def test_new_builds_and_runs_an_op_named_like_a_builtin_in_two_workspaces(capsys
     code, out, _ = run_cli(capsys, "-C", tmp_path / "first", "list")
     assert code == 0 and "first::pairwise_manhattan" in out
     assert "the builtin op is 'opsdk::pairwise_manhattan'" in out
+
+
+def test_every_help_ends_with_examples_that_parse(capsys):
+    import shlex
+
+    from opsdk.cli.main import command_modules, make_parser
+
+    parser = make_parser()
+    helps = {"": parser.format_help()}
+    helps.update({m.__name__.rsplit("cmd_", 1)[1]: None for m in command_modules()})
+    for command in [c for c in helps if c]:
+        with pytest.raises(SystemExit):
+            make_parser().parse_args([command, "--help"])
+        helps[command] = capsys.readouterr().out
+    for command, text in helps.items():
+        examples = text.split("examples:\n", 1)[1].splitlines()
+        lines = [shlex.split(line.split("#", 1)[0].replace(">", "#"), comments=True)
+                 for line in examples if line.strip()]
+        assert lines and all(words[0] == "opsdk" for words in lines), (command, text)
+        assert not command or any(command in words for words in lines), command
+        for words in lines:
+            if "--help" not in words:
+                parser.parse_args(words[1:])  # each example is a valid command line
