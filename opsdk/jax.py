@@ -6,14 +6,17 @@
     z = jax.jit(ops.pairwise_manhattan)(x, y)            # shape (5, 4), inferred from the declaration
     g = jax.grad(lambda x: ops.pairwise_manhattan(x, y).sum())(x)   # the declared gradient op
 
-The op runs its built kernel through `jax.pure_callback` on the host (CPU kernels; arrays on a
-GPU are copied to the host and back), so it works under `jax.jit`; called outside jit it runs a
-jitted form cached per attrs, so a repeated call of the same shapes is not traced again. Its output
-shapes and dtypes come from the declaration; its reverse-mode derivative (`jax.grad`, `jax.vjp`)
-from the declared gradient op, itself such a function. Forward-mode (`jax.jvp`) is not available:
-opsdk declares reverse-mode gradients only. Under `jax.vmap` an op whose outputs all lead with `...`
-(elementwise ops, matmul, softmax: the dims of `...` are a batch) runs once over the whole batch;
-other ops (or a batched input without `...`) run once per batch element, in one callback. A list
+Under `jax.jit` an op with a compiled cpu kernel calls it through an XLA FFI handler that
+`opsdk build` links where jaxlib is installed (`build/jax_ffi/<op>/`, opsdk/_jax_ffi.py): no Python
+on the call path. Other ops (python kernels, list tensors, shape functions, or no handler built)
+run their kernel through `jax.pure_callback` on the host (arrays on a GPU are copied to the host
+and back). Called outside jit an op runs a jitted form cached per attrs, so a repeated call of the
+same shapes is not traced again. Output shapes and dtypes come from the declaration; the
+reverse-mode derivative (`jax.grad`, `jax.vjp`) from the declared gradient op, itself such a
+function. Forward-mode (`jax.jvp`) is not available: opsdk declares reverse-mode gradients only.
+Under `jax.vmap` a callback op whose outputs all lead with `...` (elementwise ops, matmul, softmax:
+the dims of `...` are a batch) runs once over the whole batch; other callback ops (or a batched
+input without `...`) run once per batch element, in one callback; XLA loops over an FFI op. A list
 input (`list: N`) is a Python list of arrays (N implied), a list output a list. Attrs are keyword
 arguments and must be Python values (static under jit: `static_argnames` for a jitted function's
 argument); a traced attr is an error naming it.
@@ -30,9 +33,15 @@ import numpy as np
 
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
-from opsdk.registry.infer import infer_outputs
+from opsdk.registry.infer import infer_call
 from opsdk.registry.shapes import EllipsisDim
 from opsdk.registry.spec import OpSpec
+
+from opsdk import _jax_ffi
+
+# Whether ops with a built FFI handler run it (True) or go through pure_callback like the others
+# (False: for comparison, bench/bench_jax_ffi.py). Read when a call is traced.
+FFI = True
 
 
 def _flat(values: Any) -> list:
@@ -69,14 +78,14 @@ class JaxOp:
             raise OpsdkError(f"op '{self.spec.name}': takes {len(self.spec.inputs)} input(s) "
                              f"({', '.join(t.name for t in self.spec.inputs)}), got {len(inputs)}")
         key = tuple(sorted((k, _static_attr(self.spec, k, v)) for k, v in attrs.items()))
-        return self._function(key)(*inputs)
+        return self._function(key, FFI)(*inputs)
 
     @functools.lru_cache(maxsize=None)
-    def _function(self, key: tuple) -> Callable:
+    def _function(self, key: tuple, ffi: bool) -> Callable:
         """The custom-VJP function of this op for one set of attrs, jitted: an un-jitted call
         of a signature seen before reuses its compiled form (under an outer jit it is inlined)."""
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
-        forward = functools.partial(_host_call, self.spec, self._registry, attrs)
+        forward = functools.partial(_host_call, self.spec, self._registry, attrs, ffi)
         if not self.spec.gradient_op:
             return jax.jit(forward)
         grad_op = _make(self._registry, self.spec.gradient_op)
@@ -101,15 +110,28 @@ def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
     return _frozen(value)
 
 
-def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
-    """The kernel through pure_callback, with result shapes and dtypes from the declaration."""
+def _host_call(spec: OpSpec, registry: Any, attrs: dict, ffi: bool, *inputs: Any) -> Any:
+    """The kernel through its FFI handler where one is built (and `ffi`), else pure_callback;
+    result shapes and dtypes from the declaration."""
     def each(value: Any, fn: Callable) -> Any:
         return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
     shapes = [each(x, lambda a: tuple(np.shape(a))) for x in inputs]
     dtypes = [each(x, lambda a: np.dtype(jax.numpy.result_type(a)).name) for x in inputs]
     attrs = normalize_attrs(spec, attrs, list(inputs))
-    inferred = infer_outputs(spec, shapes, dtypes, attrs)
-    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
+    info = infer_call(spec, shapes, dtypes, attrs)
+    out_sizes, results = _declared_results(spec, info.outputs)
+    target = _jax_ffi.target(spec) if ffi else None
+    flat = None if target is None else _jax_ffi.call(
+        spec, target, _flat(inputs), shapes, info.sizes, info.types, attrs, results)
+    if flat is None:
+        flat = _callback(spec, registry, attrs, inputs, shapes, results)
+    outs = _grouped(list(flat), out_sizes)
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _declared_results(spec: OpSpec, inferred: list) -> tuple[list, tuple]:
+    """Per output None (one array) or N (a list output), and every result array's shape and
+    dtype; an error naming the op when the declaration leaves a shape unknown."""
     out_sizes, results = [], []
     for tensor, (shape, dtype) in zip(spec.outputs, inferred):
         pieces = shape if tensor.is_list else [shape]
@@ -119,15 +141,20 @@ def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
                              "from its declaration; JAX needs one")
         out_sizes.append(len(pieces) if tensor.is_list else None)
         results += [jax.ShapeDtypeStruct(tuple(s), np.dtype(dtype)) for s in pieces]
+    return out_sizes, tuple(results)
+
+
+def _callback(spec: OpSpec, registry: Any, attrs: dict, inputs: tuple, shapes: list,
+              results: tuple) -> Any:
+    """The kernel through jax.pure_callback (Python runs it on host arrays)."""
+    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
     flat_shapes = [s for shape, size in zip(shapes, in_sizes) for s in (shape if size is not None
                                                                       else [shape])]
-    call = _HostKernel(spec, registry, attrs, in_sizes, flat_shapes, tuple(results))
+    call = _HostKernel(spec, registry, attrs, in_sizes, flat_shapes, results)
     # An op whose outputs all lead with `...` computes each batch element apart (the dims of
     # `...` are a batch, docs/opdefs.md): vmap hands the callback the whole batch at once.
     method = "expand_dims" if _batches(spec) else "sequential"
-    flat = jax.pure_callback(call, tuple(results), *_flat(inputs), vmap_method=method)
-    outs = _grouped(list(flat), out_sizes)
-    return tuple(outs) if len(outs) > 1 else outs[0]
+    return jax.pure_callback(call, results, *_flat(inputs), vmap_method=method)
 
 
 def _leads_with_batch(tensor: Any) -> bool:
