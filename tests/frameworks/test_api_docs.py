@@ -77,3 +77,17 @@ def test_the_docs_stand_on_their_own():
               and missing in path.read_text(errors="replace")]
     citing += [name for name in ("README.md",) if missing in (ROOT / name).read_text()]
     assert citing == []
+
+
+def test_every_docs_page_a_file_names_exists():
+    """Docs, docstrings, help texts and tests name docs/ pages that are there."""
+    named: dict[str, str] = {}
+    for folder in ("opsdk", "docs", "tests", "bench", "examples", "templates"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".md", ".j2"}:
+                for page in re.findall(r"docs/[A-Za-z0-9_/]+\.md", path.read_text(errors="replace")):
+                    named.setdefault(page, str(path.relative_to(ROOT)))
+    missing = {page: where for page, where in named.items() if not (ROOT / page).is_file()}
+    assert missing == {}
+    assert {"docs/dlpack.md", "docs/gpu.md", "docs/versioning.md",
+            "docs/troubleshooting.md"} <= set(named)
