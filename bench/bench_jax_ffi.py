@@ -99,7 +99,7 @@ def main() -> None:
     repeat = 20 if args.quick else 100
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, "
           f"load average {os.getloadavg()[0]:.2f} (1 min) at start")
-    sizes = [(16, 8), (512, 64)] if args.quick else [(16, 8), (128, 64), (512, 64), (1024, 256)]
+    sizes = [(16, 8), (512, 64)] if args.quick else [(16, 8), (128, 64), (512, 64), (1024, 64)]
     for n, p in sizes:
         compare(n, p, repeat if n < 1024 else max(5, repeat // 10))
     unjitted(repeat)

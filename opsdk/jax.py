@@ -89,8 +89,12 @@ class JaxOp:
         if not self.spec.gradient_op:
             return jax.jit(forward)
         grad_op = _make(self._registry, self.spec.gradient_op)
-        grad_attrs = {k: v for k, v in key if k in {a.name for a in grad_op.spec.attrs}}
-        return jax.jit(_with_vjp(self.spec, forward, grad_op, grad_attrs))
+        grad_key = tuple((k, v) for k, v in key if k in {a.name for a in grad_op.spec.attrs})
+        # The gradient op runs the way this function was traced (FFI or callback), whenever
+        # its backward is traced.
+        return jax.jit(_with_vjp(self.spec, forward,
+                                 lambda *args: grad_op._function(grad_key, ffi)(*args),
+                                 grad_op.spec))
 
 
 def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
@@ -203,7 +207,7 @@ class _HostKernel:
                      for o, r in zip(outs, self.results))
 
 
-def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict) -> Callable:
+def _with_vjp(spec: OpSpec, forward: Callable, grad_fn: Callable, grad_spec: OpSpec) -> Callable:
     """`forward` with its reverse-mode derivative from the declared gradient op."""
     input_names = [t.name for t in spec.inputs]
     output_names = [t.name for t in spec.outputs]
@@ -221,9 +225,9 @@ def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict)
         grads = grads if len(spec.outputs) > 1 else (grads,)
         known = dict(zip(input_names, inputs)) | dict(zip(output_names, outs))
         known |= {f"grad_{n}": g for n, g in zip(output_names, grads)}
-        result = grad_op(*[known[t.name] for t in grad_op.spec.inputs], **grad_attrs)
-        results = result if len(grad_op.spec.outputs) > 1 else (result,)
-        by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_op.spec.outputs, results)}
+        result = grad_fn(*[known[t.name] for t in grad_spec.inputs])
+        results = result if len(grad_spec.outputs) > 1 else (result,)
+        by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_spec.outputs, results)}
         return tuple(by_input.get(n) for n in input_names)
 
     function.defvjp(fwd, bwd)

@@ -173,6 +173,18 @@ def test_the_ffi_handler_and_the_callback_agree_with_attrs_and_gradients(monkeyp
         through_ffi = run()
         monkeypatch.setattr(opsdk_jax, "FFI", False)
         through_callback = run()
+        # An op traced with the FFI off keeps it off in its backward, traced later.
+        monkeypatch.setattr(opsdk_jax, "FFI", True)
+
+        def without_ffi(a):
+            opsdk_jax.FFI = False
+            try:
+                return ops.conv2d(a, weights, **attrs).sum()
+            finally:
+                opsdk_jax.FFI = True
+
+        lowered = jax.jit(jax.grad(without_ffi)).lower(image).as_text()
+        assert "@opsdk_conv2d" not in lowered
     for a, b in zip(jax.tree_util.tree_leaves(through_ffi),
                     jax.tree_util.tree_leaves(through_callback)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
