@@ -14,7 +14,7 @@ Names are imported on first use (PEP 562), so `import opsdk` stays cheap for the
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opsdk import _process
 
@@ -45,6 +45,34 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted([*_EXPORTS, "ops"])
+
+if TYPE_CHECKING:
+    # What type checkers see: the real names, not `__getattr__`'s Any (a test holds this list to
+    # _EXPORTS). At run time they are imported on first use, below.
+    from opsdk import ops as ops
+    from opsdk.registry import load_registry as load_registry
+    from opsdk.registry.errors import OpError as OpError, OpsdkError as OpsdkError
+    from opsdk.runtime.autodiff.gradients import gradients as gradients
+    from opsdk.runtime.control_flow.builders import cond as cond, while_loop as while_loop
+    from opsdk.runtime.exec.executor import CancelledError as CancelledError
+    from opsdk.runtime.exec.session import Session as Session, SessionConfig as SessionConfig
+    from opsdk.runtime.frontend.api import (apply_op as apply_op,
+                                            workspace_applier as workspace_applier)
+    from opsdk.runtime.frontend.ops_module import load_ops as load_ops
+    from opsdk.runtime.frontend.variables import (
+        Variable as Variable, global_variables as global_variables,
+        global_variables_initializer as global_variables_initializer,
+        trainable_variables as trainable_variables)
+    from opsdk.runtime.ir.graph import (
+        Graph as Graph, GraphKeys as GraphKeys, Operation as Operation, Tensor as Tensor,
+        constant as constant, control_dependencies as control_dependencies, device as device,
+        get_default_graph as get_default_graph, name_scope as name_scope,
+        placeholder as placeholder, reset_default_graph as reset_default_graph)
+    from opsdk.runtime.train.optimizers import (
+        AdagradOptimizer as AdagradOptimizer, AdamOptimizer as AdamOptimizer,
+        GradientDescentOptimizer as GradientDescentOptimizer,
+        MomentumOptimizer as MomentumOptimizer, RMSPropOptimizer as RMSPropOptimizer)
+    from opsdk.runtime.train.saver import Saver as Saver, latest_checkpoint as latest_checkpoint
 
 
 def __getattr__(name: str) -> Any:

@@ -6,14 +6,20 @@
     z = jax.jit(ops.pairwise_manhattan)(x, y)            # shape (5, 4), inferred from the declaration
     g = jax.grad(lambda x: ops.pairwise_manhattan(x, y).sum())(x)   # the declared gradient op
 
-The op runs its built kernel through `jax.pure_callback` on the host (CPU kernels; arrays on a
-GPU are copied to the host and back), so it works under `jax.jit`. Its output shapes and dtypes
-come from the declaration; its reverse-mode derivative (`jax.grad`, `jax.vjp`) from the declared
-gradient op, itself such a function. Forward-mode (`jax.jvp`) is not available: opsdk declares
-reverse-mode gradients only. Under `jax.vmap` the op is called once per batch element (a loop,
-`vmap_method="sequential"`): the kernels take no extra batch dimension. A list input (`list: N`)
-is a Python list of arrays (N implied), a list output a list. Attrs are keyword arguments and must
-be Python values (static under jit).
+Under `jax.jit` an op with a compiled cpu kernel calls it through an XLA FFI handler that
+`opsdk build` links where jaxlib is installed (`build/jax_ffi/<op>/`, opsdk/_jax_ffi.py): no Python
+on the call path. Other ops (python kernels, list tensors, shape functions, or no handler built)
+run their kernel through `jax.pure_callback` on the host (arrays on a GPU are copied to the host
+and back). Called outside jit an op runs a jitted form cached per attrs, so a repeated call of the
+same shapes is not traced again. Output shapes and dtypes come from the declaration; the
+reverse-mode derivative (`jax.grad`, `jax.vjp`) from the declared gradient op, itself such a
+function. Forward-mode (`jax.jvp`) is not available: opsdk declares reverse-mode gradients only.
+Under `jax.vmap` a callback op whose outputs all lead with `...` (elementwise ops, matmul, softmax:
+the dims of `...` are a batch) runs once over the whole batch; other callback ops (or a batched
+input without `...`) run once per batch element, in one callback; XLA loops over an FFI op. A list
+input (`list: N`) is a Python list of arrays (N implied), a list output a list. Attrs are keyword
+arguments and must be Python values (static under jit: `static_argnames` for a jitted function's
+argument); a traced attr is an error naming it.
 """
 
 from __future__ import annotations
@@ -27,8 +33,15 @@ import numpy as np
 
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
-from opsdk.registry.infer import infer_outputs
+from opsdk.registry.infer import infer_call
+from opsdk.registry.shapes import EllipsisDim
 from opsdk.registry.spec import OpSpec
+
+from opsdk import _jax_ffi
+
+# Whether ops with a built FFI handler run it (True) or go through pure_callback like the others
+# (False: for comparison, bench/bench_jax_ffi.py). Read when a call is traced.
+FFI = True
 
 
 def _flat(values: Any) -> list:
@@ -64,30 +77,65 @@ class JaxOp:
         if len(inputs) != len(self.spec.inputs):
             raise OpsdkError(f"op '{self.spec.name}': takes {len(self.spec.inputs)} input(s) "
                              f"({', '.join(t.name for t in self.spec.inputs)}), got {len(inputs)}")
-        key = tuple(sorted((k, _frozen(v)) for k, v in attrs.items()))
-        return self._function(key)(*inputs)
+        key = tuple(sorted((k, _static_attr(self.spec, k, v)) for k, v in attrs.items()))
+        return self._function(key, FFI)(*inputs)
 
     @functools.lru_cache(maxsize=None)
-    def _function(self, key: tuple) -> Callable:
-        """The custom-VJP function of this op for one set of attrs."""
+    def _function(self, key: tuple, ffi: bool) -> Callable:
+        """The custom-VJP function of this op for one set of attrs, jitted: an un-jitted call
+        of a signature seen before reuses its compiled form (under an outer jit it is inlined)."""
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
-        forward = functools.partial(_host_call, self.spec, self._registry, attrs)
+        forward = functools.partial(_host_call, self.spec, self._registry, attrs, ffi)
         if not self.spec.gradient_op:
-            return forward
+            return jax.jit(forward)
         grad_op = _make(self._registry, self.spec.gradient_op)
-        grad_attrs = {k: v for k, v in key if k in {a.name for a in grad_op.spec.attrs}}
-        return _with_vjp(self.spec, forward, grad_op, grad_attrs)
+        grad_key = tuple((k, v) for k, v in key if k in {a.name for a in grad_op.spec.attrs})
+        # The gradient op runs the way this function was traced (FFI or callback), whenever
+        # its backward is traced.
+        return jax.jit(_with_vjp(self.spec, forward,
+                                 lambda *args: grad_op._function(grad_key, ffi)(*args),
+                                 grad_op.spec))
 
 
-def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
-    """The kernel through pure_callback, with result shapes and dtypes from the declaration."""
+def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
+    """An attr as a hashable Python value; a traced one (an attr that is an argument of a jitted
+    function) is refused: attrs choose the kernel's output shapes, so they must be static."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    if any(isinstance(item, jax.core.Tracer) for item in items):
+        raise OpsdkError(
+            f"op '{spec.name}': attr '{name}' is a traced JAX value; attrs must be static under "
+            f"jax.jit (they fix the output shapes): pass a Python value, e.g. mark it static with "
+            f"jax.jit(f, static_argnames=['{name}']) or functools.partial")
+    if isinstance(value, (jax.Array, np.ndarray, np.generic)):
+        value = np.asarray(value).tolist()  # a concrete array: its Python value
+    elif isinstance(value, (list, tuple)):
+        value = [np.asarray(v).tolist() if isinstance(v, (jax.Array, np.generic)) else v
+                 for v in value]
+    return _frozen(value)
+
+
+def _host_call(spec: OpSpec, registry: Any, attrs: dict, ffi: bool, *inputs: Any) -> Any:
+    """The kernel through its FFI handler where one is built (and `ffi`), else pure_callback;
+    result shapes and dtypes from the declaration."""
     def each(value: Any, fn: Callable) -> Any:
         return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
     shapes = [each(x, lambda a: tuple(np.shape(a))) for x in inputs]
     dtypes = [each(x, lambda a: np.dtype(jax.numpy.result_type(a)).name) for x in inputs]
     attrs = normalize_attrs(spec, attrs, list(inputs))
-    inferred = infer_outputs(spec, shapes, dtypes, attrs)
-    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
+    info = infer_call(spec, shapes, dtypes, attrs)
+    out_sizes, results = _declared_results(spec, info.outputs)
+    target = _jax_ffi.target(spec) if ffi else None
+    flat = None if target is None else _jax_ffi.call(
+        spec, target, _flat(inputs), shapes, info.sizes, info.types, attrs, results)
+    if flat is None:
+        flat = _callback(spec, registry, attrs, inputs, shapes, results)
+    outs = _grouped(list(flat), out_sizes)
+    return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+def _declared_results(spec: OpSpec, inferred: list) -> tuple[list, tuple]:
+    """Per output None (one array) or N (a list output), and every result array's shape and
+    dtype; an error naming the op when the declaration leaves a shape unknown."""
     out_sizes, results = [], []
     for tensor, (shape, dtype) in zip(spec.outputs, inferred):
         pieces = shape if tensor.is_list else [shape]
@@ -97,22 +145,69 @@ def _host_call(spec: OpSpec, registry: Any, attrs: dict, *inputs: Any) -> Any:
                              "from its declaration; JAX needs one")
         out_sizes.append(len(pieces) if tensor.is_list else None)
         results += [jax.ShapeDtypeStruct(tuple(s), np.dtype(dtype)) for s in pieces]
+    return out_sizes, tuple(results)
 
-    def run(*arrays: Any) -> Any:
+
+def _callback(spec: OpSpec, registry: Any, attrs: dict, inputs: tuple, shapes: list,
+              results: tuple) -> Any:
+    """The kernel through jax.pure_callback (Python runs it on host arrays)."""
+    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
+    flat_shapes = [s for shape, size in zip(shapes, in_sizes) for s in (shape if size is not None
+                                                                      else [shape])]
+    call = _HostKernel(spec, registry, attrs, in_sizes, flat_shapes, results)
+    # An op whose outputs all lead with `...` computes each batch element apart (the dims of
+    # `...` are a batch, docs/opdefs.md): vmap hands the callback the whole batch at once.
+    method = "expand_dims" if _batches(spec) else "sequential"
+    return jax.pure_callback(call, results, *_flat(inputs), vmap_method=method)
+
+
+def _leads_with_batch(tensor: Any) -> bool:
+    return (isinstance(tensor.shape, (list, tuple)) and len(tensor.shape) > 0
+            and isinstance(tensor.shape[0], EllipsisDim))
+
+
+def _batches(spec: OpSpec) -> bool:
+    return bool(spec.outputs) and all(_leads_with_batch(t) for t in spec.outputs)
+
+
+class _HostKernel:
+    """The callback: the built kernel on NumPy arrays. Under vmap (`expand_dims`) every array
+    comes with the same number of leading batch dims (1 where it is not batched)."""
+
+    def __init__(self, spec: OpSpec, registry: Any, attrs: dict, in_sizes: list,
+                 in_shapes: list, results: tuple):
+        self.spec, self.registry, self.attrs = spec, registry, attrs
+        self.in_sizes, self.in_shapes, self.results = in_sizes, in_shapes, results
+        tensors = [t for t, size in zip(spec.inputs, in_sizes) for _ in range(size or 1)]
+        self.in_batch = [_leads_with_batch(t) for t in tensors]
+        self.device = "cpu" if spec.kernel("cpu") else None
+
+    def __call__(self, *arrays: Any) -> tuple:
+        arrays = [np.asarray(a) for a in arrays]
+        lead = arrays[0].ndim - len(self.in_shapes[0]) if arrays else 0
+        if lead == 0:
+            return self._run(arrays, ())
+        batch = np.broadcast_shapes(*(a.shape[:lead] for a in arrays))
+        if all(b or all(d == 1 for d in a.shape[:lead]) for a, b in zip(arrays, self.in_batch)):
+            ready = [np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[lead:])) if b
+                     else a.reshape(a.shape[lead:]) for a, b in zip(arrays, self.in_batch)]
+            return self._run(ready, batch)  # one kernel call for the whole batch
+        per_element = [self._run([np.broadcast_to(a, batch + a.shape[lead:])[i] for a in arrays],
+                                 ()) for i in np.ndindex(*batch)]
+        return tuple(np.stack([p[k] for p in per_element]).reshape(batch + r.shape)
+                     for k, r in enumerate(self.results))
+
+    def _run(self, arrays: list, batch: tuple) -> tuple:
         from opsdk.runtime.frontend.api import apply_op
 
-        grouped = _grouped([np.asarray(a) for a in arrays], in_sizes)
-        out = apply_op(registry, spec.name, grouped, attrs, device="cpu"
-                       if spec.kernel("cpu") else None)
-        outs = _flat(out if len(spec.outputs) > 1 else (out,))
-        return tuple(np.asarray(o, dtype=r.dtype).reshape(r.shape) for o, r in zip(outs, results))
-
-    flat = jax.pure_callback(run, tuple(results), *_flat(inputs), vmap_method="sequential")
-    outs = _grouped(list(flat), out_sizes)
-    return tuple(outs) if len(outs) > 1 else outs[0]
+        out = apply_op(self.registry, self.spec.name, _grouped(arrays, self.in_sizes),
+                       self.attrs, device=self.device)
+        outs = _flat(out if len(self.spec.outputs) > 1 else (out,))
+        return tuple(np.asarray(o, dtype=r.dtype).reshape(batch + r.shape)
+                     for o, r in zip(outs, self.results))
 
 
-def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict) -> Callable:
+def _with_vjp(spec: OpSpec, forward: Callable, grad_fn: Callable, grad_spec: OpSpec) -> Callable:
     """`forward` with its reverse-mode derivative from the declared gradient op."""
     input_names = [t.name for t in spec.inputs]
     output_names = [t.name for t in spec.outputs]
@@ -130,9 +225,9 @@ def _with_vjp(spec: OpSpec, forward: Callable, grad_op: JaxOp, grad_attrs: dict)
         grads = grads if len(spec.outputs) > 1 else (grads,)
         known = dict(zip(input_names, inputs)) | dict(zip(output_names, outs))
         known |= {f"grad_{n}": g for n, g in zip(output_names, grads)}
-        result = grad_op(*[known[t.name] for t in grad_op.spec.inputs], **grad_attrs)
-        results = result if len(grad_op.spec.outputs) > 1 else (result,)
-        by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_op.spec.outputs, results)}
+        result = grad_fn(*[known[t.name] for t in grad_spec.inputs])
+        results = result if len(grad_spec.outputs) > 1 else (result,)
+        by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_spec.outputs, results)}
         return tuple(by_input.get(n) for n in input_names)
 
     function.defvjp(fwd, bwd)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch
 
-from opsdk.runtime.kernels.interop import as_kernel_array
+from opsdk.runtime.kernels.interop import as_kernel_inputs
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_outputs
@@ -122,8 +122,9 @@ def _run_kernel(spec: OpSpec, registry: Any, inputs: list, attrs: dict) -> Any:
 
     flat = _flat(inputs)
     device = "cuda" if any(t.is_cuda for t in flat) else None
-    arrays = [[as_kernel_array(t.contiguous()) for t in v] if isinstance(v, (list, tuple))
-              else as_kernel_array(v.contiguous()) for v in inputs]
+    arrays = as_kernel_inputs(spec, [[t.detach().contiguous() for t in v]
+                                     if isinstance(v, (list, tuple)) else v.detach().contiguous()
+                                     for v in inputs])
     result = apply_op(registry, spec.name, arrays, attrs, device=device)
     results = result if len(spec.outputs) > 1 else (result,)
     tensors = tuple([_owned_tensor(r, flat) for r in out] if tspec.is_list
@@ -208,6 +209,36 @@ def _autograd(spec: OpSpec, registry: Any, attr_names: tuple[str, ...]) -> tuple
     return setup_context, backward
 
 
+def _no_autograd(spec: OpSpec, registry: Any) -> tuple[Callable, Callable]:
+    """The autograd formula of an op without a gradient op. `gradient: stop` gives every input no
+    gradient; otherwise backward raises, naming the op. Without any formula torch would warn and
+    hand back None (a double backward through a gradient op that declares no gradient of its own
+    was silently wrong so)."""
+    count = len(spec.inputs)
+
+    def setup_context(ctx: Any, inputs: tuple, output: Any,
+                      keyword_only_inputs: Optional[dict] = None) -> None:
+        pass
+
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        if spec.stops_gradient:
+            return (None,) * count
+        raise OpsdkError(_no_gradient_message(spec, registry))
+
+    return setup_context, backward
+
+
+def _no_gradient_message(spec: OpSpec, registry: Any) -> str:
+    forward = [name for name in registry.names() if registry.get(name).gradient_op == spec.name]
+    if forward:
+        return (f"opsdk.torch: op '{spec.name}' (the gradient op of '{forward[0]}') declares no "
+                f"gradient of its own, so a second derivative of '{forward[0]}' (double backward, "
+                f"create_graph=True, gradgradcheck) is not available; declare `gradient:` for "
+                f"'{spec.name}' (docs/opdefs.md, Gradients)")
+    return (f"opsdk.torch: op '{spec.name}' is not differentiable (its declaration has no "
+            "`gradient:`); detach its inputs or declare a gradient op (docs/opdefs.md, Gradients)")
+
+
 def _filled(grad: Any, out: Any) -> Any:
     """An output's gradient, zeros where torch gives none (element by element for a list)."""
     if isinstance(out, list):
@@ -240,10 +271,10 @@ def _define(spec: OpSpec, registry: Any) -> TorchOp:
         torch.library.register_fake(qualified, fake, lib=library)
         made = TorchOp(spec, attr_names, getattr(getattr(torch.ops, namespace), spec.name))
         _defined[qualified] = made
-        if spec.gradient_op:
-            setup_context, backward = _autograd(spec, registry, attr_names)
-            torch.library.register_autograd(qualified, backward, setup_context=setup_context,
-                                            lib=library)
+        setup_context, backward = (_autograd(spec, registry, attr_names) if spec.gradient_op
+                                   else _no_autograd(spec, registry))
+        torch.library.register_autograd(qualified, backward, setup_context=setup_context,
+                                        lib=library)
         return made
 
 

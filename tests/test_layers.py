@@ -1,4 +1,4 @@
-"""Imports between opsdk's layers point one way (DESIGN.md's table); this test fails otherwise."""
+"""Imports between opsdk's layers point one way (docs/internals.md, "Layers"); this test fails otherwise."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def all_violations() -> list[Violation]:
     return out
 
 
-# Inside the runtime, sub-packages in DESIGN.md's order: each imports only those before it.
+# Inside the runtime, sub-packages in docs/internals.md's order: each imports only those before it.
 RUNTIME_ORDER = ("ir", "devices", "kernels", "frontend", "compile", "exec", "autodiff",
                  "control_flow", "train", "io")
 
@@ -157,7 +157,7 @@ def test_runtime_subpackages_import_down_the_pipeline():
         rel = path.relative_to(PACKAGE_DIR.parent).as_posix()
         out += runtime_violations(path.read_text(), module_name(path), rel,
                                   is_package=path.name == "__init__.py")
-    assert not out, "runtime imports against DESIGN.md's order:\n" + "\n".join(out)
+    assert not out, "runtime imports against docs/internals.md's order:\n" + "\n".join(out)
 
 
 def test_every_runtime_module_is_in_a_subpackage():
@@ -182,14 +182,14 @@ def test_runtime_order_checker(source, module, ok):
 
 def test_imports_follow_the_layer_table():
     violations = all_violations()
-    assert not violations, "imports against DESIGN.md's layer table:\n" + "\n".join(
+    assert not violations, "imports against docs/internals.md's layer table:\n" + "\n".join(
         str(v) for v in violations)
 
 
 def test_every_layer_package_is_in_the_table():
     packages = {p.name for p in PACKAGE_DIR.iterdir()
                 if p.is_dir() and (p / "__init__.py").is_file()}
-    assert packages <= set(ALLOWED), f"add {sorted(packages - set(ALLOWED))} to DESIGN.md and ALLOWED"
+    assert packages <= set(ALLOWED), f"add {sorted(packages - set(ALLOWED))} to docs/internals.md (Layers) and ALLOWED"
 
 
 @pytest.mark.parametrize("source, module, is_package, bad", [

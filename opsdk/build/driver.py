@@ -31,6 +31,7 @@ from opsdk.build.toolchain import (CUDA_ARCHS_ENV, CudaTargets, Toolchain, cuda_
 from opsdk.build.state import (GenerateState, OpKernels, inputs_stamp, ops_of, outputs_stamp,
                           read_state, write_state)
 from opsdk.build.progress import Display, UnitResult, make_display
+from opsdk.build.jax_ffi import build_handlers
 from opsdk.build.unit import (Digests, Source, Unit, UnitPlan, compile_object, finish_unit,
                          plan_unit)
 from opsdk.build.diagnostics import BuildError
@@ -119,6 +120,9 @@ def build_workspace(root: Path, ops: Optional[Sequence[str]] = None, jobs: Optio
         results += _compile_all(stale, environment, digests, jobs, progress)
         order = {(u.op, u.device): i for i, u in enumerate(units)}
         results.sort(key=lambda r: order[(r.op, r.device)])
+        cpu = next((u.toolchain for u in units if u.device == "cpu"), None)
+        if cpu is not None:  # JAX FFI handlers of the built cpu kernels (opsdk/build/jax_ffi.py)
+            notes += build_handlers(root, results, cpu, environment)[1]
         if cuda == "auto" and not any(u.device == "cuda" for u in units):  # no nvcc
             checked, checked_notes = _nvrtc_check(root, [s.name for s in selected if s.kernel("cuda")])
             results += checked

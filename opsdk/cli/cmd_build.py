@@ -8,6 +8,12 @@ from pathlib import Path
 
 from .common import error_text, workspace_root
 
+EXAMPLES = """\
+opsdk build                      # compile every op whose sources changed
+opsdk build scaled_square -j 2   # only this op, two compiles at a time
+opsdk build --cuda off           # CPU kernels only, even where nvcc is installed
+opsdk build --wheel -o dist      # pack the workspace's ops into a wheel"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `build` parser."""

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 from .common import print_table
 
+EXAMPLES = """\
+opsdk doctor                     # which compilers, GPU and tools opsdk finds here
+opsdk doctor > doctor.txt        # attach it to a bug report (docs/troubleshooting.md)"""
+
 
 @dataclass(frozen=True)
 class Check:

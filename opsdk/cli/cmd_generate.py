@@ -7,6 +7,10 @@ import sys
 
 from .common import workspace_root
 
+EXAMPLES = """\
+opsdk generate                   # rewrite generated/ from opdefs/
+opsdk generate --check           # exit 1 if generated/ is stale (for CI)"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `generate` parser."""

@@ -7,6 +7,11 @@ import sys
 
 from .common import print_table, workspace_root
 
+EXAMPLES = """\
+opsdk gradcheck                  # every differentiable op of the workspace
+opsdk gradcheck scaled_square    # one op
+opsdk gradcheck conv2d --seed 3 --max-examples 200   # more cases, another seed"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `gradcheck` parser."""

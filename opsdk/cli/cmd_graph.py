@@ -7,6 +7,10 @@ import sys
 from pathlib import Path
 
 
+EXAMPLES = """\
+opsdk graph model.json           # print the graph as Graphviz DOT
+opsdk graph model.json -o model.svg   # draw it (needs Graphviz's dot)"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `graph` parser."""

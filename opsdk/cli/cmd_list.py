@@ -7,6 +7,11 @@ import sys
 
 from .common import error_text, print_table, workspace_root
 
+EXAMPLES = """\
+opsdk list                       # the workspace's ops
+opsdk list --all                 # with the builtin ops (works outside a workspace too)
+opsdk -C ~/my_ops list           # another workspace's ops"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `list` parser."""
@@ -22,11 +27,11 @@ def run(args: argparse.Namespace) -> int:
     line each (exit 1), the good files' ops listed all the same."""
     from ..registry import OpDefErrors, load_registry
 
-    root = workspace_root(args)
+    root = _root_for_all(args) if args.all else workspace_root(args)
     registry = load_registry(root, strict=False)
     if registry.errors:
         print(error_text("list", OpDefErrors(list(registry.errors))), file=sys.stderr)
-    own = registry.ops_in_workspace(root)
+    own = registry.ops_in_workspace(root) if root is not None else []
     shown = list(registry) if args.all else own
     rows = [(s.qualified_name, dtype_summary(s), ", ".join(s.devices) or "-", s.gradient or "-")
             for s in shown]
@@ -43,6 +48,19 @@ def run(args: argparse.Namespace) -> int:
               "not listed", file=sys.stderr)
         return 1
     return 0
+
+
+def _root_for_all(args: argparse.Namespace):
+    """--all outside any workspace lists the builtin ops alone (error messages send users to
+    `opsdk list` for them); -C DIR must still be a workspace."""
+    from ..registry import OpsdkError
+
+    try:
+        return workspace_root(args)
+    except OpsdkError:
+        if args.workspace is not None:
+            raise
+        return None
 
 
 def shadow_notes(registry, own) -> list[str]:

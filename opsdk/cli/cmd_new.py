@@ -8,6 +8,10 @@ from pathlib import Path
 from ..registry.errors import OpsdkError
 from .common import workspace_root
 
+EXAMPLES = """\
+opsdk new scaled_square          # opdefs/scaled_square.yaml and its kernel files
+opsdk -C ~/my_ops new box_sum    # in another folder (made a workspace)"""
+
 
 def register(subparsers) -> argparse.ArgumentParser:
     """Add the `new` parser."""

@@ -1,7 +1,8 @@
 """The `opsdk` command: a thin shell over the library, one module per subcommand.
 
 Subcommands are the modules `opsdk/cli/cmd_<name>.py`, found at start-up; each exposes
-`register(subparsers)` (adds its parser) and `run(args) -> int`. Modules import their heavy
+`register(subparsers)` (adds its parser), `run(args) -> int` and `EXAMPLES` (command lines shown
+at the end of its `--help`; tests/cli checks that each one parses). Modules import their heavy
 dependencies inside `run`, so `opsdk build` with nothing to do stays well under a second.
 """
 
@@ -30,16 +31,39 @@ def command_modules() -> list:
     return [importlib.import_module(f"{__package__}.{name}") for name in names]
 
 
+EXAMPLES = """\
+opsdk new scaled_square          # start a workspace here with one op
+opsdk build                      # compile what changed
+opsdk gradcheck scaled_square    # check its gradient
+opsdk list --all                 # every op, the builtin ones included
+opsdk build --help               # each command's options and examples"""
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but an `examples:` epilog keeps its lines (one command each)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("examples:"):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
+
+
+def _examples(text: str) -> str:
+    return "examples:\n" + "\n".join("  " + line for line in text.splitlines())
+
+
 def make_parser() -> argparse.ArgumentParser:
     """The top-level parser with every discovered subcommand."""
     parser = argparse.ArgumentParser(
-        prog="opsdk", description="Declare tensor ops in YAML, write only the kernel body.")
+        prog="opsdk", description="Declare tensor ops in YAML, write only the kernel body.",
+        epilog=_examples(EXAMPLES), formatter_class=_HelpFormatter)
     parser.add_argument("--version", action="version", version=f"opsdk {__version__}")
     parser.add_argument("-C", "--workspace", metavar="DIR", type=Path, default=None,
                         help=WORKSPACE_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in command_modules():
         sub = module.register(subparsers)
+        sub.epilog, sub.formatter_class = _examples(module.EXAMPLES), _HelpFormatter
         _accept_workspace_after_command(sub)
         sub.set_defaults(_run=module.run)
     return parser

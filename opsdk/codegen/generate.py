@@ -9,6 +9,7 @@ from opsdk.registry import BUILTIN_ROOT, OpDefErrors, OpSpec, Workspace, load_re
 from . import names
 from .render import (render_binding, render_cuda_binding, render_cuda_kernel_unit,
                      render_kernel_unit, render_op_header, render_stubs, render_wrappers)
+from .jax_ffi import jax_ffi_file, render_jax_ffi, supports_jax_ffi
 from .writer import GenerateResult, write_files
 
 
@@ -27,6 +28,8 @@ def render_workspace(root: Path, specs: list[OpSpec]) -> dict[str, str]:
         if spec.kernel("cpu"):
             files[f"generated/cpp/{names.binding_file(spec)}"] = render_binding(spec)
             files[f"generated/cpp/{names.kernel_unit_file(spec)}"] = render_kernel_unit(spec)
+        if supports_jax_ffi(spec):
+            files[f"generated/cpp/{jax_ffi_file(spec)}"] = render_jax_ffi(spec)
         if spec.kernel("cuda"):
             files[f"generated/cuda/{names.cuda_binding_file(spec)}"] = render_cuda_binding(spec)
             files[f"generated/cuda/{names.cuda_kernel_unit_file(spec)}"] = render_cuda_kernel_unit(spec)

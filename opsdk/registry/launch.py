@@ -20,7 +20,7 @@ from .dtypes import CPP_TYPES
 from .shapes import render_cpp
 from .spec import LaunchArg, LaunchSpec, OpSpec
 
-# C++ types of the values a launch passes that are not tensors (docs/authoring.md).
+# C++ types of the values a launch passes that are not tensors (docs/opdefs.md, "CUDA kernels without host code").
 ATTR_ARG_TYPES = {"float": "double", "bool": "bool"}
 INT_ARG_TYPE = "int64_t"
 

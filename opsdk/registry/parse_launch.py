@@ -1,5 +1,5 @@
 """Reading `launch:` of a cuda kernel: the `__global__` functions to launch, their grid, block,
-dynamic shared memory and arguments (docs/authoring.md, "CUDA kernels without host code").
+dynamic shared memory and arguments (docs/opdefs.md, "CUDA kernels without host code").
 
     kernels:
       cuda:

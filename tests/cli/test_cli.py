@@ -93,6 +93,18 @@ def test_list_shows_own_ops_and_counts_builtins(capsys, ws):
     assert code == 0 and len(out_all.splitlines()) > len(out.splitlines()) + 5
 
 
+def test_list_all_outside_a_workspace_lists_the_builtin_ops(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no opdefs/ here or above
+    code, out, err = run_cli(capsys, "list", "--all")
+    assert code == 0, err
+    assert "namespace 'opsdk'" in out and any(line.startswith("opsdk::pairwise_manhattan ")
+                                              for line in out.splitlines())
+    code, _, err = run_cli(capsys, "list")  # without --all the workspace is still required
+    assert code == 1 and "no opdefs/ folder" in err
+    code, _, err = run_cli(capsys, "-C", tmp_path, "list", "--all")  # so is an explicit -C
+    assert code == 1 and "not an opsdk workspace" in err
+
+
 def test_build_unknown_op_and_bad_jobs_are_user_errors(capsys, ws):
     code, _, err = run_cli(capsys, "-C", ws, "build", "cli_scal")
     assert code == 1
@@ -313,3 +325,26 @@ def test_new_builds_and_runs_an_op_named_like_a_builtin_in_two_workspaces(capsys
     code, out, _ = run_cli(capsys, "-C", tmp_path / "first", "list")
     assert code == 0 and "first::pairwise_manhattan" in out
     assert "the builtin op is 'opsdk::pairwise_manhattan'" in out
+
+
+def test_every_help_ends_with_examples_that_parse(capsys):
+    import shlex
+
+    from opsdk.cli.main import command_modules, make_parser
+
+    parser = make_parser()
+    helps = {"": parser.format_help()}
+    helps.update({m.__name__.rsplit("cmd_", 1)[1]: None for m in command_modules()})
+    for command in [c for c in helps if c]:
+        with pytest.raises(SystemExit):
+            make_parser().parse_args([command, "--help"])
+        helps[command] = capsys.readouterr().out
+    for command, text in helps.items():
+        examples = text.split("examples:\n", 1)[1].splitlines()
+        lines = [shlex.split(line.split("#", 1)[0].replace(">", "#"), comments=True)
+                 for line in examples if line.strip()]
+        assert lines and all(words[0] == "opsdk" for words in lines), (command, text)
+        assert not command or any(command in words for words in lines), command
+        for words in lines:
+            if "--help" not in words:
+                parser.parse_args(words[1:])  # each example is a valid command line

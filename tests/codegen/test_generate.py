@@ -35,13 +35,13 @@ def test_writes_the_files_of_this_workspace_only(tmp_path):
     root = _workspace(tmp_path)
     result = generate_workspace(root)
     assert _files(root) == [
-        "generated/cpp/cast_op_binding.cc", "generated/cpp/cast_op_kernel.cc",
-        "generated/cpp/cast_op_op.h",
+        "generated/cpp/cast_op_binding.cc", "generated/cpp/cast_op_jax_ffi.cc",
+        "generated/cpp/cast_op_kernel.cc", "generated/cpp/cast_op_op.h",
         "generated/cpp/list_op_binding.cc", "generated/cpp/list_op_kernel.cc",
         "generated/cpp/list_op_op.h",
         "generated/cuda/cast_op_cuda_binding.cu", "generated/cuda/cast_op_cuda_kernel.cu",
         "generated/cuda/list_op_cuda_binding.cu", "generated/cuda/list_op_cuda_kernel.cu",
-        "generated/python/ops.py", "generated/python/ops.pyi"]
+        "generated/python/ops.py", "generated/python/ops.pyi"]  # list_op: no JAX FFI handler
     assert sorted(result.changed) == _files(root)
     ops = (root / "generated/python/ops.py").read_text()
     assert "def py_only(x, *, name=None):" in ops

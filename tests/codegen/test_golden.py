@@ -11,6 +11,7 @@ import pytest
 
 from codegen_fixtures import REPRESENTATIVE, parse_one, write_workspace
 from opsdk.codegen import render
+from opsdk.codegen.jax_ffi import render_jax_ffi, supports_jax_ffi
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 
@@ -25,6 +26,8 @@ def _rendered(root) -> dict[str, str]:
         if spec.kernel("cuda"):
             files[f"{spec.name}_cuda_binding.cu"] = render.render_cuda_binding(spec)
             files[f"{spec.name}_cuda_kernel.cu"] = render.render_cuda_kernel_unit(spec)
+        if supports_jax_ffi(spec):
+            files[f"{spec.name}_jax_ffi.cc"] = render_jax_ffi(spec)
     files["ops.py"] = render.render_wrappers(specs, "golden")
     files["ops.pyi"] = render.render_stubs(specs)
     return files

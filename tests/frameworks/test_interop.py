@@ -57,3 +57,28 @@ def test_jax_arrays_round_trip():
     assert isinstance(view, np.ndarray)
     back = like(np.asarray(view) + 1, a)
     assert isinstance(back, jax.Array) and back.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_an_eager_call_refuses_a_torch_tensor_that_requires_grad():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: pip install 'opsdk[torch]'")
+    import opsdk
+    from opsdk.registry import OpError
+
+    x, y = torch.rand(5, 3, requires_grad=True), torch.rand(4, 3)
+    with pytest.raises(OpError, match=r"pairwise_manhattan: input 'x' is a torch tensor that "
+                                      r"requires grad.*opsdk\.torch"):
+        opsdk.ops.pairwise_manhattan(x, y)
+    with torch.no_grad():  # no gradient wanted: the eager call is right
+        assert opsdk.ops.pairwise_manhattan(x, y).shape == (5, 4)
+    assert opsdk.ops.pairwise_manhattan(x.detach(), y).shape == (5, 4)
+
+
+def test_a_bfloat16_tensor_is_an_error_naming_the_op_and_its_dtypes():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: pip install 'opsdk[torch]'")
+    import opsdk
+    from opsdk.registry import OpError
+
+    x = torch.rand(5, 3, dtype=torch.bfloat16)
+    with pytest.raises(OpError, match=r"pairwise_manhattan: input 'x' has dtype bfloat16.*"
+                                      r"takes float32, float64"):
+        opsdk.ops.pairwise_manhattan(x, x)

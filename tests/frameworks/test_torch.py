@@ -145,3 +145,85 @@ def test_a_workspace_op_named_like_a_builtin_one_is_its_own_torch_op(tmp_path):
     assert mine.exp(x).tolist() == [7.0, 7.0]
     assert ops.exp(x).tolist() == [1.0, 1.0]  # the builtin one, in torch.ops.opsdk
     assert mine.exp.spec.qualified_name == "mine::exp"
+
+
+CUBE = """
+op: cube
+summary: y = x ** 3.
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}}
+outputs: {y: {dtype: T, shape: [n]}}
+gradient: cube_grad
+kernels: {python: k.py:cube}
+---
+op: cube_grad
+summary: grad_x = 3 x^2 grad_y.
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, grad_y: {dtype: T, shape: [n]}}
+outputs: {grad_x: {dtype: T, shape: [n]}}
+gradient: GRAD_OF_GRAD
+kernels: {python: k.py:cube_grad}
+---
+op: cube_grad_grad
+summary: The gradient of cube_grad.
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, grad_y: {dtype: T, shape: [n]},
+         grad_grad_x: {dtype: T, shape: [n]}}
+outputs: {grad_x: {dtype: T, shape: [n]}, grad_grad_y: {dtype: T, shape: [n]}}
+kernels: {python: k.py:cube_grad_grad}
+"""
+CUBE_KERNELS = """
+def cube(xp, x):
+    return x ** 3
+def cube_grad(xp, x, grad_y):
+    return 3 * x ** 2 * grad_y
+def cube_grad_grad(xp, x, grad_y, grad_grad_x):
+    return 6 * x * grad_y * grad_grad_x, 3 * x ** 2 * grad_grad_x
+"""
+
+
+def _cube_ops(tmp_path, grad_of_grad: str):
+    ws = tmp_path / f"cube_{grad_of_grad}"
+    (ws / "opdefs").mkdir(parents=True)
+    (ws / "opdefs" / "k.py").write_text(CUBE_KERNELS)
+    (ws / "opdefs" / "cube.yaml").write_text(CUBE.replace("GRAD_OF_GRAD", grad_of_grad))
+    return TorchOps(ws)
+
+
+def test_double_backward_runs_the_gradient_ops_declared_gradient(tmp_path):
+    cube = _cube_ops(tmp_path, "cube_grad_grad").cube
+    x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(cube, (x,))
+    (gx,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)
+    (ggx,) = torch.autograd.grad(gx.sum(), x)
+    torch.testing.assert_close(ggx, 6 * x.detach())
+
+
+def test_double_backward_without_a_declared_gradient_is_an_error_naming_the_op(tmp_path):
+    cube = _cube_ops(tmp_path, "null").cube
+    x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    (gx,) = torch.autograd.grad(cube(x).sum(), x, create_graph=True)  # first order still works
+    torch.testing.assert_close(gx, 3 * x.detach() ** 2)
+    with pytest.raises(OpsdkError, match="'cube_grad' .*the gradient op of 'cube'.* declares no "
+                                         "gradient of its own"):
+        torch.autograd.grad(gx.sum(), x)
+    x, y = _inputs("pairwise_manhattan", requires_grad=True)
+    with pytest.raises(OpsdkError, match="pairwise_manhattan_grad"):
+        torch.autograd.gradgradcheck(ops.pairwise_manhattan, (x, y))
+
+
+def test_a_stop_gradient_op_passes_no_gradient_and_a_null_one_raises():
+    x = torch.rand(3, dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad((ops.sign(x) + x).sum(), x)  # sign: `gradient: stop`
+    torch.testing.assert_close(grad, torch.ones(3, dtype=torch.float64))
+    var, delta = torch.rand(3, 4, dtype=torch.float64, requires_grad=True), torch.rand(3, 4)
+    updated = ops.apply_gradient_descent(var, torch.tensor(0.1, dtype=torch.float64), delta.double())  # `gradient: null`
+    with pytest.raises(OpsdkError, match="'apply_gradient_descent' is not differentiable"):
+        updated.sum().backward()
+
+
+def test_a_bfloat16_tensor_is_an_error_naming_the_op_and_its_dtypes():
+    x = torch.rand(5, 3, dtype=torch.bfloat16)
+    with pytest.raises(OpsdkError, match=r"pairwise_manhattan: input 'x' has dtype bfloat16.*"
+                                         r"takes float32, float64"):
+        ops.pairwise_manhattan(x, x)

@@ -92,3 +92,48 @@ def test_mypy_flags_a_bogus_attr_of_the_installed_flagship(installed_wheel):
     lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
     assert [line.split(":")[1] for line in lines] == ["7", "8"], proc.stdout + proc.stderr
     assert 'Unexpected keyword argument "bogus" for "pairwise_manhattan"' in lines[0]
+
+
+def test_every_lazy_export_is_visible_to_type_checkers():
+    """opsdk's names come from `__getattr__` at run time (Any to mypy); the TYPE_CHECKING imports
+    give type checkers the real ones, and must name every export."""
+    import ast
+    from pathlib import Path
+
+    import opsdk
+
+    tree = ast.parse(Path(opsdk.__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    imported = {alias.asname or alias.name for node in block.body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert imported == set(opsdk.__all__)
+
+
+GRAPH_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import opsdk
+
+    g = opsdk.Graph()
+    with g.as_default():
+        x = opsdk.placeholder("float32", shape=[None, 3], name="x")
+    sess = opsdk.Session(g)
+    sess.run(x, {x: np.ones((2, 3))})
+    opsdk.placeholder("float32", shape=3)
+    opsdk.Session(graph="g")
+    g.no_such_method()
+    x.no_such_attr
+""")
+
+
+@pytest.mark.slow
+def test_mypy_flags_wrong_calls_of_graphs_sessions_and_placeholders(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "user.py").write_text(GRAPH_SCRIPT)
+    errors = _mypy(tmp_path, ("MYPYPATH", str(root)))
+    assert sorted(errors) == [10, 11, 12, 13], errors
+    assert "placeholder" in errors[10] and "Session" in errors[11]
+    assert '"Graph" has no attribute "no_such_method"' in errors[12]
+    assert '"Tensor" has no attribute "no_such_attr"' in errors[13]

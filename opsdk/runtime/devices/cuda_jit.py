@@ -1,7 +1,7 @@
 """CUDA kernels with declared launches, compiled through NVRTC at first use where nvcc built none.
 
 A cuda kernel declared as `{source: x_cuda.cu, launch: [...]}` holds device code only, so NVRTC can
-compile it on the machine that runs it. The runtime does not compile: as DESIGN.md has it, it asks
+compile it on the machine that runs it. The runtime does not compile (docs/internals.md, "Layers"): it asks
 a narrow interface (`KernelCompiler`) that it is handed (`set_compiler`), by default the one the
 package declares as its `opsdk.kernel_compilers` entry point (opsdk.build.nvrtc), and runs what
 comes back: on the first call of each dtype combination

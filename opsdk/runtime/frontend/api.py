@@ -23,7 +23,7 @@ from opsdk.registry.spec import OpSpec
 from opsdk.runtime.ir.graph import Graph, constant, get_default_graph, in_graph_context
 from opsdk.runtime.kernels.call_cache import eager_key
 from opsdk.runtime.kernels.choice import group_outputs
-from opsdk.runtime.kernels.interop import as_kernel_array, first_foreign, like
+from opsdk.runtime.kernels.interop import as_kernel_inputs, first_foreign, like
 from opsdk.runtime.kernels.eager import (infer, input_array, normalize, refuse_graph_values,
                                          run_eager, run_eager_keyed, scalar_dtypes)
 from opsdk.runtime.ir.nest import flatten
@@ -62,9 +62,7 @@ def apply_op(registry: Any, op_name: str, inputs: Sequence[Any], attrs: Mapping[
         return add_node(graph, registry, spec, inputs, attrs, name, device)
     foreign = first_foreign(inputs)
     if foreign is not None:  # torch, JAX, ... arrays: in by DLPack, results back as their kind
-        converted = [[as_kernel_array(v) for v in value] if isinstance(value, (list, tuple))
-                     else as_kernel_array(value) for value in inputs]
-        return like(run_eager(spec, converted, attrs, device), foreign)
+        return like(run_eager(spec, as_kernel_inputs(spec, inputs), attrs, device), foreign)
     return run_eager(spec, inputs, attrs, device)
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from opsdk.registry.errors import OpError
+
 # DLPack device types (dlpack.h: DLDeviceType): where an array's memory lives.
 DLPACK_CPU = 1
 DLPACK_CUDA_HOST = 3
@@ -59,6 +61,52 @@ def as_kernel_array(value: Any) -> Any:
         raise TypeError(f"a {type(value).__module__}.{type(value).__name__} on a GPU needs CuPy "
                         "to run opsdk kernels: pip install 'opsdk[gpu]'") from None
     return cupy.from_dlpack(value)
+
+
+def as_kernel_inputs(spec: Any, inputs: Any) -> list:
+    """An eager call's inputs (a list input a list) as kernel arrays, refusing what a kernel
+    cannot take with an error naming the op and the input: a torch tensor that requires grad
+    while autograd is on (the result would silently carry no gradient: `opsdk.torch` runs the
+    op with its declared gradient), or an array NumPy cannot view (bfloat16: the op's dtypes)."""
+    out: list = []
+    for tspec, value in zip(spec.inputs, inputs):
+        items = value if isinstance(value, (list, tuple)) else None
+        converted = [_kernel_input(spec, tspec.name, v) for v in (items if items is not None
+                                                                 else [value])]
+        out.append(converted if items is not None else converted[0])
+    return out
+
+
+def _kernel_input(spec: Any, name: str, value: Any) -> Any:
+    if not is_foreign_array(value):
+        return value
+    if getattr(value, "requires_grad", False) and _torch_grad_enabled():
+        raise OpError(f"{spec.name}: input '{name}' is a torch tensor that requires grad; an eager "
+                      f"opsdk call would return a result without a gradient. Call the op through "
+                      f"opsdk.torch (`from opsdk.torch import ops; ops.{spec.name}(...)`: autograd "
+                      f"records it), or pass `.detach()`")
+    try:
+        return as_kernel_array(value)
+    except (BufferError, RuntimeError, TypeError, ValueError) as exc:
+        if isinstance(exc, TypeError) and "CuPy" in str(exc):
+            raise
+        dtype = str(getattr(value, "dtype", "?")).rsplit(".", 1)[-1]
+        raise OpError(f"{spec.name}: input '{name}' has dtype {dtype}, which opsdk's kernels "
+                      f"cannot read ({exc}); the op takes {_dtypes_text(spec, name)}: cast it "
+                      f"first (for torch: `.float()`)") from None
+
+
+def _dtypes_text(spec: Any, name: str) -> str:
+    tensor = next(t for t in spec.inputs if t.name == name)
+    for ta in spec.type_attrs:
+        if ta.name == tensor.dtype:
+            return ", ".join(ta.allowed)
+    return tensor.dtype
+
+
+def _torch_grad_enabled() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.is_grad_enabled())
 
 
 def _producer_module(value: Any) -> Any:
