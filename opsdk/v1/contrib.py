@@ -30,7 +30,8 @@ class _Missing(SimpleNamespace):
         raise _missing(f"{self._path}.{name}")
 
 
-rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn)
+rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn,
+               static_bidirectional_rnn=_rnn.static_bidirectional_rnn)
 layers = _Missing("contrib.layers", flatten=_layers.flatten,
                   fully_connected=_layers.fully_connected,
                   xavier_initializer=scopes.xavier_initializer,
