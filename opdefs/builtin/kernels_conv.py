@@ -136,7 +136,8 @@ def conv2d_transpose(xp, x, filter, stride_h, stride_w, same, extra_h, extra_w):
     """conv2d's input gradient: x's windows spread back onto the image."""
     strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
     kh, kw = filter.shape[0], filter.shape[1]
-    out_h, out_w = _transpose_image("conv2d_transpose", x.shape, kh, kw, stride_h, stride_w, same, extra_h, extra_w)
+    out_h, out_w = _transpose_image("conv2d_transpose", x.shape, kh, kw, stride_h, stride_w, same,
+                                    extra_h, extra_w)
     cols = xp.tensordot(x, filter, axes=([3], [3]))  # [n, h, w, kh, kw, c]
     shape = (x.shape[0], out_h, out_w, filter.shape[2])
     return xp.ascontiguousarray(_scatter(xp, cols, shape, kh, kw, strides, padding, x.dtype))
@@ -147,10 +148,12 @@ def conv2d_transpose_grad(xp, x, filter, grad_y, stride_h, stride_w, same, extra
     output gradient)."""
     strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
     kh, kw = filter.shape[0], filter.shape[1]
-    expect = _transpose_image("conv2d_transpose_grad", x.shape, kh, kw, stride_h, stride_w, same, extra_h, extra_w)
+    expect = _transpose_image("conv2d_transpose_grad", x.shape, kh, kw, stride_h, stride_w, same,
+                              extra_h, extra_w)
     if tuple(grad_y.shape[1:3]) != expect:
-        raise ValueError(f"conv2d_transpose_grad: grad_y is {grad_y.shape[1]} x {grad_y.shape[2]} pixels but "
-                         f"conv2d_transpose's y is {expect[0]} x {expect[1]}")
+        raise ValueError(f"conv2d_transpose_grad: grad_y is {grad_y.shape[1]} x "
+                         f"{grad_y.shape[2]} pixels but conv2d_transpose's y is {expect[0]} x "
+                         f"{expect[1]}")
     padded, oh, ow, _, _ = _padded(xp, grad_y, kh, kw, strides, padding, 0)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)
     grad_x = xp.tensordot(win, filter, axes=([3, 4, 5], [0, 1, 2])).astype(x.dtype)

@@ -1,5 +1,6 @@
 """`tf.layers`: dense, conv2d, conv2d_transpose, max_pooling2d, average_pooling2d, dropout,
-flatten (functional forms), each making its variables with `get_variable` under its own variable scope."""
+flatten (functional forms), each making its variables with `get_variable` under its own variable
+scope."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ X = rng.standard_normal((3, 7, 6, 4)).astype(np.float32)
 def _tensorflow_v1():
     """compat.v1, with tf.layers (TF 2.16+ takes them from tf_keras when TF_USE_LEGACY_KERAS is
     set before their first use)."""
-    pytest.importorskip("tf_keras", reason="compat.v1's layers need tf_keras (pip install opsdk[tf])")
+    pytest.importorskip("tf_keras",
+                        reason="compat.v1's layers need tf_keras (pip install opsdk[tf])")
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     tf1 = pytest.importorskip("tensorflow").compat.v1
     tf1.disable_eager_execution()
@@ -62,7 +63,8 @@ def test_shapes_and_variables_are_tf1s():
         x, outs, variables, _ = _model(tf)
         # The batch is value's (TF would take output_shape's 3 where value's is unknown).
         assert [o.get_shape().as_list() for o in outs] == [
-            [None, 14, 12, 5], [None, 13, 11, 5], [None, 16, 13, 5], [None, 9, 8, 5], [None, 14, 12, 6],
+            [None, 14, 12, 5], [None, 13, 11, 5], [None, 16, 13, 5], [None, 9, 8, 5],
+            [None, 14, 12, 6],
             [None, 22, 13, 2], [None, 8, 7, 3]]
         shapes = {v.name.split(":")[0]: v.get_shape().as_list() for v in variables}
     assert shapes == {"w": [3, 3, 5, 4], "conv2d_transpose/kernel": [3, 3, 6, 4],
