@@ -39,6 +39,7 @@ def _model(v1):
         v1.layers.conv2d_transpose(x, 6, 3, strides=2, padding="same", activation=v1.nn.relu),
         v1.layers.conv2d_transpose(x, 2, (4, 3), strides=(3, 2), padding="valid", name="up"),
         v1.layers.conv2d_transpose(x, 3, 2, use_bias=False),
+        v1.nn.conv2d_transpose(x, w, [v1.shape(x)[0], 7, 6, 5], [1, 1, 1, 1], "SAME"),
     ]
     loss = sum(v1.reduce_sum(o * o) * (i + 1) for i, o in enumerate(outs))
     variables = sorted(v1.trainable_variables(), key=lambda v: v.name)
@@ -65,7 +66,7 @@ def test_shapes_and_variables_are_tf1s():
         assert [o.get_shape().as_list() for o in outs] == [
             [None, 14, 12, 5], [None, 13, 11, 5], [None, 16, 13, 5], [None, 9, 8, 5],
             [None, 14, 12, 6],
-            [None, 22, 13, 2], [None, 8, 7, 3]]
+            [None, 22, 13, 2], [None, 8, 7, 3], [None, 7, 6, 5]]
         shapes = {v.name.split(":")[0]: v.get_shape().as_list() for v in variables}
     assert shapes == {"w": [3, 3, 5, 4], "conv2d_transpose/kernel": [3, 3, 6, 4],
                       "conv2d_transpose/bias": [6], "up/kernel": [4, 3, 2, 4], "up/bias": [2],
