@@ -50,6 +50,16 @@ def _bidirectional_dynamic(v1, kind, lengths, time_known=True):
     return x, [out_fw, out_bw, *_flatten(states)]
 
 
+def _bidirectional_time_major(v1, kind, lengths, time_known=True):
+    x = v1.placeholder(v1.float32, [None, TIME if time_known else None, DEPTH])
+    fw, bw = _cells(v1, kind)
+    seq = None if lengths is None else v1.constant(lengths)
+    (out_fw, out_bw), states = v1.nn.bidirectional_dynamic_rnn(
+        fw, bw, v1.transpose(x, [1, 0, 2]), sequence_length=seq, dtype=v1.float32,
+        time_major=True)
+    return x, [out_fw, out_bw, *_flatten(states)]
+
+
 def _static(v1, kind, lengths, time_known=True):
     x = v1.placeholder(v1.float32, [None, TIME, DEPTH])
     cell, _ = _cells(v1, kind)
@@ -100,6 +110,7 @@ def _tensorflow_v1():
 
 
 MODELS = {"dynamic": _dynamic, "bidirectional_dynamic": _bidirectional_dynamic,
+          "bidirectional_time_major": _bidirectional_time_major,
           "static": _static, "static_bidirectional": _static_bidirectional}
 
 
@@ -120,7 +131,8 @@ def test_contrib_rnn_has_the_static_bidirectional_rnn_of_tf1():
     assert tf.contrib.rnn.static_rnn is tf.nn.static_rnn
 
 
-@pytest.mark.parametrize("model", ["dynamic", "bidirectional_dynamic"])
+@pytest.mark.parametrize("model", ["dynamic", "bidirectional_dynamic",
+                                   "bidirectional_time_major"])
 def test_a_run_time_number_of_steps_gives_what_a_known_one_does(model):
     weights, values, grads = _run(tf, MODELS[model], "lstm", LENGTHS)
     _, late_values, late_grads = _run(tf, MODELS[model], "lstm", LENGTHS, weights,
