@@ -32,7 +32,9 @@ class _Missing(SimpleNamespace):
 
 
 rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn,
-               static_bidirectional_rnn=_rnn.static_bidirectional_rnn)
+               static_bidirectional_rnn=_rnn.static_bidirectional_rnn,
+               stack_bidirectional_rnn=_rnn.stack_bidirectional_rnn,
+               stack_bidirectional_dynamic_rnn=_rnn.stack_bidirectional_dynamic_rnn)
 layers = _Missing("contrib.layers", flatten=_layers.flatten,
                   fully_connected=_layers.fully_connected,
                   xavier_initializer=scopes.xavier_initializer,

@@ -245,8 +245,9 @@ def _is_one(value: Any) -> bool:
     return isinstance(value, (int, float)) and float(value) == 1.0
 
 
-from opsdk.v1.rnn_run import (bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn,  # noqa: E402,F401
-                              static_rnn)
+from opsdk.v1.rnn_run import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa: E402,F401
+                              stack_bidirectional_dynamic_rnn, stack_bidirectional_rnn,
+                              static_bidirectional_rnn, static_rnn)
 
 rnn_cell = SimpleNamespace(RNNCell=RNNCell, BasicRNNCell=BasicRNNCell,
                            BasicLSTMCell=BasicLSTMCell, LSTMCell=LSTMCell, GRUCell=GRUCell,

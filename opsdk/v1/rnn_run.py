@@ -220,3 +220,55 @@ def bidirectional_dynamic_rnn(cell_fw: Any, cell_bw: Any, inputs: Any,
     if not time_major:
         fw, bw = (_ops.transpose(o, perm=[1, 0, 2]) for o in (fw, bw))
     return (fw, bw), (state_fw, state_bw)
+
+
+# ------------------------------------------------------------- stacked bidirectional layers
+def _layers(who: str, cells_fw: Any, cells_bw: Any, states_fw: Any, states_bw: Any) -> list:
+    if not cells_fw or not cells_bw or len(cells_fw) != len(cells_bw):
+        raise OpsdkError(f"{who}: cells_fw and cells_bw must be non-empty lists of one length, "
+                         f"got {len(cells_fw or [])} and {len(cells_bw or [])} cells")
+    for name, states in (("initial_states_fw", states_fw), ("initial_states_bw", states_bw)):
+        if states and len(states) != len(cells_fw):
+            raise OpsdkError(f"{who}: {name} must have one state per layer "
+                             f"({len(cells_fw)}), got {len(states)}")
+    return [(i, fw, bw, states_fw[i] if states_fw else None, states_bw[i] if states_bw else None)
+            for i, (fw, bw) in enumerate(zip(cells_fw, cells_bw))]
+
+
+def stack_bidirectional_rnn(cells_fw: list, cells_bw: list, inputs: list,
+                            initial_states_fw: Any = None, initial_states_bw: Any = None,
+                            dtype: Any = None, sequence_length: Any = None,
+                            scope: Optional[str] = None) -> tuple:
+    """`tf.contrib.rnn.stack_bidirectional_rnn`: layers of static_bidirectional_rnn, each
+    reading the one below's outputs: (outputs, states_fw, states_bw), a state per layer.
+    Variables under `<scope or stack_bidirectional_rnn>/cell_<i>/bidirectional_rnn/...`."""
+    who, outputs = "stack_bidirectional_rnn", inputs
+    states_fw, states_bw = [], []
+    for i, fw, bw, s_fw, s_bw in _layers(who, cells_fw, cells_bw, initial_states_fw,
+                                         initial_states_bw):
+        outputs, s_fw, s_bw = static_bidirectional_rnn(
+            fw, bw, outputs, s_fw, s_bw, dtype, sequence_length,
+            f"{scope or 'stack_bidirectional_rnn'}/cell_{i}/bidirectional_rnn")
+        states_fw.append(s_fw)
+        states_bw.append(s_bw)
+    return outputs, tuple(states_fw), tuple(states_bw)
+
+
+def stack_bidirectional_dynamic_rnn(cells_fw: list, cells_bw: list, inputs: Any,
+                                    initial_states_fw: Any = None, initial_states_bw: Any = None,
+                                    dtype: Any = None, sequence_length: Any = None,
+                                    parallel_iterations: Any = None, time_major: bool = False,
+                                    scope: Optional[str] = None) -> tuple:
+    """`tf.contrib.rnn.stack_bidirectional_dynamic_rnn`: layers of bidirectional_dynamic_rnn,
+    each reading the one below's two outputs side by side: (outputs, states_fw, states_bw)."""
+    who, outputs = "stack_bidirectional_dynamic_rnn", inputs
+    states_fw, states_bw = [], []
+    for i, fw, bw, s_fw, s_bw in _layers(who, cells_fw, cells_bw, initial_states_fw,
+                                         initial_states_bw):
+        (out_fw, out_bw), (s_fw, s_bw) = bidirectional_dynamic_rnn(
+            fw, bw, outputs, sequence_length, s_fw, s_bw, dtype, time_major=time_major,
+            scope=f"{scope or 'stack_bidirectional_rnn'}/cell_{i}/bidirectional_rnn")
+        outputs = _ops.concat([out_fw, out_bw], axis=2)
+        states_fw.append(s_fw)
+        states_bw.append(s_bw)
+    return outputs, tuple(states_fw), tuple(states_bw)

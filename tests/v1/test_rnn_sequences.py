@@ -78,6 +78,44 @@ def _static_bidirectional(v1, kind, lengths, time_known=True):
     return x, [*outs, *_flatten(s_fw), *_flatten(s_bw)]
 
 
+def _stack(v1, kind, lengths, dynamic):
+    """Two bidirectional layers: opsdk.v1's tf.contrib.rnn.stack_bidirectional_(dynamic_)rnn, and
+    for TF (whose compat.v1 has no contrib) the layers those functions were made of in TF1."""
+    fws, bws = zip(*(_cells(v1, kind) for _ in range(2)))
+    seq = None if lengths is None else v1.constant(lengths)
+    x = v1.placeholder(v1.float32, [None, TIME, DEPTH])
+    inputs = x if dynamic else v1.unstack(x, TIME, 1)
+    if hasattr(v1, "contrib"):
+        stack = (v1.contrib.rnn.stack_bidirectional_dynamic_rnn if dynamic
+                 else v1.contrib.rnn.stack_bidirectional_rnn)
+        out, s_fw, s_bw = stack(list(fws), list(bws), inputs, sequence_length=seq,
+                                dtype=v1.float32)
+        return x, [*(out if isinstance(out, list) else [out]), *_flatten((s_fw, s_bw))]
+    states = []
+    with v1.variable_scope("stack_bidirectional_rnn"):
+        for i, (fw, bw) in enumerate(zip(fws, bws)):
+            with v1.variable_scope(f"cell_{i}"):
+                if dynamic:
+                    outs, pair = v1.nn.bidirectional_dynamic_rnn(
+                        fw, bw, inputs, sequence_length=seq, dtype=v1.float32)
+                    inputs = v1.concat(outs, 2)
+                else:
+                    inputs, *pair = v1.nn.static_bidirectional_rnn(
+                        fw, bw, inputs, sequence_length=seq, dtype=v1.float32)
+            states.append(pair)
+    fw_states, bw_states = [s[0] for s in states], [s[1] for s in states]
+    return x, [*(inputs if isinstance(inputs, list) else [inputs]),
+               *_flatten((fw_states, bw_states))]
+
+
+def _stack_static(v1, kind, lengths, time_known=True):
+    return _stack(v1, kind, lengths, dynamic=False)
+
+
+def _stack_dynamic(v1, kind, lengths, time_known=True):
+    return _stack(v1, kind, lengths, dynamic=True)
+
+
 def _run(v1, model, kind, lengths, weights=None, time_known=True):
     """The model's values and the gradients of a weighted sum of them with respect to the inputs
     and every variable, with the variables set to `weights` (by name) when given."""
@@ -111,7 +149,8 @@ def _tensorflow_v1():
 
 MODELS = {"dynamic": _dynamic, "bidirectional_dynamic": _bidirectional_dynamic,
           "bidirectional_time_major": _bidirectional_time_major,
-          "static": _static, "static_bidirectional": _static_bidirectional}
+          "static": _static, "static_bidirectional": _static_bidirectional,
+          "stack_static": _stack_static, "stack_dynamic": _stack_dynamic}
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru", "basic"])
@@ -199,3 +238,7 @@ def test_bad_sequence_lengths_are_refused_naming_the_function():
         tf.nn.bidirectional_dynamic_rnn(tf.nn.rnn_cell.BasicRNNCell(2),
                                         tf.nn.rnn_cell.BasicRNNCell(2), tf.placeholder(
                                             tf.float32, [None, DEPTH]), dtype=tf.float32)
+    with pytest.raises(OpsdkError, match="stack_bidirectional_dynamic_rnn: cells_fw and cells_bw "
+                                         "must be non-empty lists of one length, got 2 and 1"):
+        tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+            [tf.nn.rnn_cell.GRUCell(2)] * 2, [tf.nn.rnn_cell.GRUCell(2)], x, dtype=tf.float32)
