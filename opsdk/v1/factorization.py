@@ -163,6 +163,10 @@ class KMeans:
         if callable(init):
             return _t(init(points, self._k))
         if isinstance(init, str):
+            rows = points.shape[0]
+            if rows is not None and rows < self._k:  # known now; fed inputs are not checked
+                raise OpsdkError(f"contrib.factorization.KMeans: {rows} input rows cannot give "
+                                 f"{self._k} initial clusters ({init!r} picks input rows)")
             if init == RANDOM_INIT:
                 return _ops.gather(points, _ops.stack(self._random_rows(points)))
             if init == KMEANS_PLUS_PLUS_INIT:

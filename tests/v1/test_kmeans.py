@@ -157,6 +157,8 @@ def test_bad_arguments_are_refused_naming_kmeans_and_the_argument():
     for kwargs, message in cases:
         with pytest.raises(OpsdkError, match=f"contrib.factorization.KMeans: .*{message}"):
             factorization.KMeans(x, 2, **kwargs).training_graph()
+    with pytest.raises(OpsdkError, match="KMeans: 3 input rows cannot give 4 initial clusters"):
+        factorization.KMeans(tf.zeros([3, 2]), 4).training_graph()
     with pytest.raises(OpsdkError, match="num_clusters must be an int"):
         factorization.KMeans(x, tf.constant(2))
     with pytest.raises(OpsdkError, match=r"inputs must be \[n, d\] with d known"):
