@@ -196,7 +196,9 @@ class MultiRNNCell:
 
     def build(self, input_depth: int, scope: Optional[str] = None) -> None:
         for i, cell in enumerate(self.cells):
-            cell.build(input_depth, f"{scope or 'multi_rnn_cell'}/cell_{i}")
+            # TF's names: each cell's own scope inside cell_<i> (.../cell_0/basic_lstm_cell/kernel)
+            own = getattr(cell, "name", None) or getattr(cell, "_default_name", "multi_rnn_cell")
+            cell.build(input_depth, f"{scope or 'multi_rnn_cell'}/cell_{i}/{own}")
             input_depth = cell.output_size
 
     def __call__(self, inputs: Any, state: Any, scope: Optional[str] = None) -> tuple:

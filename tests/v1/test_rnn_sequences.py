@@ -21,6 +21,10 @@ LENGTHS = np.array([5, 2, 0], dtype=np.int32)
 def _cells(v1, kind):
     if kind == "lstm":
         return v1.nn.rnn_cell.BasicLSTMCell(UNITS), v1.nn.rnn_cell.BasicLSTMCell(UNITS)
+    if kind == "multi":  # stacked cells: TF's names put each cell's scope inside cell_<i>
+        return tuple(v1.nn.rnn_cell.MultiRNNCell([v1.nn.rnn_cell.BasicLSTMCell(UNITS),
+                                                  v1.nn.rnn_cell.GRUCell(UNITS)])
+                     for _ in range(2))
     if kind == "gru":
         return v1.nn.rnn_cell.GRUCell(UNITS), v1.nn.rnn_cell.GRUCell(UNITS)
     return v1.nn.rnn_cell.BasicRNNCell(UNITS), v1.nn.rnn_cell.BasicRNNCell(UNITS)
@@ -153,8 +157,9 @@ MODELS = {"dynamic": _dynamic, "bidirectional_dynamic": _bidirectional_dynamic,
           "stack_static": _stack_static, "stack_dynamic": _stack_dynamic}
 
 
-@pytest.mark.parametrize("kind", ["lstm", "gru", "basic"])
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("kind,model", [
+    *((kind, model) for kind in ("lstm", "gru", "basic") for model in sorted(MODELS)),
+    ("multi", "dynamic"), ("multi", "bidirectional_dynamic"), ("multi", "static")])
 @pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["full", "lengths"])
 def test_outputs_states_and_gradients_match_tensorflow(model, kind, lengths):
     tf1 = _tensorflow_v1()
