@@ -120,3 +120,42 @@ def avg_pool_grad(xp, x, grad_y, ksize_h, ksize_w, stride_h, stride_w, same):
     share = grad_y / _counts(xp, x, ksize, strides, padding)
     cols = xp.broadcast_to(share[:, :, :, None, None, :], (*share.shape[:3], kh, kw, share.shape[3]))
     return xp.ascontiguousarray(_scatter(xp, cols, x.shape, kh, kw, strides, padding, x.dtype))
+
+
+
+def _transpose_image(op, x_shape, kh, kw, stride_h, stride_w, same, extra_h, extra_w):
+    """conv2d_transpose's y height and width (conv_transpose.yaml); `op` names the refusal."""
+    if extra_h >= stride_h or extra_w >= stride_w:
+        raise ValueError(f"{op}: extra_h ({extra_h}) and extra_w ({extra_w}) must be below the "
+                         f"strides ({stride_h}, {stride_w})")
+    return ((x_shape[1] - 1) * stride_h + 1 + (0 if same else kh - 1) + extra_h,
+            (x_shape[2] - 1) * stride_w + 1 + (0 if same else kw - 1) + extra_w)
+
+
+def conv2d_transpose(xp, x, filter, stride_h, stride_w, same, extra_h, extra_w):
+    """conv2d's input gradient: x's windows spread back onto the image."""
+    strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
+    kh, kw = filter.shape[0], filter.shape[1]
+    out_h, out_w = _transpose_image("conv2d_transpose", x.shape, kh, kw, stride_h, stride_w, same,
+                                    extra_h, extra_w)
+    cols = xp.tensordot(x, filter, axes=([3], [3]))  # [n, h, w, kh, kw, c]
+    shape = (x.shape[0], out_h, out_w, filter.shape[2])
+    return xp.ascontiguousarray(_scatter(xp, cols, shape, kh, kw, strides, padding, x.dtype))
+
+
+def conv2d_transpose_grad(xp, x, filter, grad_y, stride_h, stride_w, same, extra_h, extra_w):
+    """(conv2d of grad_y, conv2d's filter gradient with grad_y as the image and x as its
+    output gradient)."""
+    strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
+    kh, kw = filter.shape[0], filter.shape[1]
+    expect = _transpose_image("conv2d_transpose_grad", x.shape, kh, kw, stride_h, stride_w, same,
+                              extra_h, extra_w)
+    if tuple(grad_y.shape[1:3]) != expect:
+        raise ValueError(f"conv2d_transpose_grad: grad_y is {grad_y.shape[1]} x "
+                         f"{grad_y.shape[2]} pixels but conv2d_transpose's y is {expect[0]} x "
+                         f"{expect[1]}")
+    padded, oh, ow, _, _ = _padded(xp, grad_y, kh, kw, strides, padding, 0)
+    win = _windows(xp, padded, oh, ow, kh, kw, strides)
+    grad_x = xp.tensordot(win, filter, axes=([3, 4, 5], [0, 1, 2])).astype(x.dtype)
+    grad_filter = xp.tensordot(win, x, axes=([0, 1, 2], [0, 1, 2])).astype(x.dtype)
+    return xp.ascontiguousarray(grad_x), xp.ascontiguousarray(grad_filter)

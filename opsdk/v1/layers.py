@@ -1,5 +1,6 @@
-"""`tf.layers`: dense, conv2d, max_pooling2d, average_pooling2d, dropout, flatten (functional
-forms), each making its variables with `get_variable` under its own variable scope."""
+"""`tf.layers`: dense, conv2d, conv2d_transpose, max_pooling2d, average_pooling2d, dropout,
+flatten (functional forms), each making its variables with `get_variable` under its own variable
+scope."""
 
 from __future__ import annotations
 
@@ -84,6 +85,38 @@ def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
         kernel = scopes.get_variable("kernel", [kh, kw, int(x.shape[-1]), int(filters)],
                                      initializer=kernel_initializer, trainable=trainable)
         y = nn.conv2d(x, kernel, _pair(strides), padding.upper())
+        if use_bias:
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+                                       initializer=bias_initializer or scopes.zeros_initializer())
+            y = _ops.bias_add(y, bias)
+        return _activate(y, activation)
+
+
+def conv2d_transpose(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
+                     padding: str = "valid", data_format: str = "channels_last",
+                     activation: Any = None, use_bias: bool = True, kernel_initializer: Any = None,
+                     bias_initializer: Any = None, kernel_regularizer: Any = None,
+                     trainable: bool = True, name: Optional[str] = None, reuse: Any = None,
+                     **unused: Any) -> Any:
+    """A transposed convolution layer over NHWC inputs: kernel [kh, kw, filters, in_channels],
+    output height in * stride (SAME) or in * stride + max(kh - stride, 0) (VALID), as TF's."""
+    if data_format != "channels_last":
+        raise OpsdkError("layers.conv2d_transpose: opsdk.v1 supports data_format='channels_last' "
+                         "only")
+    x = _t(inputs)
+    if x.shape is None or len(x.shape) != 4 or None in x.shape[1:]:
+        raise OpsdkError(f"layers.conv2d_transpose: inputs must be NHWC with known height, width "
+                         f"and channels, got {x.shape}")
+    (kh, kw), (sh, sw) = _pair(kernel_size), _pair(strides)
+    same = padding.upper() == "SAME"
+    out_h, out_w = (x.shape[1] * sh + (0 if same else max(kh - sh, 0)),
+                    x.shape[2] * sw + (0 if same else max(kw - sw, 0)))
+    with scopes.variable_scope(name, default_name="conv2d_transpose", reuse=reuse):
+        kernel = scopes.get_variable("kernel", [kh, kw, int(filters), int(x.shape[3])],
+                                     initializer=kernel_initializer,
+                                     regularizer=kernel_regularizer, trainable=trainable)
+        y = nn.conv2d_transpose(x, kernel, [x.shape[0], out_h, out_w, int(filters)], [sh, sw],
+                                padding.upper())
         if use_bias:
             bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
                                        initializer=bias_initializer or scopes.zeros_initializer())

@@ -139,6 +139,95 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
                        stride_h=sh, stride_w=sw, same=int(same), name=name)
 
 
+def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = None,
+                     strides: Any = None, padding: str = "SAME", data_format: Any = "NHWC",
+                     name: Optional[str] = None, input: Any = None, filters: Any = None,
+                     dilations: Any = None) -> Any:
+    """The transpose of conv2d (its gradient with respect to the input) for NHWC `value` and a
+    [kh, kw, out_channels, in_channels] filter; `output_shape` [batch, height, width,
+    out_channels] as TF's (a list, or a tensor built from constants; the batch may be a tensor)."""
+    who = "conv2d_transpose"
+    _nhwc(who, data_format)
+    if dilations not in (None, 1, [1, 1, 1, 1], (1, 1, 1, 1)):
+        raise OpsdkError(f"{who}: dilations are not supported by opsdk.v1")
+    x = _t(value if value is not None else input)
+    w = _t(filter if filter is not None else filters)
+    (sh, sw), same = _hw(who, strides, "strides"), _padding(who, padding) == "SAME"
+    out = _output_shape(who, output_shape)
+    extra_h, extra_w = _transpose_extras(who, x, w, out, (sh, sw), same)
+    return _ops.conv2d_transpose(x, w, stride_h=sh, stride_w=sw, same=int(same), extra_h=extra_h,
+                                 extra_w=extra_w, name=name)
+
+
+def _output_shape(who: str, shape: Any) -> list:
+    """TF's output_shape as four entries, each an int or None (a batch known only at run time)."""
+    if isinstance(shape, opsdk.Tensor) or hasattr(shape, "_as_graph_element"):
+        entries = _static_entries(_t(shape))
+    elif isinstance(shape, (list, tuple, np.ndarray)):
+        entries = [_static_entry(s) for s in list(shape)]
+    else:
+        entries = None
+    if entries is None or len(entries) != 4:
+        raise OpsdkError(f"{who}: output_shape must have 4 entries [batch, height, width, "
+                         f"channels], got {shape!r}")
+    if any(e is None for e in entries[1:]):
+        raise OpsdkError(f"{who}: output_shape's height, width and channels must be known when "
+                         f"the graph is built, got {shape!r}")
+    return [None if e is None else int(e) for e in entries]
+
+
+def _static_entry(value: Any) -> Optional[int]:
+    """One entry of a shape list: an int, a Dimension, None, or a scalar tensor (None when only
+    the run knows it)."""
+    if isinstance(value, opsdk.Tensor) or hasattr(value, "_as_graph_element"):
+        entries = _static_entries(_t(value))
+        return entries[0] if entries is not None and len(entries) == 1 else None
+    value = getattr(value, "value", value)  # a TensorShape's Dimension
+    return None if value is None else int(value)
+
+
+def _static_entries(t: Any) -> Optional[list]:
+    """The values of a 1-d (or 0-d) int tensor known when the graph is built: a constant's, or
+    entry by entry through stack and concat (None where an entry is computed at run time)."""
+    op = t.op
+    if op.type == "const":
+        return [int(v) for v in np.asarray(op.attrs["value"]).reshape(-1)]
+    if op.type == "stack" and t.shape is not None and len(t.shape) == 1:
+        return [_static_entry(i) for i in op.inputs]
+    if op.type == "concat" and t.shape is not None and len(t.shape) == 1:
+        parts = [_static_entries(i) for i in op.inputs]
+        return None if any(p is None for p in parts) else [e for p in parts for e in p]
+    if t.shape is not None and len(t.shape) <= 1 and None not in t.shape:
+        return [None] * (t.shape[0] if t.shape else 1)
+    return None
+
+
+def _transpose_extras(who: str, x: Any, w: Any, out: list, strides: tuple, same: bool) -> tuple:
+    """The op's extra_h, extra_w for TF's output_shape: how far past the smallest image whose
+    conv2d has value's size it lies (below a stride, or that conv2d is larger than value)."""
+    if x.shape is None or len(x.shape) != 4 or w.shape is None or len(w.shape) != 4:
+        raise OpsdkError(f"{who}: value must be NHWC (rank 4) and filter [kh, kw, out, in], got "
+                         f"shapes {x.shape} and {w.shape}")
+    if None in x.shape[1:3] or None in w.shape:
+        raise OpsdkError(f"{who}: value's height and width and the filter's shape must be known "
+                         f"when the graph is built, got {x.shape} and {w.shape}")
+    if w.shape[2] != out[3]:
+        raise OpsdkError(f"{who}: output_shape {out} has {out[3]} channels but the filter makes "
+                         f"{w.shape[2]} (its dim 2)")
+    if out[0] is not None and x.shape[0] is not None and out[0] != x.shape[0]:
+        raise OpsdkError(f"{who}: output_shape's batch {out[0]} is not value's {x.shape[0]}")
+    extras = []
+    for axis, k, s in ((1, w.shape[0], strides[0]), (2, w.shape[1], strides[1])):
+        extra = out[axis] - ((x.shape[axis] - 1) * s + 1 + (0 if same else k - 1))
+        if not 0 <= extra < s:
+            got = -(-out[axis] // s) if same else (out[axis] - k) // s + 1
+            raise OpsdkError(f"{who}: output_shape {out} does not fit value {list(x.shape)}: "
+                             f"conv2d of {out[axis]} pixels (axis {axis}) with these strides and "
+                             f"padding gives {got}, value has {x.shape[axis]}")
+        extras.append(extra)
+    return tuple(extras)
+
+
 def _pool(op: str):
     def pool(value: Any, ksize: Any, strides: Any, padding: Any, data_format: Any = "NHWC",
              name: Optional[str] = None, input: Any = None) -> Any:
@@ -219,3 +308,5 @@ from opsdk.v1.sampled import nce_loss, sampled_softmax_loss  # noqa: E402 - uses
 from opsdk.v1 import rnn as _rnn  # noqa: E402
 rnn_cell = _rnn.rnn_cell
 static_rnn, dynamic_rnn = _rnn.static_rnn, _rnn.dynamic_rnn
+static_bidirectional_rnn = _rnn.static_bidirectional_rnn
+bidirectional_dynamic_rnn = _rnn.bidirectional_dynamic_rnn

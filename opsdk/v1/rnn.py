@@ -1,6 +1,6 @@
 """Recurrent cells (`BasicRNNCell`, `BasicLSTMCell`/`LSTMCell`, `GRUCell`, `MultiRNNCell`,
-`DropoutWrapper`) and the two ways of running them: `static_rnn` (unrolled over a Python list)
-and `dynamic_rnn` (opsdk's differentiable `while_loop` over time).
+`DropoutWrapper`); rnn_run.py runs them: `static_rnn` (unrolled over a Python list),
+`dynamic_rnn` (opsdk's differentiable `while_loop` over time), their bidirectional forms.
 
 A cell makes its variables (`<scope>/kernel`, `<scope>/bias`) the first time it is called or
 built, outside any loop, and reuses them on every later step.
@@ -196,7 +196,9 @@ class MultiRNNCell:
 
     def build(self, input_depth: int, scope: Optional[str] = None) -> None:
         for i, cell in enumerate(self.cells):
-            cell.build(input_depth, f"{scope or 'multi_rnn_cell'}/cell_{i}")
+            # TF's names: each cell's own scope inside cell_<i> (.../cell_0/basic_lstm_cell/kernel)
+            own = getattr(cell, "name", None) or getattr(cell, "_default_name", "multi_rnn_cell")
+            cell.build(input_depth, f"{scope or 'multi_rnn_cell'}/cell_{i}/{own}")
             input_depth = cell.output_size
 
     def __call__(self, inputs: Any, state: Any, scope: Optional[str] = None) -> tuple:
@@ -245,100 +247,9 @@ def _is_one(value: Any) -> bool:
     return isinstance(value, (int, float)) and float(value) == 1.0
 
 
-def static_rnn(cell: Any, inputs: list, initial_state: Any = None, dtype: Any = None,
-               sequence_length: Any = None, scope: Optional[str] = None) -> tuple:
-    """The cell applied to each tensor of `inputs` in turn: (outputs, final state)."""
-    if sequence_length is not None:
-        raise OpsdkError("static_rnn: sequence_length is not supported by opsdk.v1")
-    if not inputs:
-        raise OpsdkError("static_rnn: inputs must be a non-empty list of [batch, depth] tensors")
-    first = _t(inputs[0])
-    cell.build(int(first.shape[-1]), scope or "rnn/" + _cell_scope(cell))
-    state = initial_state if initial_state is not None else _zero_like_batch(cell, first)
-    outputs = []
-    for x in inputs:
-        out, state = cell.step(_t(x), state)
-        outputs.append(out)
-    return outputs, state
-
-
-def _cell_scope(cell: Any) -> str:
-    return getattr(cell, "name", None) or getattr(cell, "_default_name", "multi_rnn_cell")
-
-
-def _zero_like_batch(cell: Any, x: Any) -> Any:
-    """The cell's zero state with x's (maybe unknown) batch size: x @ zeros([depth, units])."""
-    depth = int(x.shape[-1])
-
-    def zeros(units: int) -> Any:
-        return _ops.matmul(x, _ops.zeros(shape=[depth, units], dtype=x.dtype))
-    return _map_sizes(cell.state_size, zeros)
-
-
-def _map_sizes(size: Any, fn: Any) -> Any:
-    if isinstance(size, LSTMStateTuple):
-        return LSTMStateTuple(fn(size.c), fn(size.h))
-    if isinstance(size, tuple):
-        return tuple(_map_sizes(s, fn) for s in size)
-    return fn(size)
-
-
-def _flat(state: Any) -> list:
-    if isinstance(state, tuple):
-        return [t for s in state for t in _flat(s)]
-    return [state]
-
-
-def _pack(like: Any, flat: list) -> Any:
-    if isinstance(like, tuple):
-        parts, i = [], 0
-        for s in like:
-            n = len(_flat(s))
-            parts.append(_pack(s, flat[i:i + n]))
-            i += n
-        return type(like)(*parts) if hasattr(like, "_fields") else tuple(parts)
-    return flat[0]
-
-
-def dynamic_rnn(cell: Any, inputs: Any, sequence_length: Any = None, initial_state: Any = None,
-                dtype: Any = None, parallel_iterations: Any = None, swap_memory: bool = False,
-                time_major: bool = False, scope: Optional[str] = None) -> tuple:
-    """The cell run over the time axis of `inputs` ([batch, time, depth]) by a while_loop:
-    (outputs [batch, time, units], final state)."""
-    if sequence_length is not None:
-        raise OpsdkError("dynamic_rnn: sequence_length is not supported by opsdk.v1 (pad the "
-                         "sequences to one length)")
-    x = _t(inputs)
-    steps = x if time_major else _ops.transpose(x, perm=[1, 0, 2])  # [time, batch, depth]
-    first = _ops.gather(steps, opsdk.constant(np.int32(0)))
-    cell.build(int(x.shape[-1]), scope or "rnn/" + _cell_scope(cell))
-    state = initial_state if initial_state is not None else _zero_like_batch(cell, first)
-    flat_state = _flat(state)
-    units = cell.output_size
-    count = x.shape[0 if time_major else 1]
-    if count is None:
-        raise OpsdkError("dynamic_rnn: the number of time steps must be known when the graph is "
-                         "built (give the placeholder a time dim)")
-    # Outputs gather into a [time, batch, units] tensor of one shape (the loop's gradient needs
-    # loop values of fixed shape): step i adds its output where onehot(i) is 1.
-    zero = _ops.matmul(first, _ops.zeros(shape=[int(x.shape[-1]), units], dtype=x.dtype))
-    acc = _ops.mul(_ops.reshape(zero, shape=[1, -1, units]),
-                   _ops.ones(shape=[int(count), 1, 1], dtype=x.dtype))
-    times = opsdk.constant(np.arange(int(count), dtype=np.int32).reshape(-1, 1, 1))
-
-    def cond(i, acc, *flat):
-        return _ops.less(i, opsdk.constant(np.int32(count)))
-
-    def body(i, acc, *flat):
-        out, new = cell.step(_ops.gather(steps, i), _pack(state, list(flat)))
-        hit = _ops.cast(_ops.equal(times, i), dtype=x.dtype)
-        acc = acc + hit * _ops.reshape(out, shape=[1, -1, units])
-        return (i + 1, acc, *_flat(new))
-
-    i, acc, *final = opsdk.while_loop(cond, body, [opsdk.constant(np.int32(0)), acc, *flat_state])
-    outputs = acc if time_major else _ops.transpose(acc, perm=[1, 0, 2])
-    return outputs, _pack(state, final)
-
+from opsdk.v1.rnn_run import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa: E402,F401
+                              stack_bidirectional_dynamic_rnn, stack_bidirectional_rnn,
+                              static_bidirectional_rnn, static_rnn)
 
 rnn_cell = SimpleNamespace(RNNCell=RNNCell, BasicRNNCell=BasicRNNCell,
                            BasicLSTMCell=BasicLSTMCell, LSTMCell=LSTMCell, GRUCell=GRUCell,
