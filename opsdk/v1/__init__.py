@@ -27,8 +27,8 @@ from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, conver
                               ones, ones_like, placeholder, placeholder_with_default,
                               random_normal, random_uniform, set_random_seed, truncated_normal,
                               zeros, zeros_like)
-from opsdk.v1.math_ops import (abs, add, argmax, argmin, cast, clip_by_value, concat, div,  # noqa: A001
-                               divide, equal, exp, expand_dims, gather, greater, greater_equal,
+from opsdk.v1.math_ops import (abs, add, arg_max, arg_min, argmax, argmin, cast,  # noqa: A001
+                               clip_by_value, concat, div, divide, equal, exp, expand_dims, gather, greater, greater_equal,
                                identity, less, less_equal, log, log1p, matmul, maximum, minimum,
                                mul, multiply, negative, not_equal, one_hot, pack, pow, range, rank,
                                reciprocal, reduce_any, reduce_max, reduce_mean, reduce_min,
