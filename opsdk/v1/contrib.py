@@ -6,17 +6,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import layers as _layers, rnn as _rnn, scopes
+from opsdk.v1 import layers as _layers, misc as _misc, rnn as _rnn, scopes
 
 
-class NotProvided(OpsdkError, AttributeError):
-    """A tf.contrib name opsdk.v1 does not provide (an AttributeError too, so hasattr() works)."""
-
-
-def _missing(path: str) -> NotProvided:
-    return NotProvided(f"tf.{path} is not provided by opsdk.v1 (docs/tf1.md lists what "
-                       "tf.contrib offers)")
+NotProvided = _misc.NotProvided
+_missing = _misc.not_provided
 
 
 class _Missing(SimpleNamespace):

@@ -11,7 +11,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args as _args, math_ops as _m
+from opsdk.v1 import args as _args, math_ops as _m, misc as _misc
 from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
 
 sigmoid, tanh = _m.sigmoid, _m.tanh
@@ -220,3 +220,6 @@ from opsdk.v1.sampled import nce_loss, sampled_softmax_loss  # noqa: E402 - uses
 from opsdk.v1 import rnn as _rnn  # noqa: E402
 rnn_cell = _rnn.rnn_cell
 static_rnn, dynamic_rnn = _rnn.static_rnn, _rnn.dynamic_rnn
+
+
+__getattr__ = _misc.refuse_missing("nn")  # other tf.nn names: a clear refusal
