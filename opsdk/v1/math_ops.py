@@ -352,3 +352,14 @@ def attach() -> None:
     opsdk.Tensor.__and__ = lambda a, b: _ops.equal(
         _ops.cast(a, dtype="int8") + _ops.cast(_t(b), dtype="int8"), opsdk.constant(np.int8(2)))
     opsdk.Tensor.__invert__ = lambda a: _ops.equal(a, opsdk.constant(np.asarray(False)))
+
+
+def linspace(start: Any, stop: Any, num: Any, name: Optional[str] = None, axis: int = 0) -> Any:
+    """`num` evenly spaced values from start to stop, both included (bounds known when the graph
+    is built; the dtype is start's, float32 for Python floats)."""
+    bounds = [args.scalar("linspace", a, v) for a, v in (("start", start), ("stop", stop))]
+    if args.numbers_or_tensors(bounds):
+        raise OpsdkError("linspace: opsdk.v1 needs start and stop known when the graph is built")
+    count = args.static_int("linspace", "num", num)
+    dtype = _t(start).dtype if args.is_tensor(start) else default_array(float(bounds[0])).dtype
+    return opsdk.constant(np.linspace(*bounds, count).astype(dtype), name=name or "LinSpace")
