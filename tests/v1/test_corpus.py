@@ -31,6 +31,7 @@ def test_the_adaptation_rules_mark_each_changed_line():
     source = "\n".join([
         "import tensorflow as tf",
         "from tensorflow.examples.tutorials.mnist import input_data",
+        "import tensorflow.examples.tutorials.mnist.input_data as input_data",
         "training_epochs = 15",
         "training_epochs = 1",
         "num_steps = 500 # Total steps",
@@ -42,6 +43,8 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[0] == "import tensorflow as tf"
     assert lines[1] == ("import input_data  # opsdk-corpus: was "
                         "from tensorflow.examples.tutorials.mnist import input_data")
+    assert lines[2].startswith("import input_data  # opsdk-corpus: was import tensorflow.")
+    lines = lines[:2] + lines[3:]
     assert lines[2].startswith("training_epochs = 2  # opsdk-corpus: was training_epochs = 15")
     assert lines[3] == "training_epochs = 1" and lines[7] == "n_steps = 28"  # timesteps stay
     assert lines[4].startswith("num_steps = 20  # opsdk-corpus: was num_steps = 500")

@@ -15,11 +15,14 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
 
 1. Imports: none change. `python -m opsdk.v1.check` answers `import tensorflow` with opsdk.v1
    (or TensorFlow's compat.v1), so the programs keep their own import lines.
-2. Data: `from tensorflow.examples.tutorials.mnist import input_data` becomes `import input_data`,
-   the synthetic MNIST of examples/input_data.py (same interface, no download).
+2. Data: `from tensorflow.examples.tutorials.mnist import input_data` (or its `import ... as
+   input_data` form) becomes `import input_data`, the synthetic MNIST of examples/input_data.py
+   (same interface, no download).
 3. Step counts: assignments of the usual loop-length names are capped (epochs to 2, steps to 20,
    iterations counted in examples to 2000), and a literal `range(N)` with N >= 100 in a `for`
    line becomes `range(5)`, so every program ends in seconds.
+4. Helpers: a program importing `libs` (pkmital's tutorials) gets its repository's `libs/` at
+   the same commit, adapted by the same rules.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ _CAPS = {2: ("training_epochs", "epochs", "num_epochs", "n_epochs", "total_epoch
 _ASSIGN = re.compile(r"^(\s*)(%s)(\s*=\s*)(\d+)(\s*(#.*)?)$"
                      % "|".join(n for names in _CAPS.values() for n in names))
 _RANGE = re.compile(r"^(\s*for .* in (?:x?range)\()(\d+)(\):.*)$")
-_MNIST = re.compile(r"^(\s*)from tensorflow\.examples\.tutorials\.mnist import input_data\s*$")
+_MNIST = re.compile(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data|"
+                    r"import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$")
 
 
 @dataclass(frozen=True)
@@ -99,13 +103,18 @@ def _adapt_line(line: str) -> str:
     return line
 
 
+def _git(sources: Path, entry: Entry, *command: str) -> subprocess.CompletedProcess:
+    """git `command` in the clone SOURCES/owner+name (bare, with a work tree, or a stored
+    mirror's layout, whose git directory is `repo` inside)."""
+    clone = sources / entry.repo.replace("/", "+")
+    git_dir = clone / "repo" if (clone / "repo").is_dir() else clone
+    where = ["--git-dir", str(git_dir)] if (git_dir / "HEAD").is_file() else ["-C", str(git_dir)]
+    return subprocess.run(["git", *where, *command], capture_output=True)
+
+
 def show(sources: Path, entry: Entry, path: Optional[str] = None) -> bytes:
     """The file at the entry's commit, from the clone SOURCES/owner+name."""
-    clone = sources / entry.repo.replace("/", "+")
-    git_dir = clone / "repo" if (clone / "repo").is_dir() else clone  # a stored mirror's layout
-    done = subprocess.run(["git", "--git-dir" if (git_dir / "HEAD").is_file() else "-C",
-                           str(git_dir), "show", f"{entry.commit}:{path or entry.path}"],
-                          capture_output=True)
+    done = _git(sources, entry, "show", f"{entry.commit}:{path or entry.path}")
     if done.returncode:
         raise SystemExit(f"{entry.repo}@{entry.commit} {path or entry.path}: "
                          f"{done.stderr.decode().strip()}")
@@ -132,11 +141,9 @@ def _helpers(sources: Path, entry: Entry, text: str, cache: Path) -> None:
     """The `libs` package a program imports from its own repository (pkmital's tutorials)."""
     if re.search(r"^\s*from libs", text, re.M) and not (cache / "libs").exists():
         folder = str(Path(entry.path).parent / "libs")
-        listing = subprocess.run(["git", "--git-dir", str(sources / entry.repo.replace("/", "+")
-                                                          / "repo"), "ls-tree", "--name-only",
-                                  f"{entry.commit}:{folder}"], capture_output=True, text=True)
+        listing = _git(sources, entry, "ls-tree", "--name-only", f"{entry.commit}:{folder}")
         (cache / "libs").mkdir()
-        for name in listing.stdout.split():
+        for name in listing.stdout.decode().split():
             if name.endswith(".py"):
                 data = show(sources, entry, f"{folder}/{name}").decode()
                 (cache / "libs" / name).write_text(adapt(data))
