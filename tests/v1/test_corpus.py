@@ -38,6 +38,7 @@ def test_the_adaptation_rules_mark_each_changed_line():
         "for step in range(2001):",
         "for i in range(10):",
         "n_steps = 28",
+        "    plt.waitforbuttonpress()",
     ])
     lines = build.adapt(source).splitlines()
     assert lines[0] == "import tensorflow as tf"
@@ -50,6 +51,7 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[4].startswith("num_steps = 20  # opsdk-corpus: was num_steps = 500")
     assert lines[5].startswith("for step in range(5):  # opsdk-corpus: was")
     assert lines[6] == "for i in range(10):"
+    assert lines[8] == "    pass  # opsdk-corpus: was plt.waitforbuttonpress()"
 
 
 def test_the_cache_is_refused_inside_the_repository(tmp_path):

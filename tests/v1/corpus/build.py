@@ -23,6 +23,8 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
    line becomes `range(5)`, so every program ends in seconds.
 4. Helpers: a program importing `libs` (pkmital's tutorials) gets its repository's `libs/` at
    the same commit, adapted by the same rules.
+5. Waiting for the user: `plt.waitforbuttonpress()` becomes `pass` (plots are drawn off screen,
+   where it would wait forever).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ _CAPS = {2: ("training_epochs", "epochs", "num_epochs", "n_epochs", "total_epoch
 _ASSIGN = re.compile(r"^(\s*)(%s)(\s*=\s*)(\d+)(\s*(#.*)?)$"
                      % "|".join(n for names in _CAPS.values() for n in names))
 _RANGE = re.compile(r"^(\s*for .* in (?:x?range)\()(\d+)(\):.*)$")
+_WAIT = re.compile(r"^(\s*)plt\.waitforbuttonpress\(\)\s*$")
 _MNIST = re.compile(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data|"
                     r"import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$")
 
@@ -90,6 +93,8 @@ def adapt(source: str) -> str:
 
 
 def _adapt_line(line: str) -> str:
+    if _WAIT.match(line):
+        return _WAIT.sub(r"\1pass", line)
     if _MNIST.match(line):
         return _MNIST.sub(r"\1import input_data", line)
     match = _ASSIGN.match(line)
