@@ -64,7 +64,8 @@ def tf_names(module: str) -> Optional[list[str]]:
 
 
 def status(module: str, name: str) -> tuple[str, str]:
-    """('provided' | 'builtin op' | 'refused', the refusal's message) of tf.<module>.<name>."""
+    """('provided' | 'builtin op' | 'refused' | 'missing', the error's message) of
+    tf.<module>.<name>: 'refused' when the error names opsdk.v1, 'missing' otherwise."""
     import opsdk.v1 as tf
     owner: Any = tf
     for part in filter(None, module.split(".")):
@@ -98,10 +99,11 @@ def report() -> tuple[str, dict]:
         label = f"tf.{module}.*" if module else "tf.*"
         source = " (TF 1.15's names)" if module in _TF115 else ""
         rows.append(f"| `{label}`{source} | {len(names)} | {counts['provided']} | "
-                    f"{counts['builtin op']} | {counts['refused']} |")
-        missing[label] = [n for n, (s, _) in got.items() if s == "refused"]
-    lines = [BEGIN, "", "| names | TF lists | provided | builtin op by name | refused |",
-             "|---|---|---|---|---|", *rows, ""]
+                    f"{counts['builtin op']} | {counts['refused']} | {counts['missing']} |")
+        missing[label] = [n + ("" if s == "refused" else " (plain AttributeError)")
+                          for n, (s, _) in got.items() if s in ("refused", "missing")]
+    lines = [BEGIN, "", "| names | TF lists | provided | builtin op by name | refused | "
+             "absent, no message |", "|---|---|---|---|---|---|", *rows, ""]
     lines.append("Refused (each raises an error naming it; `hasattr` answers False):")
     lines.append("")
     for label, names in missing.items():
