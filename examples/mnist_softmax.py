@@ -1,59 +1,56 @@
-"""TensorFlow 1's MNIST softmax-regression tutorial, run by opsdk with only the imports changed:
-`import opsdk.v1 as tf` for `import tensorflow as tf`, and `input_data` (synthetic MNIST-shaped
-data, examples/input_data.py) for `tensorflow.examples.tutorials.mnist.input_data`.
+"""A softmax classifier of MNIST-shaped digits written with TensorFlow 1's API, run by opsdk.v1.
 
-    .venv/bin/python examples/mnist_softmax.py [--data_dir DIR]
+The data are examples/input_data.py's synthetic digits (no download). The program trains
+y = softmax(x W + b) by gradient descent on the mean cross-entropy, then prints the test
+accuracy as its last line. It starts from zeros and draws nothing at random in the graph, so
+two runs (on any device: `python -m opsdk.v1.run --device /test:0 examples/mnist_softmax.py`)
+print the same numbers.
+
+    .venv/bin/python examples/mnist_softmax.py [--steps 1000] [--batch 100] [--rate 0.5]
+
+`docs/tf1.md` says which public TensorFlow tutorials run unchanged but for their import line.
 """
 
-from __future__ import absolute_import
-from __future__ import division
-from __future__ import print_function
-
 import argparse
-import sys
 
-import input_data  # was: from tensorflow.examples.tutorials.mnist import input_data
+import input_data
 
-import opsdk.v1 as tf  # was: import tensorflow as tf
+import opsdk.v1 as tf
 
-FLAGS = None
+PIXELS, CLASSES = 28 * 28, 10
 
 
-def main(_):
-  # Import data
-  mnist = input_data.read_data_sets(FLAGS.data_dir, one_hot=True)
+def build(rate):
+    """The graph: images and one-hot labels fed, the loss, one training step, the accuracy."""
+    images = tf.placeholder(tf.float32, [None, PIXELS], name="images")
+    labels = tf.placeholder(tf.float32, [None, CLASSES], name="labels")
+    weights = tf.Variable(tf.zeros([PIXELS, CLASSES]), name="weights")
+    bias = tf.Variable(tf.zeros([CLASSES]), name="bias")
+    logits = tf.matmul(images, weights) + bias
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    step = tf.train.GradientDescentOptimizer(rate).minimize(loss)
+    hits = tf.equal(tf.argmax(logits, 1), tf.argmax(labels, 1))
+    accuracy = tf.reduce_mean(tf.cast(hits, tf.float32))
+    return images, labels, loss, step, accuracy
 
-  # Create the model
-  x = tf.placeholder(tf.float32, [None, 784])
-  W = tf.Variable(tf.zeros([784, 10]))
-  b = tf.Variable(tf.zeros([10]))
-  y = tf.matmul(x, W) + b
 
-  # Define loss and optimizer
-  y_ = tf.placeholder(tf.float32, [None, 10])
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--rate", type=float, default=0.5)
+    args = parser.parse_args()
+    digits = input_data.read_data_sets("", one_hot=True)
+    images, labels, loss, step, accuracy = build(args.rate)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for i in range(args.steps):
+            batch_images, batch_labels = digits.train.next_batch(args.batch)
+            _, value = sess.run([step, loss], {images: batch_images, labels: batch_labels})
+            if i % 250 == 0:
+                print("step %d loss: %.4f" % (i, value))
+        print(sess.run(accuracy, {images: digits.test.images, labels: digits.test.labels}))
 
-  # The raw formulation of cross-entropy can be numerically unstable, so the loss is the
-  # mean over the batch of softmax_cross_entropy_with_logits on the raw outputs of the model.
-  cross_entropy = tf.reduce_mean(
-      tf.nn.softmax_cross_entropy_with_logits(labels=y_, logits=y))
-  train_step = tf.train.GradientDescentOptimizer(0.5).minimize(cross_entropy)
 
-  sess = tf.InteractiveSession()
-  tf.global_variables_initializer().run()
-  # Train
-  for _ in range(1000):
-    batch_xs, batch_ys = mnist.train.next_batch(100)
-    sess.run(train_step, feed_dict={x: batch_xs, y_: batch_ys})
-
-  # Test trained model
-  correct_prediction = tf.equal(tf.argmax(y, 1), tf.argmax(y_, 1))
-  accuracy = tf.reduce_mean(tf.cast(correct_prediction, tf.float32))
-  print(sess.run(accuracy, feed_dict={x: mnist.test.images,
-                                      y_: mnist.test.labels}))
-
-if __name__ == '__main__':
-  parser = argparse.ArgumentParser()
-  parser.add_argument('--data_dir', type=str, default='/tmp/tensorflow/mnist/input_data',
-                      help='Directory for storing input data')
-  FLAGS, unparsed = parser.parse_known_args()
-  tf.app.run(main=main, argv=[sys.argv[0]] + unparsed)
+if __name__ == "__main__":
+    main()

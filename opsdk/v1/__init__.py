@@ -27,15 +27,16 @@ from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, conver
                               ones, ones_like, placeholder, placeholder_with_default,
                               random_normal, random_uniform, set_random_seed, truncated_normal,
                               zeros, zeros_like)
-from opsdk.v1.math_ops import (abs, add, argmax, argmin, cast, clip_by_value, concat, div,  # noqa: A001
-                               divide, equal, exp, expand_dims, gather, greater, greater_equal,
-                               identity, less, less_equal, log, log1p, matmul, maximum, minimum,
-                               mul, multiply, negative, not_equal, one_hot, pack, pow, range, rank,
-                               reciprocal, reduce_any, reduce_max, reduce_mean, reduce_min,
-                               reduce_sum, reshape, rsqrt, shape, sigmoid, sign, split, sqrt,
-                               square, squeeze, stack, stop_gradient, sub, subtract, tanh,
-                               to_float, to_int32, to_int64, transpose, truediv, unpack, unstack,
-                               where)
+from opsdk.v1.math_ops import (abs, add, arg_max, arg_min, argmax, argmin,  # noqa: A001
+                               cast, clip_by_value, concat, div, divide, equal, exp, expand_dims,
+                               gather, greater, greater_equal, identity, less, less_equal,
+                               linspace, log, log1p, matmul, maximum, minimum, mul, multiply,
+                               negative, not_equal, one_hot, pack, pow, range, rank, reciprocal,
+                               reduce_any, reduce_max, reduce_mean, reduce_min, reduce_sum,
+                               reshape, rsqrt, shape, sigmoid, sign, split, sqrt, square, squeeze,
+                               stack, stop_gradient, sub, subtract, tanh, to_float, to_int32,
+                               to_int64, transpose, truediv, unpack, unstack, where)
+from opsdk.v1.state_ops import assign, assign_add, assign_sub
 from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
                              constant_initializer, get_collection, get_variable,
                              get_variable_scope, glorot_uniform_initializer, global_variables,
@@ -48,7 +49,7 @@ from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_co
 from opsdk.v1.scopes import tuple_ as tuple  # noqa: A001 - TF's name
 from opsdk.v1.misc import app, flags, gfile
 from opsdk.v1.train import train
-from opsdk.v1 import nn, layers, losses, summary, contrib  # noqa: E402
+from opsdk.v1 import nn, layers, losses, metrics, summary, contrib  # noqa: E402
 
 Graph, Operation, Tensor = opsdk.Graph, opsdk.Operation, opsdk.Tensor
 get_default_graph, reset_default_graph = opsdk.get_default_graph, opsdk.reset_default_graph

@@ -1,20 +1,24 @@
 """Run a folder of TensorFlow 1 programs under opsdk.v1 and report, per program, whether it ran
 and its first failure: try your own code before porting it.
 
-    python -m opsdk.v1.check FOLDER [--timeout 300] [--against-tf]
+    python -m opsdk.v1.check FOLDER [--timeout 300] [--jobs 2] [--against-tf | --opsdk-only]
 
 Each `*.py` of FOLDER runs in its own subprocess, with `import tensorflow as tf` answered by
-`opsdk.v1` (or, with --against-tf, by TensorFlow's `compat.v1`, to compare). A program that
-prints lines `loss: <number>` has them collected; `ran` means it exited with status 0.
+`opsdk.v1` and, where TensorFlow is installed, once more by its `compat.v1` (graph mode), side
+by side in one table (--against-tf: TensorFlow alone; --opsdk-only: opsdk alone). The numbers a
+program prints after `loss` or `cost` (`loss: 0.5`, `cost= 0.5`) are collected, so that both
+learning curves can be compared; `ran` means it exited with status 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -35,7 +39,8 @@ sys.path.insert(0, __import__("os").path.dirname(path))
 runpy.run_path(path, run_name="__main__")
 """
 
-_LOSS = re.compile(r"loss:\s*([-+0-9.eEinfa]+)")
+_LOSS = re.compile(r"(?:loss|cost)\s*[:=]\s*\[?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|nan|inf))",
+                   re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,8 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     """Run one program in a subprocess under `backend` ('opsdk' or 'tf')."""
     import time
     start = time.perf_counter()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
+           "MPLBACKEND": "Agg"}  # plots are drawn off screen: plt.show() returns
     try:
         done = subprocess.run([sys.executable, "-c", _SHIM, backend, str(path.resolve())],
                               capture_output=True, text=True, timeout=timeout, env=env,
@@ -77,9 +83,32 @@ def first_failure(stderr: str) -> str:
     return lines[-1] + (f"  ({where[-1]})" if where else "")
 
 
-def check_folder(folder: Path, timeout: float = 300.0, backend: str = "opsdk") -> list[Outcome]:
-    """Every `*.py` of `folder`, in name order."""
-    return [run_program(p, timeout, backend) for p in sorted(folder.glob("*.py"))]
+def check_folder(folder: Path, timeout: float = 300.0, backend: str = "opsdk",
+                 jobs: int = 1) -> list[Outcome]:
+    """Every `*.py` of `folder`, in name order (`jobs` at a time)."""
+    paths = sorted(folder.glob("*.py"))
+    with ThreadPoolExecutor(max(1, jobs)) as pool:
+        return list(pool.map(lambda p: run_program(p, timeout, backend), paths))
+
+
+def _cell(o: Optional[Outcome]) -> str:
+    if o is None:
+        return "-"
+    losses = f" loss {o.losses[0]:.4g}->{o.losses[-1]:.4g}" if o.losses else ""
+    return f"{'ran' if o.ok else 'FAILED'} {o.seconds:5.1f} s{losses}"
+
+
+def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]]) -> None:
+    """One row per program: opsdk.v1's outcome, TensorFlow's, and opsdk's first failure."""
+    theirs_by = {o.program: o for o in theirs or []}
+    width = max(len(o.program) for o in ours)
+    print(f"{'program':{width}s}  {'opsdk.v1':34s}  {'TensorFlow compat.v1' if theirs else ''}")
+    for o in ours:
+        print(f"{o.program:{width}s}  {_cell(o):34s}  {_cell(theirs_by.get(o.program)) if theirs else ''}")
+        t = theirs_by.get(o.program)
+        for who, failed in (("opsdk.v1", o), ("TensorFlow", t)):
+            if failed is not None and not failed.ok:
+                print(f"{'':{width}s}    {who}: {failed.failure}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -87,22 +116,32 @@ def main(argv: Optional[list[str]] = None) -> int:
         "\n")[0])
     parser.add_argument("folder", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
-    parser.add_argument("--against-tf", action="store_true",
-                        help="run under TensorFlow's compat.v1 instead (needs tensorflow)")
+    parser.add_argument("--jobs", type=int, default=1, help="programs run at once")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--against-tf", action="store_true",
+                       help="run under TensorFlow's compat.v1 alone (needs tensorflow)")
+    which.add_argument("--opsdk-only", action="store_true",
+                       help="do not run TensorFlow even where it is installed")
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         print(f"error: {args.folder} is not a folder", file=sys.stderr)
         return 1
-    outcomes = check_folder(args.folder, args.timeout, "tf" if args.against_tf else "opsdk")
+    with_tf = not args.opsdk_only and importlib.util.find_spec("tensorflow") is not None
+    first = "tf" if args.against_tf else "opsdk"
+    outcomes = check_folder(args.folder, args.timeout, first, args.jobs)
     if not outcomes:
         print(f"error: no *.py programs in {args.folder}", file=sys.stderr)
         return 1
-    for o in outcomes:
-        losses = f"  loss {o.losses[0]:.4g} -> {o.losses[-1]:.4g}" if o.losses else ""
-        status = "ran" if o.ok else f"FAILED: {o.failure}"
-        print(f"{o.program:32s} {o.seconds:6.1f} s  {status}{losses}")
+    theirs = (check_folder(args.folder, args.timeout, "tf", args.jobs)
+              if with_tf and not args.against_tf else None)
+    print_table(outcomes, theirs)
     ran = sum(o.ok for o in outcomes)
-    print(f"{ran} of {len(outcomes)} programs ran")
+    print(f"{ran} of {len(outcomes)} programs ran" + (" under TensorFlow's compat.v1" if
+                                                      args.against_tf else ""))
+    if theirs is not None:
+        both = {o.program for o in theirs if o.ok}
+        print(f"TensorFlow's compat.v1 ran {len(both)} of {len(theirs)}; opsdk.v1 ran "
+              f"{sum(o.ok for o in outcomes if o.program in both)} of those {len(both)}")
     return 0 if ran == len(outcomes) else 1
 
 

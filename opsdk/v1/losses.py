@@ -17,6 +17,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m, nn, scopes
 from opsdk.v1.tensors import convert_to_tensor as _t
+from opsdk.v1 import misc as _misc
 
 
 class Reduction:
@@ -157,3 +158,6 @@ def get_total_loss(add_regularization_losses: bool = True, name: str = "total_lo
     for p in parts[1:]:
         total = total + p
     return _ops.identity(total, name=name)
+
+
+__getattr__ = _misc.refuse_missing("losses")  # other tf.losses names: a clear refusal

@@ -14,6 +14,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import args
 from opsdk.v1.dtypes import default_array, name_of
 from opsdk.v1.tensors import TensorShape, convert_to_tensor
 
@@ -113,11 +114,11 @@ def _axes(axis: Any, alias: Any, who: str) -> list[int]:
     if axis is not None and alias is not None:
         raise OpsdkError(f"{who}: give axis or reduction_indices, not both")
     axis = alias if axis is None else axis
-    if hasattr(axis, "_as_graph_element") or isinstance(axis, opsdk.Tensor):
-        raise OpsdkError(f"{who}: axis must be known when the graph is built (an int or a list)")
     if axis is None:
         return []
-    return [int(a) for a in np.atleast_1d(axis)]
+    if (args.is_tensor(axis) and _t(axis).ndim == 1) or isinstance(axis, (list, tuple)):
+        return args.static_dims(who, axis, "axis")
+    return [args.static_int(who, "axis", axis)]
 
 
 def _reduction(op: str) -> Callable:
@@ -154,42 +155,41 @@ def _arg(op: str) -> Callable:
     def arg(input: Any, axis: Any = None, name: Optional[str] = None, dimension: Any = None,
             output_type: Any = "int64") -> Any:
         axis = dimension if axis is None else axis
-        out = fn(_t(input), axis=0 if axis is None else int(axis), name=name)
+        axis = 0 if axis is None else args.static_int(op, "axis", axis)
+        out = fn(_t(input), axis=axis, name=name)
         return out if out.dtype == name_of(output_type) else _ops.cast(out, dtype=name_of(output_type))
     arg.__name__ = op
     return arg
 
 
 argmax, argmin = _arg("argmax"), _arg("argmin")
+arg_max, arg_min = argmax, argmin  # TF1's older spellings
 
 
 def reshape(tensor: Any, shape: Any, name: Optional[str] = None) -> Any:
-    """x with a new static shape; one -1 (or one dim given as a tensor) takes the rest."""
-    return _ops.reshape(_t(tensor), shape=_shape_list(shape), name=name)
-
-
-def _shape_list(shape: Any) -> list[int]:
-    if isinstance(shape, TensorShape):
-        shape = shape.as_list()
-    if isinstance(shape, opsdk.Tensor):
-        raise OpsdkError(f"reshape: shape '{shape.name}' is a tensor; give a list of ints (a "
-                         "single unknown dim may be -1)")
-    dims = [-1 if isinstance(d, opsdk.Tensor) or d is None else int(d) for d in shape]
-    if dims.count(-1) > 1:
-        raise OpsdkError(f"reshape: shape {dims} has more than one unknown dim")
-    return dims
+    """x with a new shape: a list (ints, -1, scalar tensors) or an int tensor (`tf.shape(y)`);
+    sizes known only at run time may be one (it becomes the -1)."""
+    x, dims = _t(tensor), args.dims("reshape", shape)
+    known = [-1 if d is None else d for d in dims.known]
+    if known.count(-1) > 1:
+        raise OpsdkError(f"reshape: shape {dims.known} of '{x.name}' has more than one size "
+                         "known only at run time (None) or -1; opsdk.v1 can infer one of them")
+    return _ops.reshape(x, shape=known, name=name)
 
 
 def transpose(a: Any, perm: Any = None, name: Optional[str] = None, conjugate: bool = False) -> Any:
-    return _ops.transpose(_t(a), perm=[] if perm is None else [int(p) for p in perm], name=name)
+    perm = [] if perm is None else args.static_dims("transpose", perm, "perm")
+    return _ops.transpose(_t(a), perm=perm, name=name)
 
 
 def concat(values: Any, axis: int, name: Optional[str] = None) -> Any:
-    return _ops.concat([_t(v) for v in values], axis=int(axis), name=name)
+    return _ops.concat([_t(v) for v in values], axis=args.static_int("concat", "axis", axis),
+                       name=name)
 
 
 def stack(values: Any, axis: int = 0, name: Optional[str] = None) -> Any:
-    return _ops.stack([_t(v) for v in values], axis=int(axis), name=name)
+    return _ops.stack([_t(v) for v in values], axis=args.static_int("stack", "axis", axis),
+                      name=name)
 
 
 pack = stack
@@ -197,8 +197,11 @@ pack = stack
 
 def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Any:
     x = _t(input)
-    axis = int(dim if axis is None else axis)
+    axis = args.static_int("expand_dims", "axis", dim if axis is None else axis)
     dims = [-1 if d is None else d for d in x.shape]
+    if dims.count(-1) > 1:
+        raise OpsdkError(f"expand_dims: '{x.name}' has shape {list(x.shape)}; opsdk.v1 needs "
+                         "all its sizes but one known when the graph is built")
     axis = axis if axis >= 0 else len(dims) + 1 + axis
     return _ops.reshape(x, shape=dims[:axis] + [1] + dims[axis:], name=name)
 
@@ -218,7 +221,7 @@ def unstack(value: Any, num: Optional[int] = None, axis: int = 0,
     """The slices of `value` along `axis` (its size must be known), each without that axis."""
     x = _t(value)
     axis = axis % x.ndim
-    size = x.shape[axis] if num is None else int(num)
+    size = x.shape[axis] if num is None else args.static_int("unstack", "num", num)
     if size is None:
         raise OpsdkError(f"unstack: axis {axis} of '{x.name}' has an unknown size; pass num=")
     return [_take(x, axis, i, 1, squeeze=True) for i in builtins.range(size)]
@@ -227,21 +230,51 @@ def unstack(value: Any, num: Optional[int] = None, axis: int = 0,
 unpack = unstack
 
 
-def split(value: Any, num_or_size_splits: Any, axis: int = 0, num: Any = None,
+def split(value: Any, num_or_size_splits: Any, axis: Any = 0, num: Any = None,
           name: Optional[str] = None) -> list:
-    """`value` cut along `axis` into equal parts (an int) or parts of the given sizes."""
+    """`value` cut along `axis` into equal parts (an int) or parts of the given sizes. Equal
+    parts of an axis whose size is known only at run time are cut at run time."""
     x = _t(value)
-    axis = axis % x.ndim
+    axis = args.static_int("split", "axis", axis) % x.ndim
     total = x.shape[axis]
-    if isinstance(num_or_size_splits, (int, np.integer)):
-        if total is None or total % int(num_or_size_splits):
-            raise OpsdkError(f"split: axis {axis} of '{x.name}' (size {total}) does not split "
-                             f"into {num_or_size_splits} equal parts")
-        sizes = [total // int(num_or_size_splits)] * int(num_or_size_splits)
-    else:
-        sizes = [int(s) for s in num_or_size_splits]
+    if isinstance(num_or_size_splits, (list, tuple)) or (
+            args.is_tensor(num_or_size_splits) and _t(num_or_size_splits).ndim == 1):
+        sizes = args.static_dims("split", num_or_size_splits, "num_or_size_splits")
+        return _cut(x, axis, _filled_sizes(x, axis, sizes))
+    parts = args.static_int("split", "num_or_size_splits", num_or_size_splits)
+    if total is None:
+        return _split_at_run_time(x, axis, parts)
+    if parts < 1 or total % parts:
+        raise OpsdkError(f"split: axis {axis} of '{x.name}' (size {total}) does not split "
+                         f"into {parts} equal parts")
+    return _cut(x, axis, [total // parts] * parts)
+
+
+def _filled_sizes(x: Any, axis: int, sizes: list) -> list:
+    """Sizes with one -1 taking the rest (TF's rule), which needs the axis' size."""
+    if -1 not in sizes:
+        return sizes
+    if sizes.count(-1) > 1 or x.shape[axis] is None:
+        raise OpsdkError(f"split: sizes {sizes} of '{x.name}' along axis {axis} (size "
+                         f"{x.shape[axis]}): one -1 is allowed, and only when the size is known")
+    rest = x.shape[axis] - sum(s for s in sizes if s != -1)
+    return [rest if s == -1 else s for s in sizes]
+
+
+def _cut(x: Any, axis: int, sizes: list) -> list:
     starts = np.cumsum([0] + sizes[:-1])
     return [_take(x, axis, int(b), s, squeeze=False) for b, s in zip(starts, sizes)]
+
+
+def _split_at_run_time(x: Any, axis: int, parts: int) -> list:
+    """Equal parts of an axis of unknown size: x seen as [..., parts, size / parts, ...] (a
+    reshape, checked at run time), then one index of the new axis per part."""
+    dims = list(x.shape)
+    if sum(d is None for d in dims) > 1:
+        raise OpsdkError(f"split: '{x.name}' has shape {dims}; splitting axis {axis} of unknown "
+                         "size needs every other size known when the graph is built")
+    grouped = _ops.reshape(x, shape=dims[:axis] + [parts, -1] + dims[axis + 1:], name="split")
+    return [_take(grouped, axis, i, 1, squeeze=True) for i in builtins.range(parts)]
 
 
 def _take(x: Any, axis: int, begin: int, size: int, squeeze: bool) -> Any:
@@ -258,7 +291,8 @@ def _take(x: Any, axis: int, begin: int, size: int, squeeze: bool) -> Any:
 
 def gather(params: Any, indices: Any, validate_indices: Any = None, name: Optional[str] = None,
            axis: int = 0) -> Any:
-    return _ops.gather(_t(params), _t(indices), axis=int(axis), name=name)
+    return _ops.gather(_t(params), _t(indices), axis=args.static_int("gather", "axis", axis),
+                       name=name)
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Any:
@@ -278,7 +312,7 @@ def one_hot(indices: Any, depth: int, on_value: Any = 1.0, off_value: Any = 0.0,
             dtype: Any = "float32", name: Optional[str] = None) -> Any:
     """1 where the last axis equals the index, else 0 (axis=-1 only)."""
     idx = _t(indices)
-    classes = opsdk.constant(np.arange(int(depth), dtype=idx.dtype))
+    classes = opsdk.constant(np.arange(args.static_int("one_hot", "depth", depth), dtype=idx.dtype))
     hit = _ops.equal(expand_dims(idx, -1), classes)
     on, off = (np.asarray(v, dtype=name_of(dtype)) for v in (on_value, off_value))
     # Exact Python numbers (float() rounded an int64 on_value of 2**62 + 1); bools as 0/1.
@@ -305,9 +339,10 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
     """`tf.range(n)`, `tf.range(a, b, step)` with bounds known when the graph is built (Python
     ints become int32, floats float32, as in TF)."""
     bounds = (start, limit, delta) if limit is not None else (0, start, delta)
-    if any(isinstance(b, opsdk.Tensor) or hasattr(b, "_as_graph_element") for b in bounds):
-        raise OpsdkError("range: opsdk.v1 needs bounds known when the graph is built (numbers), "
-                         "not tensors")
+    bounds = [args.scalar("range", arg, b) for arg, b in zip(("start", "limit", "delta"), bounds)]
+    if args.numbers_or_tensors(bounds):
+        raise OpsdkError("range: opsdk.v1 needs bounds known when the graph is built (numbers "
+                         "or constants); a bound here is known only at run time")
     array = np.arange(*bounds)
     array = default_array(array.tolist()) if dtype is None else array.astype(name_of(dtype))
     return opsdk.constant(array, name=name)
@@ -319,3 +354,14 @@ def attach() -> None:
     opsdk.Tensor.__and__ = lambda a, b: _ops.equal(
         _ops.cast(a, dtype="int8") + _ops.cast(_t(b), dtype="int8"), opsdk.constant(np.int8(2)))
     opsdk.Tensor.__invert__ = lambda a: _ops.equal(a, opsdk.constant(np.asarray(False)))
+
+
+def linspace(start: Any, stop: Any, num: Any, name: Optional[str] = None, axis: int = 0) -> Any:
+    """`num` evenly spaced values from start to stop, both included (bounds known when the graph
+    is built; the dtype is start's, float32 for Python floats)."""
+    bounds = [args.scalar("linspace", a, v) for a, v in (("start", start), ("stop", stop))]
+    if args.numbers_or_tensors(bounds):
+        raise OpsdkError("linspace: opsdk.v1 needs start and stop known when the graph is built")
+    count = args.static_int("linspace", "num", num)
+    dtype = _t(start).dtype if args.is_tensor(start) else default_array(float(bounds[0])).dtype
+    return opsdk.constant(np.linspace(*bounds, count).astype(dtype), name=name or "LinSpace")

@@ -10,6 +10,39 @@ import sys
 from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
+from opsdk.registry.errors import OpsdkError
+
+
+class NotProvided(OpsdkError, AttributeError):
+    """A TF1 name opsdk.v1 does not provide (an AttributeError too, so hasattr() answers False)."""
+
+
+def not_provided(path: str) -> NotProvided:
+    """The error for `tf.<path>`, naming it and where the provided names are listed."""
+    return NotProvided(f"tf.{path} is not provided by opsdk.v1 (docs/tf1.md lists what is)")
+
+
+def refuse_missing(module: str) -> Callable[[str], Any]:
+    """A module `__getattr__` refusing the names of `tf.<module>` opsdk.v1 lacks."""
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise not_provided(f"{module}.{name}")
+    return __getattr__
+
+
+class Namespace(SimpleNamespace):
+    """A TF1 namespace object (`tf.train`): names it lacks are refused like a module's."""
+
+    def __init__(self, path: str, **names: Any):
+        super().__init__(**names)
+        object.__setattr__(self, "_path", path)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise not_provided(f"{self._path}.{name}")
+
 
 class _Flags:
     """TF's FLAGS: `DEFINE_*` add options; reading a flag parses sys.argv once (unknown

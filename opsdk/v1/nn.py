@@ -11,7 +11,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import math_ops as _m
+from opsdk.v1 import args as _args, math_ops as _m, misc as _misc
 from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
 
 sigmoid, tanh = _m.sigmoid, _m.tanh
@@ -42,7 +42,7 @@ def softplus(features: Any, name: Optional[str] = None) -> Any:
 
 def _axis(axis: Any, dim: Any) -> int:
     chosen = dim if axis is None else axis
-    return -1 if chosen is None else int(chosen)
+    return -1 if chosen is None else _args.static_int("softmax", "axis", chosen)
 
 
 def softmax(logits: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Any:
@@ -288,7 +288,8 @@ def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
 
 
 def in_top_k(predictions: Any, targets: Any, k: int, name: Optional[str] = None) -> Any:
-    return _ops.in_top_k(_t(predictions), _t(targets), k=int(k), name=name)
+    return _ops.in_top_k(_t(predictions), _t(targets), k=_args.static_int("in_top_k", "k", k),
+                         name=name)
 
 
 def moments(x: Any, axes: Any, shift: Any = None, name: Optional[str] = None,
@@ -310,3 +311,6 @@ rnn_cell = _rnn.rnn_cell
 static_rnn, dynamic_rnn = _rnn.static_rnn, _rnn.dynamic_rnn
 static_bidirectional_rnn = _rnn.static_bidirectional_rnn
 bidirectional_dynamic_rnn = _rnn.bidirectional_dynamic_rnn
+
+
+__getattr__ = _misc.refuse_missing("nn")  # other tf.nn names: a clear refusal

@@ -17,6 +17,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import events, scopes, session as _session
 from opsdk.v1.tensors import convert_to_tensor as _t
+from opsdk.v1 import misc as _misc
 
 _LAYOUTS: dict[int, list[tuple[str, str]]] = {}  # id(summary tensor) -> [(kind, tag)]
 
@@ -116,3 +117,6 @@ class FileWriter:
 
 
 SummaryWriter = FileWriter
+
+
+__getattr__ = _misc.refuse_missing("summary")  # other tf.summary names: a clear refusal

@@ -15,7 +15,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import dtypes, session as _session, strings
+from opsdk.v1 import args, dtypes, session as _session, strings
 from opsdk.v1.dtypes import as_dtype, default_array, name_of
 
 
@@ -131,13 +131,15 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
         shape = [int(d) for d in shape]
         array = (np.broadcast_to(array, shape) if array.size == 1 or array.shape == tuple(shape)
                  else array.reshape(shape))
-    return opsdk.constant(np.ascontiguousarray(array), name=name or "Const")
+    return opsdk.constant(np.array(array, order="C"), name=name or "Const")  # ascontiguousarray would make a 0-d value 1-d
 
 
 def placeholder(dtype: Any, shape: Any = None, name: Optional[str] = None) -> Any:
     """`tf.placeholder(tf.float32, [None, 784])` (positional shape; "float" is float32)."""
     if isinstance(shape, TensorShape):
         shape = None if shape.dims is None else shape.as_list()
+    if shape is not None:  # an int is a 1-d shape, as in TF (`shape=(batch_size)`)
+        shape = args.dims("placeholder", shape).known  # None: a dim fed at any size
     return opsdk.placeholder(name_of(dtype), shape, name=name or "Placeholder")
 
 
@@ -213,15 +215,7 @@ class Variable(opsdk.Variable):
 
 
 def _static_shape(who: str, shape: Any) -> list[int]:
-    shape = _value(shape)
-    if isinstance(shape, opsdk.Tensor):
-        raise OpsdkError(f"{who}: the shape must be known when the graph is built (a list of "
-                         "ints); opsdk.v1 takes no shape tensors here")
-    if isinstance(shape, TensorShape):
-        shape = shape.as_list()
-    if isinstance(shape, (int, np.integer)):
-        shape = [shape]
-    return [int(d) for d in shape]
+    return args.static_dims(who, shape)
 
 
 def graph_node(op: Any, **attrs: Any) -> Any:
@@ -233,22 +227,46 @@ def graph_node(op: Any, **attrs: Any) -> Any:
         return op(**attrs)
 
 
+def _filled(who: str, shape: Any, value: Any, dtype: Any, name: Optional[str]) -> Any:
+    """A tensor of `shape` filled with `value` (a number or a scalar tensor): the `fill` op when
+    both are known when the graph is built, else `fill_dims` shaped at run time."""
+    dims, value = args.dims(who, shape), args.scalar(who, "value", value)
+    if dims.static and not isinstance(value, opsdk.Tensor):
+        array = default_array(value)
+        if dtype is None:
+            dtype = array.dtype
+        # An int stays an exact Python int (float() rounded 2**63 - 1 to 2**63); bools as 0/1.
+        exact = array.item() if array.dtype.kind in "iub" else float(array)
+        return graph_node(_ops.fill, shape=dims.known, value=exact, dtype=name_of(dtype),
+                          name=name)
+    value = convert_to_tensor(value) if dtype is None else _as(convert_to_tensor(value), dtype)
+    return _known_dims(dims, _ops.fill_dims(dims.tensor(), _ops.reshape(value, shape=[])), name)
+
+
+def _known_dims(dims: Any, tensor: Any, name: Optional[str]) -> Any:
+    """`tensor` (shaped at run time) with the sizes known when the graph is built declared too,
+    as TF's shape inference would: a reshape, when at most one size is unknown."""
+    if None not in dims.known or dims.known.count(None) > 1:
+        return tensor if name is None else _ops.identity(tensor, name=name)
+    return _ops.reshape(tensor, shape=[-1 if d is None else d for d in dims.known], name=name)
+
+
+def _as(tensor: Any, dtype: Any) -> Any:
+    return tensor if tensor.dtype == name_of(dtype) else _ops.cast(tensor, dtype=name_of(dtype))
+
+
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
-    return graph_node(_ops.zeros, shape=_static_shape("zeros", shape), dtype=name_of(dtype),
-                      name=name)
+    """`tf.zeros(shape)`: `shape` a list, an int tensor or a list holding scalar tensors."""
+    return _filled("zeros", shape, 0, dtype, name)
 
 
 def ones(shape: Any, dtype: Any = dtypes.float32, name: Optional[str] = None) -> Any:
-    return graph_node(_ops.ones, shape=_static_shape("ones", shape), dtype=name_of(dtype),
-                      name=name)
+    return _filled("ones", shape, 1, dtype, name)
 
 
 def fill(dims: Any, value: Any, name: Optional[str] = None) -> Any:
-    array = default_array(value)
-    # An int stays an exact Python int (float() rounded 2**63 - 1 to 2**63); bools as 0/1.
-    value = array.item() if array.dtype.kind in "iu" else float(array)
-    return graph_node(_ops.fill, shape=_static_shape("fill", dims), value=value,
-                      dtype=array.dtype.name, name=name)
+    """`tf.fill(dims, value)`: the dtype is value's (Python floats float32, ints int32)."""
+    return _filled("fill", dims, value, None, name)
 
 
 def zeros_like(tensor: Any, dtype: Any = None, name: Optional[str] = None) -> Any:
@@ -291,27 +309,57 @@ def per_run_seed(seed: Optional[int]) -> int:
 
 def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
                    seed: Optional[int] = None, name: Optional[str] = None) -> Any:
-    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats)."""
+    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats); the bounds and
+    the shape may be tensors."""
     if as_dtype(dtype).kind in "iu":
         raise OpsdkError("random_uniform: integer dtypes are not supported by opsdk.v1")
-    return graph_node(_ops.random_uniform, shape=_static_shape("random_uniform", shape),
-                      minval=float(minval), maxval=1.0 if maxval is None else float(maxval),
-                      seed=op_seed(seed), dtype=name_of(dtype), name=name)
+    low = args.scalar("random_uniform", "minval", minval)
+    high = args.scalar("random_uniform", "maxval", 1.0 if maxval is None else maxval)
+    return _random("random_uniform", shape, (low, high), dtype, seed, name)
 
 
 def random_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
                   seed: Optional[int] = None, name: Optional[str] = None) -> Any:
-    return graph_node(_ops.random_normal, shape=_static_shape("random_normal", shape),
-                      mean=float(mean), stddev=float(stddev), seed=op_seed(seed),
-                      dtype=name_of(dtype), name=name)
+    """Normal values; mean, stddev and the shape may be tensors."""
+    return _random("random_normal", shape, _moments("random_normal", mean, stddev), dtype, seed,
+                   name)
 
 
 def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,
                      seed: Optional[int] = None, name: Optional[str] = None) -> Any:
     """Normal values redrawn until within two standard deviations of the mean."""
-    return graph_node(_ops.truncated_normal, shape=_static_shape("truncated_normal", shape),
-                      mean=float(mean), stddev=float(stddev), seed=op_seed(seed),
-                      dtype=name_of(dtype), name=name)
+    return _random("truncated_normal", shape, _moments("truncated_normal", mean, stddev), dtype,
+                   seed, name)
+
+
+def _moments(who: str, mean: Any, stddev: Any) -> tuple[Any, Any]:
+    return args.scalar(who, "mean", mean), args.scalar(who, "stddev", stddev)
+
+
+_PARAMS = {"random_uniform": ("minval", "maxval"), "random_normal": ("mean", "stddev"),
+           "truncated_normal": ("mean", "stddev")}
+
+
+def _random(who: str, shape: Any, params: tuple, dtype: Any, seed: Optional[int],
+            name: Optional[str]) -> Any:
+    """The op `who` when the shape and both parameters are known when the graph is built; else
+    its standard distribution (`<who>_dims` for a run-time shape) scaled and shifted by graph
+    arithmetic: uniform `low + (high - low) * u`, normal `mean + stddev * z`."""
+    dims, dtype = args.dims(who, shape), name_of(dtype)
+    first, second = params
+    if dims.static and not args.numbers_or_tensors(params):
+        attrs = dict(zip(_PARAMS[who], (float(first), float(second))))
+        return graph_node(getattr(_ops, who), shape=dims.known, seed=op_seed(seed), dtype=dtype,
+                          name=name, **attrs)
+    if dims.static:
+        standard = graph_node(getattr(_ops, who), shape=dims.known, seed=op_seed(seed),
+                              dtype=dtype)
+    else:
+        standard = _known_dims(dims, getattr(_ops, who + "_dims")(
+            dims.tensor(), seed=op_seed(seed), dtype=dtype), None)
+    first, second = (_as(convert_to_tensor(v), dtype) for v in params)
+    scale = second - first if who == "random_uniform" else second
+    return _ops.add(first, _ops.mul(scale, standard), name=name)
 
 
 def attach() -> None:

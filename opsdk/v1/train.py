@@ -13,6 +13,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import scopes
+from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import Variable, convert_to_tensor
 
 
@@ -75,7 +76,8 @@ def exponential_decay(learning_rate: float, global_step: Any, decay_steps: int,
     return _ops.mul(opsdk.constant(np.float32(learning_rate)), _ops.pow(rate, ratio), name=name)
 
 
-train = SimpleNamespace(
+train = Namespace(
+    "train",
     Optimizer=opsdk.GradientDescentOptimizer.__mro__[1],
     GradientDescentOptimizer=opsdk.GradientDescentOptimizer,
     MomentumOptimizer=opsdk.MomentumOptimizer, AdagradOptimizer=opsdk.AdagradOptimizer,

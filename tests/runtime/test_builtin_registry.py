@@ -19,7 +19,8 @@ NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_e
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
-STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape"}
+STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
+         "fill_dims"}
 
 
 @pytest.fixture(scope="module")

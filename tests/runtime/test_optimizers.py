@@ -180,3 +180,22 @@ def test_compiled_updates_match_their_python_kernels(name, dtype, shape):
     for e, g in zip(expected, got, strict=True):
         assert g.dtype == np.dtype(dtype) and g.shape == shape
         np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("make, rule", CASES)
+def test_a_0d_variable_trains_through_the_compiled_updates(graph, registry, make, rule):
+    # The gradient of a 0-d variable leaves NumPy's python kernels as a NumPy scalar, which a
+    # built kernel's glue refuses; the host passes it again as a 0-d array.
+    w = Variable(np.float64(0.5), name="w")
+    x = placeholder("float64", [3], name="x")
+    loss = apply_op(registry, "reduce_sum", [apply_op(registry, "square", [w * x], {})], {})
+    train = make().minimize(loss)  # w occurs once: its gradient is mul_grad's summed output
+    xs, expected, state = np.array([1.0, -2.0, 0.5]), 0.5, {}
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        for t in range(1, 4):
+            expected = rule(expected, 2 * expected * np.sum(xs * xs), state, t)
+            sess.run(train, {x: xs})
+            got = sess.run(w)
+            assert np.shape(got) == ()
+            np.testing.assert_allclose(got, expected, rtol=1e-10)

@@ -45,7 +45,7 @@ def test_the_checker_reports_the_first_failure(tmp_path, capsys):
     assert outcomes["good.py"].ok and outcomes["good.py"].losses == (1.0, 0.5)
     assert not outcomes["bad.py"].ok and "no_such_function" in outcomes["bad.py"].failure
     assert "bad.py:2" in outcomes["bad.py"].failure.replace('", line ', ":")
-    assert main([str(tmp_path), "--timeout", "120"]) == 1
+    assert main([str(tmp_path), "--timeout", "120", "--opsdk-only"]) == 1
     assert "1 of 2 programs ran" in capsys.readouterr().out
 
 
@@ -83,3 +83,15 @@ def test_a_corrupt_event_file_is_refused(tmp_path):
     path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
     with pytest.raises(ValueError, match="corrupt record data"):
         list(events.read_records(path))
+
+
+def test_the_checker_runs_programs_side_by_side_and_reads_their_costs(tmp_path, capsys):
+    (tmp_path / "a.py").write_text("import tensorflow as tf\nprint('Epoch: 1 cost= 0.25')\n"
+                                   "print('Minibatch Loss= 1e-2')\n")
+    (tmp_path / "b.py").write_text("import tensorflow as tf\nraise ValueError('no')\n")
+    outcomes = check_folder(tmp_path, timeout=120, jobs=2)
+    assert [o.program for o in outcomes] == ["a.py", "b.py"]
+    assert outcomes[0].losses == (0.25, 0.01)
+    assert main([str(tmp_path), "--timeout", "120", "--jobs", "2", "--opsdk-only"]) == 1
+    out = capsys.readouterr().out
+    assert "opsdk.v1: ValueError: no" in out and "1 of 2 programs ran" in out

@@ -4,7 +4,9 @@ A built kernel is called as its generated binding expects (docs/internals.md, "T
 module"): `cpu(*inputs, *attrs in declaration order, *unbound type attr names)`, returning its
 outputs. The glue refuses strided inputs rather than copying them behind the caller's back; the
 runtime, which made those views itself (transpose, slice), copies them, but only after such a
-refusal: checking every input's flags on every call would cost more than small kernels.
+refusal: checking every input's flags on every call would cost more than small kernels. Likewise
+a NumPy scalar (what a python kernel's NumPy call returns for a 0-d result, e.g. a 0-d
+variable's gradient) is refused by the glue, then passed again as a 0-d array.
 """
 
 from __future__ import annotations
@@ -52,23 +54,25 @@ def _built_call(fn: Callable, pack: Any, tail: tuple) -> KernelCall:
         args = pack(values) if pack else values
         try:
             return fn(*args, *tail)
-        except ValueError:
+        except (ValueError, TypeError):
             copies = _contiguous(args)
-            if copies is args:  # nothing was strided: the kernel's own error
+            if copies is args:  # nothing strided nor scalar: the kernel's own error
                 raise
         return fn(*copies, *tail)
     return call
 
 
 def _contiguous(values: Sequence[Any]) -> Sequence[Any]:
-    """Each array C-contiguous (a copy only where it is not); list inputs element by element.
-    `values` itself when nothing needed a copy."""
+    """Each array C-contiguous (a copy only where it is not) and each NumPy scalar a 0-d array;
+    list inputs element by element. `values` itself when nothing needed a copy."""
     out = []
     for v in values:
         if isinstance(v, list):
             out.append(_contiguous(v))
         elif isinstance(v, np.ndarray) and not v.flags.c_contiguous:
             out.append(np.ascontiguousarray(v))
+        elif isinstance(v, np.generic):
+            out.append(np.asarray(v))
         else:
             out.append(v)
     return values if all(a is b for a, b in zip(out, values)) else out

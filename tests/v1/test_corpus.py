@@ -1,0 +1,86 @@
+"""The corpus tooling: the manifest's form, the adaptation rules, the coverage report and the
+refusals of names opsdk.v1 lacks (the public programs themselves are never in the repository)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.v1 import coverage
+
+CORPUS = Path(__file__).parent / "corpus"
+sys.path.insert(0, str(CORPUS))
+import build  # noqa: E402 - tests/v1/corpus/build.py
+
+sys.path.remove(str(CORPUS))
+
+
+def test_the_manifest_names_at_least_40_programs_from_6_repositories_at_exact_commits():
+    entries = build.read_manifest()
+    assert len(entries) >= 40 and len({e.repo for e in entries}) >= 6
+    assert all(len(e.commit) == 40 and e.license for e in entries)
+    assert len({e.cache_name for e in entries}) == len(entries)
+    assert not list(CORPUS.glob("*__*.py"))  # no public program is kept here
+
+
+def test_the_adaptation_rules_mark_each_changed_line():
+    source = "\n".join([
+        "import tensorflow as tf",
+        "from tensorflow.examples.tutorials.mnist import input_data",
+        "import tensorflow.examples.tutorials.mnist.input_data as input_data",
+        "training_epochs = 15",
+        "training_epochs = 1",
+        "num_steps = 500 # Total steps",
+        "for step in range(2001):",
+        "for i in range(10):",
+        "n_steps = 28",
+        "    plt.waitforbuttonpress()",
+    ])
+    lines = build.adapt(source).splitlines()
+    assert lines[0] == "import tensorflow as tf"
+    assert lines[1] == ("import input_data  # opsdk-corpus: was "
+                        "from tensorflow.examples.tutorials.mnist import input_data")
+    assert lines[2].startswith("import input_data  # opsdk-corpus: was import tensorflow.")
+    lines = lines[:2] + lines[3:]
+    assert lines[2].startswith("training_epochs = 2  # opsdk-corpus: was training_epochs = 15")
+    assert lines[3] == "training_epochs = 1" and lines[7] == "n_steps = 28"  # timesteps stay
+    assert lines[4].startswith("num_steps = 20  # opsdk-corpus: was num_steps = 500")
+    assert lines[5].startswith("for step in range(5):  # opsdk-corpus: was")
+    assert lines[6] == "for i in range(10):"
+    assert lines[8] == "    pass  # opsdk-corpus: was plt.waitforbuttonpress()"
+
+
+def test_the_cache_is_refused_inside_the_repository(tmp_path):
+    with pytest.raises(SystemExit, match="outside the repository"):
+        build.build(tmp_path, CORPUS / "cache")
+
+
+def test_names_opsdk_lacks_are_refused_naming_them():
+    for owner, path in ((tf.nn, "nn.no_such"), (tf.train, "train.no_such"),
+                        (tf.losses, "losses.no_such"), (tf.summary, "summary.no_such")):
+        assert not hasattr(owner, "no_such")
+        with pytest.raises(AttributeError, match=rf"tf\.{path} is not provided by opsdk.v1"):
+            getattr(owner, "no_such")
+    assert coverage.status("nn", "relu")[0] == "provided"
+    assert coverage.status("", "arg_max")[0] == "provided"
+    assert coverage.status("nn", "no_such")[0] == "refused"
+
+
+def test_the_generated_section_replaces_only_its_markers(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# Title\n\nbefore\n\n{coverage.BEGIN}\nold\n{coverage.END}\n\nafter\n")
+    coverage.write(doc, f"{coverage.BEGIN}\nnew\n{coverage.END}\n")
+    assert doc.read_text() == f"# Title\n\nbefore\n\n{coverage.BEGIN}\nnew\n{coverage.END}\n\nafter\n"
+
+
+def test_the_coverage_report_in_the_docs_is_current():
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed (pip install opsdk[tf]): no listing to compare")
+    section, statuses = coverage.report()
+    assert statuses["nn"]["relu"][0] == "provided"
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "tf1.md").read_text()
+    assert section.strip() in docs, "run: python -m opsdk.v1.coverage --write docs/tf1.md"

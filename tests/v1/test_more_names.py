@@ -1,0 +1,49 @@
+"""Names the corpus used beyond the first round: tf.assign*, tf.linspace and
+tf.contrib.seq2seq.sequence_loss, against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_assign_functions_update_the_variable():
+    v = tf.Variable(1.0)
+    step = tf.assign(v, v + 2.0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(step) == 3.0 and sess.run(tf.assign_add(v, 1.0)) == 4.0
+        assert sess.run(tf.assign_sub(v, 0.5)) == 3.5 and sess.run(v) == 3.5
+    with pytest.raises(OpsdkError, match="assign: argument 'ref' must be a Variable"):
+        tf.assign(tf.constant(1.0), 2.0)
+
+
+def test_linspace_includes_both_ends():
+    x = tf.linspace(-3.0, 3.0, 7)
+    assert x.dtype == "float32" and x.shape == (7,)
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(x), np.linspace(-3, 3, 7))
+
+
+def test_sequence_loss_is_the_weighted_mean_cross_entropy():
+    rng = np.random.RandomState(0)
+    logits, targets = rng.randn(2, 3, 4).astype(np.float32), np.array([[0, 1, 2], [3, 0, 1]])
+    weights = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
+    log_softmax = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    ce = -np.take_along_axis(log_softmax, targets[..., None], -1)[..., 0]
+    both = tf.contrib.seq2seq.sequence_loss(logits, tf.constant(targets), weights)
+    per_step = tf.contrib.seq2seq.sequence_loss(logits, tf.constant(targets), weights,
+                                                average_across_timesteps=False)
+    with tf.Session() as sess:
+        got_both, got_steps = sess.run([both, per_step])
+    np.testing.assert_allclose(got_both, (ce * weights).sum() / weights.sum(), rtol=1e-5)
+    np.testing.assert_allclose(got_steps, (ce * weights).sum(0) / weights.sum(0), rtol=1e-5)

@@ -1,0 +1,113 @@
+"""Arguments TF1 takes as a number or a tensor (opsdk/v1/args.py), shapes known only at run
+time, and 0-d values that stay 0-d."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_a_python_number_constant_is_0d_through_kernels_to_fetches():
+    a, b = tf.constant(2), tf.constant(3)
+    assert a.get_shape().as_list() == [] and (a + b).shape == ()
+    with tf.Session() as sess:
+        total = sess.run(a + b)
+    assert np.shape(total) == () and "%i" % total == "5"
+    assert tf.constant(2.5, shape=[2]).shape == (2,)
+
+
+def test_a_scalar_variable_trains_with_gradient_descent():
+    w, b = tf.Variable(0.3), tf.Variable(-0.3)
+    x, y = tf.placeholder(tf.float32), tf.placeholder(tf.float32)
+    loss = tf.reduce_sum(tf.square(w * x + b - y))
+    train = tf.train.GradientDescentOptimizer(0.01).minimize(loss)
+    feed = {x: [1, 2, 3, 4], y: [0, -1, -2, -3]}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(1000):
+            sess.run(train, feed)
+        got_w, got_b, final = sess.run([w, b, loss], feed)
+    assert np.shape(got_w) == () and abs(got_w + 1) < 1e-2 and abs(got_b - 1) < 3e-2
+    assert final < 1e-3
+
+
+def test_random_ops_take_tensors_for_their_parameters_and_shape():
+    x = tf.placeholder(tf.float32, [None, 3])
+    s = tf.placeholder(tf.float32, [])
+    normal = tf.random_normal(tf.shape(x), mean=10.0, stddev=s)
+    uniform = tf.random_uniform([tf.shape(x)[0], 3], minval=-s, maxval=s)
+    truncated = tf.truncated_normal([2000], stddev=s * 2)
+    assert normal.get_shape().as_list() == [None, 3] and uniform.shape == (None, 3)
+    with tf.Session() as sess:
+        n, u, t = sess.run([normal, uniform, truncated], {x: np.zeros((1000, 3)), s: 0.5})
+    assert n.shape == (1000, 3) and u.shape == (1000, 3) and n.dtype == np.float32
+    assert abs(n.mean() - 10) < 0.05 and abs(n.std() - 0.5) < 0.05
+    assert -0.5 <= u.min() and u.max() < 0.5 and abs(u.mean()) < 0.05
+    assert np.abs(t).max() <= 2.0 and abs(t.std() - 0.88) < 0.1  # truncated at 2 stddev (1.0)
+
+
+def test_static_arguments_given_as_tensors_build_the_same_nodes():
+    known = tf.random_normal(tf.shape(tf.zeros([2, 3])), stddev=tf.constant(0.5), seed=1)
+    assert known.op.type == "random_normal" and known.op.attrs["stddev"] == 0.5
+    assert known.op.attrs["shape"] == (2, 3)
+
+
+def test_zeros_ones_and_fill_take_run_time_shapes():
+    x = tf.placeholder(tf.float32, [None, 4])
+    z = tf.zeros([tf.shape(x)[0], 10])
+    o = tf.ones(tf.shape(x), tf.int32)
+    f = tf.fill(tf.shape(x), tf.reduce_sum(x))
+    assert z.get_shape().as_list() == [None, 10]
+    with tf.Session() as sess:
+        got = sess.run([z, o, f], {x: np.ones((3, 4))})
+    assert got[0].shape == (3, 10) and not got[0].any()
+    assert got[1].dtype == np.int32 and (got[1] == 1).all() and got[1].shape == (3, 4)
+    assert (got[2] == 12).all()
+
+
+def test_reshape_and_split_take_run_time_sizes():
+    x = tf.placeholder(tf.float32, [None, 4])
+    parts = tf.split(x, 2, 0)
+    r = tf.reshape(x, [tf.shape(x)[0], 2, 2])
+    assert [p.shape for p in parts] == [(None, 4), (None, 4)] and r.shape == (None, 2, 2)
+    value = np.arange(24, dtype=np.float32).reshape(6, 4)
+    with tf.Session() as sess:
+        first, second, reshaped = sess.run(parts + [r], {x: value})
+        np.testing.assert_array_equal(first, value[:3])
+        np.testing.assert_array_equal(second, value[3:])
+        assert reshaped.shape == (6, 2, 2)
+        with pytest.raises(OpsdkError, match="split"):
+            sess.run(parts, {x: value[:5]})
+
+
+def test_an_int_placeholder_shape_is_1d_and_tf1_spellings_exist():
+    assert tf.placeholder(tf.float32, shape=(5)).shape == (5,)
+    x = tf.constant([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]])
+    with tf.Session() as sess:
+        got = sess.run([tf.arg_max(x, 1), tf.arg_min(x, 1), tf.reduce_sum(x, tf.constant(1))])
+    assert got[0].tolist() == [1, 0] and got[1].tolist() == [0, 1] and got[2].tolist() == [8, 10]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tf.random_normal([2], stddev="big"), r"random_normal: argument 'stddev' must be a number"),
+    (lambda: tf.random_uniform([2], maxval=[1, 2]), r"random_uniform: argument 'maxval' must be a number"),
+    (lambda: tf.zeros("abc"), r"zeros: argument 'shape' must be a list of ints"),
+    (lambda: tf.zeros([2.5]), r"zeros: argument 'shape' has a non-integer size"),
+    (lambda: tf.split(tf.zeros([4]), tf.placeholder(tf.int32, [])),
+     r"split: argument 'num_or_size_splits' .* must be known when the graph is built"),
+    (lambda: tf.reshape(tf.zeros([4]), tf.placeholder(tf.int32, [2])),
+     r"reshape: shape \[None, None\] .* more than one size"),
+    (lambda: tf.zeros(tf.constant([[2]])), r"zeros: argument 'shape' .* must be a 1-d"),
+])
+def test_bad_arguments_name_the_function_and_the_argument(call, message):
+    with pytest.raises(OpsdkError, match=message):
+        call()
