@@ -89,6 +89,17 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class DerivedDim:
+    """`dims: {oh: "(h - k) // stride + 1"}`: a dim computed once from the bound dims, int attrs
+    and conditions on choice and bool attrs (and named dims before it). Shapes use it by name (an
+    output is allocated with it, an input checked against it) and kernels read it as `dims.oh`."""
+    name: str
+    expr: Expr
+    text: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class LaunchArg:
     """One argument of a declared CUDA launch, passed by value in declaration order.
 
@@ -189,6 +200,8 @@ class OpSpec:
     gradient_location: Optional[Location] = field(compare=False, default=None)
     # The workspace's namespace (docs/opdefs.md): `name` is unique within it, not across them.
     namespace: str = BUILTIN_NAMESPACE
+    # `dims:`: named derived dims, in declaration order (each may read the ones before it).
+    derived_dims: tuple[DerivedDim, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -239,6 +252,10 @@ class OpSpec:
                 if isinstance(d, SymDim) and d.name not in seen:
                     seen.append(d.name)
         return tuple(seen)
+
+    @property
+    def derived_dim_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.derived_dims)
 
     @property
     def unbound_type_attrs(self) -> tuple[TypeAttr, ...]:
