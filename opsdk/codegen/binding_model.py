@@ -114,6 +114,8 @@ class BindingModel:
     no_case: str  # message when no case matched (cannot happen after the dtype checks)
     params: tuple[str, ...]  # the binding function's parameters: inputs, attrs, unbound type attrs
     has_computed: bool = False  # some input has computed_steps (the glue emits check_computed)
+    # The named dims (`dims:`), computed in order once the attrs are read, each checked >= 0.
+    derived: tuple[Step, ...] = ()
     launches: tuple[LaunchGlue, ...] = ()  # cuda: declared launches (the glue defines cuda())
     # (line in the declaration, static_assert) per launch and dtype combination
     launch_checks: tuple[tuple[int, str], ...] = ()
@@ -317,6 +319,17 @@ def _key_expr(n: int) -> str:
     return expr
 
 
+def _derived_steps(spec: OpSpec) -> list[Step]:
+    """`dims.oh = <expr>;` and its check, per named dim, in declaration order."""
+    steps = []
+    for dim in spec.derived_dims:
+        ref = f"dims.{dim.name}"
+        expr = names.output_dim_cpp(spec, ExprDim(dim.expr, dim.text))
+        steps += [Step(code=f"{ref} = {expr};"),
+                  _check(f"{ref} < 0", msg.negative_dim(spec.name, dim.name, dim.text, msg.Value(ref)))]
+    return steps
+
+
 def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
     """Everything the binding template of `device` (cpu or cuda) substitutes for one op."""
     kernel = spec.kernel(device)
@@ -333,7 +346,7 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
         template_prefix=names.template_prefix(spec), template_args=names.template_args(spec),
         inputs=inputs, outputs=tuple(_output_glue(spec, t) for t in spec.outputs),
         attrs=attrs, unbound=unbound, params=tuple(params), n_type_attrs=len(spec.type_attrs),
-        has_computed=any(t.computed_steps for t in inputs),
+        has_computed=any(t.computed_steps for t in inputs), derived=tuple(_derived_steps(spec)),
         key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
         launches=tuple(_launch_glue(spec, kernel)) if device == "cuda" and kernel else (),
         launch_checks=tuple(_launch_checks(spec, kernel)) if device == "cuda" and kernel else (),

@@ -179,6 +179,10 @@ def dtype_conflict(op: str, label: Part, got: Value, bound_label: str, want: Val
                                  f"' share type attr {type_attr} but have ", want, " and ", got))
 
 
+def negative_dim(op: str, dim: str, text: str, got: Value) -> Message:
+    return Message("ValueError", (f"{op}: dim '{dim}' ({text}) would be ", got, "; check the inputs and attrs"))
+
+
 def not_contiguous(op: str, label: Part) -> Message:
     return Message("ValueError", (f"{op}: input '", label, "' is not C-contiguous; pass "
                                   "np.ascontiguousarray(", label, ")"))

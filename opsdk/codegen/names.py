@@ -131,8 +131,9 @@ def dispatch_key(codes: tuple[int, ...]) -> int:
 
 
 def size_ref(spec: OpSpec, name: str) -> str:
-    """How generated C++ reads a name in a dim expression: a dim (`dims.n`) or an int attr."""
-    if name in spec.dim_names:
+    """How generated C++ reads a name in a dim expression: a dim (`dims.n`, a named one
+    `dims.oh`) or an attr (int; bool and str ones in conditions)."""
+    if name in spec.dim_names or name in spec.derived_dim_names:
         return f"dims.{name}"
     return f"attrs.{name}"
 

@@ -87,7 +87,8 @@ def _dims(spec: OpSpec) -> list[MemberModel]:
         after = " after '...'" if t.has_ellipsis else ""
         comments.update({d.name: f"the '_' at dim {k}{after} of input '{t.name}' {format_shape(t.shape)}"
                          for k, d in enumerate(core) if isinstance(d, FreeDim)})
-    return [MemberModel(name, "int64_t", comment_text(comments.get(name, ""))) for name in spec.dim_names]
+    members = [MemberModel(name, "int64_t", comment_text(comments.get(name, ""))) for name in spec.dim_names]
+    return members + [MemberModel(d.name, "int64_t", comment_text(f"dims: {d.text}")) for d in spec.derived_dims]
 
 
 def render_op_header(spec: OpSpec) -> str:

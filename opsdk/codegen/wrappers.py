@@ -14,7 +14,7 @@ from typing import Any, Optional
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.dtypes import COMPLEX_DTYPES, FLOAT_DTYPES, INT_DTYPES
 from opsdk.registry.errors import OpsdkError
-from opsdk.registry.infer import infer_outputs
+from opsdk.registry.infer import dim_env, infer_outputs
 from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr, format_shape
 from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec, TensorSpec
 
@@ -221,8 +221,11 @@ def _input_shapes(spec: OpSpec, env: dict[str, Any]) -> dict[str, Any]:
 
 
 def _example_env(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:
-    ints = {k: v for k, v in attrs.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return {**ints, **_example_dims(spec)}
+    """The example's dims, the attrs dim expressions read and the named dims (`dims:`)."""
+    try:
+        return dim_env(spec, _example_dims(spec), attrs)
+    except OpsdkError:  # a named dim the example sizes make negative: the shapes show None
+        return {**attrs, **_example_dims(spec)}
 
 
 def _gradient_input_shapes(spec: OpSpec, forward: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:

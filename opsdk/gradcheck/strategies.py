@@ -193,7 +193,7 @@ def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None) 
     attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
     attrs.update(dict(plan.type_values))
     anchor = _anchor_input(plan)
-    sizes = {**attrs, **dims}  # an input dim may be an expression of dims and int attrs
+    sizes = _sizes(spec, dims, attrs)  # an input dim may be an expression of dims and attrs
     shapes = {t.name: _input_shape(draw, t, sizes, leading, free, t.name == anchor) for t in spec.inputs}
     inputs = _draw_values(draw, plan, shapes, lens)
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
@@ -245,6 +245,19 @@ def _input_shape(draw, t: TensorSpec, dims: dict, leading: tuple, free: tuple,
         elif isinstance(d, ExprDim):
             out.append(max(eval_expr(d.expr, dims), 0))
     return tuple(out)
+
+
+def _sizes(spec: OpSpec, dims: dict, attrs: dict) -> dict:
+    """What input dim expressions read: the drawn dims and attrs, then the named dims (`dims:`)
+    computed from them as the registry's inference does; one the op would refuse (negative, or a
+    division by zero) is left to the op's own check."""
+    sizes = {**attrs, **dims}
+    for derived in spec.derived_dims:
+        try:
+            sizes[derived.name] = eval_expr(derived.expr, sizes)
+        except ZeroDivisionError:
+            sizes[derived.name] = 0
+    return sizes
 
 
 def _broadcast_variant(draw, base: tuple[int, ...]) -> tuple[int, ...]:

@@ -8,9 +8,55 @@ Autodiff relies on exactly this, so a mismatch is a declaration error, not a run
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .dtypes import is_differentiable_dtype
-from .shapes import ConstDim, EllipsisDim, ExprDim, FreeDim, SymDim, format_shape
+from .shapes import ConstDim, EllipsisDim, ExprDim, FreeDim, Name, SymDim, expr_names, format_shape
 from .spec import OpSpec, TensorSpec
+
+
+def inherit_named_dims(forward: OpSpec, grad: OpSpec) -> OpSpec:
+    """`grad` with the forward op's named dims (`dims:`). A name of one in the gradient op's
+    shapes becomes that dim (checked against its expression in inputs, computed in outputs)
+    instead of a size bound from the gradient op's inputs; the gradient kernel gets every one
+    the gradient op can compute (its dims and attrs suffice) as `dims.<name>`. `gradient_problems`
+    says when a dim its shapes use reads a dim or attr the gradient op lacks."""
+    own = set(grad.derived_dim_names)
+    inherited = {d.name: d for d in forward.derived_dims if d.name not in own}
+    used = {dim.name for t in grad.inputs + grad.outputs for dim in t.shape or ()
+            if type(dim) is SymDim and dim.name in inherited}
+    if not inherited:
+        return grad
+    readable = set(grad.dim_names) - used | own | {a.name for a in grad.attrs}
+    taken = []
+    for dim in inherited.values():  # in order: a named dim may read the ones before it
+        if dim.name in used or expr_names(dim.expr) <= readable:
+            taken.append(dim)
+            readable.add(dim.name)
+
+    def convert(t: TensorSpec) -> TensorSpec:
+        if t.shape is None:
+            return t
+        return replace(t, shape=tuple(ExprDim(Name(d.name), d.name) if type(d) is SymDim and d.name in used else d
+                                      for d in t.shape))
+    return replace(grad, inputs=tuple(convert(t) for t in grad.inputs),
+                   outputs=tuple(convert(t) for t in grad.outputs), derived_dims=grad.derived_dims + tuple(taken))
+
+
+def _named_dim_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
+    """Each named dim the gradient op took from the forward op reads only what it has."""
+    own = {a.name for a in grad.attrs if a.type in ("int", "bool", "str")}
+    known = set(grad.dim_names) | set(grad.derived_dim_names) | own
+    problems = []
+    for dim in grad.derived_dims:
+        if dim not in forward.derived_dims:
+            continue
+        for name in sorted(expr_names(dim.expr) - known):
+            what = (f"attr '{name}'; declare it under attrs (autodiff passes it)" if forward.attrs
+                    and name in {a.name for a in forward.attrs} else f"dim '{name}'; bind it in an input")
+            problems.append(f"{who} uses dim '{dim.name}' of '{forward.name}' ({dim.text}), which reads "
+                            f"{what}")
+    return problems
 
 
 def gradient_problems(forward: OpSpec, grad: OpSpec) -> list[str]:
@@ -19,7 +65,7 @@ def gradient_problems(forward: OpSpec, grad: OpSpec) -> list[str]:
     problems = _input_problems(forward, grad, who) + _output_problems(forward, grad, who)
     problems += _undeclared_attr_dims(forward, grad, who)
     problems += _attr_problems(forward, grad, who) + _type_attr_problems(forward, grad, who)
-    return problems
+    return problems + _named_dim_problems(forward, grad, who)
 
 
 def expected_gradient_inputs(forward: OpSpec, with_outputs: bool) -> list[str]:

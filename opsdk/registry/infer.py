@@ -133,10 +133,7 @@ def infer_call(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
     shapes = _per_input(spec, input_shapes, "shapes")
     for tensor, shape in zip(spec.inputs, shapes):
         binder.bind_input(tensor, shape)
-    env = dict(binder.dims)
-    for attr in spec.attrs:
-        if attr.type == "int":
-            env[attr.name] = attrs.get(attr.name, None if attr.required else attr.default)
+    env = dim_env(spec, binder.dims, attrs)
     binder.check_computed(env)
     if spec.shape_fn is not None:
         out_shapes = _call_shape_fn(spec, shapes, attrs)
@@ -144,6 +141,28 @@ def infer_call(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
         out_shapes = [binder.output_shape(t, env, attrs) for t in spec.outputs]
     return Inferred([(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)],
                     env, dtypes)
+
+
+_ENV_ATTR_TYPES = ("int", "bool", "str")  # what dim expressions read (bool and str in conditions)
+
+
+def dim_env(spec: OpSpec, bound: Mapping[str, Optional[int]], attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """What dim expressions read: the bound dims, the int, bool and str attrs (a missing one takes
+    its default; None when required), then each named dim (`dims:`) computed in order. Raises
+    OpError naming the dim when one is negative or divides by zero."""
+    env: dict[str, Any] = dict(bound)
+    for attr in spec.attrs:
+        if attr.type in _ENV_ATTR_TYPES:
+            env[attr.name] = attrs.get(attr.name, None if attr.required else attr.default)
+    for dim in spec.derived_dims:
+        try:
+            size = eval_expr(dim.expr, env)
+        except ZeroDivisionError:
+            raise OpError(f"{spec.name}: dim '{dim.name}': division by zero in '{dim.text}'") from None
+        if size is not None and size < 0:
+            raise OpError(f"{spec.name}: dim '{dim.name}' ({dim.text}) would be {size}; check the inputs and attrs")
+        env[dim.name] = size
+    return env
 
 
 def _call_shape_fn(spec: OpSpec, shapes: list, attrs: Mapping[str, Any]) -> list:

@@ -16,13 +16,14 @@ from .elementwise import ElementwiseError, parse_expression
 from .errors import OpDefErrors
 from .located_yaml import YamlLoadError, YEntry, YMap, YNode, load_documents
 from .parse_extras import Paths, parse_gradcheck, parse_kernels, parse_reference, parse_shape_fn
+from .parse_shape import parse_named_dims
 from .parse_signature import (Signature, check_output_ellipsis, parse_attrs, parse_tensors,
                               parse_type_attrs)
-from .spec import STOP_GRADIENT, GradCheckSpec, OpSpec, TypeAttr
+from .spec import STOP_GRADIENT, DerivedDim, GradCheckSpec, OpSpec, TypeAttr
 from .workspace import Workspace
 
 TOP_KEYS = ("op", "summary", "doc", "type_attrs", "attrs", "inputs", "outputs", "shape_fn", "gradient",
-            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise")
+            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise", "dims")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
@@ -107,7 +108,9 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
         reference=reference, shape_fn=sig.shape_fn, gradcheck=gradcheck, location=d.location(node.line),
         workspace=root.resolve(), stateful=bool(stateful), namespace=namespace,
         elementwise=elementwise,
-        gradient_location=d.location(gradient_line) if gradient_line else None)
+        gradient_location=d.location(gradient_line) if gradient_line else None,
+        derived_dims=tuple(DerivedDim(name, dim.expr, dim.text, d.location(line))
+                           for name, (dim, line) in sig.derived.items()))
 
 
 def _elementwise(entry: Optional[YEntry], d: Diagnostics, sig: Signature):
@@ -166,6 +169,8 @@ def _parse_signature(keys: dict[str, YEntry], d: Diagnostics, paths: Paths) -> S
         parse_type_attrs(keys["type_attrs"].value, d, sig)
     if "attrs" in keys:
         parse_attrs(keys["attrs"].value, d, sig)
+    if "dims" in keys:
+        parse_named_dims(keys["dims"].value, d, sig)
     if "inputs" in keys:
         parse_tensors(keys["inputs"].value, d, sig, "input")
     if "outputs" in keys:

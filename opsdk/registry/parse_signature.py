@@ -34,6 +34,8 @@ class Signature:
     bound_dims: dict[str, int] = field(default_factory=dict)  # dim -> line that first bound it
     # Input dim expressions (what, expr, line), checked once every input has bound its dims.
     input_exprs: list[tuple[str, ExprDim, int]] = field(default_factory=list)
+    # `dims:` of the declaration: name -> (its expression, line), in declaration order.
+    derived: dict[str, tuple[ExprDim, int]] = field(default_factory=dict)
 
     def attr(self, name: str) -> Optional[AttrSpec]:
         return next((a for a in self.attrs if a.name == name), None)

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Mapping, Optional, Union
 
 from .diagnostics import did_you_mean
 from .errors import OpDefError, OpDefErrors, OpsdkError
-from .gradients import gradient_problems
+from .gradients import gradient_problems, inherit_named_dims
 from .parse import parse_opdef
 from .spec import BUILTIN_NAMESPACE, OpSpec
 from .workspace import BUILTIN_ROOT, WORKSPACE_FILE, Workspace
@@ -236,6 +236,7 @@ def _build(stamps: tuple) -> Registry:
                 loading.set_aside(file, exc.errors, namespace)
                 continue
             _add_file(loading, parsed, file, namespace)
+    _inherit_named_dims(loading)
     _check_gradients(loading)
     return Registry(loading.specs, namespace=stamps[-1][1], broken=loading.broken,
                     broken_ops=loading.broken_ops)
@@ -281,6 +282,19 @@ def _parse_cached(root: Path, namespace: str, stamp: tuple) -> list[OpSpec]:
             del _files[old]  # an earlier version of the same file
         _files[key] = specs
     return _files[key]
+
+
+def _inherit_named_dims(loading: _Loading) -> None:
+    """Gradient ops use their forward op's named dims (`dims:`) by name (docs/opdefs.md)."""
+    for spec in list(loading.specs.values()):
+        if not spec.derived_dims or spec.gradient_op is None:
+            continue
+        for candidate in (f"{spec.namespace}{SEPARATOR}{spec.gradient_op}",
+                          f"{BUILTIN_NAMESPACE}{SEPARATOR}{spec.gradient_op}"):
+            grad = loading.specs.get(candidate)
+            if grad is not None:
+                loading.specs[candidate] = inherit_named_dims(spec, grad)
+                break
 
 
 def _gradient_errors(spec: OpSpec, loading: _Loading) -> list[OpDefError]:

@@ -92,6 +92,17 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class DerivedDim:
+    """`dims: {oh: "(h - k) // stride + 1"}`: a dim computed once from the bound dims, int attrs
+    and conditions on choice and bool attrs (and named dims before it). Shapes use it by name (an
+    output is allocated with it, an input checked against it) and kernels read it as `dims.oh`."""
+    name: str
+    expr: Expr
+    text: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class LaunchArg:
     """One argument of a declared CUDA launch, passed by value in declaration order.
 
@@ -194,6 +205,8 @@ class OpSpec:
     namespace: str = BUILTIN_NAMESPACE
     # `elementwise:` the scalar formula of the op's one output (registry.elementwise), or None.
     elementwise: Any = field(compare=False, default=None)
+    # `dims:`: named derived dims, in declaration order (each may read the ones before it).
+    derived_dims: tuple[DerivedDim, ...] = ()
 
     @property
     def qualified_name(self) -> str:
@@ -244,6 +257,10 @@ class OpSpec:
                 if isinstance(d, SymDim) and d.name not in seen:
                     seen.append(d.name)
         return tuple(seen)
+
+    @property
+    def derived_dim_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.derived_dims)
 
     @property
     def unbound_type_attrs(self) -> tuple[TypeAttr, ...]:

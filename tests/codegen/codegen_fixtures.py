@@ -124,4 +124,27 @@ LAUNCH_OP = """
             args: [y, total, n, "p * k", -1]
 """
 
-REPRESENTATIVE = {"attrs_op": ATTRS_OP, "list_op": LIST_OP, "cast_op": CAST_OP, "launch_op": LAUNCH_OP}
+WINDOW_OP = """
+    op: window_op
+    summary: Named dims from a choice attr and a bool attr, checked in an input and used in an output.
+    type_attrs:
+      T: [float32, float64]
+    attrs:
+      k: {type: int, default: 2, min: 1}
+      padding: {type: str, default: valid, choices: [valid, same]}
+      twice: {type: bool, default: false}
+    dims:
+      oh: "h if padding == 'same' else h - k + 1"
+      cols: "2 * c if twice else c"
+    inputs:
+      x: {dtype: T, shape: [h, c]}
+      g: {dtype: T, shape: [oh]}
+    outputs:
+      y: {dtype: T, shape: [oh, cols]}
+    gradient: null
+    kernels:
+      cpu: window_op_cpu.cc
+"""
+
+REPRESENTATIVE = {"attrs_op": ATTRS_OP, "list_op": LIST_OP, "cast_op": CAST_OP, "launch_op": LAUNCH_OP,
+                  "window_op": WINDOW_OP}

@@ -82,7 +82,7 @@ CASES = [
      f"{F}:6: op 'foo': output 'z' uses '...' but no input has '...'"),
     ("bad-dim-expression", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [\"n ** 2\"]}\n" + PY,
      f"{F}:6: op 'foo': output 'z': dim expression 'n ** 2' may use only integers, dim and attr names, "
-     f"+ - * // % and max()/min()"),
+     f"+ - * // %, max()/min() and 'a if cond else b' (cond: comparisons, and/or/not)"),
     ("unparsable-dim-expression", HEAD + X_IN + "outputs:\n  z: {dtype: float32, shape: [\"n +\"]}\n" + PY,
      f"{F}:6: op 'foo': output 'z': cannot parse dim expression 'n +': invalid syntax"),
     ("expression-in-input", HEAD + "inputs:\n  x: {dtype: float32, shape: [\"n + 1\"]}\n" + Z_OUT + PY,
@@ -91,7 +91,8 @@ CASES = [
      f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),
     ("float-attr-in-expression", HEAD + "attrs:\n  s: {type: float, default: 1.0}\n" + X_IN
      + "outputs:\n  z: {dtype: float32, shape: [\"n * s\"]}\n" + PY,
-     f"{F}:8: op 'foo': output 'z': attr 's' is a float; dim expressions may use only int attrs"),
+     f"{F}:8: op 'foo': output 'z': attr 's' is a float; dim expressions may use only int attrs "
+     f"(and, in conditions, bool attrs and str attrs with choices)"),
     ("negative-size", HEAD + "inputs:\n  x: {dtype: float32, shape: [-1]}\n" + Z_OUT + PY,
      f"{F}:4: op 'foo': input 'x': a size must be >= 0, got -1\n"
      f"{F}:6: op 'foo': output 'z' uses dim 'n' that no input binds"),

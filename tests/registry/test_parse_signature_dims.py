@@ -55,10 +55,11 @@ def test_free_dims_bind_nothing_across_inputs(ws):
      f"sizes)"),
     (HEAD + "attrs:\n  s: {type: float, default: 1.0}\ninputs:\n  x: {dtype: float32, shape: [n]}\n"
      "  y: {dtype: float32, shape: [\"n * s\"]}\noutputs:\n  z: {dtype: float32, shape: [n]}\n" + PY,
-     f"{F}:7: op 'foo': input 'y': attr 's' is a float; dim expressions may use only int attrs"),
+     f"{F}:7: op 'foo': input 'y': attr 's' is a float; dim expressions may use only int attrs "
+     f"(and, in conditions, bool attrs and str attrs with choices)"),
     (HEAD + "inputs:\n  x: {dtype: float32, shape: [\"n ** 2\"]}\noutputs:\n  z: {dtype: float32, shape: [2]}\n" + PY,
      f"{F}:4: op 'foo': input 'x': dim expression 'n ** 2' may use only integers, dim and attr names, "
-     f"+ - * // % and max()/min()"),
+     f"+ - * // %, max()/min() and 'a if cond else b' (cond: comparisons, and/or/not)"),
 ], ids=["free-output", "free-name-taken", "float-attr-dim", "float-attr-expression", "bad-expression"])
 def test_dim_mistakes_are_located(ws, text, expected):
     assert _error(ws, text) == expected
