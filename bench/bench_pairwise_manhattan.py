@@ -50,15 +50,16 @@ TF_BLOCK_BYTES = 256 << 20
 
 @dataclass(frozen=True)
 class Case:
-    """One problem: `kind` is forward or gradient, float32 throughout."""
+    """One problem: `kind` is forward or gradient, of `dtype` (float32 or float64)."""
     kind: str
     n: int
     m: int
     p: int
+    dtype: str = "float32"
 
     @property
     def label(self) -> str:
-        return f"{self.kind} n={self.n} m={self.m} p={self.p} float32"
+        return f"{self.kind} n={self.n} m={self.m} p={self.p} {self.dtype}"
 
     @property
     def flops(self) -> float:
@@ -142,8 +143,8 @@ def make_opsdk_session(case: Case, x, y, g):
     forward, _ = flagship_ops()
     graph = Graph()
     with graph.as_default():
-        xp = placeholder("float32", [None, case.p], name="x")
-        yp = placeholder("float32", [None, case.p], name="y")
+        xp = placeholder(case.dtype, [None, case.p], name="x")
+        yp = placeholder(case.dtype, [None, case.p], name="y")
         z = forward(xp, yp, name="dist")
     sess = Session(graph)
     feed = {xp: x, yp: y}
@@ -197,7 +198,7 @@ def import_tf():
 
 def tf_block_rows(case: Case) -> int:
     """Rows of x per broadcast block, so a block's n*m*p temporaries stay within TF_BLOCK_BYTES."""
-    per_row = 3 * case.m * case.p * 4  # difference, abs (or sign) and product, float32
+    per_row = 3 * case.m * case.p * (8 if case.dtype == "float64" else 4)  # difference, abs, product
     return max(1, min(case.n, TF_BLOCK_BYTES // per_row))
 
 
@@ -238,9 +239,9 @@ def make_tensorflow_session(case: Case, x, y, g):
     rows = tf_block_rows(case)
     graph = tf.Graph()
     with graph.as_default():
-        a = tf.compat.v1.placeholder(tf.float32, x.shape)
-        b = tf.compat.v1.placeholder(tf.float32, y.shape)
-        c = tf.compat.v1.placeholder(tf.float32, g.shape)
+        a = tf.compat.v1.placeholder(x.dtype, x.shape)
+        b = tf.compat.v1.placeholder(y.dtype, y.shape)
+        c = tf.compat.v1.placeholder(g.dtype, g.shape)
         if case.kind == "forward":
             fetch, feed = tf_forward(tf, a, b, rows), {a: x, b: y}
         else:
@@ -249,8 +250,47 @@ def make_tensorflow_session(case: Case, x, y, g):
     return lambda: sess.run(fetch, feed)
 
 
+# -- the ceiling: the kernel's three vector operations, register-resident, on every core ----------
+
+CEILING_ENV = "OPSDK_BENCH_CEILING"  # the compiled ceiling_l1.cc, set by main for the workers
+CEILING = "ceiling loop"
+
+
+def build_ceiling(workdir: Path) -> str:
+    """Compile ceiling_l1.cc with `opsdk build`'s cpu flags; the module's path, or why not."""
+    from opsdk.build.compiler import (compile_command, extension_suffix, find_toolchain,
+                                        flag_template, run_compiler)
+    toolchain = find_toolchain("cpu")
+    if toolchain is None:
+        return "no g++ on PATH"
+    module = "_bench_ceiling_l1"
+    artefact = workdir / f"{module}{extension_suffix()}"
+    flags = (*flag_template("cpu", ROOT), f"-I{ROOT / 'opdefs'}")
+    command = compile_command(toolchain, flags, str(ROOT / "bench" / "ceiling_l1.cc"),
+                              str(artefact), module, str(workdir / "ceiling.d"))
+    outcome = run_compiler(command, workdir)
+    if not outcome.ok:
+        return f"failed to compile: {outcome.output.strip()[-300:]}"
+    return str(artefact)
+
+
+def make_ceiling(case: Case, x, y, g):
+    """The same number of subtract/abs/add lane operations as the case, with no memory traffic."""
+    import importlib.util
+    if case.kind != "forward":
+        raise Skip("forward only")
+    path = os.environ.get(CEILING_ENV, "")
+    if not path.endswith(".so"):
+        raise Skip(path or "not built")
+    spec = importlib.util.spec_from_file_location("_bench_ceiling_l1", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    run = getattr(module, f"run_{case.dtype}")
+    return lambda: run(case.flops)
+
+
 IMPLS: dict[str, Callable] = {
-    "opsdk": make_opsdk, "opsdk Session.run": make_opsdk_session, "numpy broadcast": make_numpy,
+    CEILING: make_ceiling, "opsdk": make_opsdk, "opsdk Session.run": make_opsdk_session, "numpy broadcast": make_numpy,
     "scipy cdist": make_scipy, "torch.cdist": make_torch, "tensorflow tf.function": make_tensorflow,
     "tensorflow Session.run": make_tensorflow_session,
 }
@@ -283,9 +323,9 @@ def reset_peak() -> bool:
 def worker(impl: str, case: Case, repeats: int) -> Result:
     import numpy as np
     rng = np.random.default_rng(0)
-    x = rng.uniform(-2, 2, (case.n, case.p)).astype(np.float32)
-    y = rng.uniform(-2, 2, (case.m, case.p)).astype(np.float32)
-    g = rng.uniform(-2, 2, (case.n, case.m)).astype(np.float32)
+    x = rng.uniform(-2, 2, (case.n, case.p)).astype(case.dtype)
+    y = rng.uniform(-2, 2, (case.m, case.p)).astype(case.dtype)
+    g = rng.uniform(-2, 2, (case.n, case.m)).astype(case.dtype)
     try:
         fn = IMPLS[impl](case, x, y, g)
     except Skip as why:
@@ -320,14 +360,17 @@ def print_table(case: Case, results: list[Result]) -> None:
     from rich.console import Console
     from rich.table import Table
     base = next((r.median_s for r in results if r.impl == "opsdk" and r.median_s), None)
+    ceiling = next((r.median_s for r in results if r.impl == CEILING and r.median_s), None)
     table = Table(title=case.label, title_justify="left")
-    for col in ("implementation", "median", "GF/s", "time / opsdk", "CPU time", "peak extra memory"):
+    for col in ("implementation", "median", "GF/s", "of ceiling", "time / opsdk", "CPU time",
+                "peak extra memory"):
         table.add_column(col, justify="left" if col == "implementation" else "right")
     for r in results:
         if r.median_s is None:
-            table.add_row(r.impl, f"[dim]{r.skipped}[/dim]", "", "", "", "")
+            table.add_row(r.impl, f"[dim]{r.skipped}[/dim]", "", "", "", "", "")
             continue
         table.add_row(r.impl, format_seconds(r.median_s), f"{case.flops / r.median_s / 1e9:.1f}",
+                      f"{ceiling / r.median_s:.2f}" if ceiling else "",
                       f"{r.median_s / base:.2f}x" if base else "", format_seconds(r.cpu_s),
                       f"{r.peak_extra_mib:.1f} MiB")
     Console().print(table)
@@ -339,12 +382,13 @@ def format_seconds(s: float) -> str:
 
 def cases_for(quick: bool) -> list[Case]:
     big = 2048 if quick else 4096
-    return [Case("forward", big, big, 256), Case("forward", 128, 128, 64),
-            Case("gradient", 1024, 1024, 256)]
+    return [Case("forward", big, big, 256), Case("forward", big, big, 256, "float64"),
+            Case("forward", 128, 128, 64), Case("gradient", 1024, 1024, 256),
+            Case("gradient", 1024, 1024, 256, "float64")]
 
 
 def repeats_for(case: Case, quick: bool, impl: str) -> int:
-    slow = case.flops > 1e9 and impl != "opsdk"  # the alternatives take seconds per call
+    slow = case.flops > 1e9 and impl not in ("opsdk", CEILING)  # the alternatives take seconds
     if quick:
         return 1 if slow else 5
     return 3 if slow else (7 if case.flops > 1e9 else 200)
@@ -368,6 +412,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(json.dumps(asdict(worker(impl, Case(**json.loads(case)), int(repeats)))))
         return 0
     workspace = use_flagship_copy(args)
+    ceiling_dir = Path(tempfile.mkdtemp(prefix="bench_ceiling_"))
+    os.environ[CEILING_ENV] = build_ceiling(ceiling_dir)
     print(f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
           f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every row alike)")
     try:
@@ -378,6 +424,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     finally:
         if workspace is not None:
             shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(ceiling_dir, ignore_errors=True)
     return 0
 
 

@@ -33,7 +33,8 @@ FWD, GRAD, SIMD = "pmm_cpu.cc", "pmm_grad_cpu.cc", "pmm_simd.h"
 # (id, file, the text as written, the text negated): each text occurs exactly once in its file.
 CHECKED_BY_GRADCHECK = [
     ("forward-simd-accumulate", FWD, "return acc + (typename S::V)", "return acc - (typename S::V)"),
-    ("forward-lane-sum", FWD, "++l) s += v[l];", "++l) s -= v[l];"),
+    ("forward-lane-tree", FWD, "Lanes{}) +\n", "Lanes{}) -\n"),
+    ("forward-lane-fold", FWD, "return v + __builtin_shufflevector", "return v - __builtin_shufflevector"),
     ("forward-tail", FWD, "s += d < 0 ? -d : d;", "s -= d < 0 ? -d : d;"),
     ("grad-simd-sign", GRAD, "const M lt = a < b;", "const M lt = a > b;"),
     ("grad-simd-grad-x", GRAD, "gxv[r] += t;", "gxv[r] -= t;"),

@@ -63,16 +63,19 @@ def best_level() -> str:
 
 def lane_order_sums(x: np.ndarray, y: np.ndarray, lanes: int) -> np.ndarray:
     """z as a kernel with `lanes` lanes adds it, for p within one k block: lane l sums
-    k = l, l + lanes, ... in order; then the lanes are added in order, then the k past the last
-    whole vector. In x's dtype, every step rounded as the kernel rounds it."""
+    k = l, l + lanes, ... in order; then the lanes are added pairwise, the upper half of them onto
+    the lower half until one is left (the forward's shuffle tree); then the k past the last whole
+    vector. In x's dtype, every step rounded as the kernel rounds it."""
     p = x.shape[1]
     whole = p // lanes * lanes
     acc = np.zeros((x.shape[0], y.shape[0], lanes), x.dtype)
     for k in range(0, whole, lanes):
         acc += np.abs(x[:, None, k:k + lanes] - y[None, :, k:k + lanes])
-    z = np.zeros(acc.shape[:2], x.dtype)
-    for lane in range(lanes):
-        z += acc[:, :, lane]
+    width = lanes
+    while width > 1:
+        width //= 2
+        acc[:, :, :width] += acc[:, :, width:2 * width]
+    z = acc[:, :, 0].copy()
     for k in range(whole, p):
         z += np.abs(x[:, None, k] - y[None, :, k])
     return z
