@@ -182,7 +182,7 @@ def test_an_eager_call_takes_any_dlpack_array_without_a_copy(registry):
 
 def test_torch_and_jax_arrays_come_back_as_their_kind(registry):
     torch = pytest.importorskip("torch", reason="torch is not installed (pip install '.[torch]')")
-    t = torch.arange(3.0, requires_grad=True)
+    t = torch.arange(3.0)  # (one that requires grad is refused: tests/frameworks/test_torch.py)
     out = apply_op(registry, "exp", [t], {})
     assert isinstance(out, torch.Tensor) and torch.allclose(out, torch.exp(t.detach()))
     jnp = pytest.importorskip("jax.numpy", reason="jax is not installed (pip install '.[jax]')")
