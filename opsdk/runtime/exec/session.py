@@ -32,7 +32,7 @@ from opsdk.runtime.exec.variable_store import VariableStore
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
-from opsdk.runtime.threads import check_intra_op_threads, use_intra_op_threads
+from opsdk.runtime.kernels.threads import check_intra_op_threads, use_intra_op_threads
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
@@ -51,7 +51,7 @@ class SessionConfig:
     # 2 cores, 23 ms with one worker, 29-145 ms with four).
     inter_op_threads: Optional[int] = None
     # Threads one kernel's parallel loops may use, shared by every kernel the session's threads
-    # call (opsdk/runtime/threads.py); None: every core. Kernels use fewer while other runnable
+    # call (opsdk/runtime/kernels/threads.py); None: every core. Kernels use fewer while other runnable
     # threads keep the cores busy (opsdk::num_threads).
     intra_op_threads: Optional[int] = None
     # An op with no kernel for its requested (or an unavailable) device runs where it can,
