@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import shutil
 import subprocess
 import threading
@@ -79,3 +80,33 @@ def test_a_session_sets_the_budget_on_the_threads_running_its_steps():
     thread.start()
     thread.join()
     assert seen["threads"] == 1
+
+
+def test_blas_threads_follow_the_free_cores(monkeypatch):
+    """NumPy's OpenBLAS gets one thread while others keep the cores busy, the budget after."""
+    from opsdk.runtime.kernels import threads
+    controllers = threads._blas_controllers()
+    if not controllers:
+        pytest.skip("no OpenBLAS that threadpoolctl drives")
+    budget = min(os.cpu_count() or 1, threads._blas["initial"] or 1)
+    if budget < 2:
+        pytest.skip("one core (or a BLAS capped at one thread): nothing to take away")
+    try:
+        monkeypatch.setattr(threads, "_runnable", lambda: 10 * budget)
+        threads._blas["checked"] = -1.0
+        threads.blas_threads()
+        assert [c.num_threads for c in controllers] == [1] * len(controllers)
+        monkeypatch.setattr(threads, "_runnable", lambda: 1)
+        threads._blas["checked"] = -1.0
+        threads.blas_threads()
+        assert [c.num_threads for c in controllers] == [budget] * len(controllers)
+    finally:
+        for c in controllers:
+            c.set_num_threads(threads._blas["initial"])
+        threads._blas["threads"] = None
+
+
+def test_python_and_cpp_thread_counts_agree():
+    from opsdk.runtime.kernels.threads import threads_for
+    assert [threads_for(2, 2, 1), threads_for(2, 2, 2), threads_for(2, 2, 6),
+            threads_for(4, 64, 10), threads_for(16, 8, 3)] == [2, 1, 1, 4, 6]

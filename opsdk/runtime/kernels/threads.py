@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
+import time
 from typing import Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -56,3 +58,60 @@ def check_intra_op_threads(value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise OpsdkError(f"SessionConfig: intra_op_threads must be None (every core) or an int "
                          f">= 1, got {value!r}")
+
+
+# -- NumPy's BLAS -------------------------------------------------------------------------------
+#
+# OpenBLAS keeps threads of its own, and they wait for one another inside a product; on an
+# oversubscribed machine a descheduled one stalls the rest (the TF1 autoencoder of
+# bench/bench_oversubscribed.py: 500 ms a step with 2 BLAS threads beside busy processes, 45 ms
+# with one). blas_threads() gives it the same count opsdk::num_threads gives the C++ kernels:
+# the budget less the cores other runnable threads want, re-read at most every 10 ms.
+
+_RECHECK_S = 0.010
+_blas = {"controllers": None, "threads": None, "checked": -1.0, "initial": None}
+
+
+def _runnable() -> int:
+    """Runnable threads of the machine (/proc/loadavg's fourth field); -1 where unreadable."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def threads_for(budget: int, cores: int, runnable: int) -> int:
+    """opsdk::threads_detail::threads_for: the budget less the cores other runnable threads want."""
+    return max(1, min(budget, cores - max(runnable - 1, 0)))
+
+
+def _blas_controllers() -> list:
+    if _blas["controllers"] is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas["controllers"] = ThreadpoolController().select(internal_api="openblas").lib_controllers
+            # OPENBLAS_NUM_THREADS / OMP_NUM_THREADS chose this: it caps the budget.
+            _blas["initial"] = min((c.num_threads for c in _blas["controllers"]), default=None)
+        except Exception:  # threadpoolctl absent or a BLAS it cannot drive: leave BLAS as it is
+            _blas["controllers"] = []
+    return _blas["controllers"]
+
+
+def blas_threads() -> None:
+    """Set OpenBLAS's thread count for a product about to run (cheap: rechecked every 10 ms)."""
+    now = time.monotonic()
+    if now - _blas["checked"] < _RECHECK_S:
+        return
+    _blas["checked"] = now
+    controllers = _blas_controllers()
+    if not controllers or os.environ.get("OPSDK_THREADS_IGNORE_LOAD") == "1":
+        return
+    cores = os.cpu_count() or 1
+    budget = min(getattr(_local, "threads", None) or cores, _blas["initial"] or cores)
+    runnable = _runnable()
+    threads = budget if runnable < 0 else threads_for(budget, cores, runnable)
+    if threads != _blas["threads"]:
+        for controller in controllers:
+            controller.set_num_threads(threads)
+        _blas["threads"] = threads
