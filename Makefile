@@ -33,13 +33,12 @@ test: build
 	$(BIN)/opsdk generate --check
 	$(BIN)/python -m pytest -q
 
-# The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only.
+# The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only; every script
+# in bench/ runs, and bench/results/ gets results.md and results.json (bench/README.md).
+# BENCH_ARGS=--quick for each script's quick mode.
 bench: build
 	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,bench]'
-	$(BIN)/python bench/bench_pairwise_manhattan.py
-	$(BIN)/python bench/bench_overhead.py
-	$(BIN)/python bench/bench_executor.py
-	$(BIN)/python bench/bench_build.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # The API reference from the docstrings (docs/api/README.md); a pdoc warning (a module that is
 # gone, a docstring it cannot read) fails the build.

@@ -74,6 +74,8 @@ class Result:
     peak_extra_mib: Optional[float] = None
     skipped: str = ""
     cpu_s: Optional[float] = None
+    min_s: Optional[float] = None
+    max_s: Optional[float] = None
 
 
 # -- the flagship in a workspace of its own (--portable, --flagship-from) -----------------------
@@ -341,7 +343,8 @@ def worker(impl: str, case: Case, repeats: int) -> Result:
         fn()
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    return Result(impl, statistics.median(times), peak, cpu_s=statistics.median(cpu))
+    return Result(impl, statistics.median(times), peak, cpu_s=statistics.median(cpu),
+                  min_s=min(times), max_s=max(times))
 
 
 def measure(impl: str, case: Case, repeats: int) -> Result:
@@ -376,6 +379,19 @@ def print_table(case: Case, results: list[Result]) -> None:
     Console().print(table)
 
 
+def json_rows(case: Case, results: list[Result]) -> list[dict]:
+    """The table's rows for --json: GF/s and the share of the ceiling loop's rate included."""
+    ceiling = next((r.median_s for r in results if r.impl == CEILING and r.median_s), None)
+    rows = []
+    for r in results:
+        row = {"case": case.label, **asdict(r)}
+        if r.median_s:
+            row["gflops"] = case.flops / r.median_s / 1e9
+            row["of_ceiling"] = ceiling / r.median_s if ceiling else None
+        rows.append(row)
+    return rows
+
+
 def format_seconds(s: float) -> str:
     return f"{s:.3f} s" if s >= 1 else (f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us")
 
@@ -405,6 +421,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="opsdk rows: the flagship's files from this folder, built in a copy")
     parser.add_argument("--simd", choices=("baseline", "avx2", "avx512"),
                         help="cap a portable kernel's run-time choice (sets OPSDK_SIMD)")
+    parser.add_argument("--json", help="also write every row to this JSON file")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -416,11 +433,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.environ[CEILING_ENV] = build_ceiling(ceiling_dir)
     print(f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; "
           f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every row alike)")
+    rows = []
     try:
         for case in cases_for(args.quick):
             results = [measure(impl, case, args.repeats or repeats_for(case, args.quick, impl))
                        for impl in (args.only or IMPLS)]
             print_table(case, results)
+            rows += json_rows(case, results)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
     finally:
         if workspace is not None:
             shutil.rmtree(workspace, ignore_errors=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import statistics
 import subprocess
@@ -83,7 +84,7 @@ def steps_per_second(tf, build, steps: int, repeats: int) -> float:
             for _ in range(steps):
                 sess.run(train_op, feed)
             rates.append(steps / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return rates
 
 
 def backends(only: str = "") -> dict:
@@ -110,25 +111,27 @@ def _framework_names() -> list[str]:
     return names
 
 
-def _one(framework: str, model: str, steps: int, repeats: int) -> float:
-    """steps/s of one (framework, model) pair, here or in a fresh process."""
+def _one(framework: str, model: str, steps: int, repeats: int) -> list[float]:
+    """steps/s of one (framework, model) pair per repeat, here or in a fresh process."""
     build = {label: fn for label, fn, _ in MODELS}[model]
     return steps_per_second(backends(only=framework)[framework], build, steps, repeats)
 
 
-def _in_process(framework: str, model: str, steps: int, repeats: int) -> float:
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import bench_tf1; "
-            "print(bench_tf1._one(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))")
+def _in_process(framework: str, model: str, steps: int, repeats: int) -> list[float]:
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import bench_tf1; "
+            "print(json.dumps(bench_tf1._one(sys.argv[2], sys.argv[3], int(sys.argv[4]), "
+            "int(sys.argv[5]))))")
     out = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
                           framework, model, str(steps), str(repeats)],
                          capture_output=True, text=True, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", help="also write the rows (ms per step) to this JSON file")
     parser.add_argument("--same-process", action="store_true",
                         help="run every framework in this process (their thread pools meet)")
     args = parser.parse_args()
@@ -137,14 +140,22 @@ def main() -> None:
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
           f"{'one process' if args.same_process else 'a process per row'}")
     run = _one if args.same_process else _in_process
+    rows = []
     for label, build, fewer in MODELS:
-        rates = {name: run(name, label, max(args.steps // fewer, 5), args.repeats)
+        every = {name: run(name, label, max(args.steps // fewer, 5), args.repeats)
                  for name in names}
+        rates = {name: statistics.median(r) for name, r in every.items()}
+        rows += [{"model": label, "framework": name, "median_ms": 1e3 / statistics.median(r),
+                  "min_ms": 1e3 / max(r), "max_ms": 1e3 / min(r), "repeats": len(r),
+                  "load": os.getloadavg()[0]} for name, r in every.items()]
         line = "  ".join(f"{n}: {r:8.1f} steps/s ({1e3 / r:.3f} ms)" for n, r in rates.items())
         ratio = (f"  opsdk/tf = {rates['opsdk.v1'] / rates['tf compat.v1']:.2f}"
                  if len(rates) == 2 else "  (TensorFlow not installed)")
         print(f"{label:20s} {line}{ratio}")
     print(f"load average after: {os.getloadavg()}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import operator
 
+from opsdk.runtime.kernels.threads import blas_threads
+
 
 def _array(xp, z):
     """`z` as an array: NumPy gives a scalar for 0-d inputs; an array passes through as is
@@ -221,6 +223,7 @@ def where_grad(xp, cond, x, y, grad_z):
 # ---- matmul --------------------------------------------------------------------------------
 
 def matmul(xp, x, y):
+    _blas_threads(xp)
     return _array(xp, xp.matmul(x, y))
 
 
@@ -229,11 +232,19 @@ def matmul_grad(xp, x, y, grad_z):
     return _grad_x(xp, y, grad_z), _grad_y(xp, x, grad_z)
 
 
+def _blas_threads(xp):
+    """NumPy's BLAS on the free cores only (opsdk/runtime/kernels/threads.py)."""
+    if xp.__name__ == "numpy":
+        blas_threads()
+
+
 def _grad_x(xp, y, grad_z):
+    _blas_threads(xp)
     return _array(xp, xp.matmul(grad_z, xp.swapaxes(y, -1, -2)))
 
 
 def _grad_y(xp, x, grad_z):
+    _blas_threads(xp)
     return _array(xp, xp.matmul(xp.swapaxes(x, -1, -2), grad_z))
 
 

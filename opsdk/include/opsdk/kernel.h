@@ -3,20 +3,26 @@
 //   opsdk::ConstTensor<T> / opsdk::Tensor<T>   views of C-contiguous arrays (data, dim(i), size())
 //   OPSDK_REQUIRE(cond, "message " << value)    fail the call with a Python ValueError
 //   OPSDK_NOT_IMPLEMENTED()                     the body is not written yet
-//   opsdk::parallel_for(begin, end, grain, f)   f(lo, hi) over chunks, on all cores
+//   opsdk::parallel_for(begin, end, grain, f)   f(lo, hi) over chunks, on the free cores
 //
 // Kernels run with the GIL released: touch no Python object in a kernel.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <complex>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -74,16 +80,76 @@ struct NotImplemented : std::runtime_error {
 
 #define OPSDK_NOT_IMPLEMENTED() throw ::opsdk::NotImplemented()
 
+namespace threads_detail {
+
+// How many threads a parallel loop may use: the budget (OpenMP's per-thread thread count, which
+// OMP_NUM_THREADS sets and a session's intra_op_threads sets per thread), less the cores other
+// runnable threads want. `runnable` counts every runnable thread of the machine, the caller
+// included; `cores` the machine's online cores (the count /proc/loadavg is of: in a container on
+// a larger host, its cores, so a busy host leaves the container its budget).
+//
+// Why: a parallel loop ends when its slowest thread does. On a machine with more runnable
+// threads than cores, a woken thread waits for a time slice (milliseconds) while the others wait
+// for it at the loop's end, so a kernel that would take 1 ms on one thread took many; a TF1
+// training loop beside 4 busy processes ran 4x slower than with OMP_NUM_THREADS=1. Running on
+// the caller's thread alone there costs at most the parallel speed-up.
+inline int threads_for(int budget, int cores, int runnable) {
+    const int others = std::max(runnable - 1, 0);
+    return std::max(1, std::min(budget, cores - others));
+}
+
+// The machine's runnable threads now, from /proc/loadavg's fourth field ("running/total"); -1
+// where it cannot be read (not Linux).
+inline int read_runnable() {
+    std::FILE* f = std::fopen("/proc/loadavg", "r");
+    if (f == nullptr) return -1;
+    double l1, l5, l15;
+    int running = -1, total = 0;
+    if (std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) running = -1;
+    std::fclose(f);
+    return running;
+}
+
+// read_runnable, read again at most every 10 ms (a read costs a few microseconds; a parallel
+// loop is given work of 0.2 ms or more).
+inline int runnable() {
+    static std::atomic<int64_t> read_at{-1};  // microseconds of the steady clock; -1: never read
+    static std::atomic<int> value{-1};
+    const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+    const int64_t last = read_at.load(std::memory_order_relaxed);
+    if (last < 0 || now - last > 10000) {
+        value.store(read_runnable(), std::memory_order_relaxed);
+        read_at.store(now, std::memory_order_relaxed);
+    }
+    return value.load(std::memory_order_relaxed);
+}
+
+}  // namespace threads_detail
+
+// The threads a parallel loop started now may use (see threads_detail::threads_for): at most the
+// budget, fewer while other work keeps the cores busy. OPSDK_THREADS_IGNORE_LOAD=1 ignores the
+// load (the budget alone).
 inline int num_threads() {
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    const int budget = omp_get_max_threads();
+    static const bool ignore_load = [] {
+        const char* v = std::getenv("OPSDK_THREADS_IGNORE_LOAD");
+        return v != nullptr && v[0] == '1';
+    }();
+    if (budget <= 1 || ignore_load) return budget;
+    const int running = threads_detail::runnable();
+    if (running < 0) return budget;
+    static const int online = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+    return threads_detail::threads_for(budget, online, running);
 #else
     return 1;
 #endif
 }
 
-// Run f(lo, hi) over [begin, end) split into one contiguous chunk per thread; ranges no longer than
-// `grain` run inline on the calling thread. An exception in any chunk is rethrown here.
+// Run f(lo, hi) over [begin, end) split into one contiguous chunk per thread (num_threads(): the
+// free cores within the budget); ranges no longer than `grain` run inline on the calling thread.
+// An exception in any chunk is rethrown here.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
     const int64_t n = end - begin;

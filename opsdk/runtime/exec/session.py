@@ -35,6 +35,7 @@ from opsdk.runtime.ir.device_names import DEFAULT_TASK, task_spec
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
+from opsdk.runtime.kernels.threads import check_intra_op_threads, use_intra_op_threads
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
@@ -51,6 +52,10 @@ class SessionConfig:
     # threads than cores fight multi-threaded kernels (BLAS) for them (measured: an MLP step on
     # 2 cores, 23 ms with one worker, 29-145 ms with four).
     inter_op_threads: Optional[int] = None
+    # Threads one kernel's parallel loops may use, shared by every kernel the session's threads
+    # call (opsdk/runtime/kernels/threads.py); None: every core. Kernels use fewer while other runnable
+    # threads keep the cores busy (opsdk::num_threads).
+    intra_op_threads: Optional[int] = None
     # An op with no kernel for its requested (or an unavailable) device runs where it can,
     # logged once per node; False makes that an error.
     allow_soft_placement: bool = True
@@ -75,6 +80,7 @@ class SessionConfig:
                               else tuple(d.upper() for d in self.device_preference),
                               frozenset(self.passes_off), task_spec(self.default_task).to_string())
         check_options(options)
+        check_intra_op_threads(self.intra_op_threads)
         if self.step_mode not in MODES:
             raise OpsdkError(f"SessionConfig: step_mode must be one of {', '.join(MODES)}, got "
                              f"{self.step_mode!r}")
@@ -123,6 +129,8 @@ class Session:
         a run the same way."""
         if self._closed:
             raise OpsdkError("Session.run on a closed session; create a new Session")
+        if self.config.intra_op_threads is not None:
+            use_intra_op_threads(self.config.intra_op_threads)
         structure = self._structure(fetches)
         feeds = self._feeds(feed_dict or {})
         plan = self.plan_for(structure.elements, tuple(feeds))
@@ -224,7 +232,11 @@ class Session:
         with self._lock:
             if self._pool is None:
                 workers = self.config.inter_op_threads or max(1, (os.cpu_count() or 2) - 1)
-                self._pool = ThreadPoolExecutor(workers, thread_name_prefix="opsdk-step")
+                intra = self.config.intra_op_threads
+                self._pool = ThreadPoolExecutor(
+                    workers, thread_name_prefix="opsdk-step",
+                    initializer=None if intra is None else use_intra_op_threads,
+                    initargs=() if intra is None else (intra,))
             return self._pool
 
     # --------------------------------------------------------------------------- lifetime

@@ -1,0 +1,186 @@
+"""`make bench`: every benchmark in bench/, one after another, into bench/results/.
+
+    .venv/bin/python bench/run_all.py [--quick] [--out bench/results] [--only NAME ...]
+
+Writes results.json (the machine, library versions, and per benchmark its command, exit status,
+seconds, peak memory and either its rows, for the scripts that write JSON, or its printed
+output) and results.md (the same as Markdown tables). Each script measures its alternatives side
+by side in its own run (medians, min and max over repeats after warm-up); an alternative that is
+not installed is reported absent by the script, never estimated. The GPU benchmark runs only
+where `nvidia-smi -L` lists a GPU. Times from different rows of one script compare; across
+scripts the load may have changed (the load average is recorded before and after each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+
+# (name, arguments, whether it takes --json FILE). --quick is added in quick mode where a script
+# has it; `full` arguments are used otherwise.
+SCRIPTS = (
+    ("bench_pairwise_manhattan", {"full": [], "quick": ["--quick"]}, True),
+    ("bench_tf1", {"full": ["--steps", "200", "--repeats", "5"],
+                   "quick": ["--steps", "60", "--repeats", "3"]}, True),
+    ("bench_elementwise", {"full": [], "quick": ["--quick"]}, True),
+    ("bench_oversubscribed", {"full": ["--steps", "300"], "quick": ["--steps", "100"]}, True),
+    ("bench_conv2d", {"full": [], "quick": []}, False),
+    ("bench_overhead", {"full": ["--quick"], "quick": ["--quick"]}, False),
+    ("bench_executor", {"full": [], "quick": []}, False),
+    ("bench_build", {"full": ["--quick"], "quick": ["--quick", "--no-torch"]}, False),
+)
+GPU_SCRIPT = ("bench_pairwise_manhattan_gpu", {"full": [], "quick": ["--quick"]}, False)
+LIBRARIES = ("opsdk", "numpy", "scipy", "torch", "tensorflow-cpu", "tensorflow", "jax", "cupy")
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
+              "avx512_fp16", "amx_tile", "neon", "asimd", "sve")
+
+
+def machine() -> dict:
+    """CPU model, SIMD flags, cores, memory, load, OS, and the GPU when there is one."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model in ("", platform.machine(), platform.processor()):
+                model = value.strip()
+            elif key.strip() in ("flags", "Features") and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {"cpu": model, "simd": [f for f in SIMD_FLAGS if f in flags], "cores": os.cpu_count(),
+            "load_average": list(os.getloadavg()), "os": platform.platform(),
+            "python": platform.python_version(), "gpu": gpu()}
+
+
+def gpu() -> Optional[str]:
+    if shutil.which("nvidia-smi") is None:
+        return None
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def versions() -> dict:
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None  # absent: its rows say skipped
+    return found
+
+
+def run_script(name: str, args: list[str], takes_json: bool, workdir: Path) -> dict:
+    """One benchmark in a child process: its rows (or output), status, seconds, peak memory."""
+    command = [sys.executable, str(BENCH / f"{name}.py"), *args]
+    out_json = workdir / f"{name}.json"
+    if takes_json:
+        command += ["--json", str(out_json)]
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    output = proc.stdout.read()
+    # wait4 rather than Popen.wait: the child's own peak resident memory comes with its status.
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stdout.close()
+    seconds = time.perf_counter() - start
+    entry = {"name": name, "command": " ".join(["python", f"bench/{name}.py", *args]),
+             "returncode": proc.returncode, "seconds": round(seconds, 1),
+             "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+             "load_before": load_before, "load_after": os.getloadavg()[0], "output": output}
+    if takes_json and out_json.exists():
+        entry["rows"] = json.loads(out_json.read_text())
+    print(f"{name}: exit {proc.returncode} in {seconds:.0f} s", flush=True)
+    return entry
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+def fmt_s(value: Optional[float]) -> str:
+    if value is None:
+        return ""
+    if value >= 1:
+        return f"{value:.3f} s"
+    return f"{value * 1e3:.3f} ms" if value >= 1e-3 else f"{value * 1e6:.2f} us"
+
+
+def row_table(rows: list[dict]) -> list[str]:
+    """A Markdown table of a script's JSON rows: their keys as columns, times formatted."""
+    keys: list[str] = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for r in rows:
+        cells = []
+        for k in keys:
+            v = r.get(k, "")
+            if isinstance(v, float):
+                v = fmt_s(v) if k.endswith("_s") else f"{v:.3g}"
+            cells.append(str(v).replace("|", "/"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = ["# Benchmark results", "",
+             f"- CPU: {m['cpu']}; {m['cores']} cores; SIMD: {', '.join(m['simd']) or 'none found'}",
+             f"- GPU: {m['gpu'] or 'none'}", f"- OS: {m['os']}; Python {m['python']}",
+             f"- load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}",
+             f"- total: {report['seconds']:.0f} s; started {report['started']}",
+             "- libraries: " + ", ".join(f"{k} {v or 'absent'}" for k, v in report["versions"].items()),
+             ""]
+    lines += ["| benchmark | exit | seconds | peak RSS | load before / after |", "|---|---|---|---|---|"]
+    for b in report["benchmarks"]:
+        lines.append(f"| {b['name']} | {b['returncode']} | {b['seconds']} | "
+                     f"{b.get('peak_rss_mib', '')} MiB | {b['load_before']:.1f} / {b['load_after']:.1f} |")
+    for b in report["benchmarks"]:
+        lines += ["", f"## {b['name']}", "", f"`{b['command']}`", ""]
+        if b.get("rows"):
+            lines += row_table(b["rows"]) + [""]
+        lines += ["```", b["output"].rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="each script's quick mode")
+    parser.add_argument("--out", type=Path, default=BENCH / "results")
+    parser.add_argument("--only", nargs="+", help="run only these scripts (names without .py)")
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    scripts = list(SCRIPTS) + ([GPU_SCRIPT] if gpu() else [])
+    if args.only:
+        scripts = [s for s in scripts if s[0] in args.only]
+    report = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "mode": mode,
+              "machine": machine(), "versions": versions(), "benchmarks": []}
+    if not gpu():
+        report["absent"] = {GPU_SCRIPT[0]: "no GPU (nvidia-smi -L lists none)"}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="opsdk_bench_") as tmp:
+        for name, args_by_mode, takes_json in scripts:
+            report["benchmarks"].append(run_script(name, args_by_mode[mode], takes_json, Path(tmp)))
+    report["seconds"] = time.perf_counter() - start
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / "results.md").write_text(markdown(report))
+    print(f"wrote {args.out / 'results.md'} and results.json in {report['seconds']:.0f} s")
+    return 0 if all(b["returncode"] == 0 for b in report["benchmarks"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

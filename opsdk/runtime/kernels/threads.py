@@ -1,0 +1,117 @@
+"""The thread budget of compiled kernels on the threads that run a session's steps.
+
+A C++ kernel's parallel loops (opsdk::parallel_for, opsdk/include/opsdk/kernel.h) use at most
+OpenMP's thread count of the thread that calls them, and fewer while other runnable threads keep
+the cores busy. That count is per thread in OpenMP, so a session with
+`SessionConfig.intra_op_threads` sets it on each thread before it runs a step (the caller's, and
+its pool's when they start); every kernel those threads call shares the one budget. Where no
+OpenMP runtime is loaded (kernels built without it) there is nothing to set.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+import time
+from typing import Optional
+
+from opsdk.registry.errors import OpsdkError
+
+_local = threading.local()
+_gomp: Optional[object] = None
+_gomp_searched = False
+
+
+def _openmp():
+    """libgomp's omp_set_num_threads, the runtime the compiled kernels link; None without it."""
+    global _gomp, _gomp_searched
+    if not _gomp_searched:
+        _gomp_searched = True
+        name = ctypes.util.find_library("gomp")
+        try:
+            setter = ctypes.CDLL(name or "libgomp.so.1").omp_set_num_threads
+        except (OSError, AttributeError):
+            setter = None
+        if setter is not None:
+            setter.argtypes = (ctypes.c_int,)
+            setter.restype = None
+        _gomp = setter
+    return _gomp
+
+
+def use_intra_op_threads(threads: int) -> None:
+    """Give kernels called from this thread at most `threads` threads (a no-op when unchanged)."""
+    if getattr(_local, "threads", None) == threads:
+        return
+    setter = _openmp()
+    if setter is not None:
+        setter(threads)
+    _local.threads = threads
+
+
+def check_intra_op_threads(value: object) -> None:
+    """SessionConfig.intra_op_threads: None (every core) or a positive int."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise OpsdkError(f"SessionConfig: intra_op_threads must be None (every core) or an int "
+                         f">= 1, got {value!r}")
+
+
+# -- NumPy's BLAS -------------------------------------------------------------------------------
+#
+# OpenBLAS keeps threads of its own, and they wait for one another inside a product; on an
+# oversubscribed machine a descheduled one stalls the rest (the TF1 autoencoder of
+# bench/bench_oversubscribed.py: 500 ms a step with 2 BLAS threads beside busy processes, 45 ms
+# with one). blas_threads() gives it the same count opsdk::num_threads gives the C++ kernels:
+# the budget less the cores other runnable threads want, re-read at most every 10 ms.
+
+_RECHECK_S = 0.010
+_blas = {"controllers": None, "threads": None, "checked": -1.0, "initial": None}
+
+
+def _runnable() -> int:
+    """Runnable threads of the machine (/proc/loadavg's fourth field); -1 where unreadable."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def threads_for(budget: int, cores: int, runnable: int) -> int:
+    """opsdk::threads_detail::threads_for: the budget less the cores other runnable threads want."""
+    return max(1, min(budget, cores - max(runnable - 1, 0)))
+
+
+def _blas_controllers() -> list:
+    if _blas["controllers"] is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _blas["controllers"] = ThreadpoolController().select(internal_api="openblas").lib_controllers
+            # OPENBLAS_NUM_THREADS / OMP_NUM_THREADS chose this: it caps the budget.
+            _blas["initial"] = min((c.num_threads for c in _blas["controllers"]), default=None)
+        except Exception:  # threadpoolctl absent or a BLAS it cannot drive: leave BLAS as it is
+            _blas["controllers"] = []
+    return _blas["controllers"]
+
+
+def blas_threads() -> None:
+    """Set OpenBLAS's thread count for a product about to run (cheap: rechecked every 10 ms)."""
+    now = time.monotonic()
+    if now - _blas["checked"] < _RECHECK_S:
+        return
+    _blas["checked"] = now
+    controllers = _blas_controllers()
+    if not controllers or os.environ.get("OPSDK_THREADS_IGNORE_LOAD") == "1":
+        return
+    cores = os.cpu_count() or 1
+    budget = min(getattr(_local, "threads", None) or cores, _blas["initial"] or cores)
+    runnable = _runnable()
+    threads = budget if runnable < 0 else threads_for(budget, cores, runnable)
+    if threads != _blas["threads"]:
+        for controller in controllers:
+            controller.set_num_threads(threads)
+        _blas["threads"] = threads

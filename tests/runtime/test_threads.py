@@ -1,0 +1,112 @@
+"""Kernels' thread budget: opsdk::num_threads leaves busy cores alone; intra_op_threads sets it."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.ir.graph import Graph, placeholder
+
+INCLUDE = Path(__file__).resolve().parents[2] / "opsdk" / "include"
+
+PROBE = r"""
+#include <cstdio>
+#include "opsdk/kernel.h"
+int main() {
+    using opsdk::threads_detail::threads_for;
+    std::printf("%d %d %d %d %d %d\n", threads_for(2, 2, 1), threads_for(2, 2, 2),
+                threads_for(2, 2, 6), threads_for(4, 64, 10), threads_for(16, 8, 3),
+                opsdk::threads_detail::read_runnable());
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ on PATH")
+def test_threads_for_leaves_the_cores_other_threads_want(tmp_path):
+    source = tmp_path / "probe.cc"
+    source.write_text(PROBE)
+    subprocess.run(["g++", "-std=c++17", "-fopenmp", f"-I{INCLUDE}", str(source), "-o",
+                    str(tmp_path / "probe")], check=True)
+    out = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True)
+    alone, one_busy, oversubscribed, big_host, budget_above = map(int, out.stdout.split()[:5])
+    assert alone == 2  # only the caller runs: the whole budget
+    assert one_busy == 1  # one other runnable thread on 2 cores: the caller's core alone
+    assert oversubscribed == 1  # never fewer than the caller's thread
+    assert big_host == 4  # a busy host with cores to spare: the budget, not its load
+    assert budget_above == 6  # 8 cores, 2 others running: 6 free, below the budget of 16
+    runnable = int(out.stdout.split()[5])
+    if Path("/proc/loadavg").exists():
+        assert runnable >= 1  # the probe itself runs
+    else:
+        assert runnable == -1
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+def test_intra_op_threads_must_be_a_positive_int(bad):
+    graph = Graph()
+    with pytest.raises(OpsdkError, match="intra_op_threads must be None"):
+        Session(graph, config=SessionConfig(intra_op_threads=bad))
+
+
+def _openmp_threads_here() -> int:
+    gomp = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
+    return gomp.omp_get_max_threads()
+
+
+def test_a_session_sets_the_budget_on_the_threads_running_its_steps():
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder("float32", [None], name="x")
+        from opsdk import ops
+        y = ops.add(x, x)
+    seen = {}
+
+    def run():
+        sess = Session(graph, config=SessionConfig(intra_op_threads=1))
+        np.testing.assert_array_equal(sess.run(y, {x: np.ones(3, np.float32)}), 2)
+        seen["threads"] = _openmp_threads_here()
+
+    thread = threading.Thread(target=run)  # a thread of its own: the budget is per thread
+    thread.start()
+    thread.join()
+    assert seen["threads"] == 1
+
+
+def test_blas_threads_follow_the_free_cores(monkeypatch):
+    """NumPy's OpenBLAS gets one thread while others keep the cores busy, the budget after."""
+    from opsdk.runtime.kernels import threads
+    controllers = threads._blas_controllers()
+    if not controllers:
+        pytest.skip("no OpenBLAS that threadpoolctl drives")
+    budget = min(os.cpu_count() or 1, threads._blas["initial"] or 1)
+    if budget < 2:
+        pytest.skip("one core (or a BLAS capped at one thread): nothing to take away")
+    try:
+        monkeypatch.setattr(threads, "_runnable", lambda: 10 * budget)
+        threads._blas["checked"] = -1.0
+        threads.blas_threads()
+        assert [c.num_threads for c in controllers] == [1] * len(controllers)
+        monkeypatch.setattr(threads, "_runnable", lambda: 1)
+        threads._blas["checked"] = -1.0
+        threads.blas_threads()
+        assert [c.num_threads for c in controllers] == [budget] * len(controllers)
+    finally:
+        for c in controllers:
+            c.set_num_threads(threads._blas["initial"])
+        threads._blas["threads"] = None
+
+
+def test_python_and_cpp_thread_counts_agree():
+    from opsdk.runtime.kernels.threads import threads_for
+    assert [threads_for(2, 2, 1), threads_for(2, 2, 2), threads_for(2, 2, 6),
+            threads_for(4, 64, 10), threads_for(16, 8, 3)] == [2, 1, 1, 4, 6]
