@@ -260,3 +260,28 @@ def test_a_variable_lives_and_trains_on_its_device(registry):
         assert explanation.placement["w"] == LOCAL + get_device(where).name
     np.testing.assert_allclose(results["/test:0"], results["/cpu:0"], rtol=1e-12)
     assert results["/cpu:0"][-1] < results["/cpu:0"][0]
+
+
+def test_unscoped_variables_live_where_their_optimizer_updates_them(registry):
+    """With the test device preferred, an optimizer's update node and the variables it updates
+    go there together, so a training step copies only its feeds in and its fetch out."""
+    op = _ops(registry)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [4, 2], name="x")
+        w = Variable(np.array([[1.0], [-1.0]]), name="w")
+        loss = op("reduce_sum", op("square", op("matmul", x, w)), name="loss")
+        train = GradientDescentOptimizer(0.05).minimize(loss)
+        init = global_variables_initializer()
+    test = get_device("/test:0")
+    feed = {x: np.arange(8.0).reshape(4, 2) / 8}
+    with Session(g, SessionConfig(device_preference=("test", "cpu"))) as sess:
+        sess.run(init)
+        sess.run([train, loss], feed)
+        explanation = sess.explain([train, loss], {x: None}, show=False)
+        before = (test.copies_in, test.copies_out)
+        sess.run([train, loss], feed)
+    assert explanation.placement["w"] == LOCAL + "/device:TEST:0"
+    update = next(o for o in g.operations if o.type == "apply_updates")
+    assert explanation.placement[update.name] == LOCAL + "/device:TEST:0"
+    assert (test.copies_in - before[0], test.copies_out - before[1]) == (1, 1)

@@ -33,6 +33,12 @@ _logged_lock = threading.Lock()
 # Primitives whose device is that of their (first) input's producer.
 _FOLLOW_INPUT = frozenset({"identity"})
 _VARIABLE_OPS = frozenset({"variable", "assign", "assign_add", "assign_sub"})
+_UPDATES = "apply_updates"  # an optimizer's updates (train/update.py), done where its variables live
+
+
+def _updated(op: Operation) -> list[str]:
+    """The variables an apply_updates node writes, in order."""
+    return [name for owned in op.attrs["variables"] for name in owned]
 
 
 def place_pass(program: Program) -> Program:
@@ -55,8 +61,9 @@ def _location(program: Program, op: Operation, device: Device) -> str:
     if op.type in _FOLLOW_INPUT and op.inputs:
         return program.location_of(program.inputs_of(op)[0])
     requested = op.device
-    if op.type in _VARIABLE_OPS and op.type != "variable":
-        var = _variable_node(op.graph, op.attrs["variable"])
+    if (op.type in _VARIABLE_OPS and op.type != "variable") or op.type == _UPDATES:
+        name = _updated(op)[0] if op.type == _UPDATES else op.attrs["variable"]
+        var = _variable_node(op.graph, name)
         requested = var.device if var is not None else requested
     return location(requested, program.options.default_task, device.name)
 
@@ -101,6 +108,8 @@ def _place(program: Program, op: Operation, variables: "_VariableHomes") -> Devi
         return program.device_of(program.inputs_of(op)[0])
     if op.type in _VARIABLE_OPS:
         return variables.home(op)
+    if op.type == _UPDATES:  # where the variables it updates live
+        return variables.home_of(op.graph, _updated(op)[0])
     explicit = _explicit(op)
     if explicit is not None and explicit.unavailable() is None:
         return explicit
@@ -180,9 +189,12 @@ class _VariableHomes:
 
     def home(self, op: Operation) -> Device:
         name = op.name if op.type == "variable" else op.attrs["variable"]
-        key = (id(op.graph), name)
+        return self.home_of(op.graph, name)
+
+    def home_of(self, graph: Graph, name: str) -> Device:
+        key = (id(graph), name)
         if key not in self._homes:
-            self._homes[key] = self._decide(op.graph, name)
+            self._homes[key] = self._decide(graph, name)
         return self._homes[key]
 
     def _decide(self, graph: Graph, name: str) -> Device:
@@ -195,4 +207,18 @@ class _VariableHomes:
                 producer = op.inputs[0].op
                 if producer.spec is not None:
                     return place_declared(producer, self.options)
+            if op.type == _UPDATES and name in _updated(op):
+                return self._update_device(op, name)
+        return host()
+
+    def _update_device(self, op: Operation, name: str) -> Device:
+        """The first device of the preference with a kernel for the update op that writes
+        variable `name` (an optimizer's apply op: the variable lives where it is updated)."""
+        from opsdk.runtime.frontend.registries import builtin_registry
+        update = next(u for u, owned in zip(op.attrs["ops"], op.attrs["variables"])
+                      if name in owned)
+        spec = builtin_registry().get(update)
+        for device in auto_devices(self.options):
+            if kernel_kinds(spec, device):
+                return device
         return host()
