@@ -183,3 +183,28 @@ def test_mypy_flags_wrong_calls_of_a_workspace_op_in_torch_and_jax(tmp_path, fra
     assert 'Unexpected keyword argument "bogus"' in errors[15]
     assert "Too many positional arguments" in errors[16]
     assert result in errors[17]
+
+
+@pytest.mark.slow
+def test_mypy_flags_wrong_calls_of_the_installed_torch_and_jax_builtin_ops(installed_wheel):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    pytest.importorskip("jax", reason="JAX is not installed")
+    script = textwrap.dedent("""
+        import jax.numpy as jnp
+        import torch
+        from opsdk.jax import ops as jops
+        from opsdk.torch import ops as tops
+
+        t = tops.pairwise_manhattan(torch.ones(3, 4), torch.ones(2, 4))
+        a = jops.reduce_sum(jnp.ones((3, 4)), axes=[1])
+        tops.pairwise_manhattan(t, t, bogus=1)
+        jops.reduce_sum(a, keepdims="yes")
+        t.no_such_attr
+    """)
+    (installed_wheel.home / "user_fw.py").write_text(script)
+    proc = installed_wheel.run(installed_wheel.python, "-m", "mypy", "--no-incremental",
+                               "--no-error-summary", "user_fw.py", timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["9", "10", "11"], proc.stdout + proc.stderr
+    assert 'Unexpected keyword argument "bogus" for "pairwise_manhattan"' in lines[0]
+    assert '"keepdims"' in lines[1] and '"Tensor" has no attribute "no_such_attr"' in lines[2]
