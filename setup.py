@@ -35,8 +35,12 @@ def _stage(target: Path) -> None:
 
 
 def _typed_ops(target: Path, package: Path) -> None:
-    """The builtin ops' stub beside opsdk/ops.py, so type checkers see `from opsdk import ops`."""
+    """The builtin ops' stub beside opsdk/ops.py, so type checkers see `from opsdk import ops`;
+    those of opsdk.torch.ops and opsdk.jax.ops as opsdk/_torch_ops.pyi and _jax_ops.pyi."""
     shutil.copy2(target / "generated" / "python" / "ops.pyi", package / "ops.pyi")
+    for framework in ("torch", "jax"):
+        shutil.copy2(target / "generated" / "python" / f"{framework}_ops.pyi",
+                     package / f"_{framework}_ops.pyi")
 
 
 def _compile_kernels(build_lib: Path) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import jax
 import numpy as np
@@ -275,4 +275,9 @@ def load_ops(workspace: Optional[str | Path] = None) -> JaxOps:
     return JaxOps(workspace)
 
 
-ops = JaxOps()
+# The builtin ops. Type checkers read their signatures from opsdk/_jax_ops.pyi, which an
+# installed opsdk carries (generated/python/jax_ops.pyi).
+if TYPE_CHECKING:
+    from opsdk import _jax_ops as ops  # type: ignore[attr-defined, unused-ignore]
+else:
+    ops = JaxOps()

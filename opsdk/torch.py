@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 import torch
@@ -318,5 +318,9 @@ def load_ops(workspace: Optional[str | Path] = None) -> TorchOps:
     return TorchOps(workspace)
 
 
-# The builtin ops (about 0.4 s to register, once per process).
-ops = TorchOps()
+# The builtin ops (about 0.4 s to register, once per process). Type checkers read their signatures
+# from opsdk/_torch_ops.pyi, which an installed opsdk carries (generated/python/torch_ops.pyi).
+if TYPE_CHECKING:
+    from opsdk import _torch_ops as ops  # type: ignore[attr-defined, unused-ignore]
+else:
+    ops = TorchOps()

@@ -1,8 +1,8 @@
 """Compiling cuda kernels with declared launches through NVRTC, at first use, where nvcc built none.
 
 The runtime's cuda device asks for this compiler (`COMPILER`, declared in pyproject.toml as the
-`nvrtc` entry point of group `opsdk.kernel_compilers`), as the runtime, which never compiles (docs/internals.md, "Layers"), asks a narrow
-interface for what must compile code, and calls it on the first call of each dtype combination. It compiles the author's source, plus one `static_assert` per launch on
+`nvrtc` entry point of group `opsdk.kernel_compilers`): the runtime never compiles
+(docs/internals.md, "Layers"), so it asks a narrow interface for what must compile code, and calls it on the first call of each dtype combination. It compiles the author's source, plus one `static_assert` per launch on
 the kernel's parameter types (opsdk.registry.launch), for the GPU's architecture through CuPy's
 NVRTC bindings, and caches the result on disk. The cache key covers the source, every header it
 includes (found by following its `#include`s through the include path), the dtypes, the

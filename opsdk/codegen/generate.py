@@ -9,6 +9,7 @@ from opsdk.registry import BUILTIN_ROOT, OpDefErrors, OpSpec, Workspace, load_re
 from . import names
 from .render import (render_binding, render_cuda_binding, render_cuda_kernel_unit,
                      render_kernel_unit, render_op_header, render_stubs, render_wrappers)
+from .framework_stubs import FRAMEWORKS, render_framework_stubs, stub_file
 from .jax_ffi import jax_ffi_file, render_jax_ffi, supports_jax_ffi
 from .writer import GenerateResult, write_files
 
@@ -36,6 +37,8 @@ def render_workspace(root: Path, specs: list[OpSpec]) -> dict[str, str]:
     if specs:
         files["generated/python/ops.py"] = render_wrappers(specs, workspace_name(root))
         files["generated/python/ops.pyi"] = render_stubs(specs)
+        for framework in FRAMEWORKS:  # typed stubs of opsdk.torch / opsdk.jax's load_ops
+            files[stub_file(framework)] = render_framework_stubs(specs, framework)
     return files
 
 

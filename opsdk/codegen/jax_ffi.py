@@ -60,8 +60,8 @@ def supports_jax_ffi(spec: OpSpec) -> bool:
 
 def render_jax_ffi(spec: OpSpec) -> str:
     """The handler's source; `supports_jax_ffi(spec)` must hold."""
-    attrs = [FfiAttr(a.name, _FFI_ATTRS[a.type][0], _FFI_ATTRS[a.type][1].format(v=f"attr_{a.name}"))
-             for a in spec.attrs]
+    attrs = [FfiAttr(a.name, _FFI_ATTRS[a.type][0],
+                     _FFI_ATTRS[a.type][1].format(v=f"attr_{a.name}")) for a in spec.attrs]
     return render_template(
         "jax_ffi.cc.j2", header=generated_header([spec.file], "//"),
         m=binding_model(spec, "cpu"), dims=list(spec.dim_names),

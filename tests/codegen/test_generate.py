@@ -41,7 +41,8 @@ def test_writes_the_files_of_this_workspace_only(tmp_path):
         "generated/cpp/list_op_op.h",
         "generated/cuda/cast_op_cuda_binding.cu", "generated/cuda/cast_op_cuda_kernel.cu",
         "generated/cuda/list_op_cuda_binding.cu", "generated/cuda/list_op_cuda_kernel.cu",
-        "generated/python/ops.py", "generated/python/ops.pyi"]  # list_op: no JAX FFI handler
+        "generated/python/jax_ops.pyi", "generated/python/ops.py", "generated/python/ops.pyi",
+        "generated/python/torch_ops.pyi"]  # list_op: no JAX FFI handler
     assert sorted(result.changed) == _files(root)
     ops = (root / "generated/python/ops.py").read_text()
     assert "def py_only(x, *, name=None):" in ops

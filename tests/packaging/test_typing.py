@@ -137,3 +137,74 @@ def test_mypy_flags_wrong_calls_of_graphs_sessions_and_placeholders(tmp_path):
     assert "placeholder" in errors[10] and "Session" in errors[11]
     assert '"Graph" has no attribute "no_such_method"' in errors[12]
     assert '"Tensor" has no attribute "no_such_attr"' in errors[13]
+
+
+FRAMEWORK_SCRIPT = textwrap.dedent("""
+    from typing import TYPE_CHECKING
+
+    import FRAMEWORK
+
+    if TYPE_CHECKING:
+        import STUB as ops
+    else:
+        ops = LOADER
+
+    x = ARRAY
+    y = ops.typed_op(x, mode="mean", k=3, axes=[0, 1])
+    ops.typed_op(x, mode="median")
+    ops.typed_op(x, k="3")
+    ops.typed_op(x, bogus=1)
+    ops.typed_op(x, x)
+    y.no_such_attr
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework, stub, loader, array, result", [
+    ("torch", "torch_ops", "__import__('opsdk.torch').torch.load_ops('.')", "torch.ones(3)",
+     '"Tensor"'),
+    ("jax", "jax_ops", "__import__('opsdk.jax').jax.load_ops('.')", "jax.numpy.ones(3)",
+     '"Array"'),
+])
+def test_mypy_flags_wrong_calls_of_a_workspace_op_in_torch_and_jax(tmp_path, framework, stub,
+                                                                    loader, array, result):
+    pytest.importorskip(framework, reason=f"{framework} is not installed")
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "typed_op.yaml").write_text(DECLARATION)
+    (tmp_path / "opdefs" / "typed_op_kernels.py").write_text(
+        "def typed_op(xp, x, **attrs):\n    return x\n")
+    generate_workspace(tmp_path)
+    script = (FRAMEWORK_SCRIPT.replace("FRAMEWORK", framework).replace("STUB", stub)
+              .replace("LOADER", loader).replace("ARRAY", array))
+    (tmp_path / "user.py").write_text(script)
+    errors = _mypy(tmp_path, ("MYPYPATH", str(tmp_path / "generated" / "python")))
+    assert sorted(errors) == [13, 14, 15, 16, 17], errors
+    assert "Literal['sum', 'mean']" in errors[13] and '"k"' in errors[14]
+    assert 'Unexpected keyword argument "bogus"' in errors[15]
+    assert "Too many positional arguments" in errors[16]
+    assert result in errors[17]
+
+
+@pytest.mark.slow
+def test_mypy_flags_wrong_calls_of_the_installed_torch_and_jax_builtin_ops(installed_wheel):
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    pytest.importorskip("jax", reason="JAX is not installed")
+    script = textwrap.dedent("""
+        import jax.numpy as jnp
+        import torch
+        from opsdk.jax import ops as jops
+        from opsdk.torch import ops as tops
+
+        t = tops.pairwise_manhattan(torch.ones(3, 4), torch.ones(2, 4))
+        a = jops.reduce_sum(jnp.ones((3, 4)), axes=[1])
+        tops.pairwise_manhattan(t, t, bogus=1)
+        jops.reduce_sum(a, keepdims="yes")
+        t.no_such_attr
+    """)
+    (installed_wheel.home / "user_fw.py").write_text(script)
+    proc = installed_wheel.run(installed_wheel.python, "-m", "mypy", "--no-incremental",
+                               "--no-error-summary", "user_fw.py", timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    assert [line.split(":")[1] for line in lines] == ["9", "10", "11"], proc.stdout + proc.stderr
+    assert 'Unexpected keyword argument "bogus" for "pairwise_manhattan"' in lines[0]
+    assert '"keepdims"' in lines[1] and '"Tensor" has no attribute "no_such_attr"' in lines[2]
