@@ -14,6 +14,15 @@ def pytest_addoption(parser):
                      help="rewrite tests/codegen/golden/ from the current templates")
 
 
+@pytest.fixture(autouse=True)
+def _jax_ffi_only_where_tested(request, monkeypatch):
+    """Workspaces built by tests compile no JAX FFI handlers (8-10 s per op on 2 cores) unless
+    the test is about JAX: the handlers have their own tests (tests/codegen/test_build_jax_ffi.py,
+    tests/frameworks/test_jax.py), and every other build would only pay for them."""
+    if "jax" not in request.node.module.__name__:
+        monkeypatch.setenv("OPSDK_JAX_FFI", "0")
+
+
 @pytest.fixture
 def cupy():
     """CuPy with a usable CUDA device, or the test is skipped saying which of the two is missing."""
