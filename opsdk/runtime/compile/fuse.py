@@ -30,6 +30,7 @@ from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import bind_kernel
 from opsdk.runtime.kernels.fused import fused_call, fusion_compiler, fusion_problem, say_once
+from opsdk.runtime.kernels.threads import kernel_threads
 
 FUSED = "_fused"
 MIN_ELEMENTS = 1 << 12  # a region known to be smaller runs faster as separate NumPy calls
@@ -280,8 +281,7 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
 
 
 def _threads() -> int:
-    import os
-    return os.cpu_count() or 1
+    return kernel_threads()  # the session's budget, less the cores busy with other work
 
 
 def _unfused(node: Operation, members: tuple[Operation, ...]):

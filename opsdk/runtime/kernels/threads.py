@@ -115,3 +115,15 @@ def blas_threads() -> None:
         for controller in controllers:
             controller.set_num_threads(threads)
         _blas["threads"] = threads
+
+
+def kernel_threads() -> int:
+    """The threads a kernel of this thread may use now: the session's budget (or the cores)
+    less the cores other runnable threads want, as opsdk::parallel_for counts them (fused
+    elementwise kernels take their count from here)."""
+    cores = os.cpu_count() or 1
+    budget = getattr(_local, "threads", None) or cores
+    if os.environ.get("OPSDK_THREADS_IGNORE_LOAD") == "1":
+        return budget
+    runnable = _runnable()
+    return budget if runnable < 0 else threads_for(budget, cores, runnable)
