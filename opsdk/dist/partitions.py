@@ -86,11 +86,10 @@ def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, 
     except OpsdkError as exc:
         raise OpsdkError(f"task {task} cannot load its partition: {exc}") from None
     check_ops(task, graph, digests)
-    feed_tensors = [graph.get_tensor(name) for name in feeds]
-    fetch_tensors = [graph.get_tensor(name) for name in fetches]
-    target_ops = [graph.get_operation(name) for name in targets]
     try:
-        plan = plan_for_partition(graph, feed_tensors, fetch_tensors, target_ops, PlanOptions())
+        plan = plan_for_partition(graph, list(feeds), list(fetches), list(targets),
+                                  PlanOptions(default_task=task))
     except OpsdkError as exc:
         raise OpsdkError(f"task {task} cannot run its partition: {exc}") from None
-    return Partition(plan, feed_tensors, list(fetches))
+    receivers = sum(1 for op in graph.operations if op.type == "_recv")
+    return Partition(plan, [graph.get_tensor(name) for name in feeds], list(fetches), receivers)

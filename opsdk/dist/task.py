@@ -103,11 +103,10 @@ class TaskRendezvous:
 class Partition:
     """A registered partition: its plan and the names of its feeds and fetches."""
 
-    def __init__(self, plan: Any, feeds: list, fetches: list[str]):
+    def __init__(self, plan: Any, feeds: list, fetches: list[str], receivers: int):
         self.plan = plan
         self.feeds = feeds          # the graph's placeholder tensors, in the master's order
         self.fetches = fetches      # tensor names whose values go back to the master
-        receivers = sum(1 for op in getattr(plan, "ops", ()) if op.type == "_recv")
         # Each step waiting in `_recv` holds a thread; size the pool so that the steps that
         # wake them can still run.
         self.pool = ThreadPoolExecutor(max(2, receivers + 2), thread_name_prefix="opsdk-task")
@@ -116,9 +115,8 @@ class Partition:
 class TaskState:
     """The body of a task actor (made remote by `actor_class`). Public for tests in-process."""
 
-    def __init__(self, task: str, workspaces: tuple = ()):
+    def __init__(self, task: str):
         self.task = task
-        self.workspaces = tuple(workspaces)
         # A new number per (re)start: the master compares it to notice a restarted task.
         self.incarnation = secrets.randbits(62)
         self.variables = VariableStore()
@@ -172,14 +170,16 @@ class TaskState:
 
     # ------------------------------------------------------------------ step group
     def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
-                 targets: list, op_hashes: dict) -> int:
-        """Build the plan of a partition (once per key); returns this task's incarnation."""
+                 targets: list, digests: dict, workspaces: tuple = ()) -> int:
+        """Build the plan of a partition (once per key) from its exported graph, resolving its
+        ops in `workspaces` (besides the builtin ones) and checking them against the master's
+        `digests`; returns this task's incarnation."""
         from opsdk.dist.partitions import build_partition
 
         with self._lock:
             if key not in self.partitions:
-                self.partitions[key] = build_partition(self.task, self.workspaces, graph_text,
-                                                       feeds, fetches, targets, op_hashes)
+                self.partitions[key] = build_partition(self.task, tuple(workspaces), graph_text,
+                                                       feeds, fetches, targets, digests)
         return self.incarnation
 
     def run_step(self, key: tuple, step_id: int, feeds: dict, timeout: Optional[float]) -> dict:
@@ -236,11 +236,11 @@ def actor_class() -> Any:
     return _ACTOR_CLASS
 
 
-def start_task(task: str, workspaces: tuple = (), max_restarts: int = 3,
+def start_task(task: str, max_restarts: int = 3,
                name: Optional[str] = None, namespace: Optional[str] = None) -> Any:
     """A new task actor. `num_cpus=0`: a task waits far more than it computes, and Ray would
     otherwise fit only as many tasks as cores. Not detached: tasks end with their client."""
     options: dict = {"num_cpus": 0, "max_restarts": max_restarts, "max_task_retries": 0}
     if name is not None:
         options.update(name=name, namespace=namespace, get_if_exists=True)
-    return actor_class().options(**options).remote(task, workspaces)
+    return actor_class().options(**options).remote(task)
