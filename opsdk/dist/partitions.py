@@ -79,6 +79,7 @@ def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, 
     from opsdk.runtime.io.serialize import import_graph
     from opsdk.runtime.compile.program import PlanOptions
 
+    import opsdk.dist.primitives  # noqa: F401 - the primitives replicated training adds
     from opsdk.dist.task import Partition
 
     try:
@@ -91,5 +92,5 @@ def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, 
                                   PlanOptions(default_task=task))
     except OpsdkError as exc:
         raise OpsdkError(f"task {task} cannot run its partition: {exc}") from None
-    receivers = sum(1 for op in graph.operations if op.type == "_recv")
+    receivers = sum(1 for op in graph.operations if op.type in ("_recv", "_dist_apply"))
     return Partition(plan, [graph.get_tensor(name) for name in feeds], list(fetches), receivers)

@@ -107,8 +107,8 @@ class Partition:
         self.plan = plan
         self.feeds = feeds          # the graph's placeholder tensors, in the master's order
         self.fetches = fetches      # tensor names whose values go back to the master
-        # Each step waiting in `_recv` holds a thread; size the pool so that the steps that
-        # wake them can still run.
+        # Each step waiting (in `_recv`, or for a round's other gradients) holds a thread;
+        # size the pool so that the steps that wake them can still run.
         self.pool = ThreadPoolExecutor(max(2, receivers + 2), thread_name_prefix="opsdk-task")
 
 
@@ -153,9 +153,12 @@ class TaskState:
 
     def stats(self) -> dict:
         """Counters for tests and the benchmark."""
+        from opsdk.dist.primitives import accumulator_counts
+
         r = self.rendezvous
         return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
-                "partitions": len(self.partitions), "pending": r.local.pending()}
+                "partitions": len(self.partitions), "pending": r.local.pending(),
+                "accumulators": accumulator_counts(self.variables)}
 
     def variable_values(self, names: Optional[list] = None) -> dict:
         """Host values of this task's variables (all, or those named)."""
