@@ -49,12 +49,15 @@ class ShardedEmbedding:
         self.graph = graph or get_default_graph()
         self.num_shards = len(devices)
         self.shards: list[Variable] = []
-        rng = np.random.default_rng(seed)
         for i, device in enumerate(devices):
             rows = len(range(i, vocab, self.num_shards))
-            value = (rng.standard_normal((rows, dim)) * scale).astype(dtype)
+            # The initial values are drawn on the ps itself: a constant would travel in the
+            # exported graph (a million rows of JSON).
             with self.graph.as_default(), self.graph.device(device):
-                self.shards.append(Variable(value, name=f"{name}/shard_{i}"))
+                init = apply_op(builtin_registry(), "random_normal", [],
+                                {"shape": [rows, dim], "seed": seed * 1000 + i + 1,
+                                 "stddev": scale, "dtype": dtype}, name=f"{name}/init_{i}")
+                self.shards.append(Variable(init, name=f"{name}/shard_{i}"))
         self.lookups: list[tuple[Variable, Tensor, Tensor]] = []  # (shard, ids there, rows)
 
     def lookup(self, ids: Tensor) -> Tensor:
