@@ -91,6 +91,12 @@ class ClusterSession:
         except Exception as exc:
             raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
 
+    def reconnect(self) -> None:
+        """Wait until every task answers (a restarted one included) and introduce them again;
+        the next step registers the partitions a restarted task lost."""
+        with self._lock:
+            self._incarnations = self._introduce()
+
     # ------------------------------------------------------------------ running
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
             timeout: Optional[float] = None) -> Any:
@@ -177,6 +183,11 @@ class ClusterSession:
             values.update(ray.get(self.actor(task).variable_values.remote(),
                                   timeout=self.step_timeout))
         return values
+
+    def engine_info(self, task: str) -> dict:
+        """What a task's actor says of itself: task, incarnation, pid, node."""
+        ray = engine.ray_module()
+        return ray.get(self.actor(task).info.remote(), timeout=self.step_timeout)
 
     def task_stats(self) -> dict[str, dict]:
         """Per task: bytes and values sent to other tasks, partitions registered."""

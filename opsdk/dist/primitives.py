@@ -67,6 +67,15 @@ def accumulator_counts(variables: Any) -> dict[str, dict]:
             for n, a in table.items()}
 
 
+def reset_accumulators(variables: Any) -> None:
+    """Forget the gradients waiting in this store's accumulators (after a restore)."""
+    with _TABLES_LOCK:
+        table = _TABLES.get(variables, {})
+    for acc in table.values():
+        with acc.cond:
+            acc.dense, acc.sparse = [], []
+
+
 def _round(ctx: Any, op: Any, inputs: list) -> tuple:
     acc = accumulator(ctx.variables, op.attrs["variable"])
     return (np.asarray(acc.round, np.int64),)
@@ -86,7 +95,8 @@ def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
         if local < acc.round:
             acc.dropped += 1
             return ()
-        acc.sparse.append(grad) if a["sparse"] else acc.dense.append(grad)
+        waiting = acc.sparse if a["sparse"] else acc.dense
+        waiting.append(grad)
         if len(acc.sparse) + len(acc.dense) >= a["replicas"]:
             _apply(ctx, op, acc.sparse or acc.dense)
             acc.sparse, acc.dense = [], []
@@ -96,7 +106,14 @@ def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
             return ()
         mine = acc.round
         while acc.round == mine:
-            ctx.token.check(f"{where}: waiting for round {mine}'s other gradients")
+            try:
+                ctx.token.check(f"{where}: waiting for round {mine}'s other gradients")
+            except BaseException:
+                # The step is over (aborted, closed, late): its gradient must not count for
+                # the round either.
+                if any(g is grad for g in waiting):
+                    waiting[:] = [g for g in waiting if g is not grad]
+                raise
             acc.cond.wait(_WAIT_S)
     return ()
 

@@ -166,10 +166,26 @@ class TaskState:
         return values if names is None else {n: values[n] for n in names if n in values}
 
     def restore(self, values: dict) -> int:
-        """Store checkpointed values; returns how many."""
+        """Store checkpointed values; returns how many. Gradients waiting in this task's
+        accumulators belong to steps before the restore: they are dropped."""
+        from opsdk.dist.primitives import reset_accumulators
+
         for name, value in values.items():
             self.variables.assign(name, np.asarray(value))
+        reset_accumulators(self.variables)
         return len(values)
+
+    def save_shard(self, path: str) -> Optional[dict]:
+        """Write this task's variables to `path` atomically (checkpoint.py); None if none."""
+        from opsdk.dist.checkpoint import write_shard
+
+        return write_shard(self.variables.host_values(), path)
+
+    def restore_shard(self, path: str, sha256: str) -> int:
+        """Restore this task's variables from its shard of a checkpoint."""
+        from opsdk.dist.checkpoint import read_shard
+
+        return self.restore(read_shard(path, sha256))
 
     # ------------------------------------------------------------------ step group
     def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
@@ -230,7 +246,8 @@ def actor_class() -> Any:
         step = {"concurrency_group": "step"}
         methods = {name: ray.method(**control)(getattr(TaskState, name))
                    for name in ("info", "set_peers", "deliver", "abort", "end_step", "stats",
-                                "variable_values", "restore")}
+                                "variable_values", "restore", "save_shard",
+                                "restore_shard")}
         methods.update({name: ray.method(**step)(getattr(TaskState, name))
                         for name in ("register", "run_step")})
         cls = type("TaskActor", (TaskState,), methods)

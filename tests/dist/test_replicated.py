@@ -108,9 +108,15 @@ def test_a_waiting_contribution_stops_at_its_deadline():
 
     store = VariableStore()
     store.assign("w", np.zeros(2, np.float32))
+    op = _apply_node(2)
     ctx = StepContext(store, None, RunToken(0.3))
     with pytest.raises(CancelledError, match="waiting for round 0"):
-        PRIMITIVES["_dist_apply"].run(ctx, _apply_node(2), [np.int64(0), np.ones(2, np.float32)])
+        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+    # the stopped step's gradient does not count: the next one alone completes no round
+    ctx = StepContext(store, None, RunToken(0.3))
+    with pytest.raises(CancelledError):
+        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+    assert accumulator_counts(store)["w"]["applied"] == 0
 
 
 def test_a_sparse_update_touches_only_its_rows():
