@@ -36,6 +36,7 @@ from opsdk.dist import engine
 from opsdk.dist.steps import DistributedStep, build_step
 
 _POLL_S = 0.05            # how often a waiting client checks for close() and Ctrl-C
+_ABORT_WAIT_S = 5.0       # how long an abort waits for the tasks' acknowledgements
 DEFAULT_STEP_TIMEOUT = 600.0  # seconds; no wait of a distributed step is unbounded
 
 
@@ -171,8 +172,11 @@ class ClusterSession:
         return OpsdkError(_reason(exc))
 
     def _abort(self, step: DistributedStep, step_id: int, message: str) -> None:
-        for task in step.tasks:
-            self.actor(task).abort.remote(step_id, message)
+        """Abort the step on every task and wait (briefly) until each has done so, so that
+        nothing of it is left to meet a later step (a dead task does not answer: skipped)."""
+        ray = engine.ray_module()
+        refs = [self.actor(task).abort.remote(step_id, message) for task in step.tasks]
+        ray.wait(refs, num_returns=len(refs), timeout=_ABORT_WAIT_S)
 
     # ------------------------------------------------------------------ variables
     def variable_values(self) -> dict[str, Any]:

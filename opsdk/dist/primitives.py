@@ -42,6 +42,20 @@ class Accumulator:
         self.sparse: list = []
         self.applied = 0   # updates applied (rounds, or single gradients when asynchronous)
         self.dropped = 0   # stale gradients dropped
+        self.owners: dict[int, int] = {}  # id() of a waiting gradient -> its step id
+
+
+def withdraw(variables: Any, step_id: int) -> None:
+    """Take the gradients of an aborted step out of every accumulator of this store, so that
+    they never count toward a round (the abort reaches a task before any later step's
+    gradient does: the master waits for it)."""
+    with _TABLES_LOCK:
+        table = dict(_TABLES.get(variables, {}))
+    for acc in table.values():
+        with acc.cond:
+            for waiting in (acc.dense, acc.sparse):
+                waiting[:] = [g for g in waiting if acc.owners.get(id(g)) != step_id]
+            acc.owners = {k: v for k, v in acc.owners.items() if v != step_id}
 
 
 # Accumulators live beside the variables they update: one table per variable store (a task's,
@@ -73,7 +87,7 @@ def reset_accumulators(variables: Any) -> None:
         table = _TABLES.get(variables, {})
     for acc in table.values():
         with acc.cond:
-            acc.dense, acc.sparse = [], []
+            acc.dense, acc.sparse, acc.owners = [], [], {}
 
 
 def _round(ctx: Any, op: Any, inputs: list) -> tuple:
@@ -97,9 +111,10 @@ def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
             return ()
         waiting = acc.sparse if a["sparse"] else acc.dense
         waiting.append(grad)
+        acc.owners[id(grad)] = ctx.step_id
         if len(acc.sparse) + len(acc.dense) >= a["replicas"]:
             _apply(ctx, op, acc.sparse or acc.dense)
-            acc.sparse, acc.dense = [], []
+            acc.sparse, acc.dense, acc.owners = [], [], {}
             acc.round += 1
             acc.applied += 1
             acc.cond.notify_all()
@@ -111,8 +126,8 @@ def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
             except BaseException:
                 # The step is over (aborted, closed, late): its gradient must not count for
                 # the round either.
-                if any(g is grad for g in waiting):
-                    waiting[:] = [g for g in waiting if g is not grad]
+                waiting[:] = [g for g in waiting if g is not grad]
+                acc.owners.pop(id(grad), None)
                 raise
             acc.cond.wait(_WAIT_S)
     return ()

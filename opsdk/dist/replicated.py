@@ -88,7 +88,9 @@ class ReplicatedOptimizer:
 
     def __init__(self, optimizer: Optimizer, replicas_to_aggregate: int = 0,
                  total_num_replicas: Optional[int] = None):
-        if optimizer._before_hypers.__func__ is not Optimizer._before_hypers or optimizer._attrs():
+        kind = type(optimizer)
+        if (kind._reads is not Optimizer._reads or kind._scalings is not Optimizer._scalings
+                or kind._update is not Optimizer._update or optimizer._attrs()):
             raise OpsdkError(f"ReplicatedOptimizer: {type(optimizer).__name__} is not supported "
                              "(use GradientDescentOptimizer, AdagradOptimizer or "
                              "RMSPropOptimizer)")
@@ -136,9 +138,11 @@ class ReplicatedOptimizer:
         with g.device(var.op.device or None):
             round_op = g.create_op("_dist_round", [], {"variable": var.name},
                                    [((), "int64")], name=f"{base}/round")
-            # The round is read before the value, so a gradient is never credited to a round
-            # newer than the value it was computed from.
-            var.op.add_control_input(round_op)
+            # The round and the value are read at the start of the same step on the ps; a
+            # round finishing between the two reads (only possible with backup workers) credits
+            # one gradient to the newer round. (A control edge round -> variable would close
+            # that window, but a graph file must hold a variable before its initializer, which
+            # a control input on the variable node can reorder.)
             attrs = {"variable": var.name, "slots": slots,
                      "update_op": "" if counter else opt._op, "hypers": hypers,
                      "replicas": self.replicas, "sparse": sparse}

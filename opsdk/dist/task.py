@@ -143,10 +143,13 @@ class TaskState:
 
     def abort(self, step_id: int, message: str) -> None:
         """Stop step `step_id` here: its receivers fail with `message`, its token is cancelled."""
+        from opsdk.dist.primitives import withdraw
+
         self.rendezvous.abort(step_id, StepAborted(message))
         token = self.tokens.get(step_id)
         if token is not None:
             token.cancel(message)
+        withdraw(self.variables, step_id)
 
     def end_step(self, step_id: int) -> None:
         self.rendezvous.end_step(step_id)
