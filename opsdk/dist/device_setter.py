@@ -10,6 +10,8 @@ As TensorFlow's function of the same name, but as a scope: on leaving it, each n
 inside that names no job gets one: a variable (with its initializer and its other assigns) goes
 to a ps task chosen by the strategy (`round_robin`, or `by_size`: the least loaded ps by bytes),
 anything else to `worker_device` (merged under the node's own device, so `/gpu:0` stays).
+An optimizer's slot variables (`<var>/<Optimizer>`) and the replicated updates of a variable
+(opsdk/dist/replicated.py) built inside the scope go with their variable.
 A node whose scope already named a job keeps it.
 """
 
@@ -25,7 +27,6 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
 from opsdk.dist.cluster import ClusterSpec
 
-_UPDATES = ("assign", "assign_add", "assign_sub")
 Strategy = Union[str, Callable[[Operation], int]]
 
 
@@ -60,14 +61,31 @@ class replica_device_setter:  # noqa: N801 - TensorFlow's name
         homes: dict[str, str] = {}
         for op in created:
             if op.type == "variable" and _unplaced(op):
-                task = self.strategy(op)
-                homes[op.name] = merge_device(f"{self.ps_device}/task:{task}", op.device or None)
+                owner = _slot_owner(op.name, homes)
+                if owner is not None:  # an optimizer's slot lives beside its variable
+                    homes[op.name] = homes[owner]
+                else:
+                    task = self.strategy(op)
+                    homes[op.name] = merge_device(f"{self.ps_device}/task:{task}",
+                                                  op.device or None)
                 op.device = homes[op.name]
         for op in created:
             if not _unplaced(op):
                 continue
-            home = homes.get(op.attrs.get("variable", "")) if op.type in _UPDATES else None
+            # assigns and replicated updates (`_dist_*`) go where their variable lives
+            variable = op.attrs.get("variable")
+            home = homes.get(variable) if isinstance(variable, str) else None
             op.device = home or merge_device(self.worker_device, op.device or None)
+
+
+def _slot_owner(name: str, homes: dict) -> Optional[str]:
+    """The variable `name` is a slot of (`<var>/<Optimizer>`), when that one was placed here."""
+    owner = name.rpartition("/")[0]
+    while owner:
+        if owner in homes:
+            return owner
+        owner = owner.rpartition("/")[0]
+    return None
 
 
 def _unplaced(op: Operation) -> bool:
