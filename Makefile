@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt setuptools wheel
-	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,torch,jax,docs,gpu]'
+	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,torch,jax,docs,gpu,dist]'
 	$(BIN)/python -m compileall -q opsdk opdefs >/dev/null  # fast CLI start even where bytecode writing is off
 	touch $(STAMP)
 

@@ -65,6 +65,7 @@ VERSION = __version__ = "1.15 (opsdk.v1)"
 _session.attach()
 _tensors.attach()
 _math.attach()
+from opsdk.v1.distributed import install as _install_distributed; _install_distributed(train, globals())  # noqa: E402,E702 - tf.train's distributed names (opsdk/v1/distributed.py)
 
 
 def _adapt(fn: Any) -> Any:

@@ -223,6 +223,7 @@ def _standalone(part: Partition) -> PartitionGraph:
             if op.type == "_fused":  # a graph file holds the members; the task fuses again
                 _expand_fused(g, op, [mapped[t] for t in part.inputs_of(op)], mapped)
                 continue
+            _variable_first(g, op, part, nodes)
             clone = g.create_op(op.type, [mapped[t] for t in part.inputs_of(op)], op.attrs,
                                 [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
                                 name=op.name, type_attrs=op.type_attrs,
@@ -232,6 +233,19 @@ def _standalone(part: Partition) -> PartitionGraph:
                 mapped.setdefault(mine, theirs)
     return PartitionGraph(g, tuple(feeds), tuple(mapped[t].name for t in part.fetches.values()),
                           tuple(nodes[op].name for op in part.targets))
+
+
+def _variable_first(g: Graph, op: Operation, part: Partition, nodes: dict) -> None:
+    """An assign whose variable node is not in the partition (an initializer step never reads
+    the variable) gets a copy of that node first: a graph file names only variables it holds."""
+    name = op.attrs.get("variable") if op.type in ("assign", "assign_add", "assign_sub") else None
+    if not isinstance(name, str) or any(n.name == name for n in nodes.values()):
+        return
+    var = op.graph.get_operation(name)
+    if var in part.ops:
+        return
+    nodes[var] = g.create_op("variable", [], var.attrs,
+                             [(t.shape, t.dtype) for t in var.outputs], name=var.name)
 
 
 def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict) -> None:

@@ -1,0 +1,164 @@
+"""opsdk.dist figures, in one run on one embedded Ray instance (docs/distributed.md):
+
+- a plain Ray actor round trip (tiny and 1 MiB), the baseline of everything below;
+- the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
+  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client);
+- the bytes a sparse-embedding step sends against the dense table;
+- softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
+- the time from a killed ps task to the first successful step after the restore.
+
+    .venv/bin/python bench/bench_dist.py [--repeat 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ray_round_trip(repeat: int) -> dict:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Echo:
+        def echo(self, x):
+            return x
+
+    echo = Echo.remote()
+    out = {}
+    for label, value in (("tiny", 1), ("1 MiB", np.zeros(1 << 18, np.float32))):
+        ray.get(echo.echo.remote(value))
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            ray.get(echo.echo.remote(value))
+            times.append(time.perf_counter() - start)
+        out[label] = statistics.median(times) * 1e3
+    return out
+
+
+def null_step(workers: int, repeat: int) -> float:
+    """Median ms of one synchronous step of `workers` replicas of the null model."""
+    import opsdk.v1 as tf
+    from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
+
+    cluster = {"ps": 1, "worker": workers}
+    models = []
+    for w in range(workers):
+        g = tf.Graph()
+        with g.as_default():
+            with replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{w}"):
+                v = tf.Variable(np.float32(0.0), name="v")
+                loss = v * tf.constant(np.float32(1.0))
+            train = ReplicatedOptimizer(tf.train.GradientDescentOptimizer(0.0), workers).minimize(
+                loss, var_list=[v])
+            models.append((g, train, tf.global_variables_initializer()))
+    sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
+                               cluster_name=f"null{workers}") for w, m in enumerate(models)]
+    sessions[0].run(models[0][2])
+    times: dict[int, list] = {w: [] for w in range(workers)}
+
+    def loop(w):
+        for _ in range(repeat + 3):
+            start = time.perf_counter()
+            sessions[w].run(models[w][1])
+            times[w].append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    return statistics.median(times[0][3:]) * 1e3
+
+
+def sparse_bytes() -> tuple[int, int]:
+    import opsdk.v1 as tf
+    from opsdk.dist import ClusterSession, ReplicatedOptimizer, ShardedEmbedding
+
+    vocab, dim, k = 1_000_000, 16, 100
+    g = tf.Graph()
+    with g.as_default():
+        table = ShardedEmbedding(vocab, dim, ["/job:ps/task:0", "/job:ps/task:1"])
+        ids = tf.placeholder(tf.int64, [k])
+        loss = tf.reduce_sum(tf.square(table.lookup(ids)))
+        train = ReplicatedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(
+            loss, var_list=[], embeddings=[table])
+        init = tf.global_variables_initializer()
+    with ClusterSession(g, {"ps": 2, "worker": 1}, cluster_name="bench-bytes") as sess:
+        sess.run(init)
+        chosen = np.arange(0, vocab, vocab // k, dtype=np.int64)[:k]
+        sess.run(train, {ids: chosen})
+        before = sum(s["bytes_sent"] for s in sess.task_stats().values())
+        sess.run(train, {ids: chosen})
+        after = sum(s["bytes_sent"] for s in sess.task_stats().values())
+    return after - before, vocab * dim * 4 * 2  # dense: the table out and its gradient back
+
+
+def recovery_seconds() -> float:
+    sys.path.insert(0, str(ROOT / "tests" / "dist"))
+    from test_faults import _regression, _data, PS  # the fault tests' model
+    from opsdk.dist import ClusterSession
+    from opsdk.dist.supervisor import train_supervised
+
+    g, x, w, loss, train, init = _regression()
+    sess = ClusterSession(g, {"ps": 1, "worker": 1}, cluster_name="bench-kill", step_timeout=60)
+    killed = []
+
+    def step(sess, i):
+        if i == 15 and not killed:
+            killed.append(time.monotonic())
+            os.kill(sess.engine_info(PS)["pid"], signal.SIGKILL)
+        sess.run(train, {x: _data(i)})
+
+    with tempfile.TemporaryDirectory() as folder:
+        recoveries = train_supervised(sess, step, 30, folder, every=10, init=init)
+    return recoveries[0].resumed_at - killed[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    from opsdk.dist import engine
+
+    engine.connect(temp_dir=tempfile.mkdtemp(prefix="opsdk-ray-"))
+    print(f"load average before: {os.getloadavg()}")
+    rt = ray_round_trip(args.repeat)
+    print(f"Ray actor round trip (median): tiny {rt['tiny']:.2f} ms, 1 MiB {rt['1 MiB']:.2f} ms")
+    for workers in (1, 2, 4):
+        print(f"sync-replica null step, {workers} worker(s): "
+              f"{null_step(workers, args.repeat):.2f} ms (median)")
+    sent, dense = sparse_bytes()
+    print(f"sparse embedding step (100 of 1M rows x 16): {sent} bytes on the wire; "
+          f"dense equivalent {dense} bytes")
+    softmax = _example("dist_softmax")
+    for workers in (1, 2):
+        r = softmax.train(steps=100, mode="sync", workers=workers,
+                          cluster_name=f"bench-softmax{workers}")
+        rate = 100 * workers * softmax.BATCH_SIZE / r["seconds"]
+        print(f"softmax model, {workers} worker(s), sync: {rate:.0f} examples/s")
+    print(f"killed ps -> training resumed: {recovery_seconds():.2f} s")
+    print(f"load average after: {os.getloadavg()}")
+    engine.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+"""The master, in the client: `ClusterSession` runs a graph placed on the tasks of a cluster.
+
+    cluster = ClusterSpec({"ps": 1, "worker": 2})
+    with ClusterSession(graph, cluster, task="/job:worker/task:0") as sess:
+        sess.run(train_op, {x: batch})
+
+Per (graph version, fetches, feeds) the master runs the runtime's pipeline with the session's
+task as the default task, so every node has a location; the partition pass gives one standalone
+graph per location, which the master groups by task, exports and registers on that task's actor
+once. A step starts every partition at once; the first error (a node's, or a task that died)
+aborts the step on every task and is raised naming the task. Nodes with no `/job:` device run on
+the session's own task; nothing runs in the client itself.
+
+Several clients may share tasks (between-graph replication: each worker's client builds its own
+graph): the task actors are named `opsdk:<cluster_name>:<task>` in Ray, so every ClusterSession
+of one cluster name, in this process or another joined to the same Ray cluster, finds the same
+actors. Step ids carry a random client id, so their steps never mix in a rendezvous.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import threading
+import time
+from typing import Any, Mapping, Optional
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.exec.executor import CancelledError, RunToken
+from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.session import SessionConfig, check_feed
+from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
+
+from opsdk.dist.cluster import ClusterSpec, task_of
+from opsdk.dist import engine
+from opsdk.dist.steps import DistributedStep, build_step
+
+_POLL_S = 0.05            # how often a waiting client checks for close() and Ctrl-C
+_ABORT_WAIT_S = 5.0       # how long an abort waits for the tasks' acknowledgements
+DEFAULT_STEP_TIMEOUT = 600.0  # seconds; no wait of a distributed step is unbounded
+
+
+class ClusterSession:
+    """Session's `run`/`close`/`with` over the tasks of a cluster (see the module docstring).
+
+    `task`: the task of nodes with no `/job:` device (the worker this client drives).
+    `address`: a Ray cluster to join (else RAY_ADDRESS, else the embedded local instance).
+    `step_timeout`: seconds any step may take (every Recv and aggregation wait honours it).
+    `max_restarts`: how often Ray restarts a task that died."""
+
+    def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
+                 task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
+                 config: Optional[SessionConfig] = None, cluster_name: str = "default",
+                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3):
+        self.graph = graph if graph is not None else get_default_graph()
+        self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
+        self.task = self.cluster.check_location(task)
+        self.config = config or SessionConfig()
+        self.options = dataclasses.replace(self.config.plan_options(), default_task=self.task)
+        self.step_timeout = step_timeout
+        self.engine = engine.connect(address)
+        self.cluster_name = cluster_name
+        self.max_restarts = max_restarts
+        self._client = secrets.randbits(30)
+        self._steps_run = 0
+        self._steps: dict[tuple, DistributedStep] = {}
+        self._actors: dict[str, Any] = {}
+        self._incarnations: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._active: set[RunToken] = set()
+
+    # ------------------------------------------------------------------ tasks
+    def actor(self, task: str) -> Any:
+        """The Ray actor of `task` (created, or found by name, on first use)."""
+        from opsdk.dist.task import start_task
+
+        task = self.cluster.check_location(task)
+        if task not in self._actors:
+            self._actors[task] = start_task(task, max_restarts=self.max_restarts,
+                                            name=f"opsdk:{self.cluster_name}:{task}",
+                                            namespace="opsdk")
+        return self._actors[task]
+
+    def _introduce(self) -> dict[str, int]:
+        """Every task of the cluster knows every other; returns their incarnations."""
+        ray = engine.ray_module()
+        actors = {t: self.actor(t) for t in self.cluster.task_names()}
+        refs = {t: a.set_peers.remote(actors) for t, a in actors.items()}
+        try:
+            return {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
+        except Exception as exc:
+            raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
+
+    def reconnect(self) -> None:
+        """Wait until every task answers (a restarted one included) and introduce them again;
+        the next step registers the partitions a restarted task lost."""
+        with self._lock:
+            self._incarnations = self._introduce()
+
+    # ------------------------------------------------------------------ running
+    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+            timeout: Optional[float] = None) -> Any:
+        """Compute `fetches` with `feed_dict` values on the cluster; same structure of values
+        back. `timeout` (default: the session's step_timeout) bounds every wait of the step."""
+        if self._closed:
+            raise OpsdkError("ClusterSession.run on a closed session; create a new one")
+        structure = FetchStructure(self.graph, fetches)
+        feeds = {}
+        for key, value in (feed_dict or {}).items():
+            tensor = self.graph.as_graph_element(key)
+            if isinstance(tensor, Operation):
+                raise OpsdkError(f"cannot feed node '{tensor.name}'; feed one of its tensors")
+            feeds[tensor] = check_feed(tensor, value)
+        step = self._step(structure.elements, tuple(feeds))
+        values = self._run_step(step, feeds, timeout if timeout is not None else self.step_timeout)
+        return structure.rebuild([values.get(e) for e in structure.elements])
+
+    def _step(self, elements: list, feeds: tuple) -> DistributedStep:
+        key = (tuple(elements), frozenset(feeds), len(self.graph.operations))
+        with self._lock:
+            step = self._steps.get(key)
+            if step is None:
+                step = build_step(self.graph, elements, feeds, self.options, self.cluster)
+                self._steps[key] = step
+            if not self._incarnations:
+                self._incarnations = self._introduce()
+            if step.registered_for != self._incarnations:
+                step.register(self.actor, self._incarnations, self._client, self.step_timeout)
+        return step
+
+    def _run_step(self, step: DistributedStep, feeds: dict, timeout: Optional[float]) -> dict:
+        ray = engine.ray_module()
+        with self._lock:
+            self._steps_run += 1
+            step_id = (self._client << 32) | self._steps_run
+        token = RunToken(timeout)
+        self._active.add(token)
+        refs = {step.start(task, self.actor(task), step_id, feeds, timeout): task
+                for task in step.tasks}
+        pending = list(refs)
+        results: dict[str, dict] = {}
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1, timeout=_POLL_S)
+                for ref in ready:
+                    try:
+                        results[refs[ref]] = ray.get(ref)
+                    except Exception as exc:
+                        raise self._failed(step, step_id, refs[ref], exc) from None
+                if token.cancelled or (token.deadline is not None
+                                       and time.monotonic() > token.deadline):
+                    token.check("distributed step")
+        except BaseException as exc:  # a task's error, close(), a deadline, Ctrl-C
+            self._abort(step, step_id, str(exc) or type(exc).__name__)
+            raise
+        finally:
+            self._active.discard(token)
+            for task in step.tasks:
+                self.actor(task).end_step.remote(step_id)
+        return step.collect(results)
+
+    def _failed(self, step: DistributedStep, step_id: int, task: str, exc: BaseException
+                ) -> OpsdkError:
+        """The error of a failed partition, naming its task (and marking the cluster for a
+        liveness check: a restarted task needs its partitions again)."""
+        self._incarnations = {}
+        ray = engine.ray_module()
+        if isinstance(exc, ray.exceptions.RayActorError):
+            return OpsdkError(f"task {task} died during the step ({_reason(exc)}); the step was "
+                              "aborted on every task")
+        return OpsdkError(_reason(exc))
+
+    def _abort(self, step: DistributedStep, step_id: int, message: str) -> None:
+        """Abort the step on every task and wait (briefly) until each has done so, so that
+        nothing of it is left to meet a later step (a dead task does not answer: skipped)."""
+        ray = engine.ray_module()
+        refs = [self.actor(task).abort.remote(step_id, message) for task in step.tasks]
+        ray.wait(refs, num_returns=len(refs), timeout=_ABORT_WAIT_S)
+
+    # ------------------------------------------------------------------ variables
+    def variable_values(self) -> dict[str, Any]:
+        """Every task's variables, by name (what a checkpoint holds)."""
+        ray = engine.ray_module()
+        values: dict[str, Any] = {}
+        for task in self.cluster.task_names():
+            values.update(ray.get(self.actor(task).variable_values.remote(),
+                                  timeout=self.step_timeout))
+        return values
+
+    def engine_info(self, task: str) -> dict:
+        """What a task's actor says of itself: task, incarnation, pid, node."""
+        ray = engine.ray_module()
+        return ray.get(self.actor(task).info.remote(), timeout=self.step_timeout)
+
+    def task_stats(self) -> dict[str, dict]:
+        """Per task: bytes and values sent to other tasks, partitions registered."""
+        ray = engine.ray_module()
+        return {t: ray.get(self.actor(t).stats.remote(), timeout=self.step_timeout)
+                for t in self.cluster.task_names()}
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Stop the steps in flight on every task (they abort at their next wait)."""
+        self._closed = True
+        for token in list(self._active):
+            token.cancel("the session was closed")
+
+    def __enter__(self) -> "ClusterSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _reason(exc: BaseException) -> str:
+    """The useful part of a Ray error: the remote exception's message, else Ray's text."""
+    cause = getattr(exc, "cause", None)
+    if cause is not None and not isinstance(cause, type(exc)):
+        return str(cause)
+    text = str(exc)
+    return text.strip().splitlines()[-1] if text.strip() else type(exc).__name__

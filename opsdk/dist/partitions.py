@@ -1,0 +1,96 @@
+"""A partition's journey from the master to its task: exported graph, op checks, plan.
+
+The master sends each task its partition as the project's graph format (io/serialize) together
+with a digest per declared op it uses. The task resolves the ops in its own registries and
+refuses the partition when its declaration of an op digests differently (it would compute
+something else) or when an op's kernel cannot be loaded there, naming the op and the task.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterable
+
+from opsdk.registry.errors import OpsdkError
+
+_DIGESTS: dict[tuple, str] = {}  # (declaration path, mtime_ns, size) -> digest
+
+
+def op_digest(spec: Any) -> str:
+    """sha256 over an op's declaration file and its kernel sources (what decides its results)."""
+    paths = [Path(spec.workspace) / spec.file]
+    paths += [Path(spec.workspace) / k.source for k in spec.kernels
+              if getattr(k, "source", None) and ":" not in str(k.source)]
+    digest = hashlib.sha256(spec.qualified_name.encode())
+    for path in paths:
+        try:
+            stat = path.stat()
+        except OSError:
+            digest.update(b"<missing>")
+            continue
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        part = _DIGESTS.get(key)
+        if part is None:
+            part = _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest.update(part.encode())
+    return digest.hexdigest()
+
+
+def op_digests(ops: Iterable[Any]) -> dict[str, str]:
+    """Qualified op name -> digest for every declared op among `ops`."""
+    return {op.spec.qualified_name: op_digest(op.spec) for op in ops if op.spec is not None}
+
+
+def workspace_roots(ops: Iterable[Any]) -> tuple[str, ...]:
+    """The workspaces (other than the builtin one) that declared some of `ops`."""
+    from opsdk.registry.workspace import BUILTIN_ROOT
+
+    roots = {str(Path(op.spec.workspace).resolve()) for op in ops if op.spec is not None}
+    return tuple(sorted(roots - {str(Path(BUILTIN_ROOT).resolve())}))
+
+
+def registries(workspaces: tuple) -> list:
+    """The registries a task resolves ops in: each workspace's (builtin ops included)."""
+    from opsdk.registry import load_registry
+
+    return [load_registry(Path(w)) for w in workspaces] or [load_registry(None)]
+
+
+def check_ops(task: str, graph: Any, digests: dict[str, str]) -> None:
+    """Refuse a partition whose ops this task declares differently (or not at all)."""
+    for op in graph.operations:
+        if op.spec is None:
+            continue
+        name = op.spec.qualified_name
+        want = digests.get(name)
+        if want is not None and op_digest(op.spec) != want:
+            raise OpsdkError(
+                f"task {task}: op '{name}' (node '{op.name}') is declared differently here "
+                f"({op.spec.workspace / op.spec.file}) than on the master; the partition is "
+                "refused rather than computing something else. Deploy the same workspace to "
+                "every node (docs/distributed.md, Op libraries)")
+
+
+def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, fetches: list,
+                    targets: list, digests: dict) -> Any:
+    """Import, check and lower one partition on its task."""
+    from opsdk.runtime.compile.pipeline import plan_for_partition
+    from opsdk.runtime.io.serialize import import_graph
+    from opsdk.runtime.compile.program import PlanOptions
+
+    import opsdk.dist.primitives  # noqa: F401 - the primitives replicated training adds
+    from opsdk.dist.task import Partition
+
+    try:
+        graph = import_graph(graph_text, registries(workspaces))
+    except OpsdkError as exc:
+        raise OpsdkError(f"task {task} cannot load its partition: {exc}") from None
+    check_ops(task, graph, digests)
+    try:
+        plan = plan_for_partition(graph, list(feeds), list(fetches), list(targets),
+                                  PlanOptions(default_task=task))
+    except OpsdkError as exc:
+        raise OpsdkError(f"task {task} cannot run its partition: {exc}") from None
+    receivers = sum(1 for op in graph.operations if op.type in ("_recv", "_dist_apply"))
+    return Partition(plan, [graph.get_tensor(name) for name in feeds], list(fetches), receivers)

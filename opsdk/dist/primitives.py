@@ -1,0 +1,227 @@
+"""The runtime primitives replicated training adds (registered on import of opsdk.dist).
+
+- `_dist_round` (ps): the round a variable's accumulator is in; a worker reads it with the
+  variable, and its gradient counts for that round only.
+- `_dist_apply` (ps): a worker's gradient for one variable (dense, or sparse as (indices, rows)).
+  `replicas` = 0 applies it at once (asynchronous training); else gradients are aggregated per
+  round and the round's mean is applied once the `replicas`-th arrives: the step of every
+  contributor then returns; a gradient of an earlier round (a backup worker that was too late)
+  is dropped and counted. The update runs the optimizer's declared `apply_*` op under the
+  variable's lock, so concurrent updates never lose one another. Waits honour the step's
+  token: an abort or the deadline ends them.
+- `_dist_partition_ids` / `_dist_stitch` (worker): the ids of a lookup split by shard (`mod`:
+  id % shards, row id // shards), and the rows put back in order. So a shard receives only the
+  ids it holds and the gradient of a lookup reaches it as (its ids, their gradient rows).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.autodiff.gradients import register_gradient_rule
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.registries import builtin_registry
+from opsdk.runtime.ir.primitives import PRIMITIVES, Primitive, register_primitive
+from opsdk.runtime.kernels.eager import run_eager
+
+_WAIT_S = 0.05
+
+
+class Accumulator:
+    """The gradients of one variable's current round, and what happened to earlier ones."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.round = 0
+        self.dense: list = []
+        self.sparse: list = []
+        self.applied = 0   # updates applied (rounds, or single gradients when asynchronous)
+        self.dropped = 0   # stale gradients dropped
+        self.owners: dict[int, int] = {}  # id() of a waiting gradient -> its step id
+
+
+def withdraw(variables: Any, step_id: int) -> None:
+    """Take the gradients of an aborted step out of every accumulator of this store, so that
+    they never count toward a round (the abort reaches a task before any later step's
+    gradient does: the master waits for it)."""
+    with _TABLES_LOCK:
+        table = dict(_TABLES.get(variables, {}))
+    for acc in table.values():
+        with acc.cond:
+            for waiting in (acc.dense, acc.sparse):
+                waiting[:] = [g for g in waiting if acc.owners.get(id(g)) != step_id]
+            acc.owners = {k: v for k, v in acc.owners.items() if v != step_id}
+
+
+# Accumulators live beside the variables they update: one table per variable store (a task's,
+# or an in-process Session's), gone with it.
+_TABLES: "weakref.WeakKeyDictionary[Any, dict[str, Accumulator]]" = weakref.WeakKeyDictionary()
+_TABLES_LOCK = threading.Lock()
+
+
+def accumulator(variables: Any, name: str) -> Accumulator:
+    """The accumulator of variable `name` in this store (made on first use)."""
+    with _TABLES_LOCK:
+        table = _TABLES.setdefault(variables, {})
+        if name not in table:
+            table[name] = Accumulator()
+        return table[name]
+
+
+def accumulator_counts(variables: Any) -> dict[str, dict]:
+    """Per variable: round, updates applied, stale gradients dropped (tests, the benchmark)."""
+    with _TABLES_LOCK:
+        table = dict(_TABLES.get(variables, {}))
+    return {n: {"round": a.round, "applied": a.applied, "dropped": a.dropped}
+            for n, a in table.items()}
+
+
+def reset_accumulators(variables: Any) -> None:
+    """Forget the gradients waiting in this store's accumulators (after a restore)."""
+    with _TABLES_LOCK:
+        table = _TABLES.get(variables, {})
+    for acc in table.values():
+        with acc.cond:
+            acc.dense, acc.sparse, acc.owners = [], [], {}
+
+
+def _round(ctx: Any, op: Any, inputs: list) -> tuple:
+    acc = accumulator(ctx.variables, op.attrs["variable"])
+    return (np.asarray(acc.round, np.int64),)
+
+
+def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
+    a = op.attrs
+    acc = accumulator(ctx.variables, a["variable"])
+    local = int(inputs[0])
+    grad = tuple(np.asarray(v) for v in inputs[1:])
+    where = f"{op.type} (node '{op.name}')"
+    with acc.cond:
+        if a["replicas"] == 0:
+            _apply(ctx, op, [grad])
+            acc.applied += 1
+            return ()
+        if local < acc.round:
+            acc.dropped += 1
+            return ()
+        waiting = acc.sparse if a["sparse"] else acc.dense
+        waiting.append(grad)
+        acc.owners[id(grad)] = ctx.step_id
+        if len(acc.sparse) + len(acc.dense) >= a["replicas"]:
+            _apply(ctx, op, acc.sparse or acc.dense)
+            acc.sparse, acc.dense, acc.owners = [], [], {}
+            acc.round += 1
+            acc.applied += 1
+            acc.cond.notify_all()
+            return ()
+        mine = acc.round
+        while acc.round == mine:
+            try:
+                ctx.token.check(f"{where}: waiting for round {mine}'s other gradients")
+            except BaseException:
+                # The step is over (aborted, closed, late): its gradient must not count for
+                # the round either.
+                waiting[:] = [g for g in waiting if g is not grad]
+                acc.owners.pop(id(grad), None)
+                raise
+            acc.cond.wait(_WAIT_S)
+    return ()
+
+
+def _apply(ctx: Any, op: Any, grads: list) -> None:
+    """Apply the mean of `grads` with the optimizer's update op (under the accumulator lock)."""
+    a = op.attrs
+    store = ctx.variables
+    names = [a["variable"], *a["slots"]]
+    if a["update_op"] == "":  # a counter (the global step): one per round
+        store.update(names[0], np.ones((), store.read(names[0]).dtype), np.add)
+        return
+    spec = builtin_registry().get(a["update_op"])
+    current = [store.read(n) for n in names]
+    dtype = current[0].dtype
+    hypers = [np.asarray(h, dtype) for h in a["hypers"]]
+    if not a["sparse"]:
+        grad = grads[0][0] if len(grads) == 1 else np.mean([g[0] for g in grads], axis=0)
+        new = run_eager(spec, [*current, *hypers, grad.astype(dtype, copy=False)], {})
+        new = (new,) if isinstance(new, np.ndarray) else tuple(new)
+        for name, value in zip(names, new):
+            store.assign(name, value)
+        return
+    ids = np.concatenate([g[0] for g in grads]).astype(np.int64, copy=False)
+    rows = np.concatenate([g[1] for g in grads]).astype(dtype, copy=False) / len(grads)
+    unique, where = np.unique(ids, return_inverse=True)
+    summed = np.zeros((len(unique),) + rows.shape[1:], dtype)
+    np.add.at(summed, where, rows)
+    new = run_eager(spec, [*(c[unique] for c in current), *hypers, summed], {})
+    new = (new,) if isinstance(new, np.ndarray) else tuple(new)
+    for name, value, old in zip(names, new, current):
+        store.assign(name, _scattered(old, unique, value), fresh=True)
+
+
+def _scattered(old: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`old` with rows `ids` replaced, written in place where the store's array is ours (the
+    update holds the variable's lock; a 1M-row table is not copied per step)."""
+    target = old
+    try:
+        target.flags.writeable = True
+    except ValueError:  # not ours to write (a view): copy
+        target = old.copy()
+    target[ids] = rows
+    return target
+
+
+def _partition_ids(ctx: Any, op: Any, inputs: list) -> tuple:
+    ids = np.asarray(inputs[0]).astype(np.int64, copy=False).reshape(-1)
+    shards, shard = op.attrs["num_shards"], op.attrs["shard"]
+    positions = np.flatnonzero(ids % shards == shard)
+    return (ids[positions] // shards, positions.astype(np.int64))
+
+
+def _stitch(ctx: Any, op: Any, inputs: list) -> tuple:
+    n = op.attrs["num_shards"]
+    positions, rows = inputs[:n], inputs[n:]
+    count = sum(len(p) for p in positions)
+    first = np.asarray(rows[0])
+    out = np.empty((count,) + first.shape[1:], first.dtype)
+    for p, r in zip(positions, rows):
+        out[np.asarray(p)] = r
+    return (out,)
+
+
+def _stitch_gradient(op: Any, out_grads: list, differentiate: Any) -> list:
+    """rows_i gets the output gradient at its positions; positions get none."""
+    n = op.attrs["num_shards"]
+    grad = out_grads[0]
+    if grad is None:
+        return [None] * len(op.inputs)
+    rows = [apply_op(builtin_registry(), "gather", [grad, p], {"axis": 0}, device=op.device or None)
+            for p in op.inputs[:n]]
+    return [None] * n + rows
+
+
+def _check_apply(attrs: dict, outputs: list) -> Any:
+    for key, kind in (("variable", str), ("update_op", str), ("replicas", int), ("sparse", bool)):
+        if type(attrs.get(key)) is not kind:
+            return f"attr '{key}' must be a {kind.__name__}"
+    return None
+
+
+if "_dist_apply" not in PRIMITIVES:
+    register_primitive(Primitive("_dist_round", True, _round,
+                                 "the round of a variable's gradient accumulator (ps)"))
+    register_primitive(Primitive("_dist_apply", True, _contribute,
+                                 "a replica's gradient: aggregated per round or applied at once",
+                                 check=_check_apply))
+    register_primitive(Primitive("_dist_partition_ids", False, _partition_ids,
+                                 "the ids of one shard (mod strategy) and their positions"))
+    register_primitive(Primitive("_dist_stitch", False, _stitch,
+                                 "rows of every shard put back in the ids' order"))
+    register_gradient_rule("_dist_stitch", _stitch_gradient)
+    for _name in ("_dist_round", "_dist_apply", "_dist_partition_ids"):
+        register_gradient_rule(_name, lambda op, out_grads, _: [None] * len(op.inputs))
+

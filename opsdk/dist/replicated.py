@@ -1,0 +1,157 @@
+"""Replicated training: variables on ps tasks, each worker's client with its graph of the model.
+
+    opt = ReplicatedOptimizer(AdagradOptimizer(0.1), replicas_to_aggregate=2)  # synchronous
+    train = opt.minimize(loss, global_step=gs)
+
+Between-graph replication: every worker's client builds the model (variables placed on the ps
+tasks by `replica_device_setter`), and `minimize` sends each gradient to its variable's ps as a
+`_dist_apply` node (opsdk/dist/primitives.py says what it does there):
+
+- `replicas_to_aggregate=0`: asynchronous: each gradient is applied on arrival, atomically per
+  variable (the optimizer's update op runs under the variable's lock), none lost.
+- `replicas_to_aggregate=N`: synchronous: per round the mean of the first N gradients is applied
+  once; with more workers than N (backup workers) the late gradients of a finished round are
+  dropped and counted (`accumulator_counts`). A worker's step returns once its round is applied.
+
+A `ShardedEmbedding` splits a table across ps tasks (`mod`: row id % shards); its lookup's
+gradient travels as (ids, rows) and is applied on the ps as a sparse update of those rows only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.registries import builtin_registry
+from opsdk.runtime.frontend.variables import Variable, trainable_variables
+from opsdk.runtime.ir.graph import Graph, Operation
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.train.optimizers import Optimizer
+
+import opsdk.dist.primitives  # noqa: F401 - registers _dist_apply and friends
+
+
+class ShardedEmbedding:
+    """A [vocab, dim] table split row-wise across `devices` (ps tasks), `mod` strategy."""
+
+    def __init__(self, vocab: int, dim: int, devices: Sequence[str], name: str = "embedding",
+                 dtype: str = "float32", scale: float = 0.05, seed: int = 0,
+                 graph: Optional[Graph] = None):
+        from opsdk.runtime.ir.graph import get_default_graph
+
+        if vocab < len(devices) or not devices:
+            raise OpsdkError(f"ShardedEmbedding '{name}': {vocab} rows cannot be split across "
+                             f"{len(devices)} device(s)")
+        self.graph = graph or get_default_graph()
+        self.num_shards = len(devices)
+        self.shards: list[Variable] = []
+        for i, device in enumerate(devices):
+            rows = len(range(i, vocab, self.num_shards))
+            # The initial values are drawn on the ps itself: a constant would travel in the
+            # exported graph (a million rows of JSON).
+            with self.graph.as_default(), self.graph.device(device):
+                init = apply_op(builtin_registry(), "random_normal", [],
+                                {"shape": [rows, dim], "seed": seed * 1000 + i + 1,
+                                 "stddev": scale, "dtype": dtype}, name=f"{name}/init_{i}")
+                self.shards.append(Variable(init, name=f"{name}/shard_{i}"))
+        self.lookups: list[tuple[Variable, Tensor, Tensor]] = []  # (shard, ids there, rows)
+
+    def lookup(self, ids: Tensor) -> Tensor:
+        """Rows at `ids` (int tensor of shape [k]): each shard receives only its ids."""
+        g = self.graph
+        positions, rows = [], []
+        with g.as_default():
+            for i, shard in enumerate(self.shards):
+                split = g.create_op("_dist_partition_ids", [ids],
+                                    {"num_shards": self.num_shards, "shard": i},
+                                    [((None,), "int64"), ((None,), "int64")],
+                                    name=f"{shard.name}/ids")
+                local, where = split.outputs
+                with g.device(shard.op.device):
+                    got = apply_op(builtin_registry(), "gather", [shard.value(), local],
+                                   {"axis": 0}, name=f"{shard.name}/lookup")
+                positions.append(where)
+                rows.append(got)
+                self.lookups.append((shard, local, got))
+            dim = self.shards[0].shape[1]
+            out = g.create_op("_dist_stitch", [*positions, *rows], {"num_shards": self.num_shards},
+                              [((None, dim), self.shards[0].dtype)], name="embedding_stitch")
+        return out.outputs[0]
+
+
+class ReplicatedOptimizer:
+    """An optimizer's updates applied on the ps tasks for replicated training (see above)."""
+
+    def __init__(self, optimizer: Optimizer, replicas_to_aggregate: int = 0,
+                 total_num_replicas: Optional[int] = None):
+        kind = type(optimizer)
+        if (kind._reads is not Optimizer._reads or kind._scalings is not Optimizer._scalings
+                or kind._update is not Optimizer._update or optimizer._attrs()):
+            raise OpsdkError(f"ReplicatedOptimizer: {type(optimizer).__name__} is not supported "
+                             "(use GradientDescentOptimizer, AdagradOptimizer or "
+                             "RMSPropOptimizer)")
+        if replicas_to_aggregate < 0:
+            raise OpsdkError("ReplicatedOptimizer: replicas_to_aggregate must be >= 0 (0: "
+                             "asynchronous)")
+        self.optimizer = optimizer
+        self.replicas = replicas_to_aggregate
+        self.total = total_num_replicas or replicas_to_aggregate
+
+    def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
+                 var_list: Optional[Sequence[Variable]] = None,
+                 embeddings: Sequence[ShardedEmbedding] = (), name: str = "replicated_train"
+                 ) -> Operation:
+        """The train op of one worker: its gradients sent to their variables' ps tasks."""
+        g = loss.graph
+        sparse = [entry for e in embeddings for entry in e.lookups]
+        shards = {id(s) for s, _, _ in sparse}
+        dense = [v for v in (var_list if var_list is not None else trainable_variables(g))
+                 if id(v) not in shards]
+        grads = gradients(loss, [*dense, *(rows for _, _, rows in sparse)])
+        updates = []
+        with g.as_default(), g.name_scope(name):
+            for var, grad in zip(dense, grads[:len(dense)]):
+                if grad is not None:
+                    updates.append(self._update(g, var, [grad], sparse=False))
+            for (shard, ids, _), grad in zip(sparse, grads[len(dense):]):
+                if grad is not None:
+                    updates.append(self._update(g, shard, [ids, grad], sparse=True))
+            if not updates:
+                raise OpsdkError(f"{name}: no gradient reaches any variable")
+            if global_step is not None:
+                updates.append(self._update(g, global_step, [], sparse=False, counter=True))
+            return g.create_op("no_op", [], {}, [], name=name, control_inputs=updates)
+
+    def _update(self, g: Graph, var: Variable, grad: list, sparse: bool,
+                counter: bool = False) -> Operation:
+        opt = self.optimizer
+        if not counter:
+            with g.device(var.op.device or None):  # slots live beside their variable
+                opt._create_slots(var)
+        slots = [] if counter else [opt._slot_vars[(var.name, s)].name for s, _ in opt._slots]
+        hypers = [] if counter else [_float(h, opt) for h in opt._hypers()]
+        base = var.name.replace("/", "_")
+        with g.device(var.op.device or None):
+            round_op = g.create_op("_dist_round", [], {"variable": var.name},
+                                   [((), "int64")], name=f"{base}/round")
+            # The round and the value are read at the start of the same step on the ps; a
+            # round finishing between the two reads (only possible with backup workers) credits
+            # one gradient to the newer round. (A control edge round -> variable would close
+            # that window, but a graph file must hold a variable before its initializer, which
+            # a control input on the variable node can reorder.)
+            attrs = {"variable": var.name, "slots": slots,
+                     "update_op": "" if counter else opt._op, "hypers": hypers,
+                     "replicas": self.replicas, "sparse": sparse}
+            return g.create_op("_dist_apply", [round_op.outputs[0], *grad], attrs, [],
+                               name=f"{base}/apply")
+
+
+def _float(value: Any, opt: Optimizer) -> float:
+    if isinstance(value, (int, float, np.floating, np.integer)):
+        return float(value)
+    raise OpsdkError(f"ReplicatedOptimizer: {type(opt).__name__}'s hyperparameters must be "
+                     f"numbers, got {value!r}")

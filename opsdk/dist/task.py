@@ -1,0 +1,269 @@
+"""One task of a cluster: a Ray actor holding its variables, its partitions and its rendezvous.
+
+The master (opsdk/dist/master.py) registers a partition once (an exported graph and the names
+of its feeds, fetches and targets), then starts each step with `run_step`. A `_send` whose
+receiver is another task calls that task's `deliver`; `_recv` waits in this task's
+`LocalRendezvous`. Pitfalls this module answers:
+
+- A threaded actor runs `max_concurrency` methods at once per concurrency group. Steps and
+  deliveries run in separate groups, so however many steps wait in `_recv`, the delivery that
+  wakes them always finds a thread (`STEP_THREADS`, `CONTROL_THREADS`).
+- Every method is a plain (blocking) method: Ray does not allow async and threaded methods to
+  share an actor's event loop sensibly, so none is async.
+- `ray.cancel` cannot interrupt a thread blocked in `_recv`: a step stops through its abort
+  (`abort`, which fails its receivers) or its token (cancel, deadline), both checked by every
+  wait of the rendezvous and the executor.
+- Task retries stay 0 (`max_task_retries=0`): a delivery is never replayed, so a value is never
+  sent twice. A restarted actor (`max_restarts`) reruns `__init__` with a new incarnation and no
+  variables; the master notices the incarnation, registers its partitions again and the
+  supervised loop restores the latest checkpoint.
+- Values arriving through the object store are read-only arrays; kernels never write into
+  their inputs, and variables copy what they store unless it is fresh.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Optional
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.exec.executor import RunToken, StepContext
+from opsdk.runtime.exec.rendezvous import LocalRendezvous
+from opsdk.runtime.exec.variable_store import VariableStore
+
+from opsdk.dist.cluster import task_of
+
+STEP_THREADS = 16      # steps of one task running at once (async workers share a ps)
+CONTROL_THREADS = 16   # deliveries, aborts and bookkeeping: never queued behind steps
+_ENDED_KEPT = 4096     # step ids remembered as over, so a late delivery is dropped
+
+
+class StepAborted(OpsdkError):
+    """A step stopped because another task failed (the message names that task and node)."""
+
+
+class TaskRendezvous:
+    """A task's rendezvous: values for this task meet in its LocalRendezvous, values for
+    another task go to that task's actor (`deliver`). Counts the bytes it sends away."""
+
+    def __init__(self, task: str):
+        self.task = task
+        self.local = LocalRendezvous()
+        self.peers: dict[str, Any] = {}
+        self.bytes_sent = 0
+        self.values_sent = 0
+        self._ended: OrderedDict[int, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def send(self, key: tuple, value: Any) -> None:
+        """Deliver locally or to the receiving task (fire and forget: a failed delivery shows
+        as its receiver's failure, which the master reports)."""
+        destination = task_of(key[3])
+        if destination == self.task:
+            self.local.send(key, value)
+            return
+        peer = self.peers.get(destination)
+        if peer is None:
+            raise OpsdkError(f"task {self.task} has no route to {destination} (sending "
+                             f"'{key[1]}'); the master did not introduce it")
+        value = np.asarray(value) if not isinstance(value, np.ndarray) else value
+        with self._lock:
+            self.bytes_sent += value.nbytes
+            self.values_sent += 1
+        peer.deliver.remote(key, value)
+
+    def deliver(self, key: tuple, value: Any) -> None:
+        """A value another task sent here."""
+        with self._lock:
+            if key[0] in self._ended:
+                return  # the step is over (aborted elsewhere): nobody will receive it
+        self.local.send(key, value)
+
+    def recv(self, key: tuple, token: RunToken) -> Any:
+        return self.local.recv(key, token)
+
+    def abort(self, step_id: int, error: BaseException) -> None:
+        self.local.abort(step_id, error)
+
+    def end_step(self, step_id: int) -> None:
+        with self._lock:
+            self._ended[step_id] = None
+            while len(self._ended) > _ENDED_KEPT:
+                self._ended.popitem(last=False)
+        self.local.end_step(step_id)
+
+
+class Partition:
+    """A registered partition: its plan and the names of its feeds and fetches."""
+
+    def __init__(self, plan: Any, feeds: list, fetches: list[str], receivers: int):
+        self.plan = plan
+        self.feeds = feeds          # the graph's placeholder tensors, in the master's order
+        self.fetches = fetches      # tensor names whose values go back to the master
+        # Each step waiting (in `_recv`, or for a round's other gradients) holds a thread;
+        # size the pool so that the steps that wake them can still run.
+        self.pool = ThreadPoolExecutor(max(2, receivers + 2), thread_name_prefix="opsdk-task")
+
+
+class TaskState:
+    """The body of a task actor (made remote by `actor_class`). Public for tests in-process."""
+
+    def __init__(self, task: str):
+        self.task = task
+        # A new number per (re)start: the master compares it to notice a restarted task.
+        self.incarnation = secrets.randbits(62)
+        self.variables = VariableStore()
+        self.rendezvous = TaskRendezvous(task)
+        self.partitions: dict[tuple, Partition] = {}
+        self.tokens: dict[int, RunToken] = {}
+        self.accumulators: dict[str, Any] = {}
+        self.accumulators_lock = threading.Lock()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ control group
+    def info(self) -> dict:
+        """Who and where this task is (the master's liveness check and the error text)."""
+        return {"task": self.task, "incarnation": self.incarnation, "pid": os.getpid(),
+                "node": socket.gethostname()}
+
+    def set_peers(self, peers: dict) -> int:
+        """The actors of the other tasks, by task name; returns this task's incarnation."""
+        self.rendezvous.peers = dict(peers)
+        return self.incarnation
+
+    def deliver(self, key: tuple, value: Any) -> None:
+        self.rendezvous.deliver(key, value)
+
+    def abort(self, step_id: int, message: str) -> None:
+        """Stop step `step_id` here: its receivers fail with `message`, its token is cancelled."""
+        from opsdk.dist.primitives import withdraw
+
+        self.rendezvous.abort(step_id, StepAborted(message))
+        token = self.tokens.get(step_id)
+        if token is not None:
+            token.cancel(message)
+        withdraw(self.variables, step_id)
+
+    def end_step(self, step_id: int) -> None:
+        self.rendezvous.end_step(step_id)
+
+    def stats(self) -> dict:
+        """Counters for tests and the benchmark."""
+        from opsdk.dist.primitives import accumulator_counts
+
+        r = self.rendezvous
+        return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
+                "partitions": len(self.partitions), "pending": r.local.pending(),
+                "accumulators": accumulator_counts(self.variables)}
+
+    def variable_values(self, names: Optional[list] = None) -> dict:
+        """Host values of this task's variables (all, or those named)."""
+        values = self.variables.host_values()
+        return values if names is None else {n: values[n] for n in names if n in values}
+
+    def restore(self, values: dict) -> int:
+        """Store checkpointed values; returns how many. Gradients waiting in this task's
+        accumulators belong to steps before the restore: they are dropped."""
+        from opsdk.dist.primitives import reset_accumulators
+
+        for name, value in values.items():
+            self.variables.assign(name, np.asarray(value))
+        reset_accumulators(self.variables)
+        return len(values)
+
+    def save_shard(self, path: str) -> Optional[dict]:
+        """Write this task's variables to `path` atomically (checkpoint.py); None if none."""
+        from opsdk.dist.checkpoint import write_shard
+
+        return write_shard(self.variables.host_values(), path)
+
+    def restore_shard(self, path: str, sha256: str) -> int:
+        """Restore this task's variables from its shard of a checkpoint."""
+        from opsdk.dist.checkpoint import read_shard
+
+        return self.restore(read_shard(path, sha256))
+
+    # ------------------------------------------------------------------ step group
+    def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
+                 targets: list, digests: dict, workspaces: tuple = ()) -> int:
+        """Build the plan of a partition (once per key) from its exported graph, resolving its
+        ops in `workspaces` (besides the builtin ones) and checking them against the master's
+        `digests`; returns this task's incarnation."""
+        from opsdk.dist.partitions import build_partition
+
+        with self._lock:
+            if key not in self.partitions:
+                self.partitions[key] = build_partition(self.task, tuple(workspaces), graph_text,
+                                                       feeds, fetches, targets, digests)
+        return self.incarnation
+
+    def run_step(self, key: tuple, step_id: int, feeds: dict, timeout: Optional[float]) -> dict:
+        """Run a registered partition for step `step_id`; returns its fetched values by name."""
+        from opsdk.runtime.exec.executor import execute
+
+        part = self.partitions.get(key)
+        if part is None:
+            raise OpsdkError(f"task {self.task}: no partition registered under {key} (the task "
+                             "restarted?); the master registers it again on the next step")
+        token = RunToken(timeout)
+        self.tokens[step_id] = token
+        try:
+            values = {t: feeds[t.name] for t in part.feeds}
+            ctx = StepContext(self.variables, self, token, rendezvous=self.rendezvous,
+                              step_id=step_id)
+            slots = execute(part.plan, values, ctx, part.pool)
+            return {name: _host(slots[s]) for name, s in zip(part.fetches, part.plan.fetch_slots)}
+        except BaseException as exc:
+            # Fail this step's other receivers here at once, not only when the master aborts.
+            self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
+            raise OpsdkError(f"task {self.task}: {exc}") from None
+        finally:
+            self.tokens.pop(step_id, None)
+
+
+def _host(value: Any) -> Any:
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    from opsdk.runtime.devices import to_host
+    return to_host(value)
+
+
+_ACTOR_CLASS: Any = None
+
+
+def actor_class() -> Any:
+    """TaskState as a Ray actor class with the concurrency groups described above."""
+    global _ACTOR_CLASS
+    if _ACTOR_CLASS is None:
+        from opsdk.dist.engine import ray_module
+
+        ray = ray_module()
+        control = {"concurrency_group": "control"}
+        step = {"concurrency_group": "step"}
+        methods = {name: ray.method(**control)(getattr(TaskState, name))
+                   for name in ("info", "set_peers", "deliver", "abort", "end_step", "stats",
+                                "variable_values", "restore", "save_shard",
+                                "restore_shard")}
+        methods.update({name: ray.method(**step)(getattr(TaskState, name))
+                        for name in ("register", "run_step")})
+        cls = type("TaskActor", (TaskState,), methods)
+        _ACTOR_CLASS = ray.remote(concurrency_groups={"step": STEP_THREADS,
+                                                      "control": CONTROL_THREADS})(cls)
+    return _ACTOR_CLASS
+
+
+def start_task(task: str, max_restarts: int = 3,
+               name: Optional[str] = None, namespace: Optional[str] = None) -> Any:
+    """A new task actor. `num_cpus=0`: a task waits far more than it computes, and Ray would
+    otherwise fit only as many tasks as cores. Not detached: tasks end with their client."""
+    options: dict = {"num_cpus": 0, "max_restarts": max_restarts, "max_task_retries": 0}
+    if name is not None:
+        options.update(name=name, namespace=namespace, get_if_exists=True)
+    return actor_class().options(**options).remote(task)

@@ -1,0 +1,118 @@
+"""Faults: a killed ps or worker task, checkpoints, close() and deadlines of a distributed step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.dist import ClusterSession, ReplicatedOptimizer, checkpoint, replica_device_setter
+from opsdk.dist.supervisor import train_supervised
+from opsdk.registry.errors import OpsdkError
+
+CLUSTER = {"ps": 1, "worker": 1}
+PS, WORKER = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
+
+
+def _regression(replicas=0):
+    """Linear regression towards fixed weights: the loss is a smooth function of the step."""
+    g = tf.Graph()
+    with g.as_default():
+        with replica_device_setter(cluster=CLUSTER, worker_device="/job:worker/task:0"):
+            x = tf.placeholder(tf.float32, [32, 8])
+            w = tf.Variable(np.zeros((8, 1), np.float32), name="w")
+            target = np.arange(8, dtype=np.float32).reshape(8, 1) / 8
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - tf.matmul(x, tf.constant(target))))
+        train = ReplicatedOptimizer(tf.train.GradientDescentOptimizer(0.1), replicas).minimize(
+            loss, var_list=[w])
+        init = tf.global_variables_initializer()
+    return g, x, w, loss, train, init
+
+
+def _data(i):
+    return np.random.default_rng(i).standard_normal((32, 8)).astype(np.float32)
+
+
+def _train(name, folder, kill=None, steps=40):
+    g, x, w, loss, train, init = _regression()
+    sess = ClusterSession(g, CLUSTER, cluster_name=name, step_timeout=60)
+    killed_at = []
+
+    def step(sess, i):
+        if kill is not None and i == 25 and not killed_at:
+            pid = sess.engine_info(kill)["pid"]
+            killed_at.append(time.monotonic())
+            os.kill(pid, signal.SIGKILL)
+            time.sleep(0.5)  # the step below meets the dead task
+        sess.run(train, {x: _data(i)})
+
+    recoveries = train_supervised(sess, step, steps, folder, every=10, init=init)
+    final = float(sess.run(loss, {x: _data(999)}))
+    sess.close()
+    return recoveries, killed_at, final
+
+
+@pytest.mark.parametrize("victim", [PS, WORKER])
+def test_a_killed_task_is_reported_restarted_restored_and_training_goes_on(ray_engine, tmp_path,
+                                                                          victim):
+    name = "kill-" + victim.split("/")[1].split(":")[1]
+    _, _, undisturbed = _train(name + "-ref", tmp_path / "ref")
+    recoveries, killed_at, final = _train(name, tmp_path / "run", kill=victim)
+    assert len(recoveries) == 1
+    r = recoveries[0]
+    assert victim in r.error  # the error names the task that died
+    assert r.failed_at - killed_at[0] < 10  # within seconds, not a hang
+    assert r.restored_step == 20  # the latest checkpoint before the kill at step 25
+    assert r.resumed_at is not None
+    assert abs(final - undisturbed) < 0.05 + 0.2 * undisturbed
+
+
+def test_checkpoint_shards_then_the_index(ray_engine, tmp_path):
+    g, x, w, loss, train, init = _regression()
+    with ClusterSession(g, CLUSTER, cluster_name="ckpt") as sess:
+        sess.run(init)
+        sess.run(train, {x: _data(0)})
+        index = checkpoint.save(sess, tmp_path, 1)
+        saved = sess.variable_values()["w"]
+        sess.run(train, {x: _data(1)})
+        assert checkpoint.restore(sess, checkpoint.latest(tmp_path)) == 1
+        np.testing.assert_array_equal(sess.variable_values()["w"], saved)
+    record = json.loads(index.read_text())
+    assert list(record["shards"]) == [PS]  # only the ps holds variables
+    shard = tmp_path / record["shards"][PS]["file"]
+    assert shard.stat().st_mtime_ns <= index.stat().st_mtime_ns
+    shard.write_bytes(b"torn")
+    with ClusterSession(g, CLUSTER, cluster_name="ckpt") as sess:
+        with pytest.raises(OpsdkError, match="sha256 differs"):
+            checkpoint.restore(sess, index)
+
+
+def test_close_stops_a_step_waiting_on_every_task(ray_engine):
+    # two replicas to aggregate but one worker: its step waits in the ps's aggregation
+    g, x, w, loss, train, init = _regression(replicas=2)
+    sess = ClusterSession(g, CLUSTER, cluster_name="close", step_timeout=120)
+    sess.run(init)
+    threading.Timer(1.0, sess.close).start()
+    start = time.monotonic()
+    with pytest.raises(OpsdkError, match="closed"):
+        sess.run(train, {x: _data(0)})
+    assert time.monotonic() - start < 10
+    # the ps's waiting step was aborted too: its thread is free, nothing left pending
+    again = ClusterSession(g, CLUSTER, cluster_name="close", step_timeout=120)
+    deadline = time.monotonic() + 10
+    while again.task_stats()[PS]["pending"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with pytest.raises(OpsdkError, match="timeout"):
+        again.run(train, {x: _data(0)}, timeout=1.0)
+
+
+def test_a_cluster_address_that_does_not_answer(ray_engine):
+    from opsdk.dist.engine import check_answers
+    with pytest.raises(OpsdkError, match="does not answer"):
+        check_answers("127.0.0.1:9")

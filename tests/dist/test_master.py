@@ -1,0 +1,70 @@
+"""The master over Ray: partitions by task, steps across tasks, errors naming the task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk.dist.master import ClusterSession
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph, placeholder
+
+CLUSTER = {"ps": 1, "worker": 2}
+
+
+def _graph():
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [3], name="x")
+        with g.device("/job:ps/task:0"):
+            w = Variable(np.full(3, 2.0, np.float32), name="w")
+        with g.device("/job:worker/task:1"):
+            y = x * w.value()
+        z = y + 1.0  # the session's own task: /job:worker/task:0
+        step = w.assign_add(np.ones(3, np.float32))
+    return g, x, w, z, step
+
+
+def test_a_step_spans_three_tasks(ray_engine):
+    g, x, w, z, step = _graph()
+    with ClusterSession(g, CLUSTER, cluster_name="master1") as sess:
+        sess.run(global_variables_initializer(g))
+        out = sess.run({"z": z}, {x: np.arange(3, dtype=np.float32)})
+        np.testing.assert_allclose(out["z"], [1.0, 3.0, 5.0])
+        sess.run(step)
+        np.testing.assert_allclose(sess.run(z, {x: np.ones(3, np.float32)}), [4.0] * 3)
+        stats = sess.task_stats()
+    # ps sent w to worker 1, which sent y to worker 0: bytes went over Ray
+    assert stats["/job:ps/replica:0/task:0"]["bytes_sent"] >= 12
+    assert stats["/job:worker/replica:0/task:1"]["bytes_sent"] >= 12
+
+
+def test_partitions_register_once_per_signature(ray_engine):
+    g, x, w, z, step = _graph()
+    with ClusterSession(g, CLUSTER, cluster_name="master2") as sess:
+        sess.run(global_variables_initializer(g))
+        before = sess.task_stats()["/job:ps/replica:0/task:0"]["partitions"]
+        for _ in range(3):
+            sess.run(z, {x: np.ones(3, np.float32)})
+        after = sess.task_stats()["/job:ps/replica:0/task:0"]["partitions"]
+    assert after == before + 1
+
+
+def test_a_node_error_aborts_the_step_and_names_task_and_node(ray_engine):
+    g, x, w, z, step = _graph()
+    with ClusterSession(g, CLUSTER, cluster_name="master3", step_timeout=60) as sess:
+        # w was never initialised on the ps: its read fails there; worker 1 waits in _recv
+        # and must be aborted rather than wait for the timeout.
+        with pytest.raises(OpsdkError, match=r"task /job:ps/replica:0/task:0.*'w'.*not initialised"):
+            sess.run(z, {x: np.ones(3, np.float32)})
+
+
+def test_a_device_the_cluster_lacks_is_refused_before_anything_runs(ray_engine):
+    g = Graph()
+    with g.as_default():
+        with g.device("/job:worker/task:5"):
+            y = placeholder("float32", [2], name="x") * 2.0
+    with ClusterSession(g, CLUSTER, cluster_name="master4") as sess:
+        with pytest.raises(OpsdkError, match="node '.*': device '/job:worker/task:5' names task 5"):
+            sess.run(y, {"x:0": np.ones(2, np.float32)})

@@ -1,0 +1,133 @@
+"""Replicated training on 1 ps + 2 workers: synchronous, asynchronous, backup workers."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
+from opsdk.dist.primitives import accumulator_counts
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_softmax_example_learns_on_one_ps_and_two_workers(ray_engine, mode):
+    result = _example("dist_softmax").train(steps=60, mode=mode, cluster_name=f"softmax-{mode}",
+                                               learning_rate=0.1)
+    for losses in result["losses"].values():
+        assert len(losses) == 60
+        assert np.mean(losses[-10:]) < 0.8 * np.mean(losses[:10])
+    # sync: one update per round of two gradients; async: one per gradient
+    assert result["global_step"] == (60 if mode == "sync" else 120)
+
+
+def _counter_model(worker, replicas, cluster):
+    """w starts at 0; each worker's gradient of sum(w * c) is c (1 for worker 0, 10 for 1)."""
+    g = Graph()
+    with g.as_default():
+        with replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}"):
+            w = Variable(np.zeros(2, np.float32), name="w")
+            c = placeholder("float32", [2], name="c")
+            loss = (w.value() * c)
+        train = ReplicatedOptimizer(GradientDescentOptimizer(1.0), replicas).minimize(
+            loss, var_list=[w])
+    return g, w, c, train, global_variables_initializer(g)
+
+
+def test_async_updates_are_never_lost(ray_engine):
+    cluster = {"ps": 1, "worker": 2}
+    models = [_counter_model(i, 0, cluster) for i in range(2)]
+    sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{i}", cluster_name="async-count")
+                for i, m in enumerate(models)]
+    sessions[0].run(models[0][4])
+
+    def loop(i):
+        g, w, c, train, _ = models[i]
+        for _ in range(25):
+            sessions[i].run(train, {c: np.full(2, [1.0, 10.0][i], np.float32)})
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    value = sessions[0].run(models[0][1].value())
+    np.testing.assert_allclose(value, [-(25 * 1 + 25 * 10)] * 2)  # every update applied once
+
+
+def _apply_node(replicas, sparse=False):
+    g = Graph()
+    with g.as_default():
+        r = g.create_op("_dist_round", [], {"variable": "w"}, [((), "int64")])
+        grads = [placeholder("float32", [2])] if not sparse else [
+            placeholder("int64", [None]), placeholder("float32", [None, 2])]
+        return g.create_op("_dist_apply", [r.outputs[0], *grads],
+                           {"variable": "w", "slots": [], "update_op": "apply_gradient_descent",
+                            "hypers": [1.0], "replicas": replicas, "sparse": sparse}, [])
+
+
+def test_a_round_applies_the_mean_of_the_first_n_and_drops_late_ones():
+    """Backup workers: 2 of 3 aggregate; the third, computed from round 0, is dropped."""
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+
+    store = VariableStore()
+    store.assign("w", np.zeros(2, np.float32))
+    op = _apply_node(2)
+    run = PRIMITIVES["_dist_apply"].run
+    ctx = StepContext(store, None, RunToken(10))
+    waiter = threading.Thread(target=run, args=(ctx, op, [np.int64(0), np.ones(2, np.float32)]))
+    waiter.start()  # the first of round 0 waits for a second
+    run(ctx, op, [np.int64(0), np.full(2, 3.0, np.float32)])
+    waiter.join(10)
+    assert not waiter.is_alive()
+    np.testing.assert_allclose(store.read("w"), [-2.0, -2.0])  # mean of 1 and 3
+    run(ctx, op, [np.int64(0), np.full(2, 100.0, np.float32)])  # the backup, too late
+    np.testing.assert_allclose(store.read("w"), [-2.0, -2.0])
+    assert accumulator_counts(store)["w"] == {"round": 1, "applied": 1, "dropped": 1}
+
+
+def test_a_waiting_contribution_stops_at_its_deadline():
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import CancelledError, RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+
+    store = VariableStore()
+    store.assign("w", np.zeros(2, np.float32))
+    op = _apply_node(2)
+    ctx = StepContext(store, None, RunToken(0.3))
+    with pytest.raises(CancelledError, match="waiting for round 0"):
+        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+    # the stopped step's gradient does not count: the next one alone completes no round
+    ctx = StepContext(store, None, RunToken(0.3))
+    with pytest.raises(CancelledError):
+        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+    assert accumulator_counts(store)["w"]["applied"] == 0
+
+
+def test_a_sparse_update_touches_only_its_rows():
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+
+    store = VariableStore()
+    store.assign("w", np.ones((5, 2), np.float32))
+    ctx = StepContext(store, None, RunToken(10))
+    ids = np.array([3, 1, 3], np.int64)  # a repeated id: its rows add up
+    rows = np.array([[1, 1], [2, 2], [1, 1]], np.float32)
+    PRIMITIVES["_dist_apply"].run(ctx, _apply_node(0, sparse=True), [np.int64(0), ids, rows])
+    np.testing.assert_allclose(store.read("w"), [[1, 1], [-1, -1], [1, 1], [-1, -1], [1, 1]])

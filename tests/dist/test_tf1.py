@@ -1,0 +1,62 @@
+"""A between-graph TF1 training script (two workers, synchronous replicas) on opsdk.v1."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+
+def worker_main(task_index, cluster, checkpoint_dir, losses):
+    """What a TF1 script's worker does, with only `import opsdk.v1 as tf` changed."""
+    server = tf.train.Server(cluster, job_name="worker", task_index=task_index)
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(
+                worker_device="/job:worker/task:%d" % task_index, cluster=cluster)):
+            x = tf.placeholder(tf.float32, [16, 4])
+            y = tf.placeholder(tf.float32, [16, 1])
+            w = tf.Variable(tf.zeros([4, 1]), name="w")
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+            global_step = tf.train.get_or_create_global_step()
+            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                                 replicas_to_aggregate=2, total_num_replicas=2)
+            train_op = opt.minimize(loss, global_step=global_step)
+        hooks = [opt.make_session_run_hook(task_index == 0), tf.train.StopAtStepHook(last_step=20)]
+        rng = np.random.default_rng(task_index)
+        with tf.train.MonitoredTrainingSession(master=server.target, is_chief=(task_index == 0),
+                                               checkpoint_dir=checkpoint_dir, hooks=hooks,
+                                               save_checkpoint_steps=10) as sess:
+            while not sess.should_stop():
+                xb = rng.standard_normal((16, 4)).astype(np.float32)
+                yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+                losses[task_index].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
+
+
+def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path):
+    cluster = tf.train.ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222", "w1:2222"]})
+    assert tf.train.Server(cluster, job_name="ps", task_index=0).join() is None
+    losses = {0: [], 1: []}
+    errors = []
+
+    def run(i):
+        try:
+            worker_main(i, cluster, str(tmp_path), losses)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join(300) for t in threads]
+    assert not errors, errors
+    assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
+    assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])
+    assert (tmp_path / "checkpoint").exists()  # the chief checkpointed every 10 steps
+
+
+def test_monitored_session_needs_a_server_target():
+    with pytest.raises(OpsdkError, match="tf.train.Server's target"):
+        tf.train.MonitoredTrainingSession(master="grpc://localhost:2222")
