@@ -189,6 +189,10 @@ def test_built_kernel_checks_inputs_itself():
         kernel(np.zeros((3, 4), np.float32), np.zeros((2, 5), np.float32))
     with pytest.raises(TypeError, match=r"^pairwise_manhattan: inputs 'x' and 'y'"):
         kernel(np.zeros((3, 4), np.float32), np.zeros((2, 4), np.float64))
+    # A big-endian array called directly (eager calls and graphs convert it; the glue names it).
+    with pytest.raises(TypeError, match=r"^pairwise_manhattan: input 'x' has dtype a non-native "
+                                        r"byte order or a dtype opsdk does not take; expected"):
+        kernel(np.zeros((3, 4), ">f4"), np.zeros((2, 4), np.float32))
 
 
 def test_runs_in_a_graph_through_session_run():

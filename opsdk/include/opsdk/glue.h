@@ -35,7 +35,8 @@ enum DType : int {
 inline const char* dtype_name(int code) {
     static const char* const names[] = {
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64", "complex64", "complex128", "an unsupported dtype"};
+        "float16", "float32", "float64", "complex64", "complex128",
+        "a non-native byte order or a dtype opsdk does not take"};
     return names[(code < 0 || code > kUnknown) ? kUnknown : code];
 }
 
