@@ -28,6 +28,7 @@ build: setup
 
 demo: build
 	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/dist_softmax.py --steps 50
 
 test: build
 	$(BIN)/opsdk generate --check

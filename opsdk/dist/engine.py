@@ -75,9 +75,13 @@ def connect(address: Optional[str] = None, temp_dir: Optional[str] = None) -> En
 
 def _join(ray: Any, address: str) -> Engine:
     check_answers(address)
+    host, _ = _host_port(address)
+    # A cluster on loopback knows its node as 127.0.0.1: the client must say it is there too,
+    # or Ray looks for the node at the machine's own address and finds none.
+    local = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
     try:
         ray.init(address=address, include_dashboard=False, configure_logging=False,
-                 log_to_driver=True)
+                 log_to_driver=True, **local)
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ... by version
         raise OpsdkError(f"cannot join the Ray cluster at {address}: {exc}") from None
     return Engine(address, "")
