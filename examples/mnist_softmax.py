@@ -2,11 +2,12 @@
 
 The data are examples/input_data.py's synthetic digits (no download). The program trains
 y = softmax(x W + b) by gradient descent on the mean cross-entropy, then prints the test
-accuracy as its last line. It starts from zeros and draws nothing at random in the graph, so
-two runs (on any device: `python -m opsdk.v1.run --device /test:0 examples/mnist_softmax.py`)
+accuracy (its only line, unless --losses). It starts from zeros and draws nothing at random in
+the graph, so two runs (on any device: `python -m opsdk.v1.run --device /test:0 examples/mnist_softmax.py`)
 print the same numbers.
 
     .venv/bin/python examples/mnist_softmax.py [--steps 1000] [--batch 100] [--rate 0.5]
+    .venv/bin/python examples/mnist_softmax.py --losses   # also the loss every 250 steps
 
 `docs/tf1.md` says which public TensorFlow tutorials run unchanged but for their import line.
 """
@@ -39,6 +40,7 @@ def main():
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--rate", type=float, default=0.5)
+    parser.add_argument("--losses", action="store_true", help="print the loss every 250 steps")
     args = parser.parse_args()
     digits = input_data.read_data_sets("", one_hot=True)
     images, labels, loss, step, accuracy = build(args.rate)
@@ -47,7 +49,7 @@ def main():
         for i in range(args.steps):
             batch_images, batch_labels = digits.train.next_batch(args.batch)
             _, value = sess.run([step, loss], {images: batch_images, labels: batch_labels})
-            if i % 250 == 0:
+            if args.losses and i % 250 == 0:
                 print("step %d loss: %.4f" % (i, value))
         print(sess.run(accuracy, {images: digits.test.images, labels: digits.test.labels}))
 

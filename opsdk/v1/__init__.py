@@ -20,6 +20,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.v1 import session as _session, tensors as _tensors, math_ops as _math
+from opsdk.v1 import scopes as _scopes
 from opsdk.v1.dtypes import (as_dtype, bool_ as bool, double, float16, float32, float64, half,  # noqa: A001
                              int8, int16, int32, int64, string, uint8, uint16)
 from opsdk.v1.session import ConfigProto, GPUOptions, InteractiveSession, Session, get_default_session
@@ -52,7 +53,15 @@ from opsdk.v1.train import train
 from opsdk.v1 import nn, layers, losses, metrics, summary, contrib  # noqa: E402
 
 Graph, Operation, Tensor = opsdk.Graph, opsdk.Operation, opsdk.Tensor
-get_default_graph, reset_default_graph = opsdk.get_default_graph, opsdk.reset_default_graph
+get_default_graph = opsdk.get_default_graph
+
+
+def reset_default_graph() -> None:
+    """A new default graph, with a fresh root variable scope (no `reuse_variables()` kept)."""
+    opsdk.reset_default_graph()
+    _scopes._stack.root = _scopes._Scope("", False, None, None)
+
+
 name_scope, control_dependencies, device = opsdk.name_scope, opsdk.control_dependencies, opsdk.device
 cond, while_loop, gradients = opsdk.cond, opsdk.while_loop, opsdk.gradients
 initialize_all_variables, all_variables = global_variables_initializer, global_variables

@@ -33,6 +33,13 @@ if sys.argv[1] == "tf":
 else:
     import opsdk.v1 as tf
     sys.modules["tensorflow"] = tf
+    # `import tensorflow.contrib.layers` and `from tensorflow.nn import ...` find the namespaces
+    for name in ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
+                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "app", "gfile"):
+        value = tf
+        for part in name.split("."):
+            value = getattr(value, part)
+        sys.modules["tensorflow." + name] = value
 path = sys.argv[2]
 sys.argv = [path]
 sys.path.insert(0, __import__("os").path.dirname(path))

@@ -67,6 +67,8 @@ def softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
     if _axis(axis, dim) != -1:
         raise OpsdkError("softmax_cross_entropy_with_logits: opsdk.v1 supports the last axis only")
     labels, logits = _t(labels), _t(logits)
+    if labels.dtype != logits.dtype:  # TF casts the labels (e.g. one-hot ints) to the logits'
+        labels = _ops.cast(labels, dtype=logits.dtype)
     return _ops.softmax_cross_entropy_with_logits(labels, logits, name=name)
 
 

@@ -41,17 +41,22 @@ class _Scope:
         self.name, self.reuse, self.initializer, self.dtype = name, reuse, initializer, dtype
         self.original_name_scope = name + "/" if name else ""
 
+    def reuse_variables(self) -> None:
+        """From now on in this scope, `get_variable` returns existing variables (TF's method)."""
+        self.reuse = True
+
 
 class _ScopeStack(threading.local):
     def __init__(self) -> None:
         self.scopes: list[_Scope] = []
+        self.root = _Scope("", False, None, None)
 
 
 _stack = _ScopeStack()
 
 
 def get_variable_scope() -> _Scope:
-    return _stack.scopes[-1] if _stack.scopes else _Scope("", False, None, None)
+    return _stack.scopes[-1] if _stack.scopes else _stack.root
 
 
 @contextlib.contextmanager

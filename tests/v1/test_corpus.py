@@ -39,6 +39,7 @@ def test_the_adaptation_rules_mark_each_changed_line():
         "for i in range(10):",
         "n_steps = 28",
         "    plt.waitforbuttonpress()",
+        "for epoch in range(15):",
     ])
     lines = build.adapt(source).splitlines()
     assert lines[0] == "import tensorflow as tf"
@@ -49,9 +50,10 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[2].startswith("training_epochs = 2  # opsdk-corpus: was training_epochs = 15")
     assert lines[3] == "training_epochs = 1" and lines[7] == "n_steps = 28"  # timesteps stay
     assert lines[4].startswith("num_steps = 20  # opsdk-corpus: was num_steps = 500")
-    assert lines[5].startswith("for step in range(5):  # opsdk-corpus: was")
+    assert lines[5].startswith("for step in range(2):  # opsdk-corpus: was")
     assert lines[6] == "for i in range(10):"
     assert lines[8] == "    pass  # opsdk-corpus: was plt.waitforbuttonpress()"
+    assert lines[9] == "for epoch in range(2):  # opsdk-corpus: was for epoch in range(15):"
 
 
 def test_the_cache_is_refused_inside_the_repository(tmp_path):

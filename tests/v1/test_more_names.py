@@ -47,3 +47,16 @@ def test_sequence_loss_is_the_weighted_mean_cross_entropy():
         got_both, got_steps = sess.run([both, per_step])
     np.testing.assert_allclose(got_both, (ce * weights).sum() / weights.sum(), rtol=1e-5)
     np.testing.assert_allclose(got_steps, (ce * weights).sum(0) / weights.sum(0), rtol=1e-5)
+
+
+def test_reuse_variables_and_integer_one_hot_labels():
+    with tf.variable_scope("d"):
+        first = tf.get_variable("w", [2])
+        tf.get_variable_scope().reuse_variables()
+        assert tf.get_variable("w", [2]) is first
+    loss = tf.nn.softmax_cross_entropy_with_logits(labels=tf.constant([[0, 1]]),
+                                                   logits=tf.constant([[0.5, 1.5]]))
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(loss), [np.log1p(np.exp(-1.0))], rtol=1e-6)
+    tf.reset_default_graph()
+    assert tf.get_variable_scope().reuse is False  # a new graph, a fresh root scope

@@ -19,8 +19,9 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
    input_data` form) becomes `import input_data`, the synthetic MNIST of examples/input_data.py
    (same interface, no download).
 3. Step counts: assignments of the usual loop-length names are capped (epochs to 2, steps to 20,
-   iterations counted in examples to 2000), and a literal `range(N)` with N >= 100 in a `for`
-   line becomes `range(5)`, so every program ends in seconds.
+   iterations counted in examples to 2000), a literal `range(N)` with N >= 100 in a `for` line
+   becomes `range(2)`, and so does `for epoch in range(N)` (any loop variable naming epochs)
+   with N > 2, so every program ends in seconds.
 4. Helpers: a program importing `libs` (pkmital's tutorials) gets its repository's `libs/` at
    the same commit, adapted by the same rules.
 5. Waiting for the user: `plt.waitforbuttonpress()` becomes `pass` (plots are drawn off screen,
@@ -49,7 +50,7 @@ _CAPS = {2: ("training_epochs", "epochs", "num_epochs", "n_epochs", "total_epoch
          2000: ("training_iters",)}
 _ASSIGN = re.compile(r"^(\s*)(%s)(\s*=\s*)(\d+)(\s*(#.*)?)$"
                      % "|".join(n for names in _CAPS.values() for n in names))
-_RANGE = re.compile(r"^(\s*for .* in (?:x?range)\()(\d+)(\):.*)$")
+_RANGE = re.compile(r"^(\s*for (.*) in (?:x?range)\()(\d+)(\):.*)$")
 _WAIT = re.compile(r"^(\s*)plt\.waitforbuttonpress\(\)\s*$")
 _MNIST = re.compile(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data|"
                     r"import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$")
@@ -103,8 +104,8 @@ def _adapt_line(line: str) -> str:
         if int(match[4]) > cap:
             return f"{match[1]}{match[2]}{match[3]}{cap}"
     match = _RANGE.match(line)
-    if match and int(match[2]) >= 100:
-        return f"{match[1]}5{match[3]}"
+    if match and (int(match[3]) >= 100 or ("epoch" in match[2] and int(match[3]) > 2)):
+        return f"{match[1]}2{match[4]}"
     return line
 
 
