@@ -46,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     report = run_gradcheck(registry, args.ops, seed_value=seed_value,
                            max_examples=args.max_examples, progress=_progress())
     print_table(table_title(report), TABLE_HEADERS, table_rows(report))
-    for line in summary_lines(report):
+    # The reproduce line names the workspace the way this command line did.
+    extra = ("-C", args.workspace) if getattr(args, "workspace", None) is not None else ()
+    for line in summary_lines(report, extra):
         print(line)
     return 0 if report.ok else 1
 

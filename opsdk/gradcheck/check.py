@@ -15,7 +15,7 @@ from opsdk.registry.dtypes import FLOAT_DTYPES
 from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
-from .attr_draws import AttrCoverage, CoverageTally
+from .attr_draws import AttrCoverage, CoverageTally, attr_grid
 from .calls import call_op
 from .gradient_call import GradientCall
 from .numeric import (Slot, Worst, central_difference, contract, eval_reference, slot_label,
@@ -92,17 +92,19 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
     """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`: `max_examples` cases
     drawn within the declared dims, then one case per entry of the stress schedule. With
     gradients=False only the forward kernel is checked against the reference."""
-    spec, tally = plan.spec, _Tally(CoverageTally(plan.attrs))
+    spec = plan.spec
+    grid = attr_grid(plan.attrs, plan.list_lens, spec.gradcheck.max_combinations, seed_value)
+    tally = _Tally(CoverageTally(plan.attrs, grid))
     grad = GradientCall.for_op(registry, plan) if gradients else None
 
-    def run(stress: Optional[tuple[str, int]], count: int) -> None:
+    def run(stress: Optional[tuple[str, int]], count: int, fixed: Optional[dict] = None) -> None:
         @settings(max_examples=count, deadline=None, database=None, derandomize=False,
                   report_multiple_bugs=False, verbosity=Verbosity.quiet, print_blob=False,
                   suppress_health_check=list(HealthCheck))
         @seed(seed_value)
         @given(st.data())
         def example(data: st.DataObject) -> None:
-            case = data.draw(case_strategy(plan, stress), label="case")
+            case = data.draw(case_strategy(plan, stress, fixed), label="case")
             try:
                 _run_case(registry, plan, grad, device, case, data, tally)
             except CaseFailed:
@@ -121,6 +123,9 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
         run(None, max_examples)
         for stress in stress_schedule(spec):
             _run_stress(run, stress)
+        for combo in grid.combos if grid is not None else ():
+            if combo not in tally.attrs.covered:
+                _run_combination(run, dict(zip(grid.names, combo)))
     except CaseFailed as failure:
         return result("fail", tally.cases + 1, max(tally.worst, 1.0),
                       counterexample=failure.counterexample)
@@ -142,6 +147,20 @@ def _run_stress(run, stress: tuple[str, int]) -> None:
     bounds) is not checked and not reported as checked."""
     try:
         run(stress, 1)
+    except Unsatisfiable:
+        pass
+
+
+# Cases per attr combination the random draws left unchecked (the first is hypothesis's simplest:
+# the smallest non-empty dims; the others are drawn).
+COMBINATION_EXAMPLES = 3
+
+
+def _run_combination(run, fixed: dict) -> None:
+    """Cases with one attr combination fixed; one the op refuses in every case is left out (the
+    report names it as not covered)."""
+    try:
+        run(None, COMBINATION_EXAMPLES, fixed)
     except Unsatisfiable:
         pass
 
@@ -202,7 +221,7 @@ def _run_case(registry: Any, plan: OpPlan, grad: Optional[GradientCall], device:
 def _count(tally: _Tally, case: Case) -> None:
     if not tally.failed:
         tally.cases += 1
-        tally.attrs.add(case.attr_dict())
+        tally.attrs.add(case.grid_dict())
         for name, size in case.dims:
             tally.sizes.setdefault(name, set()).add(size)
 

@@ -3,6 +3,8 @@ and the listed attr values that no checked case used."""
 
 from __future__ import annotations
 
+import shlex
+
 from .check import DeviceResult
 from .runner import GradCheckReport
 
@@ -40,23 +42,34 @@ def qualified(outcome) -> str:
     return outcome.qualified or outcome.op
 
 
-def render_failure(result: DeviceResult, seed_value: int) -> str:
+def reproduce_command(op: str, report: GradCheckReport, extra: tuple[str, ...] = ()) -> str:
+    """The command that runs the same check again: the op, the seed, --max-examples when the run
+    had it (a failure found among 1000 cases is not among the default 25) and `extra` (the
+    command line's workspace). Each op's cases depend on these alone, not on the other ops."""
+    parts = ["opsdk", "gradcheck", op, "--seed", str(report.seed)]
+    if report.max_examples is not None:
+        parts += ["--max-examples", str(report.max_examples)]
+    return " ".join(parts + [shlex.quote(e) for e in extra])
+
+
+def render_failure(result: DeviceResult, report: GradCheckReport, extra: tuple[str, ...] = ()) -> str:
     """A failure's counterexample (or error) and the command that reproduces it."""
     head = f"{result.op} on {result.device}: "
     if result.counterexample is None:
         return head + result.message  # could not run (e.g. not built): no case to reproduce
     return (head + result.counterexample.render()
-            + f"\n    reproduce: opsdk gradcheck {result.op} --seed {seed_value}")
+            + f"\n    reproduce: {reproduce_command(result.op, report, extra)}")
 
 
-def summary_lines(report: GradCheckReport) -> list[str]:
-    """After the table: 'all gradients agree', or the failing ops and each counterexample."""
+def summary_lines(report: GradCheckReport, extra: tuple[str, ...] = ()) -> list[str]:
+    """After the table: 'all gradients agree', or the failing ops and each counterexample; then
+    what the attr combinations covered (a warning where they were sampled or left out)."""
     failures = report.failures
     if not failures:
         return [f"all gradients agree (seed {report.seed})"] + coverage_notes(report)
     names = ", ".join(sorted({f"{qualified(o)} ({r.device})" for o in report.outcomes
                               for r in o.results if not r.ok}))
-    return ([f"{len(failures)} failing: {names}"] + [render_failure(r, report.seed) for r in failures]
+    return ([f"{len(failures)} failing: {names}"] + [render_failure(r, report, extra) for r in failures]
             + coverage_notes(report))
 
 
@@ -66,8 +79,33 @@ def coverage_notes(report: GradCheckReport) -> list[str]:
     notes = []
     for outcome in report.outcomes:
         for r in outcome.results:
+            notes += combination_notes(r)
             if r.ok and r.coverage is not None and r.coverage.unchecked:
                 notes.append(f"note: {r.op} on {r.device}: no checked case used "
                              f"{', '.join(r.coverage.unchecked)} (the op refused it, or it was drawn too "
                              f"rarely: raise gradcheck.max_examples)")
     return notes
+
+
+SHOWN_MISSING = 5  # combinations named in a partial-coverage warning; the rest are counted
+
+
+def combination_notes(r: DeviceResult) -> list[str]:
+    """Which attr combinations a passing (op, device) covered: `attrs: ... 12/12 combinations of
+    k 1,3 x padding 'valid','same'`; a warning when the grid was sampled (above
+    gradcheck.max_combinations) or some sampled combination was refused in every case."""
+    c = r.coverage
+    if not r.ok or c is None or c.grid is None:
+        return []
+    grid = c.grid
+    lines = [f"attrs: {r.op} on {r.device}: {c.checked}/{c.possible} combinations of {grid.describe()} checked"]
+    if grid.partial:
+        lines.append(f"warning: {r.op} on {r.device}: attr coverage is partial: {len(grid.combos)} of "
+                     f"{grid.total} combinations sampled (gradcheck.max_combinations is "
+                     f"{len(grid.combos)}; raise it to check them all)")
+    if c.missing:
+        shown = "; ".join(c.missing[:SHOWN_MISSING])
+        more = f"; and {len(c.missing) - SHOWN_MISSING} more" if len(c.missing) > SHOWN_MISSING else ""
+        lines.append(f"warning: {r.op} on {r.device}: attr coverage is partial: no checked case used {shown}{more} "
+                     f"(the op refused every case drawn with it)")
+    return lines

@@ -11,7 +11,7 @@ from opsdk.registry.spec import OpSpec
 from .calls import devices_to_check
 from .check import DeviceResult, check_device
 from .gradient_call import GradientCall
-from .strategies import plan_op
+from .strategies import nondegenerate, plan_op
 
 # Checks are reproducible by default: the same seed every run unless `--seed` says otherwise.
 DEFAULT_SEED = 0
@@ -37,6 +37,7 @@ class GradCheckReport:
 
     seed: int
     outcomes: tuple[OpOutcome, ...]
+    max_examples: Optional[int] = None  # --max-examples, when given: part of what reproduces a run
 
     @property
     def failures(self) -> tuple[DeviceResult, ...]:
@@ -92,7 +93,17 @@ def _check_op(registry: Any, spec: OpSpec, seed_value: int, max_examples: Option
             DeviceResult(spec.name, d, "error", 0, 0.0, plan.precision, message=str(exc)) for d in devices))
     count = max_examples if max_examples is not None else spec.gradcheck.max_examples
     return OpOutcome(spec.name, results=tuple(
-        check_device(registry, plan, d, seed_value, count) for d in devices))
+        _check_device(registry, plan, d, seed_value, count) for d in devices))
+
+
+def _check_device(registry: Any, plan: Any, device: str, seed_value: int, count: int) -> DeviceResult:
+    """The forward kernel against the reference first, on values off 0 and apart (a forward bug
+    is reported as one, not as the gradient mismatch it causes), then the gradient."""
+    if plan.spec.reference:
+        forward = check_device(registry, nondegenerate(plan), device, seed_value, count, gradients=False)
+        if forward.status == "fail":
+            return forward
+    return check_device(registry, plan, device, seed_value, count)
 
 
 def check_reference(registry: Any, spec: OpSpec, device: str = "cpu", seed_value: int = DEFAULT_SEED,
@@ -110,7 +121,7 @@ def check_reference(registry: Any, spec: OpSpec, device: str = "cpu", seed_value
     if plan.skip:
         raise OpsdkError(f"op '{spec.name}': no case can be drawn: {plan.skip}")
     count = max_examples if max_examples is not None else spec.gradcheck.max_examples
-    return check_device(registry, plan, device, seed_value, count, gradients=False)
+    return check_device(registry, nondegenerate(plan), device, seed_value, count, gradients=False)
 
 
 def run_gradcheck(registry: Any, names: Iterable[str] = (), seed_value: int = DEFAULT_SEED,
@@ -128,4 +139,4 @@ def run_gradcheck(registry: Any, names: Iterable[str] = (), seed_value: int = DE
         if progress is not None:
             progress(spec.name)
         outcomes.append(check_op(registry, spec, seed_value, max_examples))
-    return GradCheckReport(seed=seed_value, outcomes=tuple(outcomes))
+    return GradCheckReport(seed=seed_value, outcomes=tuple(outcomes), max_examples=max_examples)

@@ -11,7 +11,7 @@ which the checker turns into a rejected example.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -31,6 +31,9 @@ MAX_LIST_LEN = 3
 # A stress case keeps every input within this many elements (the other dims shrink to fit):
 # finite differences cost two calls of the op per element.
 MAX_STRESS_ELEMENTS = 1024
+# The least distance between two values of a forward-only case (nondegenerate): small enough for
+# the stress cases' elements to fit the domain's slots, large enough to tell values apart.
+NONDEGENERATE_GAP = 1e-4
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,11 @@ class Case:
     attrs: tuple[tuple[str, Any], ...]
     inputs: tuple[tuple[str, Any], ...]
     extra: dict = field(default_factory=dict, compare=False)
+    lens: tuple[tuple[str, int], ...] = ()  # the length attr of each list input, drawn
+
+    def grid_dict(self) -> dict[str, Any]:
+        """The attrs and list lengths: what an attr combination (`AttrGrid.key`) is made of."""
+        return {**dict(self.attrs), **dict(self.lens)}
 
     def input_dict(self) -> dict[str, Any]:
         return dict(self.inputs)
@@ -73,6 +81,8 @@ class Case:
             parts.append("dims " + " ".join(f"{k}={v}" for k, v in self.dims))
         if self.leading:
             parts.append(f"...={tuple(self.leading)}")
+        if self.lens:
+            parts.append("lists " + " ".join(f"{k}={v}" for k, v in self.lens))
         if self.attrs:
             parts.append("attrs " + " ".join(f"{k}={shown_value(v)}" for k, v in self.attrs))
         parts.append(", ".join(f"{k} {_array_text(v)}" for k, v in self.inputs))
@@ -140,7 +150,8 @@ def _float_bits(name: str) -> int:
 
 
 def _list_len(a: AttrSpec) -> tuple[str, int, int]:
-    lo = max(1, int(a.min) if a.min is not None else 1)
+    # `min: 0` is drawn empty too (a gradient may be wrong only for the empty list).
+    lo = max(0, int(a.min) if a.min is not None else 1)
     hi = min(MAX_LIST_LEN, int(a.max) if a.max is not None else MAX_LIST_LEN)
     return a.name, lo, max(lo, hi)
 
@@ -166,15 +177,28 @@ def stress_schedule(spec: OpSpec) -> tuple[tuple[str, int], ...]:
     return tuple((dims[i % len(dims)], size) for i, size in enumerate(gc.stress_sizes))
 
 
+def nondegenerate(plan: OpPlan) -> OpPlan:
+    """The plan with values kept off 0 and pairwise apart: a forward kernel checked against its
+    reference on all-zero or all-equal inputs could be wrong unseen (an off-by-one reads a value
+    equal to the right one)."""
+    rule = plan.rule
+    avoid = rule.avoid if 0.0 in rule.avoid or not rule.low < 0.0 < rule.high else rule.avoid + (0.0,)
+    return replace(plan, rule=replace(rule, avoid=avoid, min_gap=max(rule.min_gap, NONDEGENERATE_GAP)))
+
+
 @st.composite
-def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None) -> Case:
-    """Draw one `Case` for the planned op; `stress` = (dim, size) fixes one dim's size."""
+def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None,
+                  fixed: Optional[dict[str, Any]] = None) -> Case:
+    """Draw one `Case` for the planned op; `stress` = (dim, size) fixes one dim's size; `fixed`
+    fixes attrs and list lengths (an attr combination: its dims are then not empty)."""
     spec = plan.spec
+    fixed = fixed or {}
     has_ints = any(d in INT_DTYPES for _, d in plan.dtypes)
     # Indices need something to index: with integer inputs every dim has at least one element.
     lo, hi = spec.gradcheck.dim_range
-    # A stress case must differentiate something: its other dims are not empty either.
-    nonempty = has_ints or stress is not None
+    # A stress case must differentiate something: its other dims are not empty either, nor are
+    # those of an attr combination's case (an empty case would leave the combination unchecked).
+    nonempty = has_ints or stress is not None or bool(fixed)
     dim = st.integers(max(lo, 1) if nonempty else lo, max(hi, 1) if nonempty else hi)
     if stress is not None:
         # A stress case is one draw, and hypothesis draws the simplest first: counting down from
@@ -189,15 +213,16 @@ def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None) 
     # A stress case is already as large as a case should get: `...` stands for no dims there.
     leading = tuple(draw(st.lists(dim, max_size=MAX_LEADING_DIMS))) if _has_ellipsis(spec) and not stress else ()
     free = tuple(draw(st.lists(dim, max_size=MAX_FREE_RANK))) if _has_free_shape(spec) else ()
-    lens = {name: draw(st.integers(a, b)) for name, a, b in plan.list_lens}
-    attrs = {p.name: (draw(p.strategy) if p.strategy is not None else p.value) for p in plan.attrs}
+    lens = {name: fixed[name] if name in fixed else draw(st.integers(a, b)) for name, a, b in plan.list_lens}
+    attrs = {p.name: fixed[p.name] if p.name in fixed else (draw(p.strategy) if p.strategy is not None else p.value)
+             for p in plan.attrs}
     attrs.update(dict(plan.type_values))
     anchor = _anchor_input(plan)
     sizes = _sizes(spec, dims, attrs)  # an input dim may be an expression of dims and attrs
     shapes = {t.name: _input_shape(draw, t, sizes, leading, free, t.name == anchor) for t in spec.inputs}
     inputs = _draw_values(draw, plan, shapes, lens)
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
-                inputs=tuple(inputs.items()))
+                inputs=tuple(inputs.items()), lens=tuple(lens.items()))
 
 
 def _fit_budget(spec: OpSpec, dims: dict[str, int], stressed: str) -> None:
@@ -277,7 +302,7 @@ def _draw_values(draw, plan: OpPlan, shapes: dict, lens: dict) -> dict[str, Any]
     spec = plan.spec
     counts = {t.name: lens[t.list_len] if t.is_list else None for t in spec.inputs}
     float_names = [t.name for t in spec.inputs if plan.dtype_of(t.name) in FLOAT_DTYPES]
-    sizes = [int(np.prod(shapes[n], dtype=np.int64)) * (counts[n] or 1) for n in float_names]
+    sizes = [int(np.prod(shapes[n], dtype=np.int64)) * (1 if counts[n] is None else counts[n]) for n in float_names]
     pool = draw(spread_floats(sum(sizes), plan.rule))
     float_dims = [s for n in float_names for s in shapes[n]]
     bound = min(float_dims) if float_dims else 1
@@ -286,7 +311,7 @@ def _draw_values(draw, plan: OpPlan, shapes: dict, lens: dict) -> dict[str, Any]
     for t in spec.inputs:
         dtype, shape, n = plan.dtype_of(t.name), shapes[t.name], counts[t.name]
         parts = []
-        for _ in range(n or 1):
+        for _ in range(1 if n is None else n):
             if dtype in FLOAT_DTYPES:
                 size = int(np.prod(shape, dtype=np.int64))
                 parts.append(pool[offset:offset + size].reshape(shape).astype(dtype))

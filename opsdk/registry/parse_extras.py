@@ -17,7 +17,7 @@ from .shapes import SymDim
 from .spec import DEVICES, AttrSpec, GradCheckSpec, KernelSpec, TensorSpec
 
 GRADCHECK_KEYS = ("rtol", "atol", "domain", "avoid", "min_gap", "dims", "max_examples", "eps", "enabled",
-                  "attrs", "stress_dims", "stress_sizes")
+                  "attrs", "stress_dims", "stress_sizes", "max_combinations")
 MAX_STRESS_SIZE = 512  # a stressed dim of a few hundred already passes every SIMD width and tile
 _SOURCE_SUFFIXES = {"cpu": (".cc", ".cpp", ".cxx"), "cuda": (".cu",)}
 # What `#include "path"` cannot carry: its closing quote, backslashes (not escapes there, and
@@ -171,6 +171,9 @@ def parse_gradcheck(node: YNode, d: Diagnostics, attrs: Sequence[AttrSpec] = (),
         values["eps"] = _positive(keys["eps"].value, d, "gradcheck eps")
     if "max_examples" in keys:
         values["max_examples"] = d.integer(keys["max_examples"].value, "gradcheck max_examples", minimum=1)
+    if "max_combinations" in keys:
+        values["max_combinations"] = d.integer(keys["max_combinations"].value, "gradcheck max_combinations",
+                                               minimum=0)
     if "enabled" in keys:
         values["enabled"] = d.boolean(keys["enabled"].value, "gradcheck enabled")
     if "domain" in keys:

@@ -162,6 +162,10 @@ class GradCheckSpec:
     stress_dims: Optional[tuple[str, ...]] = None
     stress_sizes: tuple[int, ...] = (15, 16, 17, 31, 32, 33, 64, 65)
     max_examples: int = 25
+    # The attr combinations checked one by one (every choice, both bools, the ends of int and
+    # float ranges, the ends of list lengths): all of them up to this many, else a sample of this
+    # many, which the report calls partial. 0 turns the combination cases off.
+    max_combinations: int = 64
     eps: float = 1e-6
     enabled: bool = True
     location: Optional[Location] = None

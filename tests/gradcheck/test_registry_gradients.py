@@ -11,7 +11,7 @@ import pytest
 
 from opsdk.gradcheck import DEFAULT_SEED, check_op
 from opsdk.gradcheck.report import render_failure
-from opsdk.gradcheck.runner import skip_reason
+from opsdk.gradcheck.runner import GradCheckReport, skip_reason
 from opsdk.registry import load_registry
 
 EXAMPLES_IN_TESTS = 10
@@ -30,6 +30,7 @@ def test_gradient_agrees_with_finite_differences(op_name):
     outcome = check_op(REGISTRY, REGISTRY.get(op_name), DEFAULT_SEED, EXAMPLES_IN_TESTS)
     if outcome.skipped:
         pytest.skip(f"{op_name}: {outcome.skipped}")
-    problems = [render_failure(r, DEFAULT_SEED) for r in outcome.results if not r.ok]
+    report = GradCheckReport(DEFAULT_SEED, (outcome,), max_examples=EXAMPLES_IN_TESTS)
+    problems = [render_failure(r, report) for r in outcome.results if not r.ok]
     assert not problems, "\n".join(problems)
     assert any(r.cases > 0 for r in outcome.results), f"{op_name}: no case was checked"
