@@ -88,10 +88,13 @@ class _Tally:
 
 
 def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
-                 max_examples: int, gradients: bool = True) -> DeviceResult:
+                 max_examples: int, gradients: bool = True,
+                 refused: Optional[set] = None) -> DeviceResult:
     """Check `plan.spec` on `device` with hypothesis seeded by `seed_value`: `max_examples` cases
     drawn within the declared dims, then one case per entry of the stress schedule. With
-    gradients=False only the forward kernel is checked against the reference."""
+    gradients=False only the forward kernel is checked against the reference. `refused` collects
+    the attr combinations the op refused in every case, and a later pass over the same op skips
+    them (the search for a case an op will never take is the slow part)."""
     spec = plan.spec
     grid = attr_grid(plan.attrs, plan.list_lens, spec.gradcheck.max_combinations, seed_value)
     tally = _Tally(CoverageTally(plan.attrs, grid))
@@ -123,9 +126,11 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
         run(None, max_examples)
         for stress in stress_schedule(spec):
             _run_stress(run, stress)
+        refused = refused if refused is not None else set()
         for combo in grid.combos if grid is not None else ():
-            if combo not in tally.attrs.covered:
-                _run_combination(run, dict(zip(grid.names, combo)))
+            if combo not in tally.attrs.covered and combo not in refused:
+                if not _run_combination(run, dict(zip(grid.names, combo))):
+                    refused.add(combo)
     except CaseFailed as failure:
         return result("fail", tally.cases + 1, max(tally.worst, 1.0),
                       counterexample=failure.counterexample)
@@ -156,13 +161,14 @@ def _run_stress(run, stress: tuple[str, int]) -> None:
 COMBINATION_EXAMPLES = 3
 
 
-def _run_combination(run, fixed: dict) -> None:
+def _run_combination(run, fixed: dict) -> bool:
     """Cases with one attr combination fixed; one the op refuses in every case is left out (the
-    report names it as not covered)."""
+    report names it as not covered) and False is returned."""
     try:
         run(None, COMBINATION_EXAMPLES, fixed)
     except Unsatisfiable:
-        pass
+        return False
+    return True
 
 
 def _runs(values: tuple[int, ...]) -> str:

@@ -99,11 +99,13 @@ def _check_op(registry: Any, spec: OpSpec, seed_value: int, max_examples: Option
 def _check_device(registry: Any, plan: Any, device: str, seed_value: int, count: int) -> DeviceResult:
     """The forward kernel against the reference first, on values off 0 and apart (a forward bug
     is reported as one, not as the gradient mismatch it causes), then the gradient."""
+    refused: set = set()  # attr combinations the op takes in no case: searched for once
     if plan.spec.reference:
-        forward = check_device(registry, nondegenerate(plan), device, seed_value, count, gradients=False)
+        forward = check_device(registry, nondegenerate(plan), device, seed_value, count,
+                               gradients=False, refused=refused)
         if forward.status == "fail":
             return forward
-    return check_device(registry, plan, device, seed_value, count)
+    return check_device(registry, plan, device, seed_value, count, refused=refused)
 
 
 def check_reference(registry: Any, spec: OpSpec, device: str = "cpu", seed_value: int = DEFAULT_SEED,
