@@ -114,6 +114,10 @@ def test_the_op_is_tensorflows_conv2d_transpose(x_shape, f_shape, strides, same,
     f = rng.standard_normal(f_shape)
     attrs = _attrs(strides, same, extra_h, extra_w)
     y = ops.conv2d_transpose(x, f, **attrs)
-    theirs = tf.nn.conv2d_transpose(x, f, list(y.shape), [1, *strides, 1],
-                                    "SAME" if same else "VALID").numpy()
+    # In a graph of its own: other tests may have turned TF's eager execution off.
+    with tf.Graph().as_default():
+        out = tf.nn.conv2d_transpose(x, f, list(y.shape), [1, *strides, 1],
+                                     "SAME" if same else "VALID")
+        with tf.compat.v1.Session() as sess:
+            theirs = sess.run(out)
     np.testing.assert_allclose(y, theirs, rtol=1e-10, atol=1e-10)
