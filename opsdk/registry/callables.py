@@ -68,3 +68,13 @@ def _import_file(path: Path, spec: OpSpec, what: str, reference: str) -> object:
         raise OpsdkError(f"op '{spec.name}': {what} '{reference}': importing {path.name} failed: "
                          f"{type(exc).__name__}: {exc}") from exc
     return module
+
+
+def entry_point(group: str, name: str) -> object:
+    """The object the installed entry point `name` of `group` names, loaded; None when no
+    distribution declares it. Every distribution is searched, not the first of each name: a
+    stale opsdk.egg-info in the current folder would otherwise hide the installed metadata."""
+    from importlib.metadata import distributions
+    found = next((ep for dist in distributions() for ep in dist.entry_points
+                  if ep.group == group and ep.name == name), None)
+    return found.load() if found is not None else None

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
+from opsdk.registry.callables import entry_point
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.launch import launch_problem
 from opsdk.registry.shapes import eval_expr
@@ -60,12 +61,7 @@ def compiler() -> Optional[KernelCompiler]:
     up once, at first need, so neither `import opsdk` nor the runtime imports the build layer."""
     global _compiler, _looked_up
     if _compiler is None and not _looked_up:
-        from importlib.metadata import distributions
-        # Every distribution, not the first of each name: a stale opsdk.egg-info in the current
-        # folder would otherwise hide the installed metadata.
-        found = next((ep for dist in distributions() for ep in dist.entry_points
-                      if ep.group == COMPILER_GROUP and ep.name == "nvrtc"), None)
-        _compiler = found.load() if found is not None else None
+        _compiler = entry_point(COMPILER_GROUP, "nvrtc")
         _looked_up = True
     return _compiler
 

@@ -16,6 +16,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Optional, Protocol
 
+from opsdk.registry.callables import entry_point
 from opsdk.registry.elementwise import FusedKernel
 
 log = logging.getLogger("opsdk.fusion")
@@ -46,10 +47,7 @@ def fusion_compiler() -> Optional[FusionCompiler]:
     """The compiler `set_fusion_compiler` gave, else the `cpu` entry point of GROUP (or None)."""
     global _compiler, _looked_up
     if _compiler is None and not _looked_up:
-        from importlib.metadata import distributions
-        found = next((ep for dist in distributions() for ep in dist.entry_points
-                      if ep.group == GROUP and ep.name == "cpu"), None)
-        _compiler = found.load() if found is not None else None
+        _compiler = entry_point(GROUP, "cpu")
         _looked_up = True
     return _compiler
 
