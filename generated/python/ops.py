@@ -1014,8 +1014,8 @@ def fill_dims(dims, value, *, name=None):
         >>> rng = np.random.default_rng(0)
         >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
         >>> value = rng.random(size=()) < 0.5
-        >>> fill_dims(dims, value).shape
-        (None, None)
+        >>> fill_dims(dims, value).dtype.name
+        'bool'
     """
     return _apply('fill_dims', [dims, value], {}, name)
 
@@ -1909,8 +1909,8 @@ def random_normal_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
-        >>> random_normal_dims(dims).shape
-        (None, None)
+        >>> random_normal_dims(dims).dtype.name
+        'float32'
     """
     return _apply('random_normal_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
 
@@ -1957,8 +1957,8 @@ def random_uniform_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
-        >>> random_uniform_dims(dims).shape
-        (None, None)
+        >>> random_uniform_dims(dims).dtype.name
+        'float32'
     """
     return _apply('random_uniform_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
 
@@ -2935,8 +2935,8 @@ def truncated_normal_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
-        >>> truncated_normal_dims(dims).shape
-        (None, None)
+        >>> truncated_normal_dims(dims).dtype.name
+        'float32'
     """
     return _apply('truncated_normal_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
 

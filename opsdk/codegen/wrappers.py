@@ -274,8 +274,19 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
     return lines + _show_result(spec, call, shapes)
 
 
+def _known(shape: Any) -> Any:
+    """`shape` when every size in it is known before the call, else None (a size that depends on
+    an input's values, as `fill_dims`'s do, is only known by running the example)."""
+    if shape is None:
+        return None
+    sizes = [d for s in shape for d in s] if shape and isinstance(shape[0], (list, tuple)) \
+        else list(shape)
+    return None if any(d is None for d in sizes) else shape
+
+
 def _show_result(spec: OpSpec, call: str, shapes: list) -> list[str]:
     """The doctest line printing the result's shape(s) (dtypes where no shape is known)."""
+    shapes = [_known(s) for s in shapes]
     if len(spec.outputs) == 1:
         out, shape = spec.outputs[0], shapes[0]
         if shape is not None and out.is_list:

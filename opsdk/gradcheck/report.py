@@ -4,6 +4,7 @@ and the listed attr values that no checked case used."""
 from __future__ import annotations
 
 import shlex
+from typing import Optional
 
 from .check import DeviceResult
 from .runner import GradCheckReport
@@ -52,13 +53,17 @@ def reproduce_command(op: str, report: GradCheckReport, extra: tuple[str, ...] =
     return " ".join(parts + [shlex.quote(e) for e in extra])
 
 
-def render_failure(result: DeviceResult, report: GradCheckReport, extra: tuple[str, ...] = ()) -> str:
-    """A failure's counterexample (or error) and the command that reproduces it."""
+def render_failure(result: DeviceResult, report: Optional[GradCheckReport] = None,
+                   extra: tuple[str, ...] = (), seed_value: int = 0) -> str:
+    """A failure's counterexample (or error) and the command that reproduces it: from the run's
+    report, or, for a single check run without one (a scaffolded test), from `seed_value`."""
     head = f"{result.op} on {result.device}: "
     if result.counterexample is None:
         return head + result.message  # could not run (e.g. not built): no case to reproduce
-    return (head + result.counterexample.render()
-            + f"\n    reproduce: {reproduce_command(result.op, report, extra)}")
+    command = (reproduce_command(result.op, report, extra) if report is not None else
+               " ".join(["opsdk", "gradcheck", result.op, "--seed", str(seed_value),
+                         *(shlex.quote(e) for e in extra)]))
+    return head + result.counterexample.render() + f"\n    reproduce: {command}"
 
 
 def summary_lines(report: GradCheckReport, extra: tuple[str, ...] = ()) -> list[str]:

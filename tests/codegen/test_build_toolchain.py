@@ -158,9 +158,11 @@ def test_bad_opsdk_cuda_archs_are_refused(monkeypatch, value, message):
 
 
 def test_every_arch_goes_to_one_nvcc_call(tmp_path):
+    """The kernel unit is compiled for every arch in one call; the host-only glue for none."""
     targets = CudaTargets(("75", "90"), ("90",))
-    flags = object_flags("cuda", "glue", tmp_path, "some_op", targets)
+    flags = object_flags("cuda", "kernel", tmp_path, "some_op", targets)
     assert [flags[i + 1] for i, f in enumerate(flags) if f == "-gencode"] == [
         "arch=compute_75,code=sm_75", "arch=compute_90,code=sm_90",
         "arch=compute_90,code=compute_90"]
+    assert "-gencode" not in object_flags("cuda", "glue", tmp_path, "some_op", targets)
     assert "-c" in flags  # an object, linked by the unit like the cpu ones
