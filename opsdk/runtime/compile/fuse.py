@@ -281,7 +281,7 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
 
 
 def _threads() -> int:
-    return kernel_threads()  # the session's budget, less the cores busy with other work
+    return kernel_threads()  # the session's budget
 
 
 def _unfused(node: Operation, members: tuple[Operation, ...]):
