@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# `make test` (and so CI) loads the "ci" profile: every hypothesis test draws the same examples on
+# every run, so a red CI run is the code's doing and reruns the same. A plain `pytest` draws fresh
+# examples each run (and remembers failures in .hypothesis/), which is how new bugs are found.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 def pytest_addoption(parser):

@@ -14,7 +14,7 @@ from typing import Sequence
 from opsdk.registry.spec import OpSpec
 
 from .render import generated_header, render_template
-from .wrappers import _attr_default, attr_annotation
+from .wrappers import _attr_default, attr_annotation, return_annotation
 
 # framework -> (module whose load_ops makes the ops, stub name, imports, Input, Output)
 FRAMEWORKS = {
@@ -45,8 +45,7 @@ def _stub_op(spec: OpSpec) -> StubOp:
     if keyword:
         params += ["*", *keyword]
     outs = ["list[Output]" if t.is_list else "Output" for t in spec.outputs]
-    returns = outs[0] if len(outs) == 1 else f"tuple[{', '.join(outs)}]"
-    return StubOp(spec.name, ", ".join(params), returns)
+    return StubOp(spec.name, ", ".join(params), return_annotation(outs))
 
 
 def stub_file(framework: str) -> str:

@@ -320,15 +320,19 @@ def _out_dtype(spec: OpSpec, tensor: TensorSpec) -> str:
     return spec.dtype_options(tensor)[0]
 
 
+def return_annotation(outputs: list[str]) -> str:
+    """A stub's return annotation for outputs annotated `outputs`: the one, or a tuple of them
+    (`tuple[()]` for an op with no outputs: `tuple[]` is not Python, found by the declaration fuzz)."""
+    return outputs[0] if len(outputs) == 1 else f"tuple[{', '.join(outputs) or '()'}]"
+
+
 def wrapper_model(spec: OpSpec, forward: Optional[OpSpec] = None) -> WrapperModel:
     """The wrapper of one op: its parameters, the `_apply` call and its docstring.
 
     `forward`: the op whose gradient op `spec` is (its example then feeds this one's)."""
     positional, keyword = _params(spec)
     inputs_expr, attrs_expr = _call_exprs(spec)
-    # `tuple[()]` for an op with no outputs: `tuple[]` is not Python (found by the declaration fuzz).
-    several = ", ".join(["Output"] * len(spec.outputs)) or "()"
-    returns = "Output" if len(spec.outputs) == 1 else f"tuple[{several}]"
+    returns = return_annotation(["Output"] * len(spec.outputs))
     return WrapperModel(name=spec.name, positional=tuple(positional), keyword=tuple(keyword),
                         inputs_expr=inputs_expr, attrs_expr=attrs_expr, returns=returns,
                         docstring=_docstring(spec, forward))

@@ -178,6 +178,16 @@ def test_the_unmutated_bases_generate(tmp_path):
         assert len(check_mutant(root, textwrap.dedent(base).lstrip())) == 1
 
 
+def test_an_op_without_outputs_generates_stubs_that_compile(tmp_path):
+    """A mutant the fuzz found: with `outputs` deleted, the PyTorch and JAX stubs said `tuple[]`."""
+    import textwrap
+
+    doc = yaml.safe_load(textwrap.dedent(REPRESENTATIVE["list_op"]))
+    del doc["outputs"]
+    doc["gradient"] = None
+    assert check_mutant(_workspace(tmp_path / "ws"), yaml.safe_dump(doc, sort_keys=False))
+
+
 @st.composite
 def scaled_mutant(draw) -> str:
     """A structural mutant of the python-kernel op alone."""
