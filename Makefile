@@ -32,7 +32,7 @@ demo: build
 
 test: build
 	$(BIN)/opsdk generate --check
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --durations=30
 
 # The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only; every script
 # in bench/ runs, and bench/results/ gets results.md and results.json (bench/README.md).

@@ -123,6 +123,8 @@ GRAPH_SCRIPT = textwrap.dedent("""
     opsdk.Session(graph="g")
     g.no_such_method()
     x.no_such_attr
+    sess.run(x, {x: np.ones((2, 3))}).no_such_attr
+    sess.run(x.op).no_such_attr
 """)
 
 
@@ -133,10 +135,11 @@ def test_mypy_flags_wrong_calls_of_graphs_sessions_and_placeholders(tmp_path):
     root = Path(__file__).resolve().parents[2]
     (tmp_path / "user.py").write_text(GRAPH_SCRIPT)
     errors = _mypy(tmp_path, ("MYPYPATH", str(root)))
-    assert sorted(errors) == [10, 11, 12, 13], errors
+    assert sorted(errors) == [10, 11, 12, 13, 14, 15], errors
     assert "placeholder" in errors[10] and "Session" in errors[11]
     assert '"Graph" has no attribute "no_such_method"' in errors[12]
     assert '"Tensor" has no attribute "no_such_attr"' in errors[13]
+    assert '"ndarray' in errors[14] and '"None" has no attribute' in errors[15]  # Session.run's result
 
 
 FRAMEWORK_SCRIPT = textwrap.dedent("""

@@ -15,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, overload
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
 from opsdk.runtime.kernels.threads import check_intra_op_threads, use_intra_op_threads
+
+if TYPE_CHECKING:
+    from opsdk.runtime.frontend.variables import Variable
 
 _STRUCTURES_MAX = 256  # fetch structures remembered per session
 _ELEMENT_TYPES = frozenset((Tensor, Operation, str))
@@ -119,6 +122,20 @@ class Session:
         self._steps = itertools.count(1)  # step ids: where a step's _send meets its _recv
 
     # --------------------------------------------------------------------------- running
+    # What type checkers see: one tensor (or variable) gives an array, one operation None, a
+    # structure the same structure (Any: its shape is the caller's).
+    @overload
+    def run(self, fetches: Tensor | Variable, feed_dict: Optional[Mapping[Any, Any]] = None,
+            timeout: Optional[float] = None) -> np.ndarray: ...
+
+    @overload
+    def run(self, fetches: Operation, feed_dict: Optional[Mapping[Any, Any]] = None,
+            timeout: Optional[float] = None) -> None: ...
+
+    @overload
+    def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+            timeout: Optional[float] = None) -> Any: ...
+
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
             timeout: Optional[float] = None) -> Any:
         """Compute `fetches` (a Tensor, Operation, name, or nested list/tuple/dict/namedtuple of
