@@ -58,16 +58,19 @@ class DistributedStep:
         from opsdk.dist.engine import ray_module
 
         ray = ray_module()
+        from opsdk.dist.shipping import ship
+
         stamp = tuple(sorted(incarnations.items()))
         refs = {}
         for part in self.parts.values():
+            shipments = tuple(ship(root) for root in part.workspaces)
             for op in part.graph.operations:
                 if op.type in _CUT_TYPES:
                     op.attrs["send_incarnation"] = incarnations[task_of(op.attrs["send_location"])]
             part.key = (client, id(self), part.location, hash(stamp))
             refs[part.location] = actor_of(part.task).register.remote(
                 part.key, export_graph(part.graph), [n for _, n in part.feeds],
-                [n for _, n in part.fetches], part.targets, part.digests, part.workspaces)
+                [n for _, n in part.fetches], part.targets, part.digests, shipments)
         for location, ref in refs.items():
             try:
                 ray.get(ref, timeout=timeout)

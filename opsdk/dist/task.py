@@ -122,6 +122,7 @@ class TaskState:
         self.variables = VariableStore()
         self.rendezvous = TaskRendezvous(task)
         self.partitions: dict[tuple, Partition] = {}
+        self.workspaces: dict[str, str] = {}  # this node's copy of a workspace -> the master's
         self.tokens: dict[int, RunToken] = {}
         self.accumulators: dict[str, Any] = {}
         self.accumulators_lock = threading.Lock()
@@ -161,6 +162,7 @@ class TaskState:
         r = self.rendezvous
         return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
                 "partitions": len(self.partitions), "pending": r.local.pending(),
+                "workspaces": dict(self.workspaces),
                 "accumulators": accumulator_counts(self.variables)}
 
     def variable_values(self, names: Optional[list] = None) -> dict:
@@ -192,17 +194,40 @@ class TaskState:
 
     # ------------------------------------------------------------------ step group
     def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
-                 targets: list, digests: dict, workspaces: tuple = ()) -> int:
+                 targets: list, digests: dict, shipments: tuple = ()) -> int:
         """Build the plan of a partition (once per key) from its exported graph, resolving its
-        ops in `workspaces` (besides the builtin ones) and checking them against the master's
-        `digests`; returns this task's incarnation."""
+        ops in this node's copies of the shipped workspaces (opsdk/dist/shipping.py) besides
+        the builtin ones and checking them against the master's `digests`; returns this task's
+        incarnation."""
         from opsdk.dist.partitions import build_partition
 
         with self._lock:
             if key not in self.partitions:
-                self.partitions[key] = build_partition(self.task, tuple(workspaces), graph_text,
-                                                       feeds, fetches, targets, digests)
+                roots = tuple(self._unpacked(s) for s in shipments)
+                try:
+                    self.partitions[key] = build_partition(self.task, roots, graph_text,
+                                                           feeds, fetches, targets, digests)
+                except OpsdkError as exc:
+                    raise OpsdkError(self._as_master_sees_it(str(exc))) from None
         return self.incarnation
+
+    def _unpacked(self, shipment: Any) -> str:
+        from opsdk.dist.shipping import local_copy
+
+        try:
+            root = str(local_copy(shipment))
+        except Exception as exc:  # OSError, a damaged package, the object store
+            raise OpsdkError(f"task {self.task} cannot unpack the workspace {shipment.origin} "
+                             f"the master shipped: {exc}") from None
+        self.workspaces[root] = shipment.origin
+        return root
+
+    def _as_master_sees_it(self, message: str) -> str:
+        """`message` with this node's workspace copies named by the master's folders (which is
+        where a `run opsdk build in ...` must happen)."""
+        for copy, origin in self.workspaces.items():
+            message = message.replace(copy, origin)
+        return message
 
     def run_step(self, key: tuple, step_id: int, feeds: dict, timeout: Optional[float]) -> dict:
         """Run a registered partition for step `step_id`; returns its fetched values by name."""
@@ -223,7 +248,7 @@ class TaskState:
         except BaseException as exc:
             # Fail this step's other receivers here at once, not only when the master aborts.
             self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
-            raise OpsdkError(f"task {self.task}: {exc}") from None
+            raise OpsdkError(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
         finally:
             self.tokens.pop(step_id, None)
 
