@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import Any
@@ -141,7 +142,7 @@ def _apply(ctx: Any, op: Any, grads: list) -> None:
     if a["update_op"] == "":  # a counter (the global step): one per round
         store.update(names[0], np.ones((), store.read(names[0]).dtype), np.add)
         return
-    spec = builtin_registry().get(a["update_op"])
+    spec = _update_spec(a["update_op"])
     current = [store.read(n) for n in names]
     dtype = current[0].dtype
     hypers = [np.asarray(h, dtype) for h in a["hypers"]]
@@ -161,6 +162,14 @@ def _apply(ctx: Any, op: Any, grads: list) -> None:
     new = (new,) if isinstance(new, np.ndarray) else tuple(new)
     for name, value, old in zip(names, new, current):
         store.assign(name, _scattered(old, unique, value), fresh=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _update_spec(name: str) -> Any:
+    """The optimizer's builtin update op: resolved once per process, not per gradient (loading
+    the registry stats every declaration file to notice edits; builtin ops do not change under
+    a running task)."""
+    return builtin_registry().get(name)
 
 
 def _scattered(old: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
