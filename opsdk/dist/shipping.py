@@ -136,23 +136,28 @@ def pack(root: Path) -> tuple[str, bytes]:
 
 
 # ---------------------------------------------------------------------------------- master
-_shipped: dict[tuple, Shipment] = {}  # (Ray connection, digest) -> the shipment holding its ref
+_shipped: dict[str, Shipment] = {}  # digest -> the shipment holding its reference
+_shipped_on: list = [None]  # the Ray connection those references belong to
 
 
 def ship(root: str) -> Shipment:
     """The workspace at `root` packed and put in Ray's object store (once per content and
-    connection: the reference stays alive here as long as the process)."""
+    connection: the reference stays alive here as long as the connection)."""
     from opsdk.dist import engine
 
     digest, data = pack(Path(root))
-    key = (id(engine.connected()), digest)
+    connection = engine.connected()
     with _lock:
-        hit = _shipped.get(key)
+        # References of an earlier connection (before engine.shutdown) are void in this one.
+        if _shipped_on[0] is not connection:
+            _shipped.clear()
+            _shipped_on[0] = connection
+        hit = _shipped.get(digest)
     if hit is not None:
         return hit
     shipment = Shipment(Path(root).name, digest, str(root), [engine.ray_module().put(data)])
     with _lock:
-        return _shipped.setdefault(key, shipment)
+        return _shipped.setdefault(digest, shipment)
 
 
 # ---------------------------------------------------------------------------------- task

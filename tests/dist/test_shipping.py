@@ -158,3 +158,21 @@ def test_a_tampered_copy_is_unpacked_again_and_a_damaged_package_refused(ray_eng
     assert again == root and "3 * x" in kernel.read_text()
     with pytest.raises(OpsdkError, match="other contents than packed"):
         shipping.local_copy(shipping.Shipment("shipped_ops", "0" * 64, str(built), box))
+
+
+def test_a_new_ray_connection_gets_the_package_put_again(built, monkeypatch):
+    from types import SimpleNamespace
+
+    from opsdk.dist import engine
+
+    puts = []
+    fake_ray = SimpleNamespace(put=lambda data: puts.append(data) or f"ref{len(puts)}")
+    monkeypatch.setattr(engine, "ray_module", lambda: fake_ray)
+    monkeypatch.setattr(shipping, "_shipped", {})
+    current = [engine.Engine("", "/tmp/a")]
+    monkeypatch.setattr(engine, "connected", lambda: current[0])
+    assert shipping.ship(str(built)).box == shipping.ship(str(built)).box == ["ref1"]
+    for n in range(2, 6):  # shutdown and connect again: the old connection object is dropped
+        current[0] = None  # the old connection is gone (CPython may give its address to the next)
+        current[0] = engine.Engine("", "/tmp/a")
+        assert shipping.ship(str(built)).box == [f"ref{n}"]
