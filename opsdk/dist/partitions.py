@@ -45,10 +45,11 @@ def workspace_roots(ops: Iterable[Any]) -> tuple[str, ...]:
 
 
 def registries(workspaces: tuple) -> list:
-    """The registries a task resolves ops in: each workspace's (builtin ops included)."""
+    """The registries a task resolves ops in: each workspace's good ops (a broken declaration
+    file elsewhere in it does not stop them, as with load_ops) and the builtin ones."""
     from opsdk.registry import load_registry
 
-    return [load_registry(Path(w)) for w in workspaces] or [load_registry(None)]
+    return [load_registry(Path(w), strict=False) for w in workspaces] or [load_registry(None)]
 
 
 def check_ops(task: str, graph: Any, digests: dict[str, str]) -> None:

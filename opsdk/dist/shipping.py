@@ -81,7 +81,8 @@ def workspace_files(root: Path) -> list[str]:
 
     found = {WORKSPACE_FILE} if (root / WORKSPACE_FILE).is_file() else set()
     found.update(_tree(root, root / "opdefs"))
-    for spec in load_registry(root).ops_in_workspace(root):
+    # Its good ops: a broken declaration file elsewhere in it must not stop them (as load_ops).
+    for spec in load_registry(root, strict=False).ops_in_workspace(root):
         found.update(f for f in referenced_files(spec) if _inside(root, f))
         for device in _DEVICES:
             folder = root / "build" / device / spec.name

@@ -176,3 +176,24 @@ def test_a_new_ray_connection_gets_the_package_put_again(built, monkeypatch):
         current[0] = None  # the old connection is gone (CPython may give its address to the next)
         current[0] = engine.Engine("", "/tmp/a")
         assert shipping.ship(str(built)).box == [f"ref{n}"]
+
+
+def test_a_broken_declaration_elsewhere_in_the_workspace_does_not_stop_its_good_ops(
+        ray_engine, tmp_path):
+    from opsdk.codegen.generate import generate_workspace
+
+    root = tmp_path / "half_broken"
+    (root / "opdefs").mkdir(parents=True)
+    (root / "opdefs" / "triple.yaml").write_text(TRIPLE)
+    (root / "opdefs" / "kernels.py").write_text("def triple(xp, x):\n    return 3 * x\n")
+    generate_workspace(root)  # before the broken file: the good op's wrapper
+    (root / "opdefs" / "broken.yaml").write_text("op: broken\nsummary: no inputs, no kernels\n")
+    with pytest.warns(UserWarning, match="broken.yaml"):
+        ops = opsdk.load_ops(root)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [2], name="x")
+        with g.device("/job:ps/task:0"):
+            y = ops.triple(x)
+    with ClusterSession(g, {"ps": 1, "worker": 1}, cluster_name="ship-broken") as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: np.ones(2, np.float32)}), [3.0, 3.0])
