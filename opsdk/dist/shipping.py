@@ -130,7 +130,9 @@ def pack(root: Path) -> tuple[str, bytes]:
                          f"{size / 2**20:.0f} MB, more than opsdk.dist ships "
                          f"({MAX_BYTES // 2**20} MB); keep large data out of opdefs/")
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
+    # dereference: a linked file travels as its content (the digest reads through the link
+    # too, and the task refuses links in a package)
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1, dereference=True) as tar:
         for rel in files:
             tar.add(root / rel, arcname=rel, recursive=False)
     return content_digest(root, files), buffer.getvalue()

@@ -197,3 +197,17 @@ def test_a_broken_declaration_elsewhere_in_the_workspace_does_not_stop_its_good_
             y = ops.triple(x)
     with ClusterSession(g, {"ps": 1, "worker": 1}, cluster_name="ship-broken") as sess:
         np.testing.assert_array_equal(sess.run(y, {x: np.ones(2, np.float32)}), [3.0, 3.0])
+
+
+def test_a_linked_file_travels_as_its_content(built, tmp_path):
+    elsewhere = tmp_path / "notes.txt"
+    elsewhere.write_text("kept outside the workspace\n")
+    link = built / "opdefs" / "notes.txt"
+    link.symlink_to(elsewhere)
+    try:
+        digest, data = shipping.pack(built)
+    finally:
+        link.unlink()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        member = tar.getmember("opdefs/notes.txt")
+        assert member.isfile() and tar.extractfile(member).read() == b"kept outside the workspace\n"
