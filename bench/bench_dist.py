@@ -1,13 +1,16 @@
 """opsdk.dist figures, in one run on one embedded Ray instance (docs/distributed.md):
 
-- a plain Ray actor round trip (tiny and 1 MiB), the baseline of everything below;
+- a plain Ray actor round trip (tiny and 1 MiB), the baseline of everything below (measured
+  again after the null steps: on a shared machine it drifts);
+- the null step's exchange written directly in Ray (driver -> ps and worker, ps -> worker value,
+  worker -> ps gradient): the floor under opsdk's step;
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
   gradient a constant) for 1, 2 and 4 workers (workers are threads of this client);
 - the bytes a sparse-embedding step sends against the dense table;
 - softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
 - the time from a killed ps task to the first successful step after the restore.
 
-    .venv/bin/python bench/bench_dist.py [--repeat 30]
+    .venv/bin/python bench/bench_dist.py [--repeat 30] [--null-only]
 """
 
 from __future__ import annotations
@@ -54,6 +57,53 @@ def ray_round_trip(repeat: int) -> dict:
             times.append(time.perf_counter() - start)
         out[label] = statistics.median(times) * 1e3
     return out
+
+
+class _Exchange:
+    """The null step's messages written directly in Ray (the floor opsdk's step stands on): the
+    driver starts the ps and the worker at once, the ps sends the value to the worker, the
+    worker sends the gradient back, both reply. Threaded actors like opsdk's tasks (a receiver
+    waits while another thread takes the delivery)."""
+
+    def __init__(self):
+        self.values, self.cond, self.peer = {}, threading.Condition(), None
+
+    def set_peer(self, peer):
+        self.peer = peer
+
+    def deliver(self, key, value):
+        with self.cond:
+            self.values[key] = value
+            self.cond.notify_all()
+
+    def _recv(self, key):
+        with self.cond:
+            while key not in self.values:
+                self.cond.wait(0.05)
+            return self.values.pop(key)
+
+    def ps(self, step):
+        self.peer.deliver.remote((step, "v"), np.float32(0))
+        return self._recv((step, "grad")) * 0
+
+    def worker(self, step):
+        self.peer.deliver.remote((step, "grad"), self._recv((step, "v")) + 1)
+        return None
+
+
+def ray_exchange(repeat: int) -> float:
+    """Median ms of the null step's exchange in plain Ray (`_Exchange`), one worker."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_concurrency=16)(_Exchange)
+    ps, worker = actor.remote(), actor.remote()
+    ray.get([ps.set_peer.remote(worker), worker.set_peer.remote(ps)])
+    times = []
+    for step in range(repeat + 3):
+        start = time.perf_counter()
+        ray.get([ps.ps.remote(step), worker.worker.remote(step)])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[3:]) * 1e3
 
 
 def null_step(workers: int, repeat: int) -> float:
@@ -136,6 +186,8 @@ def recovery_seconds() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--null-only", action="store_true",
+                        help="only the round trips and the null steps")
     args = parser.parse_args()
     from opsdk.dist import engine
 
@@ -143,9 +195,17 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     rt = ray_round_trip(args.repeat)
     print(f"Ray actor round trip (median): tiny {rt['tiny']:.2f} ms, 1 MiB {rt['1 MiB']:.2f} ms")
+    print(f"the null step's exchange in plain Ray (1 worker): {ray_exchange(args.repeat):.2f} "
+          "ms (median)")
     for workers in (1, 2, 4):
         print(f"sync-replica null step, {workers} worker(s): "
               f"{null_step(workers, args.repeat):.2f} ms (median)")
+    rt = ray_round_trip(args.repeat)
+    print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms")
+    if args.null_only:
+        print(f"load average after: {os.getloadavg()}")
+        engine.shutdown()
+        return
     sent, dense = sparse_bytes()
     print(f"sparse embedding step (100 of 1M rows x 16): {sent} bytes on the wire; "
           f"dense equivalent {dense} bytes")

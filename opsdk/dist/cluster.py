@@ -10,6 +10,7 @@ task the cluster lacks is an error naming the node and what the cluster has.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Mapping, Sequence
 
@@ -24,6 +25,7 @@ def task_name(job: str, task: int) -> str:
     return f"/job:{job}/replica:0/task:{task}"
 
 
+@functools.lru_cache(maxsize=4096)  # every value sent between tasks asks (a step's hot path)
 def task_of(location: str) -> str:
     """The task part of a location: `/job:ps/replica:0/task:1/device:CPU:0` -> `/job:ps/replica:0/task:1`."""
     spec = DeviceSpec.parse(location)

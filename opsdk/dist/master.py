@@ -7,8 +7,9 @@
 Per (graph version, fetches, feeds) the master runs the runtime's pipeline with the session's
 task as the default task, so every node has a location; the partition pass gives one standalone
 graph per location, which the master groups by task, exports and registers on that task's actor
-once. A step starts every partition at once; the first error (a node's, or a task that died)
-aborts the step on every task and is raised naming the task. Nodes with no `/job:` device run on
+once. A step starts every partition at once, with one call per task that also brings back its
+values; the first error (a node's, or a task that died) aborts the step on every task and is
+raised naming the task. Nodes with no `/job:` device run on
 the session's own task; nothing runs in the client itself.
 
 Several clients may share tasks (between-graph replication: each worker's client builds its own
@@ -75,12 +76,16 @@ class ClusterSession:
         """The Ray actor of `task` (created, or found by name, on first use)."""
         from opsdk.dist.task import start_task
 
-        task = self.cluster.check_location(task)
-        if task not in self._actors:
-            self._actors[task] = start_task(task, max_restarts=self.max_restarts,
-                                            name=f"opsdk:{self.cluster_name}:{task}",
-                                            namespace="opsdk")
-        return self._actors[task]
+        handle = self._actors.get(task)  # a step asks for each of its tasks: no parsing then
+        if handle is None:
+            name = self.cluster.check_location(task)
+            handle = self._actors.get(name)
+            if handle is None:
+                handle = start_task(name, max_restarts=self.max_restarts,
+                                    name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk")
+                self._actors[name] = handle
+            self._actors[task] = handle
+        return handle
 
     def _introduce(self) -> dict[str, int]:
         """Every task of the cluster knows every other; returns their incarnations."""
@@ -139,10 +144,12 @@ class ClusterSession:
         refs = {step.start(task, self.actor(task), step_id, feeds, timeout): task
                 for task in step.tasks}
         pending = list(refs)
-        results: dict[str, dict] = {}
+        results: dict[str, list] = {}
         try:
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1, timeout=_POLL_S)
+                # All at once: one call when the step goes well; a failed task still shows
+                # within _POLL_S, and so do close(), Ctrl-C and the deadline.
+                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_S)
                 for ref in ready:
                     try:
                         results[refs[ref]] = ray.get(ref)
@@ -156,8 +163,6 @@ class ClusterSession:
             raise
         finally:
             self._active.discard(token)
-            for task in step.tasks:
-                self.actor(task).end_step.remote(step_id)
         return step.collect(results)
 
     def _failed(self, step: DistributedStep, step_id: int, task: str, exc: BaseException

@@ -1,9 +1,11 @@
 """A partition's journey from the master to its task: exported graph, op checks, plan.
 
 The master sends each task its partition as the project's graph format (io/serialize) together
-with a digest per declared op it uses. The task resolves the ops in its own registries and
-refuses the partition when its declaration of an op digests differently (it would compute
-something else) or when an op's kernel cannot be loaded there, naming the op and the task.
+with a digest per declared op it uses and the user workspaces those ops come from, packed
+(opsdk/dist/shipping.py). The task resolves the ops in its own builtin registry and in its
+unpacked copies of those workspaces, and refuses the partition when its declaration of an op
+digests differently (it would compute something else) or when an op's kernel cannot be loaded
+there, naming the op, the task and both digests.
 """
 
 from __future__ import annotations
@@ -14,26 +16,18 @@ from typing import Any, Iterable
 
 from opsdk.registry.errors import OpsdkError
 
-_DIGESTS: dict[tuple, str] = {}  # (declaration path, mtime_ns, size) -> digest
-
+from opsdk.dist.shipping import file_sha256, referenced_files
 
 def op_digest(spec: Any) -> str:
-    """sha256 over an op's declaration file and its kernel sources (what decides its results)."""
-    paths = [Path(spec.workspace) / spec.file]
-    paths += [Path(spec.workspace) / k.source for k in spec.kernels
-              if getattr(k, "source", None) and ":" not in str(k.source)]
+    """sha256 over an op's qualified name, its declaration file and the files it names (kernel
+    sources, Python kernels, shape functions): what decides its results."""
     digest = hashlib.sha256(spec.qualified_name.encode())
-    for path in paths:
+    for rel in [spec.file, *referenced_files(spec)]:
         try:
-            stat = path.stat()
+            part = file_sha256(Path(spec.workspace) / rel)
         except OSError:
-            digest.update(b"<missing>")
-            continue
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        part = _DIGESTS.get(key)
-        if part is None:
-            part = _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-        digest.update(part.encode())
+            part = "<missing>"
+        digest.update(f"{rel}\0{part}\n".encode())
     return digest.hexdigest()
 
 
@@ -51,10 +45,11 @@ def workspace_roots(ops: Iterable[Any]) -> tuple[str, ...]:
 
 
 def registries(workspaces: tuple) -> list:
-    """The registries a task resolves ops in: each workspace's (builtin ops included)."""
+    """The registries a task resolves ops in: each workspace's good ops (a broken declaration
+    file elsewhere in it does not stop them, as with load_ops) and the builtin ones."""
     from opsdk.registry import load_registry
 
-    return [load_registry(Path(w)) for w in workspaces] or [load_registry(None)]
+    return [load_registry(Path(w), strict=False) for w in workspaces] or [load_registry(None)]
 
 
 def check_ops(task: str, graph: Any, digests: dict[str, str]) -> None:
@@ -64,12 +59,22 @@ def check_ops(task: str, graph: Any, digests: dict[str, str]) -> None:
             continue
         name = op.spec.qualified_name
         want = digests.get(name)
-        if want is not None and op_digest(op.spec) != want:
+        have = op_digest(op.spec) if want is not None else None
+        if want is not None and have != want:
             raise OpsdkError(
                 f"task {task}: op '{name}' (node '{op.name}') is declared differently here "
-                f"({op.spec.workspace / op.spec.file}) than on the master; the partition is "
-                "refused rather than computing something else. Deploy the same workspace to "
-                "every node (docs/distributed.md, Op libraries)")
+                f"({op.spec.workspace / op.spec.file}, digest {have[:16]}) than on the master "
+                f"(digest {want[:16]}); the partition is refused rather than computing something "
+                f"else. {_remedy(op.spec)} (docs/distributed.md, Op libraries)")
+
+
+def _remedy(spec: Any) -> str:
+    from opsdk.registry.spec import BUILTIN_NAMESPACE
+
+    if spec.namespace == BUILTIN_NAMESPACE:
+        return "Builtin ops come from the opsdk installed on each node: install the same version"
+    return ("The workspace's files changed on the master after the step was compiled: load its "
+            "ops again, rebuild the graph and run it from a new ClusterSession")
 
 
 def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, fetches: list,

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import Any
@@ -134,33 +135,49 @@ def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
 
 
 def _apply(ctx: Any, op: Any, grads: list) -> None:
-    """Apply the mean of `grads` with the optimizer's update op (under the accumulator lock)."""
+    """Apply the mean of `grads` with the optimizer's update op (under the accumulator lock):
+    update_op(variable, *slots, *reads, *hypers with the gradient at `grad_at`), then each
+    `scalings` variable multiplied by its factor (Adam's powers)."""
     a = op.attrs
     store = ctx.variables
     names = [a["variable"], *a["slots"]]
     if a["update_op"] == "":  # a counter (the global step): one per round
         store.update(names[0], np.ones((), store.read(names[0]).dtype), np.add)
         return
-    spec = builtin_registry().get(a["update_op"])
+    spec = _update_spec(a["update_op"])
     current = [store.read(n) for n in names]
     dtype = current[0].dtype
+    reads = [store.read(n) for n in a.get("reads", ())]
     hypers = [np.asarray(h, dtype) for h in a["hypers"]]
+    at, attrs = a.get("grad_at", len(hypers)), dict(a.get("op_attrs", ()))
+
+    def update(owned: list, grad: np.ndarray) -> tuple:
+        new = run_eager(spec, [*owned, *reads, *hypers[:at], grad, *hypers[at:]], attrs)
+        return (new,) if isinstance(new, np.ndarray) else tuple(new)
+
     if not a["sparse"]:
         grad = grads[0][0] if len(grads) == 1 else np.mean([g[0] for g in grads], axis=0)
-        new = run_eager(spec, [*current, *hypers, grad.astype(dtype, copy=False)], {})
-        new = (new,) if isinstance(new, np.ndarray) else tuple(new)
-        for name, value in zip(names, new):
+        for name, value in zip(names, update(current, grad.astype(dtype, copy=False))):
             store.assign(name, value)
-        return
-    ids = np.concatenate([g[0] for g in grads]).astype(np.int64, copy=False)
-    rows = np.concatenate([g[1] for g in grads]).astype(dtype, copy=False) / len(grads)
-    unique, where = np.unique(ids, return_inverse=True)
-    summed = np.zeros((len(unique),) + rows.shape[1:], dtype)
-    np.add.at(summed, where, rows)
-    new = run_eager(spec, [*(c[unique] for c in current), *hypers, summed], {})
-    new = (new,) if isinstance(new, np.ndarray) else tuple(new)
-    for name, value, old in zip(names, new, current):
-        store.assign(name, _scattered(old, unique, value), fresh=True)
+    else:
+        ids = np.concatenate([g[0] for g in grads]).astype(np.int64, copy=False)
+        rows = np.concatenate([g[1] for g in grads]).astype(dtype, copy=False) / len(grads)
+        unique, where = np.unique(ids, return_inverse=True)
+        summed = np.zeros((len(unique),) + rows.shape[1:], dtype)
+        np.add.at(summed, where, rows)
+        new = update([c[unique] for c in current], summed)
+        for name, value, old in zip(names, new, current):
+            store.assign(name, _scattered(old, unique, value), fresh=True)
+    for name, factor in a.get("scalings", ()):
+        store.update(name, np.asarray(factor, dtype), np.multiply)
+
+
+@functools.lru_cache(maxsize=64)
+def _update_spec(name: str) -> Any:
+    """The optimizer's builtin update op: resolved once per process, not per gradient (loading
+    the registry stats every declaration file to notice edits; builtin ops do not change under
+    a running task)."""
+    return builtin_registry().get(name)
 
 
 def _scattered(old: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -30,7 +30,7 @@ from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.frontend.variables import Variable, trainable_variables
 from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.ir.tensor import Tensor
-from opsdk.runtime.train.optimizers import Optimizer
+from opsdk.runtime.train.optimizers import AdamOptimizer, MomentumOptimizer, Optimizer
 
 import opsdk.dist.primitives  # noqa: F401 - registers _dist_apply and friends
 
@@ -89,17 +89,19 @@ class ReplicatedOptimizer:
     def __init__(self, optimizer: Optimizer, replicas_to_aggregate: int = 0,
                  total_num_replicas: Optional[int] = None):
         kind = type(optimizer)
-        if (kind._reads is not Optimizer._reads or kind._scalings is not Optimizer._scalings
-                or kind._update is not Optimizer._update or optimizer._attrs()):
+        plain = (kind._reads is Optimizer._reads and kind._scalings is Optimizer._scalings
+                 and kind._update is Optimizer._update and not optimizer._attrs())
+        if not plain and kind not in (MomentumOptimizer, AdamOptimizer):
             raise OpsdkError(f"ReplicatedOptimizer: {type(optimizer).__name__} is not supported "
-                             "(use GradientDescentOptimizer, AdagradOptimizer or "
-                             "RMSPropOptimizer)")
+                             "(use GradientDescentOptimizer, MomentumOptimizer, "
+                             "AdagradOptimizer, RMSPropOptimizer or AdamOptimizer)")
         if replicas_to_aggregate < 0:
             raise OpsdkError("ReplicatedOptimizer: replicas_to_aggregate must be >= 0 (0: "
                              "asynchronous)")
         self.optimizer = optimizer
         self.replicas = replicas_to_aggregate
         self.total = total_num_replicas or replicas_to_aggregate
+        self._powers: dict[str, list[str]] = {}  # Adam: variable -> its beta powers
 
     def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
                  var_list: Optional[Sequence[Variable]] = None,
@@ -133,7 +135,7 @@ class ReplicatedOptimizer:
             with g.device(var.op.device or None):  # slots live beside their variable
                 opt._create_slots(var)
         slots = [] if counter else [opt._slot_vars[(var.name, s)].name for s, _ in opt._slots]
-        hypers = [] if counter else [_float(h, opt) for h in opt._hypers()]
+        recipe = {} if counter else self._recipe(g, var)
         base = var.name.replace("/", "_")
         with g.device(var.op.device or None):
             round_op = g.create_op("_dist_round", [], {"variable": var.name},
@@ -144,10 +146,39 @@ class ReplicatedOptimizer:
             # that window, but a graph file must hold a variable before its initializer, which
             # a control input on the variable node can reorder.)
             attrs = {"variable": var.name, "slots": slots,
-                     "update_op": "" if counter else opt._op, "hypers": hypers,
-                     "replicas": self.replicas, "sparse": sparse}
+                     "update_op": "" if counter else opt._op, "hypers": [],
+                     "replicas": self.replicas, "sparse": sparse, **recipe}
             return g.create_op("_dist_apply", [round_op.outputs[0], *grad], attrs, [],
                                name=f"{base}/apply")
+
+    def _recipe(self, g: Graph, var: Variable) -> dict:
+        """How the ps calls the update op for `var`: its numeric hyperparameters with the
+        gradient's place among them, the op's attrs, the variables it reads after the slots
+        and the ones scaled after each update (Adam's powers, kept per variable on its ps)."""
+        opt = self.optimizer
+        hypers = [_float(h, opt) for h in opt._hypers()]
+        recipe = {"hypers": hypers, "grad_at": len(hypers), "op_attrs": [], "reads": [],
+                  "scalings": []}
+        if isinstance(opt, MomentumOptimizer):  # apply_momentum(var, accum, lr, grad, momentum)
+            recipe.update(hypers=[hypers[0], _float(opt.momentum, opt)], grad_at=1,
+                          op_attrs=[["use_nesterov", bool(opt.use_nesterov)]])
+        elif isinstance(opt, AdamOptimizer):
+            if var.name not in self._powers:
+                self._powers[var.name] = _powers(g, var, opt)
+            powers = self._powers[var.name]
+            recipe.update(reads=powers, scalings=[[powers[0], float(opt.beta1)],
+                                                  [powers[1], float(opt.beta2)]])
+        return recipe
+
+
+def _powers(g: Graph, var: Variable, opt: AdamOptimizer) -> list[str]:
+    """Adam's beta1 ** t and beta2 ** t of one variable, beside it on its ps."""
+    made = []
+    with g.as_default(), g.device(var.op.device or None):
+        for label, beta in (("beta1_power", opt.beta1), ("beta2_power", opt.beta2)):
+            made.append(Variable(np.asarray(beta, var.dtype), name=f"{var.name}/{opt._name}/{label}",
+                                 trainable=False).name)
+    return made
 
 
 def _float(value: Any, opt: Optimizer) -> float:

@@ -9,11 +9,13 @@ task build the plan; it runs again whenever a task's incarnation changed.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.pipeline import compile_program, new_program
+from opsdk.runtime.compile.sendrecv import RECV, SEND
 from opsdk.runtime.io.serialize import export_graph
 from opsdk.runtime.ir.device_names import DeviceSpec
 from opsdk.runtime.ir.graph import Graph, Operation
@@ -41,16 +43,19 @@ class LocationPart:
 
 
 class DistributedStep:
-    """The partitions of one (graph version, fetches, feeds), by location."""
+    """The partitions of one (graph version, fetches, feeds), by location and by task."""
 
     def __init__(self, parts: list[LocationPart]):
         self.parts = {p.location: p for p in parts}
+        self.by_task: dict[str, list[LocationPart]] = {}
+        for part in parts:
+            self.by_task.setdefault(part.task, []).append(part)
         self.registered_for: Optional[dict[str, int]] = None
 
     @property
     def tasks(self) -> list[str]:
-        """The locations whose partitions a step starts (each on its task's actor)."""
-        return list(self.parts)
+        """The tasks a step starts (each with one call for all its partitions)."""
+        return list(self.by_task)
 
     def register(self, actor_of: Callable[[str], Any], incarnations: dict[str, int],
                  client: int, timeout: Optional[float]) -> None:
@@ -58,16 +63,19 @@ class DistributedStep:
         from opsdk.dist.engine import ray_module
 
         ray = ray_module()
+        from opsdk.dist.shipping import ship
+
         stamp = tuple(sorted(incarnations.items()))
         refs = {}
         for part in self.parts.values():
+            shipments = tuple(ship(root) for root in part.workspaces)
             for op in part.graph.operations:
                 if op.type in _CUT_TYPES:
                     op.attrs["send_incarnation"] = incarnations[task_of(op.attrs["send_location"])]
             part.key = (client, id(self), part.location, hash(stamp))
             refs[part.location] = actor_of(part.task).register.remote(
                 part.key, export_graph(part.graph), [n for _, n in part.feeds],
-                [n for _, n in part.fetches], part.targets, part.digests, part.workspaces)
+                [n for _, n in part.fetches], part.targets, part.digests, shipments)
         for location, ref in refs.items():
             try:
                 ray.get(ref, timeout=timeout)
@@ -77,20 +85,21 @@ class DistributedStep:
                                  ) from None
         self.registered_for = dict(incarnations)
 
-    def start(self, location: str, actor: Any, step_id: int, feeds: dict,
-              timeout: Optional[float]) -> Any:
-        """Start the partition of `location` for step `step_id` (an ObjectRef of its fetches)."""
-        part = self.parts[location]
-        values = {name: feeds[t] for t, name in part.feeds}
-        return actor.run_step.remote(part.key, step_id, values, timeout)
+    def start(self, task: str, actor: Any, step_id: int, feeds: dict,
+                 timeout: Optional[float]) -> Any:
+        """Start every partition of `task` for step `step_id` in one call (an ObjectRef of the
+        list of their fetches)."""
+        parts = self.by_task[task]
+        values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
+        return actor.run_step.remote(tuple(p.key for p in parts), step_id, values, timeout)
 
-    def collect(self, results: dict[str, dict]) -> dict:
-        """Fetched element -> value, from each location's results (None for an Operation)."""
+    def collect(self, results: dict[str, list]) -> dict:
+        """Fetched element -> value, from each task's results (None for an Operation)."""
         values: dict = {}
-        for location, part in self.parts.items():
-            got = results.get(location, {})
-            for element, name in part.fetches:
-                values[element] = got.get(name)
+        for task, parts in self.by_task.items():
+            for part, got in zip(parts, results.get(task, ())):
+                for element, name in part.fetches:
+                    values[element] = got.get(name)
         return values
 
 
@@ -108,6 +117,7 @@ def build_step(graph: Graph, elements: list, feeds: tuple, options: Any,
     program = compile_program(new_program(elements, feeds, options))
     for op, location in program.location.items():
         cluster.check_location(location, op.name)
+    drop_final_markers(program.partitions)
     parts = []
     for location, part in program.partitions.items():
         pg = part.to_graph()
@@ -121,3 +131,37 @@ def build_step(graph: Graph, elements: list, feeds: tuple, options: Any,
     if missing:
         raise OpsdkError(f"no partition delivers {', '.join(e.name for e in missing)}")
     return DistributedStep(parts)
+
+
+def drop_final_markers(partitions: dict[str, Any]) -> None:
+    """Take out the control markers whose only reader is a target `no_op` that nothing else
+    reads (a train op grouping its updates on the ps tasks): a step ends when every partition
+    has, so the master's wait already orders the no_op after those updates, and the marker would
+    add a hop from the ps back to the worker to every step's critical path. The node the marker
+    stood for becomes a target of its own partition, so it still runs."""
+    for part in partitions.values():
+        readers: Counter = Counter()
+        for op in part.ops:
+            readers.update(t.op for t in part.inputs_of(op))
+            readers.update(part.controls_of(op))
+        for target in part.targets:
+            if target.type != "no_op" or readers[target]:
+                continue
+            controls = part.controls_of(target)
+            drop = [c for c in controls if c.type == RECV and readers[c] == 1
+                    and c.attrs["tensor_name"].startswith("^")]
+            if drop:
+                part.controls[target] = tuple(c for c in controls if c not in drop)
+                for recv in drop:
+                    part.ops.remove(recv)
+                    _drop_send(partitions[recv.attrs["send_location"]], recv.attrs)
+
+
+def _drop_send(source: Any, attrs: dict) -> None:
+    send = next(op for op in source.ops if op.type == SEND
+                and op.attrs["tensor_name"] == attrs["tensor_name"]
+                and op.attrs["recv_location"] == attrs["recv_location"])
+    source.ops.remove(send)
+    for origin in source.controls_of(send):
+        if origin not in source.targets:
+            source.targets.append(origin)

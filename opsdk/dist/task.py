@@ -28,7 +28,7 @@ import secrets
 import socket
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait as wait_futures
 from typing import Any, Optional
 
 import numpy as np
@@ -60,6 +60,7 @@ class TaskRendezvous:
         self.bytes_sent = 0
         self.values_sent = 0
         self._ended: OrderedDict[int, None] = OrderedDict()
+        self._aborts: dict[int, BaseException] = {}
         self._lock = threading.Lock()
 
     def send(self, key: tuple, value: Any) -> None:
@@ -90,11 +91,24 @@ class TaskRendezvous:
         return self.local.recv(key, token)
 
     def abort(self, step_id: int, error: BaseException) -> None:
+        """Fail the receivers of step `step_id` here, now and later (unless it is over here:
+        an abort that arrives after the step ended would be remembered forever)."""
+        with self._lock:
+            if step_id in self._ended:
+                return
+            self._aborts.setdefault(step_id, error)
         self.local.abort(step_id, error)
 
+    def aborted(self, step_id: int) -> Optional[BaseException]:
+        """The error step `step_id` was aborted with here, or None."""
+        with self._lock:
+            return self._aborts.get(step_id)
+
     def end_step(self, step_id: int) -> None:
+        """The step is over on this task: forget its values and abort, drop late deliveries."""
         with self._lock:
             self._ended[step_id] = None
+            self._aborts.pop(step_id, None)
             while len(self._ended) > _ENDED_KEPT:
                 self._ended.popitem(last=False)
         self.local.end_step(step_id)
@@ -122,7 +136,10 @@ class TaskState:
         self.variables = VariableStore()
         self.rendezvous = TaskRendezvous(task)
         self.partitions: dict[tuple, Partition] = {}
+        self.workspaces: dict[str, str] = {}  # this node's copy of a workspace -> the master's
         self.tokens: dict[int, RunToken] = {}
+        # A step's partitions beyond the first of this task run here (one call starts them all).
+        self.runner = ThreadPoolExecutor(STEP_THREADS, thread_name_prefix="opsdk-parts")
         self.accumulators: dict[str, Any] = {}
         self.accumulators_lock = threading.Lock()
         self._lock = threading.Lock()
@@ -161,6 +178,7 @@ class TaskState:
         r = self.rendezvous
         return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
                 "partitions": len(self.partitions), "pending": r.local.pending(),
+                "workspaces": dict(self.workspaces), "steps": len(self.tokens),
                 "accumulators": accumulator_counts(self.variables)}
 
     def variable_values(self, names: Optional[list] = None) -> dict:
@@ -192,40 +210,84 @@ class TaskState:
 
     # ------------------------------------------------------------------ step group
     def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
-                 targets: list, digests: dict, workspaces: tuple = ()) -> int:
+                 targets: list, digests: dict, shipments: tuple = ()) -> int:
         """Build the plan of a partition (once per key) from its exported graph, resolving its
-        ops in `workspaces` (besides the builtin ones) and checking them against the master's
-        `digests`; returns this task's incarnation."""
+        ops in this node's copies of the shipped workspaces (opsdk/dist/shipping.py) besides
+        the builtin ones and checking them against the master's `digests`; returns this task's
+        incarnation."""
         from opsdk.dist.partitions import build_partition
 
         with self._lock:
             if key not in self.partitions:
-                self.partitions[key] = build_partition(self.task, tuple(workspaces), graph_text,
-                                                       feeds, fetches, targets, digests)
+                roots = tuple(self._unpacked(s) for s in shipments)
+                try:
+                    self.partitions[key] = build_partition(self.task, roots, graph_text,
+                                                           feeds, fetches, targets, digests)
+                except OpsdkError as exc:
+                    raise OpsdkError(self._as_master_sees_it(str(exc))) from None
         return self.incarnation
 
-    def run_step(self, key: tuple, step_id: int, feeds: dict, timeout: Optional[float]) -> dict:
-        """Run a registered partition for step `step_id`; returns its fetched values by name."""
-        from opsdk.runtime.exec.executor import execute
+    def _unpacked(self, shipment: Any) -> str:
+        from opsdk.dist.shipping import local_copy
 
+        try:
+            root = str(local_copy(shipment))
+        except Exception as exc:  # OSError, a damaged package, the object store
+            raise OpsdkError(f"task {self.task} cannot unpack the workspace {shipment.origin} "
+                             f"the master shipped: {exc}") from None
+        self.workspaces[root] = shipment.origin
+        return root
+
+    def _as_master_sees_it(self, message: str) -> str:
+        """`message` with this node's workspace copies named by the master's folders (which is
+        where a `run opsdk build in ...` must happen)."""
+        for copy, origin in self.workspaces.items():
+            message = message.replace(copy, origin)
+        return message
+
+    def run_step(self, keys: tuple, step_id: int, feeds: tuple, timeout: Optional[float]
+                 ) -> list:
+        """Run this task's registered partitions of step `step_id` (all of them in one call,
+        `feeds[i]` the values of `keys[i]`'s); returns each one's fetched values by name. The
+        step ends here when they are done: nothing of it stays behind, a late delivery or
+        abort of it is dropped (the master sends no separate end)."""
+        parts = [self._partition(key) for key in keys]
+        token = RunToken(timeout)
+        self.tokens[step_id] = token  # before the abort check: an abort sees one or the other
+        ctx = StepContext(self.variables, self, token, rendezvous=self.rendezvous,
+                          step_id=step_id)
+        others: list = []
+        try:
+            aborted = self.rendezvous.aborted(step_id)
+            if aborted is not None:
+                raise aborted
+            others = [self.runner.submit(_run, p, f, ctx) for p, f in zip(parts[1:], feeds[1:])]
+            first = _run(parts[0], feeds[0], ctx)
+            return [first, *(f.result() for f in others)]
+        except BaseException as exc:
+            # Fail this step's other receivers here at once, not only when the master aborts.
+            self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
+            token.cancel(f"task {self.task} failed")
+            wait_futures(others)
+            raise OpsdkError(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
+        finally:
+            self.tokens.pop(step_id, None)
+            self.rendezvous.end_step(step_id)
+
+    def _partition(self, key: tuple) -> Partition:
         part = self.partitions.get(key)
         if part is None:
             raise OpsdkError(f"task {self.task}: no partition registered under {key} (the task "
                              "restarted?); the master registers it again on the next step")
-        token = RunToken(timeout)
-        self.tokens[step_id] = token
-        try:
-            values = {t: feeds[t.name] for t in part.feeds}
-            ctx = StepContext(self.variables, self, token, rendezvous=self.rendezvous,
-                              step_id=step_id)
-            slots = execute(part.plan, values, ctx, part.pool)
-            return {name: _host(slots[s]) for name, s in zip(part.fetches, part.plan.fetch_slots)}
-        except BaseException as exc:
-            # Fail this step's other receivers here at once, not only when the master aborts.
-            self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
-            raise OpsdkError(f"task {self.task}: {exc}") from None
-        finally:
-            self.tokens.pop(step_id, None)
+        return part
+
+
+def _run(part: Partition, feeds: dict, ctx: StepContext) -> dict:
+    """One partition's run in a step: its fetched values by name, on the host."""
+    from opsdk.runtime.exec.executor import execute
+
+    slots = execute(part.plan, {t: feeds[t.name] for t in part.feeds}, ctx, part.pool)
+    return {name: _host(slots[s]) for name, s in zip(part.fetches, part.plan.fetch_slots)}
 
 
 def _host(value: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import json
 import os
 import signal
@@ -93,23 +94,67 @@ def test_checkpoint_shards_then_the_index(ray_engine, tmp_path):
             checkpoint.restore(sess, index)
 
 
-def test_close_stops_a_step_waiting_on_every_task(ray_engine):
-    # two replicas to aggregate but one worker: its step waits in the ps's aggregation
+def _blocked(name):
+    """A session whose step blocks on both tasks until it is stopped: two replicas to aggregate
+    but one worker, so the ps waits in the aggregation, and the worker waits in a _recv for the
+    marker of that update (its fetched value runs after the train op)."""
     g, x, w, loss, train, init = _regression(replicas=2)
-    sess = ClusterSession(g, CLUSTER, cluster_name="close", step_timeout=120)
+    with g.as_default(), tf.control_dependencies([train]):
+        after = tf.identity(x)
+    sess = ClusterSession(g, CLUSTER, cluster_name=name, step_timeout=120)
     sess.run(init)
-    threading.Timer(1.0, sess.close).start()
-    start = time.monotonic()
+    return sess, x, loss, after
+
+
+def _when_blocked_on_every_task(sess, then):
+    """Call `then` once a step runs on every task (from a thread of its own); returns the list
+    that receives the time it was called."""
+    fired = []
+
+    def watch():
+        deadline = time.monotonic() + 60
+        while not all(s["steps"] for s in sess.task_stats().values()):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+        time.sleep(0.2)  # into the waits
+        fired.append(time.monotonic())
+        then()
+    threading.Thread(target=watch, daemon=True).start()
+    return fired
+
+
+def _nothing_left_running(sess):
+    deadline = time.monotonic() + 5
+    while any(s["steps"] or s["pending"] for s in sess.task_stats().values()):
+        assert time.monotonic() < deadline, f"a task is still busy: {sess.task_stats()}"
+        time.sleep(0.05)
+
+
+def test_close_stops_a_step_waiting_on_every_task(ray_engine):
+    sess, x, loss, after = _blocked("close")
+    fired = _when_blocked_on_every_task(sess, sess.close)
     with pytest.raises(OpsdkError, match="closed"):
-        sess.run(train, {x: _data(0)})
-    assert time.monotonic() - start < 10
-    # the ps's waiting step was aborted too: its thread is free, nothing left pending
-    again = ClusterSession(g, CLUSTER, cluster_name="close", step_timeout=120)
-    deadline = time.monotonic() + 10
-    while again.task_stats()[PS]["pending"] and time.monotonic() < deadline:
-        time.sleep(0.1)
+        sess.run(after, {x: _data(0)})
+    assert time.monotonic() - fired[0] < 5
+    _nothing_left_running(sess)  # the ps's aggregation and the worker's _recv ended too
+    # The aborted step's gradient was withdrawn: a new step waits for two gradients again
+    # (rather than completing the round with the stale one), and a step without the
+    # aggregation runs.
+    again, x, loss, after = _blocked("close")
     with pytest.raises(OpsdkError, match="timeout"):
-        again.run(train, {x: _data(0)}, timeout=1.0)
+        again.run(after, {x: _data(0)}, timeout=1.0)
+    assert np.isfinite(again.run(loss, {x: _data(1)}))
+
+
+def test_ctrl_c_stops_a_step_waiting_on_every_task(ray_engine):
+    sess, x, loss, after = _blocked("ctrl-c")
+    fired = _when_blocked_on_every_task(sess, _thread.interrupt_main)
+    with pytest.raises(KeyboardInterrupt):
+        sess.run(after, {x: _data(0)})
+    assert time.monotonic() - fired[0] < 5
+    _nothing_left_running(sess)
+    assert np.isfinite(sess.run(loss, {x: _data(1)}))  # the same session goes on
 
 
 def test_a_cluster_address_that_does_not_answer(ray_engine):

@@ -34,3 +34,44 @@ def test_a_partition_naming_an_op_the_task_lacks_is_refused_naming_the_task():
     text = export_graph(g).replace('"opsdk::mul"', '"opsdk::no_such_op"')
     with pytest.raises(OpsdkError, match="task /job:ps/replica:0/task:0 cannot load its partition"):
         build_partition("/job:ps/replica:0/task:0", (), text, ["x:0"], [y.name], [], {})
+
+
+def _replicated_steps():
+    """The partitions of a replicated train op, and of a value computed after it."""
+    import dataclasses
+
+    from opsdk.dist import ReplicatedOptimizer, replica_device_setter
+    from opsdk.dist.cluster import ClusterSpec
+    from opsdk.dist.steps import build_step
+    from opsdk.runtime.exec.session import SessionConfig
+    from opsdk.runtime.frontend.variables import Variable
+    from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+    cluster = {"ps": 1, "worker": 1}
+    g = Graph()
+    with g.as_default():
+        with replica_device_setter(cluster=cluster, worker_device="/job:worker/task:0"):
+            v = Variable(np.float32(0.0), name="v")
+            loss = v * 2.0
+        train = ReplicatedOptimizer(GradientDescentOptimizer(0.1), 1).minimize(loss,
+                                                                              var_list=[v])
+        with g.control_dependencies([train]):
+            after = loss * 1.0
+    options = dataclasses.replace(SessionConfig().plan_options(),
+                                  default_task="/job:worker/replica:0/task:0")
+    return [build_step(g, [e], (), options, ClusterSpec(cluster)) for e in (train, after)]
+
+
+def _markers(part):
+    return [op for op in part.graph.operations
+            if op.type in ("_send", "_recv") and op.attrs["tensor_name"].startswith("^")]
+
+
+def test_a_train_op_waits_for_its_updates_through_the_master_not_a_marker():
+    train, after = _replicated_steps()
+    ps, worker = (train.parts[f"/job:{job}/replica:0/task:0/device:CPU:0"]
+                  for job in ("ps", "worker"))
+    assert not _markers(ps) and not _markers(worker)  # no hop back from the ps per step
+    assert "replicated_train/v/apply" in ps.targets  # the update still runs, as a target
+    # A node that runs after the update on the worker still waits for its marker there.
+    assert [op.type for p in after.parts.values() for op in _markers(p)] == ["_send", "_recv"]

@@ -13,7 +13,8 @@ from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_sette
 from opsdk.dist.primitives import accumulator_counts
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, placeholder
-from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+from opsdk.runtime.train.optimizers import (AdamOptimizer, GradientDescentOptimizer,
+                                            MomentumOptimizer)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -131,3 +132,87 @@ def test_a_sparse_update_touches_only_its_rows():
     rows = np.array([[1, 1], [2, 2], [1, 1]], np.float32)
     PRIMITIVES["_dist_apply"].run(ctx, _apply_node(0, sparse=True), [np.int64(0), ids, rows])
     np.testing.assert_allclose(store.read("w"), [[1, 1], [-1, -1], [1, 1], [-1, -1], [1, 1]])
+
+
+def _quadratic(optimizer, cluster=None, replicated=False):
+    """loss = sum((w - t)^2 * x): the same model placed on a cluster or in one process."""
+    from contextlib import nullcontext
+
+    g = Graph()
+    with g.as_default():
+        scope = (replica_device_setter(cluster=cluster, worker_device="/job:worker/task:0")
+                 if cluster else nullcontext())
+        with scope:
+            w = Variable(np.array([1.0, -2.0, 0.5], np.float32), name="w")
+            x = placeholder("float32", [3], name="x")
+            loss = ((w.value() - 3.0) * (w.value() - 3.0) * x)
+        train = (ReplicatedOptimizer(optimizer, 1).minimize(loss, var_list=[w]) if replicated
+                 else optimizer.minimize(loss, var_list=[w]))
+    return g, w, x, train, global_variables_initializer(g)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: MomentumOptimizer(0.05, 0.9),
+    lambda: MomentumOptimizer(0.05, 0.9, use_nesterov=True),
+    lambda: AdamOptimizer(0.1),
+], ids=["momentum", "nesterov", "adam"])
+def test_momentum_and_adam_keep_their_state_on_the_ps_and_match_one_process(ray_engine, make):
+    from opsdk.runtime.exec.session import Session
+
+    feeds = [np.array([1.0, 0.5, 2.0], np.float32) * (i + 1) for i in range(6)]
+    g, w, x, train, init = _quadratic(make())
+    with Session(graph=g) as sess:
+        sess.run(init)
+        for f in feeds:
+            sess.run(train, {x: f})
+        want = sess.run(w.value())
+    cluster = {"ps": 1, "worker": 1}
+    g, w, x, train, init = _quadratic(make(), cluster, replicated=True)
+    name = "opt-" + type(make()).__name__
+    with ClusterSession(g, cluster, cluster_name=f"{name}-{id(make)}") as sess:
+        sess.run(init)
+        for f in feeds:
+            sess.run(train, {x: f})
+        import ray
+        on_ps = ray.get(sess.actor("/job:ps/task:0").variable_values.remote())
+    np.testing.assert_allclose(on_ps["w"], want, rtol=1e-5)
+    assert len(on_ps) > 1  # the slots (and Adam's powers) live beside w on the ps
+
+
+def test_a_sparse_adam_update_moves_only_its_rows_and_steps_the_powers_once():
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+
+    store = VariableStore()
+    for name, value in (("w", np.ones((4, 2))), ("m", np.zeros((4, 2))), ("v", np.zeros((4, 2))),
+                        ("b1", np.asarray(0.9)), ("b2", np.asarray(0.999))):
+        store.assign(name, np.asarray(value, np.float32))
+    g = Graph()
+    with g.as_default():
+        r = g.create_op("_dist_round", [], {"variable": "w"}, [((), "int64")])
+        ids, rows = placeholder("int64", [None]), placeholder("float32", [None, 2])
+        op = g.create_op("_dist_apply", [r.outputs[0], ids, rows], {
+            "variable": "w", "slots": ["m", "v"], "update_op": "apply_adam",
+            "hypers": [0.1, 0.9, 0.999, 1e-8], "grad_at": 4, "op_attrs": [],
+            "reads": ["b1", "b2"], "scalings": [["b1", 0.9], ["b2", 0.999]],
+            "replicas": 0, "sparse": True}, [])
+    ctx = StepContext(store, None, RunToken(10))
+    PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.array([2], np.int64),
+                                            np.ones((1, 2), np.float32)])
+    w = store.read("w")
+    np.testing.assert_allclose(w[[0, 1, 3]], 1.0)  # untouched rows
+    np.testing.assert_allclose(w[2], 0.9, rtol=1e-4)  # Adam's first step: lr * sign(grad)
+    assert store.read("m")[2].tolist() == pytest.approx([0.1, 0.1])
+    np.testing.assert_allclose([store.read("b1"), store.read("b2")], [0.81, 0.998001], rtol=1e-6)
+
+
+def test_an_optimizer_with_an_update_of_its_own_is_refused_naming_the_supported_ones():
+    from opsdk.registry.errors import OpsdkError
+
+    class Clipped(MomentumOptimizer):
+        def _update(self, grad, var):
+            return super()._update(grad, var)
+
+    with pytest.raises(OpsdkError, match="Clipped is not supported.*MomentumOptimizer.*Adam"):
+        ReplicatedOptimizer(Clipped(0.1, 0.9))
