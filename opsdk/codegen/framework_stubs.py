@@ -14,7 +14,7 @@ from typing import Sequence
 from opsdk.registry.spec import OpSpec
 
 from .render import generated_header, render_template
-from .wrappers import _attr_default, attr_annotation, return_annotation
+from .wrappers import Param, _attr_default, _input_params, attr_annotation, return_annotation
 
 # framework -> (module whose load_ops makes the ops, stub name, imports, Input, Output)
 FRAMEWORKS = {
@@ -33,8 +33,9 @@ class StubOp:
 
 def _stub_op(spec: OpSpec) -> StubOp:
     list_lens = {t.list_len for t in spec.inputs if t.is_list}
-    params = [f"{t.name}: {'Sequence[Input]' if t.is_list else 'Input'}" for t in spec.inputs]
-    keyword = []
+    positional, keyword_inputs = _input_params(spec)  # the wrappers' rule for optional inputs
+    params = [_param_text(p) for p in positional]
+    keyword = [_param_text(p) for p in keyword_inputs]
     for attr in spec.attrs:
         if attr.name not in list_lens:
             default = _attr_default(attr)
@@ -46,6 +47,10 @@ def _stub_op(spec: OpSpec) -> StubOp:
         params += ["*", *keyword]
     outs = ["list[Output]" if t.is_list else "Output" for t in spec.outputs]
     return StubOp(spec.name, ", ".join(params), return_annotation(outs))
+
+
+def _param_text(p: Param) -> str:
+    return f"{p.name}: {p.annotation}" + ("" if p.default is None else f" = {p.default}")
 
 
 def stub_file(framework: str) -> str:
