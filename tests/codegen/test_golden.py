@@ -77,3 +77,15 @@ def test_wrappers_compile_and_docstrings_hold_examples(rendered):
     assert "def cast_op(x, mask, *, dtype='float32', name=None):" in source
     assert ">>> y, count = cast_op(x, mask)\n        >>> y.shape, count.shape\n        ((2, 3), ())" in source
     compile(rendered["ops.pyi"], "ops.pyi", "exec")
+    # Optional inputs default to None; a required input after one is keyword-only.
+    assert "def optional_op(w=None, *, x, tags=None, name=None):" in source
+    assert "def optional_op(w: Optional[Input] = None, *, x: Input, tags: Optional[Input] = None," in rendered["ops.pyi"]
+
+
+def test_an_optional_input_is_an_empty_std_optional_with_its_own_dims_unbound(rendered):
+    header, glue = rendered["optional_op_op.h"], rendered["optional_op_binding.cc"]
+    assert "std::optional<opsdk::ConstTensor<T>> w;" in header
+    assert "int64_t q = -1;  // -1 when optional input 'tags' is absent" in header
+    assert "if (!obj.is_none() && !opsdk::glue::read_host(obj, a.w))" in glue
+    # The required x binds p before w is checked against it, whatever the declaration order.
+    assert glue.index("dims.p = arg.shape[1];") < glue.index("if (a.w.obj) {")
