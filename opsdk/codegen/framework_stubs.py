@@ -14,7 +14,7 @@ from typing import Sequence
 from opsdk.registry.spec import OpSpec
 
 from .render import generated_header, render_template
-from .wrappers import Param, _attr_default, _input_params, attr_annotation, return_annotation
+from .wrappers import Param, _attr_default, attr_annotation, return_annotation
 
 # framework -> (module whose load_ops makes the ops, stub name, imports, Input, Output)
 FRAMEWORKS = {
@@ -33,9 +33,8 @@ class StubOp:
 
 def _stub_op(spec: OpSpec) -> StubOp:
     list_lens = {t.list_len for t in spec.inputs if t.is_list}
-    positional, keyword_inputs = _input_params(spec)  # the wrappers' rule for optional inputs
-    params = [_param_text(p) for p in positional]
-    keyword = [_param_text(p) for p in keyword_inputs]
+    params = [_param_text(p) for p in _framework_inputs(spec)]
+    keyword = []
     for attr in spec.attrs:
         if attr.name not in list_lens:
             default = _attr_default(attr)
@@ -47,6 +46,19 @@ def _stub_op(spec: OpSpec) -> StubOp:
         params += ["*", *keyword]
     outs = ["list[Output]" if t.is_list else "Output" for t in spec.outputs]
     return StubOp(spec.name, ", ".join(params), return_annotation(outs))
+
+
+def _framework_inputs(spec: OpSpec) -> list[Param]:
+    """Every input positional, as torch schemas and opsdk.jax take them: an optional input is
+    `Optional[Input]`, defaulting to None only where no required input follows it."""
+    params = []
+    for i, t in enumerate(spec.inputs):
+        if t.optional:
+            trailing = all(u.optional for u in spec.inputs[i + 1:])
+            params.append(Param(t.name, "Optional[Input]", "None" if trailing else None))
+        else:
+            params.append(Param(t.name, "Sequence[Input]" if t.is_list else "Input", None))
+    return params
 
 
 def _param_text(p: Param) -> str:

@@ -89,3 +89,14 @@ def test_an_optional_input_is_an_empty_std_optional_with_its_own_dims_unbound(re
     assert "if (!obj.is_none() && !opsdk::glue::read_host(obj, a.w))" in glue
     # The required x binds p before w is checked against it, whatever the declaration order.
     assert glue.index("dims.p = arg.shape[1];") < glue.index("if (a.w.obj) {")
+
+
+def test_framework_stubs_take_optional_inputs_as_torch_and_jax_do(tmp_path):
+    from opsdk.codegen.framework_stubs import render_framework_stubs
+
+    root = write_workspace(tmp_path, {"optional_op": REPRESENTATIVE["optional_op"]})
+    for framework in ("torch", "jax"):
+        stub = render_framework_stubs([parse_one(root, "optional_op")], framework)
+        # Every input positional; None is a default only where no required input follows.
+        assert "def optional_op(w: Optional[Input], x: Input, tags: Optional[Input] = None) -> Output" in stub
+        compile(stub, "stub.pyi", "exec")
