@@ -217,6 +217,8 @@ def run_launches(spec: OpSpec, functions: Sequence[Any], inputs: Sequence[Any], 
 def check_inputs(spec: OpSpec, values: Sequence[Any]) -> None:
     """Each input is a C-contiguous GPU array, as the nvcc glue demands."""
     for tensor, value in zip(spec.inputs, values):
+        if value is None and tensor.optional:
+            continue  # absent; a declared launch never passes an optional input
         if not hasattr(value, "__cuda_array_interface__"):
             raise OpError(f"{spec.name}: input '{tensor.name}' must be a GPU array (CuPy), "
                           f"got {type(value).__name__}")
