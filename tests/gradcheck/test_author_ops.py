@@ -1,6 +1,7 @@
 """The ops of examples/author_ops, written from the docs as an op author would, built and
 gradchecked: a strided box sum whose output dims come from a choice attr through named dims (C++
-forward and gradient), a two-output op (C++), and a CUDA-only op (checked where a GPU is; its
+forward and gradient), a two-output op with an optional weight (C++, checked with the weight given
+and absent), and a CUDA-only op (checked where a GPU is; its
 .cu files compiled wherever nvcc is)."""
 
 from __future__ import annotations
