@@ -76,7 +76,8 @@ class MemberModel:
 def _tensor_comment(tensor: TensorSpec) -> str:
     shape = "shape from the shape function" if tensor.shape is None else format_shape(tensor.shape)
     count = f"{tensor.list_len} tensors, each " if tensor.is_list else ""
-    text = f"{'optional (empty when the caller gives None), ' if tensor.optional else ''}{count}{tensor.dtype} {shape}"
+    optional = "optional (empty when the caller gives None), " if tensor.optional else ""
+    text = f"{optional}{count}{tensor.dtype} {shape}"
     return f"{text}: {tensor.doc}" if tensor.doc else text
 
 

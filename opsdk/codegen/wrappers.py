@@ -289,7 +289,8 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
     kwargs += [f"{names.python_type_attr_param(spec, ta)}={ta.allowed[0]!r}"
                for ta in spec.unbound_type_attrs if not ta.default]
     positional, keyword_inputs = _input_params(spec)
-    call = f"{spec.name}({', '.join([p.name for p in positional] + [f'{p.name}={p.name}' for p in keyword_inputs] + kwargs)})"
+    args = [p.name for p in positional] + [f"{p.name}={p.name}" for p in keyword_inputs] + kwargs
+    call = f"{spec.name}({', '.join(args)})"
     shapes = _result_shapes(spec, env, in_shapes, attrs)
     return lines + _show_result(spec, call, shapes)
 

@@ -117,7 +117,8 @@ def load_python_kernel(spec: OpSpec) -> Callable:
 
 
 def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
-                type_attrs: Mapping[str, str], absent: Collection[str] = ()) -> Callable[[Sequence[Any]], Any]:
+                type_attrs: Mapping[str, str],
+                absent: Collection[str] = ()) -> Callable[[Sequence[Any]], Any]:
     """The kernel as a function of the flat input values, returning what the kernel returns
     (bare for one output): the device's calling convention with the attrs bound. `absent`: the
     node's optional inputs left out, which the values lack and the kernel gets as None."""
