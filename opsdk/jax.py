@@ -150,7 +150,9 @@ def _host_call(spec: OpSpec, registry: Any, attrs: dict, ffi: bool, absent: tupl
     attrs = normalize_attrs(spec, attrs, list(inputs))
     info = infer_call(spec, shapes, dtypes, attrs)
     out_sizes, results = _declared_results(spec, info.outputs)
-    target = _jax_ffi.target(spec) if ffi else None
+    # An FFI call has a fixed buffer list: an op with optional inputs has no handler (a stale
+    # one of an earlier declaration is not used either).
+    target = _jax_ffi.target(spec) if ffi and not any(t.optional for t in spec.inputs) else None
     flat = None if target is None else _jax_ffi.call(
         spec, target, _flat(inputs), shapes, info.sizes, info.types, attrs, results)
     if flat is None:
