@@ -157,3 +157,17 @@ def test_a_graph_file_keeps_the_absent_input(reg):
         np.testing.assert_array_equal(sess.run("y:0", {"x:0": X}), [4.0, 13.0])
     with pytest.raises(GraphFileError, match=r"\"absent\" names \['x'\], which are not optional inputs"):
         import_graph(text.replace('"b"', '"x"', 1), registry=reg)
+
+
+def test_a_node_with_an_absent_input_on_another_device(reg):
+    from opsdk.runtime.ir.graph import device
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [2, 3], name="x")
+        with device("/test:0"):  # its own partition: the node is cloned there, absent input too
+            y = apply_op(reg, "scaled_sum", [None, x, None], {}, name="y")
+        z = apply_op(reg, "neg", [y], {}, name="z")
+    with Session(g) as sess:
+        assert sess.explain(z, {x: None}, show=False).placement["y"].endswith("/device:TEST:0")
+        np.testing.assert_array_equal(sess.run(z, {x: X}), [-3.0, -12.0])
