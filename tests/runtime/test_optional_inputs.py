@@ -171,3 +171,16 @@ def test_a_node_with_an_absent_input_on_another_device(reg):
     with Session(g) as sess:
         assert sess.explain(z, {x: None}, show=False).placement["y"].endswith("/device:TEST:0")
         np.testing.assert_array_equal(sess.run(z, {x: X}), [-3.0, -12.0])
+
+
+def test_a_loop_body_with_an_absent_input_round_trips_through_a_graph_file(reg):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [2, 3], name="x")
+
+        def body(i, s):
+            return i + 1, s + apply_op(reg, "scaled_sum", [None, x, None], {})
+        _, total = while_loop(lambda i, s: i < 2, body, [0, np.zeros(2)], name="loop")
+    g2 = import_graph(export_graph(g), registry=reg)
+    with Session(g2) as sess:
+        np.testing.assert_array_equal(sess.run(total.name, {"x:0": X}), 2 * X.sum(1))
