@@ -181,6 +181,10 @@ def test_a_loop_body_with_an_absent_input_round_trips_through_a_graph_file(reg):
         def body(i, s):
             return i + 1, s + apply_op(reg, "scaled_sum", [None, x, None], {})
         _, total = while_loop(lambda i, s: i < 2, body, [0, np.zeros(2)], name="loop")
+        # The loop's gradient replays the body: the node keeps its absent input there too.
+        (gx,) = gradients(apply_op(reg, "reduce_sum", [total], {}), [x])
     g2 = import_graph(export_graph(g), registry=reg)
     with Session(g2) as sess:
         np.testing.assert_array_equal(sess.run(total.name, {"x:0": X}), 2 * X.sum(1))
+    with Session(g) as sess:
+        np.testing.assert_array_equal(sess.run(gx, {x: X}), np.full((2, 3), 2.0))
