@@ -161,12 +161,7 @@ def _arg(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[Lau
                 d.error(node.line, f"{what}: {kind} '{name}' is a list of tensors, which a launch "
                                    "cannot pass; write the host side in the .cu file instead")
                 return None
-            if tensor.optional:
-                d.error(node.line, f"{what}: input '{name}' is optional, which a declared launch "
-                                   "cannot pass yet; write the host side in the .cu file instead "
-                                   "(its cuda() gets an empty std::optional for an absent input)")
-                return None
-            return LaunchArg(kind, name)
+            return LaunchArg(kind, name, optional=tensor.optional)
         attr = sig.attr(name)
         if attr is not None and attr.type in ("float", "bool"):
             return LaunchArg("attr", name)

@@ -126,6 +126,7 @@ class LaunchArg:
     kind: str
     name: str  # the tensor's or attr's name, or the expression's text
     expr: Optional[Expr] = None
+    optional: bool = False  # an optional input: a null pointer where it is absent
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """An op with an optional input compiles with nvcc (its CUDA glue takes None and hands the kernel
-an empty std::optional), and runs on a GPU with the input given and absent where one is.
+an empty std::optional; a declared launch passes a null pointer), and runs on a GPU with the
+input given and absent where one is.
 
 Needs nvcc (not a GPU) for the build; the run needs a GPU and CuPy."""
 
@@ -70,6 +71,38 @@ void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&, 
 """
 
 
+LAUNCHED = """\
+op: optlaunch
+summary: The same through a declared launch.
+type_attrs: {T: [float32, float64]}
+inputs:
+  x: {dtype: T, shape: [n, p]}
+  w: {dtype: T, shape: [p], optional: true}
+outputs:
+  y: {dtype: T, shape: [n]}
+kernels:
+  cpu: optlaunch_cpu.cc
+  cuda:
+    source: optlaunch_cuda.cu
+    launch:
+      - {kernel: "rows<T>", grid: ["(n + 127) // 128"], block: [128], args: [x, w, y, n, p]}
+"""
+
+LAUNCHED_CUDA = """\
+#include "opsdk/device.h"
+namespace opsdk_op_optlaunch {
+template <typename T>
+__global__ void rows(const T* x, const T* w, T* y, int64_t n, int64_t p) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    T s = 0;
+    for (int64_t j = 0; j < p; ++j) s += x[i * p + j] * (w != nullptr ? w[j] : T(1));
+    y[i] = s;
+}
+}  // namespace opsdk_op_optlaunch
+"""
+
+
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory):
     root = tmp_path_factory.mktemp("optional_cuda")
@@ -77,13 +110,19 @@ def ws(tmp_path_factory):
     (root / "opdefs" / "optsum.yaml").write_text(DECLARATION)
     (root / "opdefs" / "optsum_cpu.cc").write_text(CPU)
     (root / "opdefs" / "optsum_cuda.cu").write_text(CUDA)
+    (root / "opdefs" / "optlaunch.yaml").write_text(LAUNCHED)
+    (root / "opdefs" / "optlaunch_cpu.cc").write_text(CPU.replace("optsum", "optlaunch"))
+    (root / "opdefs" / "optlaunch_cuda.cu").write_text(LAUNCHED_CUDA)
     return root
 
 
 def test_an_optional_input_compiles_in_the_cuda_glue(ws, monkeypatch):
     monkeypatch.setenv("OPSDK_CUDA_ARCHS", "80")  # one arch: the sources' errors, not a fat binary
     report = build_workspace(ws, jobs=2, cuda="on", progress=False)
-    assert sorted((r.op, r.device) for r in report.results) == [("optsum", "cpu"), ("optsum", "cuda")]
+    assert sorted((r.op, r.device) for r in report.results) == [
+        ("optlaunch", "cpu"), ("optlaunch", "cuda"), ("optsum", "cpu"), ("optsum", "cuda")]
+    launched = (ws / "generated" / "cuda" / "optlaunch_cuda_kernel.cu").read_text()
+    assert "(in.w ? in.w->data : nullptr)" in launched
     x = np.arange(6.0).reshape(2, 3)
     registry = load_registry(ws)
     np.testing.assert_array_equal(apply_op(registry, "optsum", [x, None], {}, device="cpu"), [3.0, 12.0])
@@ -95,5 +134,6 @@ def test_the_cuda_kernel_gets_the_input_or_none(ws, cupy):
     registry = load_registry(ws)
     x = cupy.arange(6.0).reshape(2, 3)
     w = cupy.asarray([1.0, 0.0, 2.0])
-    np.testing.assert_array_equal(apply_op(registry, "optsum", [x, None], {}, device="cuda").get(), [3.0, 12.0])
-    np.testing.assert_array_equal(apply_op(registry, "optsum", [x, w], {}, device="cuda").get(), [4.0, 13.0])
+    for op in ("optsum", "optlaunch"):
+        np.testing.assert_array_equal(apply_op(registry, op, [x, None], {}, device="cuda").get(), [3.0, 12.0])
+        np.testing.assert_array_equal(apply_op(registry, op, [x, w], {}, device="cuda").get(), [4.0, 13.0])
