@@ -253,9 +253,15 @@ def _optional_only_text(sig: Signature, name: str) -> str:
 
 
 def check_output_ellipsis(d: Diagnostics, sig: Signature) -> None:
-    """An output's `...` copies the inputs' leading dims, so some (required) input must have them."""
+    """An output's `...` copies the inputs' leading dims, so some (required) input must have them.
+    Optional inputs alone may not share them either: the one that binds them may be absent."""
     if any(t.has_ellipsis and not t.optional for t in sig.inputs):
         return
+    optional = [t for t in sig.inputs if t.has_ellipsis]
+    if len(optional) > 1:
+        d.error(optional[1].location.line, f"input '{optional[1].name}': '...' is shared only by "
+                                           f"optional inputs ({', '.join(t.name for t in optional)}), "
+                                           f"one of which may be absent; give a required input '...' too")
     for out in sig.outputs:
         if not out.has_ellipsis:
             continue

@@ -131,3 +131,10 @@ def test_the_gradient_op_takes_the_optional_input_as_optional(fake_builtin, ws):
     assert "input 'w' must be optional (optional: true), like input 'w' of 'scale'" in str(info.value)
     ws.write("a.yaml", GRAD.replace("OPT", ", optional: true"))
     assert load_registry(ws.root).get("scale_grad").inputs[1].optional
+
+
+def test_optional_inputs_alone_may_not_share_leading_dims(ws):
+    text = SCALE.replace("shape: [p], optional", "shape: [..., p], optional").replace(
+        "  x: {dtype: T, shape: [n, p]}", "  x: {dtype: T, shape: [n, p]}\n  v: {dtype: T, shape: [..., p], optional: true}")
+    assert ("input 'v': '...' is shared only by optional inputs (w, v), one of which may be absent; "
+            "give a required input '...' too") in _error(ws, text)
