@@ -17,7 +17,10 @@ function. Forward-mode (`jax.jvp`) is not available: opsdk declares reverse-mode
 Under `jax.vmap` a callback op whose outputs all lead with `...` (elementwise ops, matmul, softmax:
 the dims of `...` are a batch) runs once over the whole batch; other callback ops (or a batched
 input without `...`) run once per batch element, in one callback; XLA loops over an FFI op. A list
-input (`list: N`) is a Python list of arrays (N implied), a list output a list. Attrs are keyword
+input (`list: N`) is a Python list of arrays (N implied), a list output a list. An optional input
+takes None (trailing ones may be left out): the kernel gets None, the traced function takes the
+given inputs only, and the derivative has no entry for an absent one; such an op runs through
+pure_callback (an FFI call has a fixed list of buffers). Attrs are keyword
 arguments and must be Python values (static under jit: `static_argnames` for a jitted function's
 argument); a traced attr is an error naming it.
 """
@@ -35,7 +38,7 @@ from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_call
 from opsdk.registry.shapes import EllipsisDim
-from opsdk.registry.spec import OpSpec
+from opsdk.registry.spec import ABSENT, OpSpec
 
 from opsdk import _jax_ffi
 
@@ -45,15 +48,22 @@ FFI = True
 
 
 def _flat(values: Any) -> list:
-    """Arrays of inputs or outputs with list ones spread out."""
+    """Arrays of inputs or outputs with list ones spread out (an absent input's None left out)."""
     return [v for value in values
-            for v in (value if isinstance(value, (list, tuple)) else [value])]
+            for v in (value if isinstance(value, (list, tuple)) else [value]) if v is not None]
+
+
+ABSENT_SIZE = -1  # in `sizes`: an absent optional input, None, which takes no array
 
 
 def _grouped(flat: Any, sizes: list) -> list:
-    """The inverse of `_flat`: `sizes` has None for one array, N for a list of N."""
+    """The inverse of `_flat`: `sizes` has None for one array, N for a list of N, ABSENT_SIZE for
+    an absent optional input (None)."""
     out, at = [], 0
     for size in sizes:
+        if size == ABSENT_SIZE:
+            out.append(None)
+            continue
         out.append(flat[at] if size is None else list(flat[at:at + size]))
         at += 1 if size is None else size
     return out
@@ -74,18 +84,28 @@ class JaxOp:
         self.__doc__ = spec.summary
 
     def __call__(self, *inputs: Any, **attrs: Any) -> Any:
-        if len(inputs) != len(self.spec.inputs):
-            raise OpsdkError(f"op '{self.spec.name}': takes {len(self.spec.inputs)} input(s) "
-                             f"({', '.join(t.name for t in self.spec.inputs)}), got {len(inputs)}")
-        key = tuple(sorted((k, _static_attr(self.spec, k, v)) for k, v in attrs.items()))
-        return self._function(key, FFI)(*inputs)
+        spec = self.spec
+        # Trailing optional inputs may be left out: they are None.
+        inputs = inputs + (None,) * sum(1 for t in spec.inputs[len(inputs):] if t.optional)
+        if len(inputs) != len(spec.inputs):
+            raise OpsdkError(f"op '{spec.name}': takes {len(spec.inputs)} input(s) "
+                             f"({', '.join(t.name for t in spec.inputs)}), got {len(inputs)}")
+        key = tuple(sorted((k, _static_attr(spec, k, v)) for k, v in attrs.items()))
+        return self._apply(key, FFI, inputs)
+
+    def _apply(self, key: tuple, ffi: bool, inputs: tuple) -> Any:
+        """The function of these attrs and absent optional inputs, on the given inputs."""
+        absent = tuple(t.name for t, v in zip(self.spec.inputs, inputs) if v is None and t.optional)
+        return self._function(key, ffi, absent)(*[v for t, v in zip(self.spec.inputs, inputs)
+                                                   if t.name not in absent])
 
     @functools.lru_cache(maxsize=None)
-    def _function(self, key: tuple, ffi: bool) -> Callable:
+    def _function(self, key: tuple, ffi: bool, absent: tuple = ()) -> Callable:
         """The custom-VJP function of this op for one set of attrs, jitted: an un-jitted call
-        of a signature seen before reuses its compiled form (under an outer jit it is inlined)."""
+        of a signature seen before reuses its compiled form (under an outer jit it is inlined).
+        It takes the inputs not `absent` (those are None to the kernel)."""
         attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in key}
-        forward = functools.partial(_host_call, self.spec, self._registry, attrs, ffi)
+        forward = functools.partial(_host_call, self.spec, self._registry, attrs, ffi, absent)
         if not self.spec.gradient_op:
             return jax.jit(forward)
         grad_op = _make(self._registry, self.spec.gradient_op)
@@ -93,8 +113,8 @@ class JaxOp:
         # The gradient op runs the way this function was traced (FFI or callback), whenever
         # its backward is traced.
         return jax.jit(_with_vjp(self.spec, forward,
-                                 lambda *args: grad_op._function(grad_key, ffi)(*args),
-                                 grad_op.spec))
+                                 lambda *args: grad_op._apply(grad_key, ffi, args),
+                                 grad_op.spec, absent))
 
 
 def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
@@ -114,17 +134,25 @@ def _static_attr(spec: OpSpec, name: str, value: Any) -> Any:
     return _frozen(value)
 
 
-def _host_call(spec: OpSpec, registry: Any, attrs: dict, ffi: bool, *inputs: Any) -> Any:
+def _host_call(spec: OpSpec, registry: Any, attrs: dict, ffi: bool, absent: tuple,
+               *given: Any) -> Any:
     """The kernel through its FFI handler where one is built (and `ffi`), else pure_callback;
-    result shapes and dtypes from the declaration."""
+    result shapes and dtypes from the declaration. `given`: the inputs not `absent`."""
+    rest = iter(given)
+    inputs = tuple(None if t.name in absent else next(rest) for t in spec.inputs)
+
     def each(value: Any, fn: Callable) -> Any:
+        if value is None:
+            return ABSENT
         return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
     shapes = [each(x, lambda a: tuple(np.shape(a))) for x in inputs]
     dtypes = [each(x, lambda a: np.dtype(jax.numpy.result_type(a)).name) for x in inputs]
     attrs = normalize_attrs(spec, attrs, list(inputs))
     info = infer_call(spec, shapes, dtypes, attrs)
     out_sizes, results = _declared_results(spec, info.outputs)
-    target = _jax_ffi.target(spec) if ffi else None
+    # An FFI call has a fixed buffer list: an op with optional inputs has no handler (a stale
+    # one of an earlier declaration is not used either).
+    target = _jax_ffi.target(spec) if ffi and not any(t.optional for t in spec.inputs) else None
     flat = None if target is None else _jax_ffi.call(
         spec, target, _flat(inputs), shapes, info.sizes, info.types, attrs, results)
     if flat is None:
@@ -151,9 +179,10 @@ def _declared_results(spec: OpSpec, inferred: list) -> tuple[list, tuple]:
 def _callback(spec: OpSpec, registry: Any, attrs: dict, inputs: tuple, shapes: list,
               results: tuple) -> Any:
     """The kernel through jax.pure_callback (Python runs it on host arrays)."""
-    in_sizes = [len(x) if t.is_list else None for t, x in zip(spec.inputs, inputs)]
-    flat_shapes = [s for shape, size in zip(shapes, in_sizes) for s in (shape if size is not None
-                                                                      else [shape])]
+    in_sizes = [ABSENT_SIZE if x is None else len(x) if t.is_list else None
+                 for t, x in zip(spec.inputs, inputs)]
+    flat_shapes = [s for shape, size in zip(shapes, in_sizes) if size != ABSENT_SIZE
+                   for s in (shape if size is not None else [shape])]
     call = _HostKernel(spec, registry, attrs, in_sizes, flat_shapes, results)
     # An op whose outputs all lead with `...` computes each batch element apart (the dims of
     # `...` are a batch, docs/opdefs.md): vmap hands the callback the whole batch at once.
@@ -207,9 +236,11 @@ class _HostKernel:
                      for o, r in zip(outs, self.results))
 
 
-def _with_vjp(spec: OpSpec, forward: Callable, grad_fn: Callable, grad_spec: OpSpec) -> Callable:
-    """`forward` with its reverse-mode derivative from the declared gradient op."""
-    input_names = [t.name for t in spec.inputs]
+def _with_vjp(spec: OpSpec, forward: Callable, grad_fn: Callable, grad_spec: OpSpec,
+              absent: tuple = ()) -> Callable:
+    """`forward` with its reverse-mode derivative from the declared gradient op; the function
+    takes the inputs not `absent`, which the gradient op gets as None."""
+    input_names = [t.name for t in spec.inputs if t.name not in absent]
     output_names = [t.name for t in spec.outputs]
 
     @jax.custom_vjp
@@ -223,7 +254,7 @@ def _with_vjp(spec: OpSpec, forward: Callable, grad_fn: Callable, grad_spec: OpS
     def bwd(residuals: tuple, grads: Any) -> tuple:
         inputs, outs = residuals
         grads = grads if len(spec.outputs) > 1 else (grads,)
-        known = dict(zip(input_names, inputs)) | dict(zip(output_names, outs))
+        known = dict.fromkeys(absent) | dict(zip(input_names, inputs)) | dict(zip(output_names, outs))
         known |= {f"grad_{n}": g for n, g in zip(output_names, grads)}
         result = grad_fn(*[known[t.name] for t in grad_spec.inputs])
         results = result if len(grad_spec.outputs) > 1 else (result,)

@@ -11,7 +11,11 @@ infers; its autograd formula calls the declared gradient op (itself such an oper
 backward works where the gradient op has a gradient); its CPU and CUDA implementations run the
 built kernels on the tensors' memory through DLPack (no copy). It is opaque to torch.compile, so a
 compiled model keeps it as one node without graph breaks. A list input (`list: N`) is a `Tensor[]`
-argument (its length attr N is implied), a list output a `Tensor[]` result.
+argument (its length attr N is implied), a list output a `Tensor[]` result. An optional input is
+`Tensor?`: None passes through to the kernel, and backward gives it no gradient. Torch schemas
+allow no positional argument without a default after one with a default, so an optional input
+defaults to None only where no required input follows it (`(Tensor x, Tensor? w=None)`);
+before a required one it must be passed, None or a tensor (`(Tensor? w, Tensor x)`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from opsdk.runtime.kernels.interop import as_kernel_inputs
 from opsdk.registry import OpsdkError, load_registry
 from opsdk.registry.attrs import normalize_attrs
 from opsdk.registry.infer import infer_outputs
-from opsdk.registry.spec import NO_DEFAULT, AttrSpec, OpSpec
+from opsdk.registry.spec import ABSENT, NO_DEFAULT, AttrSpec, OpSpec
 
 NAMESPACE = "opsdk"  # the builtin ops' torch namespace; a workspace's ops use its own
 _SCHEMA_TYPES = {"int": "int", "float": "float", "bool": "bool", "str": "str",
@@ -72,12 +76,22 @@ def _implied(spec: OpSpec) -> set[str]:
 
 
 def _tensor_type(tspec: Any) -> str:
-    return "Tensor[]" if tspec.is_list else "Tensor"
+    return "Tensor?" if tspec.optional else "Tensor[]" if tspec.is_list else "Tensor"
+
+
+def _input_args(spec: OpSpec) -> list[str]:
+    """`Tensor x`, `Tensor? w=None` (no default where a required input follows: see above)."""
+    args = []
+    for i, t in enumerate(spec.inputs):
+        trailing = all(u.optional for u in spec.inputs[i + 1:])
+        default = "=None" if t.optional and trailing else ""
+        args.append(f"{_tensor_type(t)} {t.name}{default}")
+    return args
 
 
 def schema(spec: OpSpec) -> tuple[str, tuple[str, ...]]:
     """The torch schema of an op, `(Tensor x, Tensor y, *, int k=1) -> Tensor`, and its kwargs."""
-    args = [f"{_tensor_type(t)} {t.name}" for t in spec.inputs]
+    args = _input_args(spec)
     keyword, names = [], []
     implied = _implied(spec)
     for attr in spec.attrs:
@@ -98,8 +112,11 @@ def schema(spec: OpSpec) -> tuple[str, tuple[str, ...]]:
 
 
 def _split(spec: OpSpec, args: tuple, kwargs: dict) -> tuple[list, dict]:
+    """(inputs, attrs) of a call; trailing optional inputs torch left out (their default) are None."""
     count = len(spec.inputs)
-    return list(args[:count]), dict(kwargs)
+    inputs, attrs = list(args[:count]), dict(kwargs)
+    inputs += [attrs.pop(t.name, None) for t in spec.inputs[len(inputs):]]
+    return inputs, attrs
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -111,19 +128,25 @@ def _dtype_name(tensor: torch.Tensor) -> str:
 
 
 def _flat(values: Any) -> list:
-    """Tensors of inputs or outputs with list ones spread out."""
+    """Tensors of inputs or outputs with list ones spread out (an absent optional input's None
+    stays, so that saved values regroup)."""
     return [v for value in values
             for v in (value if isinstance(value, (list, tuple)) else [value])]
+
+
+def _tensors(values: Any) -> list:
+    return [t for t in _flat(values) if t is not None]
 
 
 def _run_kernel(spec: OpSpec, registry: Any, inputs: list, attrs: dict) -> Any:
     """The built kernel on the tensors' memory (DLPack, no copy); torch tensors back."""
     from opsdk.runtime.frontend.api import apply_op
 
-    flat = _flat(inputs)
+    flat = _tensors(inputs)
     device = "cuda" if any(t.is_cuda for t in flat) else None
     arrays = as_kernel_inputs(spec, [[t.detach().contiguous() for t in v]
-                                     if isinstance(v, (list, tuple)) else v.detach().contiguous()
+                                     if isinstance(v, (list, tuple)) else
+                                     None if v is None else v.detach().contiguous()
                                      for v in inputs])
     result = apply_op(registry, spec.name, arrays, attrs, device=device)
     results = result if len(spec.outputs) > 1 else (result,)
@@ -149,11 +172,13 @@ def _owned_tensor(result: Any, inputs: list) -> torch.Tensor:
 def _fake(spec: OpSpec, inputs: list, attrs: dict) -> Any:
     """Empty tensors of the shapes and dtypes the declaration infers (torch's meta function)."""
     def each(value: Any, fn: Callable) -> Any:
+        if value is None:
+            return ABSENT
         return [fn(v) for v in value] if isinstance(value, (list, tuple)) else fn(value)
     shapes = [each(v, lambda t: tuple(t.shape)) for v in inputs]
     dtypes = [each(v, _dtype_name) for v in inputs]
     inferred = infer_outputs(spec, shapes, dtypes, normalize_attrs(spec, attrs, inputs))
-    flat = _flat(inputs)
+    flat = _tensors(inputs)
     device = flat[0].device if flat else torch.device("cpu")
     outs: list = []
     for tensor, (shape, dtype) in zip(spec.outputs, inferred):
@@ -204,7 +229,8 @@ def _autograd(spec: OpSpec, registry: Any, attr_names: tuple[str, ...]) -> tuple
         result = grad_op(*[known[t.name] for t in grad_spec.inputs], **ctx.grad_attrs)
         results = result if len(grad_spec.outputs) > 1 else (result,)
         by_input = {t.name[len("grad_"):]: r for t, r in zip(grad_spec.outputs, results)}
-        return tuple(by_input.get(n) for n in input_names)
+        # An absent optional input (None) gets no gradient.
+        return tuple(None if known[n] is None else by_input.get(n) for n in input_names)
 
     return setup_context, backward
 

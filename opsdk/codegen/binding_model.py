@@ -47,6 +47,8 @@ class InputGlue:
     # Likewise, once every input has bound its dims and the attrs are read: the dims declared by
     # expressions (`grad_y: [num_segments, d]`), which may read dims that later inputs bind.
     computed_steps: tuple[Step, ...] = ()
+    # `optional: true`: None is accepted (the Arg stays empty, `obj` null) and skips the checks.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,9 @@ class BindingModel:
     cases: tuple[Case, ...]
     no_case: str  # message when no case matched (cannot happen after the dtype checks)
     params: tuple[str, ...]  # the binding function's parameters: inputs, attrs, unbound type attrs
+    # The inputs in the order check_inputs binds dims: required ones first, then optional ones
+    # (opsdk.registry.infer.binding_order), so no required check depends on an absent input.
+    checked: tuple[InputGlue, ...] = ()
     has_computed: bool = False  # some input has computed_steps (the glue emits check_computed)
     # The named dims (`dims:`), computed in order once the attrs are read, each checked >= 0.
     derived: tuple[Step, ...] = ()
@@ -194,6 +199,10 @@ def _sym_steps(spec: OpSpec, tensor: TensorSpec, state: _DimState, dim: str, siz
     ref = f"dims.{dim}"
     mismatch = msg.dim_mismatch(spec.name, _label(tensor), got,
                                 state.dims.get(dim, _first_label(tensor)), msg.Value(ref), dim)
+    if tensor.optional and dim in spec.optional_only_dims:
+        # The first optional input given binds it (-1 until then); the others must agree.
+        state.dims.setdefault(dim, _first_label(tensor))
+        return [Step(code=f"if ({ref} < 0) {ref} = {size};"), _check(f"{size} != {ref}", mismatch)]
     if dim in state.dims:
         return [_check(f"{size} != {ref}", mismatch)]
     state.dims[dim] = _first_label(tensor)
@@ -253,17 +262,19 @@ def _input_glue(spec: OpSpec, tensor: TensorSpec, state: _DimState, device: str)
     steps = _shape_steps(spec, tensor, state) + _dtype_steps(spec, tensor, state)
     steps.append(_check("!arg.c_contiguous", msg.not_contiguous(op, _label(tensor))))
     length = None
+    view = "optional_view" if tensor.optional else "views" if tensor.is_list else "view"
     if tensor.is_list and tensor.list_len in {a.name for a in spec.attrs}:
         length = _check(f"(int64_t)a.{tensor.name}.size() != attr_{tensor.list_len}", msg.list_length(
             op, tensor, msg.Value(f"a.{tensor.name}.size()"), msg.Value(f"attr_{tensor.list_len}")))
     return InputGlue(
         name=tensor.name, param=f"in_{tensor.name}", is_list=tensor.is_list,
         arg_type="std::vector<Arg>" if tensor.is_list else "Arg",
-        view=(f"opsdk::glue::{'views' if tensor.is_list else 'view'}"
-              f"<const {names.tensor_cpp_type(spec, tensor)}>(a.{tensor.name})"),
-        not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, _ARRAY_KIND[device])),
+        view=f"opsdk::glue::{view}<const {names.tensor_cpp_type(spec, tensor)}>(a.{tensor.name})",
+        not_array=msg.cpp_message(msg.not_an_array(op, _label(tensor), type_name, _ARRAY_KIND[device]
+                                                   + (" or None (it is optional)" if tensor.optional else ""))),
         not_list=msg.cpp_message(msg.not_a_list(op, tensor, type_name)) if tensor.is_list else "",
-        length_check=length, steps=tuple(steps), computed_steps=tuple(_computed_steps(spec, tensor)))
+        length_check=length, steps=tuple(steps), computed_steps=tuple(_computed_steps(spec, tensor)),
+        optional=tensor.optional)
 
 
 def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
@@ -335,7 +346,9 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
     kernel = spec.kernel(device)
     source = kernel.source if kernel else f"opdefs/{spec.name}_{device}"
     state = _DimState()
-    inputs = tuple(_input_glue(spec, t, state, device) for t in spec.inputs)
+    order = [t for t in spec.inputs if not t.optional] + [t for t in spec.inputs if t.optional]
+    glued = {t.name: _input_glue(spec, t, state, device) for t in order}
+    inputs = tuple(glued[t.name] for t in spec.inputs)
     attrs = tuple(AttrGlue(a.name, f"attr_{a.name}", names.attr_cpp_type(a)) for a in spec.attrs)
     unbound = tuple(_type_attr_glue(spec))
     params = ([f"py::handle {t.param}" for t in inputs] + [f"{a.cpp_type} {a.param}" for a in attrs]
@@ -346,6 +359,7 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
         template_prefix=names.template_prefix(spec), template_args=names.template_args(spec),
         inputs=inputs, outputs=tuple(_output_glue(spec, t) for t in spec.outputs),
         attrs=attrs, unbound=unbound, params=tuple(params), n_type_attrs=len(spec.type_attrs),
+        checked=tuple(glued[t.name] for t in order),
         has_computed=any(t.computed_steps for t in inputs), derived=tuple(_derived_steps(spec)),
         key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
         launches=tuple(_launch_glue(spec, kernel)) if device == "cuda" and kernel else (),

@@ -14,7 +14,7 @@ from typing import Sequence
 from opsdk.registry.spec import OpSpec
 
 from .render import generated_header, render_template
-from .wrappers import _attr_default, attr_annotation, return_annotation
+from .wrappers import Param, _attr_default, attr_annotation, return_annotation
 
 # framework -> (module whose load_ops makes the ops, stub name, imports, Input, Output)
 FRAMEWORKS = {
@@ -33,7 +33,7 @@ class StubOp:
 
 def _stub_op(spec: OpSpec) -> StubOp:
     list_lens = {t.list_len for t in spec.inputs if t.is_list}
-    params = [f"{t.name}: {'Sequence[Input]' if t.is_list else 'Input'}" for t in spec.inputs]
+    params = [_param_text(p) for p in _framework_inputs(spec)]
     keyword = []
     for attr in spec.attrs:
         if attr.name not in list_lens:
@@ -46,6 +46,23 @@ def _stub_op(spec: OpSpec) -> StubOp:
         params += ["*", *keyword]
     outs = ["list[Output]" if t.is_list else "Output" for t in spec.outputs]
     return StubOp(spec.name, ", ".join(params), return_annotation(outs))
+
+
+def _framework_inputs(spec: OpSpec) -> list[Param]:
+    """Every input positional, as torch schemas and opsdk.jax take them: an optional input is
+    `Optional[Input]`, defaulting to None only where no required input follows it."""
+    params = []
+    for i, t in enumerate(spec.inputs):
+        if t.optional:
+            trailing = all(u.optional for u in spec.inputs[i + 1:])
+            params.append(Param(t.name, "Optional[Input]", "None" if trailing else None))
+        else:
+            params.append(Param(t.name, "Sequence[Input]" if t.is_list else "Input", None))
+    return params
+
+
+def _param_text(p: Param) -> str:
+    return f"{p.name}: {p.annotation}" + ("" if p.default is None else f" = {p.default}")
 
 
 def stub_file(framework: str) -> str:

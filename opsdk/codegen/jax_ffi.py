@@ -52,9 +52,11 @@ def jax_ffi_symbol(spec: OpSpec) -> str:
 
 
 def supports_jax_ffi(spec: OpSpec) -> bool:
-    """Whether the op gets an FFI handler: a cpu kernel, no list tensors, declared outputs."""
+    """Whether the op gets an FFI handler: a cpu kernel, no list tensors, no optional inputs
+    (an XLA FFI call has a fixed buffer list: opsdk.jax runs such an op through pure_callback),
+    declared outputs."""
     return (spec.kernel("cpu") is not None and spec.shape_fn is None
-            and not any(t.is_list for t in (*spec.inputs, *spec.outputs))
+            and not any(t.is_list or t.optional for t in (*spec.inputs, *spec.outputs))
             and all(t.shape is not None for t in spec.outputs))
 
 

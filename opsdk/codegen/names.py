@@ -93,7 +93,11 @@ def tensor_cpp_type(spec: OpSpec, tensor: TensorSpec) -> str:
 
 
 def input_member_type(spec: OpSpec, tensor: TensorSpec) -> str:
+    """`opsdk::ConstTensor<T>`; a vector of them for a list input; an optional input is a
+    `std::optional` of one, empty when the caller gave None."""
     view = f"opsdk::ConstTensor<{tensor_cpp_type(spec, tensor)}>"
+    if tensor.optional:
+        return f"std::optional<{view}>"
     return f"std::vector<{view}>" if tensor.is_list else view
 
 

@@ -70,12 +70,14 @@ class MemberModel:
     name: str
     cpp_type: str
     comment: str
+    init: str = "0"  # Dims: the value before the inputs bind it
 
 
 def _tensor_comment(tensor: TensorSpec) -> str:
     shape = "shape from the shape function" if tensor.shape is None else format_shape(tensor.shape)
     count = f"{tensor.list_len} tensors, each " if tensor.is_list else ""
-    text = f"{count}{tensor.dtype} {shape}"
+    optional = "optional (empty when the caller gives None), " if tensor.optional else ""
+    text = f"{optional}{count}{tensor.dtype} {shape}"
     return f"{text}: {tensor.doc}" if tensor.doc else text
 
 
@@ -87,7 +89,14 @@ def _dims(spec: OpSpec) -> list[MemberModel]:
         after = " after '...'" if t.has_ellipsis else ""
         comments.update({d.name: f"the '_' at dim {k}{after} of input '{t.name}' {format_shape(t.shape)}"
                          for k, d in enumerate(core) if isinstance(d, FreeDim)})
-    members = [MemberModel(name, "int64_t", comment_text(comments.get(name, ""))) for name in spec.dim_names]
+    optional = set(spec.optional_only_dims)
+    for name in optional:  # -1 tells the kernel that no input binding it was given
+        owners = [t.name for t in spec.inputs if any(getattr(d, "name", None) == name for d in t.shape or ())]
+        absent = " and ".join(f"'{o}'" for o in owners)
+        comments[name] = f"{comments[name]}; " if name in comments else ""
+        comments[name] += f"-1 when optional input {absent} {'is' if len(owners) == 1 else 'are'} absent"
+    members = [MemberModel(name, "int64_t", comment_text(comments.get(name, "")),
+                           "-1" if name in optional else "0") for name in spec.dim_names]
     return members + [MemberModel(d.name, "int64_t", comment_text(f"dims: {d.text}")) for d in spec.derived_dims]
 
 
@@ -102,6 +111,7 @@ def render_op_header(spec: OpSpec) -> str:
         "op.h.j2", header=generated_header([spec.file], "//"), op=spec.name,
         op_ns=names.namespace(spec), attrs=attrs, dims=_dims(spec),
         has_batch=any(t.has_ellipsis for t in spec.inputs), inputs=inputs, outputs=outputs,
+        has_optional=any(t.optional for t in spec.inputs),
         template_prefix=names.template_prefix(spec), template_args=names.template_args(spec))
 
 

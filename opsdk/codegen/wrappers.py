@@ -59,11 +59,29 @@ def attr_annotation(attr: AttrSpec) -> str:
     return f"Sequence[{literal}]" if attr.type.startswith("list(") else literal
 
 
+def _input_params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
+    """(positional, keyword-only) input parameters. Inputs are positional in declaration order;
+    an optional one defaults to None (`Optional[Input] = None`, as PyTorch's `Tensor? w=None`).
+    Python allows no required positional parameter after a defaulted one, so from the first
+    required input that follows an optional one, inputs are keyword-only (still in order)."""
+    positional: list[Param] = []
+    keyword: list[Param] = []
+    seen_optional = False
+    for t in spec.inputs:
+        if t.optional:
+            param = Param(t.name, "Optional[Input]", "None")
+        else:
+            param = Param(t.name, "Sequence[Input]" if t.is_list else "Input", None)
+        (keyword if keyword or (seen_optional and not t.optional) else positional).append(param)
+        seen_optional = seen_optional or t.optional
+    return positional, keyword
+
+
 def _params(spec: OpSpec) -> tuple[list[Param], list[Param]]:
     list_lens = {t.list_len for t in spec.inputs if t.is_list}
-    positional = [Param(t.name, "Sequence[Input]" if t.is_list else "Input", None) for t in spec.inputs]
-    keyword = [Param(a.name, attr_annotation(a), _attr_default(a))
-               for a in spec.attrs if a.name not in list_lens]
+    positional, keyword = _input_params(spec)
+    keyword += [Param(a.name, attr_annotation(a), _attr_default(a))
+                for a in spec.attrs if a.name not in list_lens]
     for ta in spec.unbound_type_attrs:
         keyword.append(Param(names.python_type_attr_param(spec, ta), "DTypeLike",
                              repr(ta.default) if ta.default else None))
@@ -118,6 +136,7 @@ def _num(value: float) -> str:
 
 def _tensor_line(spec: OpSpec, tensor: TensorSpec) -> str:
     count = f"a sequence of {tensor.list_len} tensors, each " if tensor.is_list else ""
+    count = "optional (None leaves it out), " if tensor.optional else count
     text = f"{tensor.name}: {count}{_dtype_text(spec, tensor)}, {_shape_text(tensor)}."
     return f"{text} {tensor.doc}" if tensor.doc else text
 
@@ -269,7 +288,9 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
               if a.name not in list_lens and a.default is NO_DEFAULT]
     kwargs += [f"{names.python_type_attr_param(spec, ta)}={ta.allowed[0]!r}"
                for ta in spec.unbound_type_attrs if not ta.default]
-    call = f"{spec.name}({', '.join([t.name for t in spec.inputs] + kwargs)})"
+    positional, keyword_inputs = _input_params(spec)
+    args = [p.name for p in positional] + [f"{p.name}={p.name}" for p in keyword_inputs] + kwargs
+    call = f"{spec.name}({', '.join(args)})"
     shapes = _result_shapes(spec, env, in_shapes, attrs)
     return lines + _show_result(spec, call, shapes)
 

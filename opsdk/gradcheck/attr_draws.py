@@ -100,12 +100,21 @@ class AttrGrid:
         return " x ".join(f"{n} {','.join(shown_value(v) for v in vs)}" for n, vs in zip(self.names, self.values))
 
 
+class Presence(str):
+    """Whether a case gives an optional input: a grid value shown as the word itself."""
+
+
+GIVEN, LEFT_OUT = Presence("given"), Presence("absent")
+
+
 def attr_grid(plans: Iterable[AttrPlan], list_lens: Iterable[tuple[str, int, int]], budget: int,
-              seed_value: int) -> Optional[AttrGrid]:
-    """Every combination of the plans' grid values and the list lengths' ends, or a seeded sample
-    of `budget` of them when there are more (None when nothing is drawn or the budget is 0)."""
+              seed_value: int, optional: Iterable[str] = ()) -> Optional[AttrGrid]:
+    """Every combination of the plans' grid values, the list lengths' ends and each optional
+    input given or absent, or a seeded sample of `budget` of them when there are more (None when
+    nothing is drawn or the budget is 0)."""
     axes = [(p.name, tuple(p.grid)) for p in plans if p.drawn and p.grid]
     axes += [(name, _ends(lo, hi)) for name, lo, hi in list_lens]
+    axes += [(name, (GIVEN, LEFT_OUT)) for name in optional]
     if not axes or budget <= 0:
         return None
     names, values = tuple(n for n, _ in axes), tuple(v for _, v in axes)
@@ -185,7 +194,10 @@ class CoverageTally:
 
 
 def shown_value(value: Any) -> str:
-    """An attr value as a declaration writes it: `[0, 1]`, `true`, `'sum'`, `3`."""
+    """An attr value as a declaration writes it: `[0, 1]`, `true`, `'sum'`, `3` (an optional
+    input's presence: `given` or `absent`)."""
+    if isinstance(value, Presence):
+        return str(value)
     if isinstance(value, tuple):
         return "[" + ", ".join(shown_value(v) for v in value) + "]"
     return "true" if value is True else "false" if value is False else repr(value)

@@ -96,7 +96,8 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
     the attr combinations the op refused in every case, and a later pass over the same op skips
     them (the search for a case an op will never take is the slow part)."""
     spec = plan.spec
-    grid = attr_grid(plan.attrs, plan.list_lens, spec.gradcheck.max_combinations, seed_value)
+    grid = attr_grid(plan.attrs, plan.list_lens, spec.gradcheck.max_combinations, seed_value,
+                     plan.optional)
     tally = _Tally(CoverageTally(plan.attrs, grid))
     grad = GradientCall.for_op(registry, plan) if gradients else None
 

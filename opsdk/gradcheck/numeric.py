@@ -21,6 +21,8 @@ def slots_of(inputs: dict[str, Any], names: list[str]) -> dict[Slot, np.ndarray]
     out: dict[Slot, np.ndarray] = {}
     for name in names:
         value = inputs[name]
+        if value is None:  # an absent optional input: nothing to differentiate
+            continue
         if isinstance(value, (list, tuple)):
             out.update({(name, k): v for k, v in enumerate(value)})
         else:
@@ -112,6 +114,8 @@ def eval_reference(expression: str, inputs: dict[str, Any], attrs: dict[str, Any
 
 
 def _widen(value: Any) -> Any:
+    if value is None:  # an absent optional input: the reference sees None
+        return None
     if isinstance(value, (list, tuple)):
         return [_widen(v) for v in value]
     if np.issubdtype(value.dtype, np.floating):

@@ -21,7 +21,7 @@ from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
 from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
 
-from .attr_draws import AttrPlan, plan_attr, shown_value
+from .attr_draws import GIVEN, LEFT_OUT, AttrPlan, plan_attr, shown_value
 from .precision import Precision, precision_for
 from .values import ValueRule, bool_array, index_array, spread_floats
 
@@ -48,6 +48,7 @@ class OpPlan:
     attrs: tuple[AttrPlan, ...]
     list_lens: tuple[tuple[str, int, int], ...]  # list attr name, min, max
     skip: Optional[str] = None  # why this op cannot be checked, when it cannot
+    optional: tuple[str, ...] = ()  # optional inputs: each case gives them or leaves them out
 
     def dtype_of(self, name: str) -> str:
         return dict(self.dtypes)[name]
@@ -63,10 +64,11 @@ class Case:
     inputs: tuple[tuple[str, Any], ...]
     extra: dict = field(default_factory=dict, compare=False)
     lens: tuple[tuple[str, int], ...] = ()  # the length attr of each list input, drawn
+    presence: tuple[tuple[str, Any], ...] = ()  # per optional input, GIVEN or LEFT_OUT (None)
 
     def grid_dict(self) -> dict[str, Any]:
         """The attrs and list lengths: what an attr combination (`AttrGrid.key`) is made of."""
-        return {**dict(self.attrs), **dict(self.lens)}
+        return {**dict(self.attrs), **dict(self.lens), **dict(self.presence)}
 
     def input_dict(self) -> dict[str, Any]:
         return dict(self.inputs)
@@ -107,6 +109,8 @@ def arrays_text(named: dict[str, Any]) -> str:
 
 
 def _array_text(value: Any) -> str:
+    if value is None:
+        return "absent"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_array_text(v) for v in value) + "]"
     return f"{value.dtype}{list(value.shape)}"
@@ -142,6 +146,7 @@ def plan_op(spec: OpSpec) -> OpPlan:
     skip = skip or _input_skip(spec, dict(dtypes))
     return OpPlan(spec=spec, dtypes=dtypes, type_values=unbound, precision=precision, rule=rule,
                   attrs=tuple(plans), list_lens=tuple(_list_len(spec.attr(n)) for n in sorted(list_attrs)),
+                  optional=tuple(t.name for t in spec.inputs if t.optional),
                   skip=skip)
 
 
@@ -221,8 +226,12 @@ def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None,
     sizes = _sizes(spec, dims, attrs)  # an input dim may be an expression of dims and attrs
     shapes = {t.name: _input_shape(draw, t, sizes, leading, free, t.name == anchor) for t in spec.inputs}
     inputs = _draw_values(draw, plan, shapes, lens)
+    presence = {name: fixed[name] if name in fixed else draw(st.sampled_from((GIVEN, LEFT_OUT)))
+                for name in plan.optional}
+    inputs.update({name: None for name, given in presence.items() if given == LEFT_OUT})
     return Case(dims=tuple(dims.items()), leading=leading, attrs=tuple(attrs.items()),
-                inputs=tuple(inputs.items()), lens=tuple(lens.items()))
+                inputs=tuple(inputs.items()), lens=tuple(lens.items()),
+                presence=tuple(presence.items()))
 
 
 def _fit_budget(spec: OpSpec, dims: dict[str, int], stressed: str) -> None:

@@ -10,12 +10,12 @@ from .infer import axis_phrase, axis_word, infer_outputs, resolve_type_attrs
 from .parse import parse_opdef
 from .registry import Registry, load_registry
 from .shape_fns import SHAPE_FNS
-from .spec import (NO_DEFAULT, STOP_GRADIENT, AttrSpec, GradCheckSpec, KernelSpec, OpSpec, TensorSpec,
+from .spec import (ABSENT, NO_DEFAULT, STOP_GRADIENT, AttrSpec, GradCheckSpec, KernelSpec, OpSpec, TensorSpec,
                    TypeAttr)
 from .workspace import BUILTIN_ROOT, Workspace, find_workspace
 
 __all__ = [
-    "AttrSpec", "BUILTIN_ROOT", "GradCheckSpec", "KernelNotBuiltError", "KernelSpec", "Location",
+    "ABSENT", "AttrSpec", "BUILTIN_ROOT", "GradCheckSpec", "KernelNotBuiltError", "KernelSpec", "Location",
     "NO_DEFAULT", "OpDefError", "OpDefErrors", "OpError", "OpSpec", "OpsdkError", "Registry",
     "SHAPE_FNS", "STOP_GRADIENT", "TensorSpec", "TypeAttr", "Workspace", "axis_phrase", "axis_word",
     "dtype_name", "find_workspace", "infer_outputs", "load_callable", "load_registry",

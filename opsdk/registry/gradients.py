@@ -89,6 +89,9 @@ def _input_problems(forward: OpSpec, grad: OpSpec, who: str) -> list[str]:
         model, role = by_name[tensor.name]
         problems += _tensor_problems(tensor, model, f"{who}: input '{tensor.name}'", f"{role} of '{forward.name}'",
                                      _INPUT_FIX)
+        if model.optional and not tensor.optional and tensor.name == model.name:
+            problems.append(f"{who}: input '{tensor.name}' must be optional (optional: true), like "
+                            f"{role} of '{forward.name}': autodiff passes None where it is absent")
     return problems
 
 

@@ -14,7 +14,7 @@ from .attrs import dtype_name
 from .callables import load_callable
 from .errors import OpError, OpsdkError
 from .shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr, format_shape
-from .spec import OpSpec, TensorSpec
+from .spec import ABSENT, OpSpec, TensorSpec
 
 ShapeT = Optional[tuple]  # tuple of int|None, or None for an unknown rank
 
@@ -57,6 +57,8 @@ def resolve_type_attrs(spec: OpSpec, input_dtypes: Any, attrs: Mapping[str, Any]
     options = {t.name: t.allowed for t in spec.type_attrs}
     bound: dict[str, tuple[str, str]] = {}
     for tensor, given in zip(spec.inputs, _per_input(spec, input_dtypes, "dtypes")):
+        if given is ABSENT:
+            continue
         items = given if tensor.is_list and isinstance(given, (list, tuple)) else [given]
         for index, item in enumerate(items):
             label = f"{tensor.name}[{index}]" if tensor.is_list and len(items) > 1 else tensor.name
@@ -129,9 +131,10 @@ def infer_call(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
                attrs: Mapping[str, Any]) -> Inferred:
     """`infer_outputs`, with the sizes and type attrs it bound on the way."""
     dtypes = resolve_type_attrs(spec, input_dtypes, attrs)
-    binder = _Binder(spec)
     shapes = _per_input(spec, input_shapes, "shapes")
-    for tensor, shape in zip(spec.inputs, shapes):
+    check_presence(spec, shapes)
+    binder = _Binder(spec)
+    for tensor, shape in binding_order(spec, shapes):
         binder.bind_input(tensor, shape)
     env = dim_env(spec, binder.dims, attrs)
     binder.check_computed(env)
@@ -141,6 +144,22 @@ def infer_call(spec: OpSpec, input_shapes: Any, input_dtypes: Any,
         out_shapes = [binder.output_shape(t, env, attrs) for t in spec.outputs]
     return Inferred([(shape, dtypes.get(t.dtype, t.dtype)) for t, shape in zip(spec.outputs, out_shapes)],
                     env, dtypes)
+
+
+def check_presence(spec: OpSpec, values: Sequence[Any]) -> None:
+    """Only an optional input may be absent (ABSENT, the caller's None)."""
+    for tensor, value in zip(spec.inputs, values):
+        if value is ABSENT and not tensor.optional:
+            raise OpError(f"{spec.name}: input '{tensor.name}' is required; got None")
+
+
+def binding_order(spec: OpSpec, values: Sequence[Any]) -> list[tuple[TensorSpec, Any]]:
+    """(input, value) pairs in the order dims bind: the required inputs, then the optional ones
+    that are present, each group in declaration order. So a dim that a required input binds never
+    depends on whether an optional input was given (the generated glue binds in the same order)."""
+    pairs = list(zip(spec.inputs, values))
+    return ([p for p in pairs if not p[0].optional]
+            + [p for p in pairs if p[0].optional and p[1] is not ABSENT])
 
 
 _ENV_ATTR_TYPES = ("int", "bool", "str")  # what dim expressions read (bool and str in conditions)
@@ -169,7 +188,7 @@ def _call_shape_fn(spec: OpSpec, shapes: list, attrs: Mapping[str, Any]) -> list
     from .shape_fns import SHAPE_FNS  # the named table is filled by the builtin library
 
     fn = SHAPE_FNS.get(spec.shape_fn) or load_callable(spec, spec.shape_fn, "shape_fn")
-    named = {t.name: _normalized(t, s) for t, s in zip(spec.inputs, shapes)}
+    named = {t.name: _normalized(t, s) for t, s in zip(spec.inputs, shapes) if s is not ABSENT}
     try:
         result = list(fn(named, dict(attrs)))
     except ValueError as exc:

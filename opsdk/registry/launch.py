@@ -102,6 +102,8 @@ def cpp_sizes(launch: LaunchSpec, name: Callable[[str], str]) -> tuple[list[str]
 
 def cpp_arg(arg: LaunchArg, name: Callable[[str], str]) -> str:
     """One argument as the nvcc host code passes it."""
+    if arg.kind == "input" and arg.optional:  # a null pointer where the caller gave None
+        return f"(in.{arg.name} ? in.{arg.name}->data : nullptr)"
     if arg.kind == "input":
         return f"in.{arg.name}.data"
     if arg.kind == "output":

@@ -120,6 +120,10 @@ def _elementwise(entry: Optional[YEntry], d: Diagnostics, sig: Signature):
     text = d.string(entry.value, "elementwise")
     if text is None:
         return None
+    if any(t.optional for t in sig.inputs):
+        d.error(entry.value.line, "elementwise: an op with an optional input has no scalar formula "
+                                  "(fusion needs every input)")
+        return None
     if len(sig.outputs) != 1 or any(t.is_list for t in (*sig.inputs, *sig.outputs)):
         d.error(entry.value.line, "elementwise: only an op with one output and no list inputs "
                                   "has a scalar formula")
@@ -202,8 +206,14 @@ def _check_collisions(d: Diagnostics, sig: Signature) -> None:
 def _check_type_attr_use(d: Diagnostics, sig: Signature) -> None:
     carried = {t.dtype for t in sig.inputs}
     used = carried | {t.dtype for t in sig.outputs}
+    required = {t.dtype for t in sig.inputs if not t.optional}
     for ta in sig.type_attrs:
-        if ta.name not in used:
+        if ta.name in carried and ta.name not in required:
+            owner = next(t.name for t in sig.inputs if t.dtype == ta.name)
+            d.error(ta.location.line, f"type attr '{ta.name}' is carried only by optional input "
+                                      f"'{owner}', so it has no dtype when '{owner}' is absent; let a "
+                                      f"required input carry it too, or give '{owner}' a fixed dtype")
+        elif ta.name not in used:
             d.derived(ta.location.line, f"type attr '{ta.name}' is used by no input or output; remove it")
         elif ta.name in carried and ta.default is not None:
             d.error(ta.location.line, f"type attr '{ta.name}' comes from an input's dtype, so its default "

@@ -161,7 +161,7 @@ def _arg(node: YNode, d: Diagnostics, sig: Signature, what: str) -> Optional[Lau
                 d.error(node.line, f"{what}: {kind} '{name}' is a list of tensors, which a launch "
                                    "cannot pass; write the host side in the .cu file instead")
                 return None
-            return LaunchArg(kind, name)
+            return LaunchArg(kind, name, optional=tensor.optional)
         attr = sig.attr(name)
         if attr is not None and attr.type in ("float", "bool"):
             return LaunchArg("attr", name)

@@ -152,6 +152,9 @@ def _output_dim(item: YNode, d: Diagnostics, sig: Signature, what: str):
     if text in sig.derived:
         return ExprDim(Name(text), text)
     if is_identifier(text) and text in sig.bound_dims:
+        if sig.optional_only(text):
+            d.error(item.line, f"{what}: {_optional_only_text(sig, text)}")
+            return None
         return SymDim(text)
     try:
         expr = parse_expr(text)
@@ -172,7 +175,9 @@ def _check_expr_names(dim: ExprDim, d: Diagnostics, sig: Signature, what: str, l
     if problem is None:
         return True
     kind, text = problem
-    if kind == "unbound":
+    if kind == "optional":
+        d.error(line, f"{what}: {_optional_only_text(sig, text)}")
+    elif kind == "unbound":
         int_attrs = [a.name for a in sig.attrs if a.type == "int"]
         hint = did_you_mean(text, list(sig.bound_dims) + sorted(derived) + sorted(int_attrs))
         d.derived(line, f"{what} uses dim '{text}' that no input binds{hint}{fix}")
@@ -209,6 +214,8 @@ def _first(problems) -> Optional[tuple[str, str]]:
 
 def _name_problem(name: str, sig: Signature, derived: set, condition: bool) -> Optional[tuple[str, str]]:
     attr = sig.attr(name)
+    if attr is None and sig.optional_only(name) and name not in derived:
+        return ("optional", name)
     if attr is None:
         return None if name in sig.bound_dims or name in derived else ("unbound", name)
     if attr.type == "int" or (attr.type == "bool" and condition):
@@ -238,10 +245,29 @@ def _choice_compare_problem(expr: Compare, sig: Signature) -> Optional[tuple[str
     return None
 
 
+def _optional_only_text(sig: Signature, name: str) -> str:
+    owner = sig.optional_only(name)
+    return (f"dim '{name}' is bound only by optional input '{owner}', so it has no size when "
+            f"'{owner}' is absent; bind '{name}' in a required input too, or compute this size "
+            f"from the required inputs' dims and int attrs")
+
+
 def check_output_ellipsis(d: Diagnostics, sig: Signature) -> None:
-    """An output's `...` copies the inputs' leading dims, so some input must have them."""
-    if sig.has_ellipsis_input:
+    """An output's `...` copies the inputs' leading dims, so some (required) input must have them.
+    Optional inputs alone may not share them either: the one that binds them may be absent."""
+    if any(t.has_ellipsis and not t.optional for t in sig.inputs):
         return
+    optional = [t for t in sig.inputs if t.has_ellipsis]
+    if len(optional) > 1:
+        d.error(optional[1].location.line, f"input '{optional[1].name}': '...' is shared only by "
+                                           f"optional inputs ({', '.join(t.name for t in optional)}), "
+                                           f"one of which may be absent; give a required input '...' too")
     for out in sig.outputs:
-        if out.has_ellipsis:
+        if not out.has_ellipsis:
+            continue
+        if sig.has_ellipsis_input:
+            d.error(out.location.line, f"output '{out.name}' uses '...', which only optional inputs "
+                                       f"have (absent, they give no leading dims); give a required "
+                                       f"input '...' too")
+        else:
             d.derived(out.location.line, f"output '{out.name}' uses '...' but no input has '...'")

@@ -11,11 +11,11 @@ from .dtypes import DTYPE_GROUPS, DTYPE_NAMES
 from .located_yaml import YEntry, YMap, YNode
 from .parse_shape import check_input_dims, read_shape
 from .parse_shape import check_output_ellipsis as check_output_ellipsis  # parse.py reads it here
-from .shapes import ExprDim
+from .shapes import ExprDim, SymDim
 from .spec import ATTR_TYPES, NO_DEFAULT, AttrSpec, TensorSpec, TypeAttr
 
 ATTR_KEYS = ("type", "default", "min", "max", "choices", "doc")
-TENSOR_KEYS = ("dtype", "shape", "doc", "list", "inplace")
+TENSOR_KEYS = ("dtype", "shape", "doc", "list", "inplace", "optional")
 TYPE_ATTR_KEYS = ("allowed", "default")
 _NUMERIC_ATTR_TYPES = ("int", "float", "list(int)", "list(float)")
 _VALID_DTYPES = "dtypes are " + ", ".join(DTYPE_NAMES)
@@ -36,6 +36,13 @@ class Signature:
     input_exprs: list[tuple[str, ExprDim, int]] = field(default_factory=list)
     # `dims:` of the declaration: name -> (its expression, line), in declaration order.
     derived: dict[str, tuple[ExprDim, int]] = field(default_factory=dict)
+    # Dims some required input binds; a dim only optional inputs bind -> the first such input.
+    required_dims: set[str] = field(default_factory=set)
+    optional_binders: dict[str, str] = field(default_factory=dict)
+
+    def optional_only(self, name: str) -> Optional[str]:
+        """The optional input that alone binds dim `name`, or None."""
+        return None if name in self.required_dims else self.optional_binders.get(name)
 
     def attr(self, name: str) -> Optional[AttrSpec]:
         return next((a for a in self.attrs if a.name == name), None)
@@ -230,10 +237,40 @@ def _parse_tensor(entry: YEntry, body: YMap, d: Diagnostics, sig: Signature, kin
         d.error(body.line, f"output '{name}' needs a shape (a list like [n, m]), or give the op a shape_fn")
     doc = d.string(keys["doc"].value, f"the doc of {kind} '{name}'") if "doc" in keys else ""
     inplace = _inplace(keys["inplace"].value, d, sig, kind, name, dtype) if "inplace" in keys else ()
+    optional = _optional(keys["optional"], d, kind, name, list_len) if "optional" in keys else False
+    if kind == "input":
+        _record_binders(sig, name, shape, optional)
     if d.count() != errors or dtype is None:
         return None
     return TensorSpec(name, dtype, shape, d.location(entry.key_line), doc or "", list_len,
-                      inplace)
+                      inplace, optional)
+
+
+def _optional(entry: YEntry, d: Diagnostics, kind: str, name: str, list_len: Optional[str]) -> bool:
+    """`optional: true` on an input: the caller may pass None (PyTorch's `Tensor?`)."""
+    value = d.boolean(entry.value, f"{kind} '{name}': optional")
+    if not value:
+        return False
+    if kind != "input":
+        d.error(entry.key_line, f"output '{name}': only an input may be optional (outputs are "
+                                f"always computed); remove 'optional'")
+        return False
+    if list_len is not None:
+        d.error(entry.key_line, f"input '{name}': a list input cannot be optional; declare its "
+                                f"length attr with min: 0 ({list_len}: {{type: int, min: 0}}) so "
+                                f"the list may be empty")
+        return False
+    return True
+
+
+def _record_binders(sig: Signature, name: str, shape: Optional[tuple], optional: bool) -> None:
+    """Which dims a required input binds, and which only an optional one does (so far)."""
+    for dim in shape or ():
+        if isinstance(dim, SymDim):
+            if optional:
+                sig.optional_binders.setdefault(dim.name, name)
+            else:
+                sig.required_dims.add(dim.name)
 
 
 def _inplace(node: YNode, d: Diagnostics, sig: Signature, kind: str, name: str,

@@ -30,6 +30,16 @@ class _NoDefault:
 NO_DEFAULT: Any = _NoDefault()
 
 
+class _Absent:
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+# What shape inference is given, in place of a shape and a dtype, for an optional input the
+# caller left out (None already means an unknown rank or dtype there).
+ABSENT: Any = _Absent()
+
+
 @dataclass(frozen=True)
 class TypeAttr:
     """`T: [float32, float64]`: a dtype variable; inputs and outputs with `dtype: T` share it."""
@@ -74,6 +84,10 @@ class TensorSpec:
     # Outputs only: the inputs whose buffer this output may be written into (`inplace: [x]`);
     # the runtime's memory planner hands a dead one to the kernel as `out=` (docs/opdefs.md).
     inplace: tuple[str, ...] = ()
+    # Inputs only (`optional: true`, PyTorch's `Tensor?`): the caller may give None. An absent
+    # input is no graph edge; kernels get None (C++: an empty std::optional) and the dims only
+    # it binds stay unbound.
+    optional: bool = False
 
     @property
     def is_list(self) -> bool:
@@ -112,6 +126,7 @@ class LaunchArg:
     kind: str
     name: str  # the tensor's or attr's name, or the expression's text
     expr: Optional[Expr] = None
+    optional: bool = False  # an optional input: a null pointer where it is absent
 
 
 @dataclass(frozen=True)
@@ -251,6 +266,13 @@ class OpSpec:
     @property
     def devices(self) -> tuple[str, ...]:
         return tuple(k.device for k in self.kernels)
+
+    @property
+    def optional_only_dims(self) -> tuple[str, ...]:
+        """Dims that only optional inputs bind: unbound when those inputs are absent."""
+        required = {d.name for t in self.inputs if not t.optional for d in t.shape or ()
+                    if isinstance(d, SymDim)}
+        return tuple(n for n in self.dim_names if n not in required)
 
     @property
     def dim_names(self) -> tuple[str, ...]:

@@ -146,5 +146,21 @@ WINDOW_OP = """
       cpu: window_op_cpu.cc
 """
 
+OPTIONAL_OP = """
+    op: optional_op
+    summary: Optional inputs, one checked against a required input's dim, one binding a dim of its own.
+    type_attrs:
+      T: [float32, float64]
+    inputs:
+      w: {dtype: T, shape: [p], optional: true, doc: "a weight per column"}
+      x: {dtype: T, shape: [n, p]}
+      tags: {dtype: int64, shape: [q], optional: true}
+    outputs:
+      y: {dtype: T, shape: [n]}
+    kernels:
+      cpu: optional_op_cpu.cc
+      cuda: optional_op_cuda.cu
+"""
+
 REPRESENTATIVE = {"attrs_op": ATTRS_OP, "list_op": LIST_OP, "cast_op": CAST_OP, "launch_op": LAUNCH_OP,
-                  "window_op": WINDOW_OP}
+                  "window_op": WINDOW_OP, "optional_op": OPTIONAL_OP}

@@ -127,7 +127,7 @@ def textual_mutant(draw) -> str:
 def _workspace(root: Path) -> Path:
     opdefs = root / "opdefs"
     opdefs.mkdir(parents=True, exist_ok=True)
-    for name in ("pairwise_manhattan", "attrs_op", "list_op", "cast_op", "launch_op", "window_op"):
+    for name in ("pairwise_manhattan", "attrs_op", "list_op", "cast_op", "launch_op", "window_op", "optional_op"):
         (opdefs / f"{name}_cpu.cc").write_text("")
         (opdefs / f"{name}_cuda.cu").write_text("")
     (opdefs / "kernels.py").write_text(SCALED_KERNEL)

@@ -77,3 +77,26 @@ def test_wrappers_compile_and_docstrings_hold_examples(rendered):
     assert "def cast_op(x, mask, *, dtype='float32', name=None):" in source
     assert ">>> y, count = cast_op(x, mask)\n        >>> y.shape, count.shape\n        ((2, 3), ())" in source
     compile(rendered["ops.pyi"], "ops.pyi", "exec")
+    # Optional inputs default to None; a required input after one is keyword-only.
+    assert "def optional_op(w=None, *, x, tags=None, name=None):" in source
+    assert "def optional_op(w: Optional[Input] = None, *, x: Input, tags: Optional[Input] = None," in rendered["ops.pyi"]
+
+
+def test_an_optional_input_is_an_empty_std_optional_with_its_own_dims_unbound(rendered):
+    header, glue = rendered["optional_op_op.h"], rendered["optional_op_binding.cc"]
+    assert "std::optional<opsdk::ConstTensor<T>> w;" in header
+    assert "int64_t q = -1;  // -1 when optional input 'tags' is absent" in header
+    assert "if (!obj.is_none() && !opsdk::glue::read_host(obj, a.w))" in glue
+    # The required x binds p before w is checked against it, whatever the declaration order.
+    assert glue.index("dims.p = arg.shape[1];") < glue.index("if (a.w.obj) {")
+
+
+def test_framework_stubs_take_optional_inputs_as_torch_and_jax_do(tmp_path):
+    from opsdk.codegen.framework_stubs import render_framework_stubs
+
+    root = write_workspace(tmp_path, {"optional_op": REPRESENTATIVE["optional_op"]})
+    for framework in ("torch", "jax"):
+        stub = render_framework_stubs([parse_one(root, "optional_op")], framework)
+        # Every input positional; None is a default only where no required input follows.
+        assert "def optional_op(w: Optional[Input], x: Input, tags: Optional[Input] = None) -> Output" in stub
+        compile(stub, "stub.pyi", "exec")

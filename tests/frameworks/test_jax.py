@@ -211,3 +211,45 @@ def test_a_handler_built_against_another_cpu_kernel_is_not_used(tmp_path):
     (tmp_path / "build" / "jax_ffi" / "op" / "manifest.json").write_text(
         '{"cpu_key": "old", "file": "lib.so", "sha256": "x", "symbol": "s"}')
     assert _jax_ffi._registered(str(tmp_path), "op") is None
+
+
+WSCALE = """
+op: wscale
+summary: y = x * w (w optional; 1 when absent).
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, w: {dtype: T, shape: [n], optional: true}}
+outputs: {y: {dtype: T, shape: [n]}}
+gradient: wscale_grad
+kernels: {python: k.py:wscale}
+---
+op: wscale_grad
+summary: Its gradient.
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, w: {dtype: T, shape: [n], optional: true},
+         grad_y: {dtype: T, shape: [n]}}
+outputs: {grad_x: {dtype: T, shape: [n]}, grad_w: {dtype: T, shape: [n]}}
+kernels: {python: k.py:wscale_grad}
+"""
+WSCALE_KERNELS = """
+def wscale(xp, x, w):
+    return x.copy() if w is None else x * w
+def wscale_grad(xp, x, w, grad_y):
+    return (grad_y.copy(), xp.zeros_like(x)) if w is None else (grad_y * w, grad_y * x)
+"""
+
+
+def test_an_optional_input_takes_none_or_is_left_out(tmp_path):
+    from opsdk.jax import load_ops
+
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "k.py").write_text(WSCALE_KERNELS)
+    (tmp_path / "opdefs" / "wscale.yaml").write_text(WSCALE)
+    mine = load_ops(tmp_path)
+    with jax.enable_x64(True):
+        x, w = jnp.arange(4.0), jnp.array([1.0, 2.0, 3.0, 4.0])
+        np.testing.assert_array_equal(mine.wscale(x), x)
+        np.testing.assert_array_equal(jax.jit(lambda x: mine.wscale(x, None))(x), x)
+        np.testing.assert_array_equal(mine.wscale(x, w), x * w)
+        np.testing.assert_array_equal(jax.grad(lambda x: mine.wscale(x).sum())(x), np.ones(4))
+        check_grads(lambda x, w: mine.wscale(x, w), (x, w), order=1, modes=["rev"])
+        check_grads(lambda x: mine.wscale(x, None), (x,), order=1, modes=["rev"])

@@ -228,3 +228,45 @@ def test_a_bfloat16_tensor_is_an_error_naming_the_op_and_its_dtypes():
     with pytest.raises(OpsdkError, match=r"pairwise_manhattan: input 'x' has dtype bfloat16.*"
                                          r"takes float32, float64"):
         ops.pairwise_manhattan(x, x)
+
+
+WSCALE = """
+op: wscale
+summary: y = x * w (w optional; 1 when absent).
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, w: {dtype: T, shape: [n], optional: true}}
+outputs: {y: {dtype: T, shape: [n]}}
+gradient: wscale_grad
+kernels: {python: k.py:wscale}
+---
+op: wscale_grad
+summary: Its gradient.
+type_attrs: {T: [float64]}
+inputs: {x: {dtype: T, shape: [n]}, w: {dtype: T, shape: [n], optional: true},
+         grad_y: {dtype: T, shape: [n]}}
+outputs: {grad_x: {dtype: T, shape: [n]}, grad_w: {dtype: T, shape: [n]}}
+kernels: {python: k.py:wscale_grad}
+"""
+WSCALE_KERNELS = """
+def wscale(xp, x, w):
+    return x.copy() if w is None else x * w
+def wscale_grad(xp, x, w, grad_y):
+    return (grad_y.copy(), xp.zeros_like(x)) if w is None else (grad_y * w, grad_y * x)
+"""
+
+
+def test_an_optional_input_is_a_tensor_or_none(tmp_path):
+    ws = tmp_path / "opt"
+    (ws / "opdefs").mkdir(parents=True)
+    (ws / "opdefs" / "k.py").write_text(WSCALE_KERNELS)
+    (ws / "opdefs" / "wscale.yaml").write_text(WSCALE)
+    mine = TorchOps(ws)
+    assert str(mine.wscale.packet.default._schema).endswith("wscale(Tensor x, Tensor? w=None) -> Tensor")
+    # Before a required input, an optional one has no default in torch's schema (it must be passed).
+    assert "wscale_grad(Tensor x, Tensor? w, Tensor grad_y)" in str(mine.wscale_grad.packet.default._schema)
+    x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    w = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    torch.testing.assert_close(mine.wscale(x), x.detach())
+    assert torch.autograd.gradcheck(lambda x: mine.wscale(x, None), (x,))
+    assert torch.autograd.gradcheck(mine.wscale, (x, w))
+    torch.library.opcheck(mine.wscale.packet.default, (x.detach(), None))

@@ -1,6 +1,7 @@
 """The ops of examples/author_ops, written from the docs as an op author would, built and
 gradchecked: a strided box sum whose output dims come from a choice attr through named dims (C++
-forward and gradient), a two-output op (C++), and a CUDA-only op (checked where a GPU is; its
+forward and gradient), a two-output op with an optional weight (C++, checked with the weight given
+and absent), and a CUDA-only op (checked where a GPU is; its
 .cu files compiled wherever nvcc is)."""
 
 from __future__ import annotations
@@ -40,6 +41,33 @@ def test_the_cpu_ops_pass_gradcheck_on_every_attr_combination(workspace, capsys)
     assert code == 0, out
     assert "box_sum on cpu: 8/8 combinations of k 1,3 x stride 1,2 x padding 'valid','same' checked" in out
     assert "author_ops::weighted_moments  cpu" in out
+    # Its weight is optional: the cases gave it and left it out.
+    assert "weighted_moments on cpu: 2/2 combinations of w given,absent checked" in out
+
+
+def test_weighted_moments_without_its_weight_in_the_glue_and_a_graph(workspace):
+    import opsdk
+    from opsdk.runtime.frontend.ops_module import load_ops
+
+    spec = load_registry(workspace).get("weighted_moments")
+    x = np.arange(6.0).reshape(2, 3)
+    m1, m2 = load_kernel(spec, "cpu")(x, None)  # the kernel's in.w is an empty std::optional
+    np.testing.assert_array_equal(m1, x.sum(-1))
+    np.testing.assert_array_equal(m2, (x * x).sum(-1))
+    with pytest.raises(TypeError, match=r"^weighted_moments: input 'w' must be a numpy.ndarray or None"):
+        load_kernel(spec, "cpu")(x, 3)
+    with pytest.raises(ValueError, match=r"^weighted_moments: input 'w' has size 4 in axis 0 but x has 3"):
+        load_kernel(spec, "cpu")(x, np.ones(4))
+    ops = load_ops(workspace)
+    g = opsdk.Graph()
+    with g.as_default():
+        xp = opsdk.placeholder("float64", [2, 3], name="x")
+        m1, m2 = ops.weighted_moments(xp)
+        (gx,) = opsdk.gradients([m1, m2], [xp])
+        with opsdk.Session() as sess:
+            got = sess.run([m1, m2, gx], {xp: x})
+    np.testing.assert_array_equal(got[0], x.sum(-1))
+    np.testing.assert_array_equal(got[2], 1 + 2 * x)  # d(m1 + m2)/dx with every weight 1
 
 
 @pytest.mark.parametrize("attrs, want", [

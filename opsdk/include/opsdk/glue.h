@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,13 @@ inline bool same_dims(const int64_t* shape, int n, const std::vector<int64_t>& b
 template <typename T>
 inline TensorView<T> view(const Arg& arg) {
     return TensorView<T>{static_cast<T*>(arg.data), arg.shape, arg.ndim};
+}
+
+// An optional input's view: empty when the caller gave None (the Arg was never read).
+template <typename T>
+inline std::optional<TensorView<T>> optional_view(const Arg& arg) {
+    if (arg.obj == nullptr) return std::nullopt;
+    return view<T>(arg);
 }
 
 template <typename T>

@@ -16,7 +16,7 @@ registers its rules beside its builders.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Collection, Iterable, Optional, Sequence
 
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
@@ -125,6 +125,8 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
     flat: list[Optional[Tensor]] = []
     for tspec, value in zip(spec.inputs, group_inputs(op)):
         got = by_input.get(tspec.name)
+        if tspec.name in op.absent:
+            continue  # no edge, no gradient (the gradient op got None for it)
         if tspec.is_list:
             flat.extend(list(got) if got is not None else [None] * len(value))
         else:
@@ -133,12 +135,19 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
 
 
 def group_inputs(op: Operation) -> list:
-    """The node's flat inputs grouped as its declaration's inputs (a list input as a list)."""
-    return group_values(op.inputs, op.spec.inputs, op.attrs)
+    """The node's flat inputs grouped as its declaration's inputs (a list input as a list, None
+    for an absent optional input)."""
+    return group_values(op.inputs, op.spec.inputs, op.attrs, absent=op.absent)
 
 
-def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict, who: str = "") -> list:
-    """Flat values (a node's inputs or outputs) grouped per declared tensor, by the list attrs."""
+def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict, who: str = "",
+                 absent: Collection[str] = ()) -> list:
+    """Flat values (a node's inputs or outputs) grouped per declared tensor, by the list attrs;
+    None for each of the `absent` ones (optional inputs left out, which have no value here)."""
+    if absent:
+        present = [t for t in specs if t.name not in absent]
+        values = iter(group_values(flat, present, attrs, who))
+        return [None if t.name in absent else next(values) for t in specs]
     sizes = [int(attrs[t.list_len]) if t.is_list else None for t in specs]
     expected = sum(1 if n is None else n for n in sizes)
     if len(flat) != expected:

@@ -133,7 +133,7 @@ def _fold(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> tuple[Tens
         if op.spec is None:
             outputs = PRIMITIVES[op.type].run(None, op, values)
         else:
-            outputs = bind_kernel(op.spec, p.kernel.get(op), op.attrs, op.type_attrs)(values)
+            outputs = bind_kernel(op.spec, p.kernel.get(op), op.attrs, op.type_attrs, op.absent)(values)
     except Exception as exc:  # the same error the step would raise when run
         raise in_context(node_label(op.type, op.name), exc) from exc
     consts = tuple(constant_node(p, op, t, value) for t, value in zip(op.outputs, outputs))

@@ -226,7 +226,7 @@ def _standalone(part: Partition) -> PartitionGraph:
             _variable_first(g, op, part, nodes)
             clone = g.create_op(op.type, [mapped[t] for t in part.inputs_of(op)], op.attrs,
                                 [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
-                                name=op.name, type_attrs=op.type_attrs,
+                                name=op.name, type_attrs=op.type_attrs, absent=op.absent,
                                 control_inputs=[nodes[c] for c in part.controls_of(op)])
             nodes[op] = clone
             for mine, theirs in zip(op.outputs, clone.outputs):

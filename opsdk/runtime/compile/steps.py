@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.spec import ABSENT
 from opsdk.runtime.devices import Device
 from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
@@ -69,6 +70,8 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         return Step(op, _primitive_run(op, run, ins, outs))
     if needed is not None and not all(needed):
         choice = partial_kernel(op, choice, needed)
+    if op.absent:  # the kernel takes None for each absent input: the general call inserts them
+        return _general_step(op, choice, inputs, ins, outs)
     form = scalar_form(op, choice)
     if form is not None:
         return Step(op, _scalar_run(op, form, ins, outs[0], outs[0] in scalars))
@@ -79,11 +82,19 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
             return Step(op, _donating_run(op, raw, device.xp, ins, outs[0], donate))
         if raw is not None and len(ins) == 2:
             return Step(op, _direct_run2(op, raw, device.xp, ins, outs[0]))
+    return _general_step(op, choice, inputs, ins, outs)
+
+
+def _general_step(op: Operation, choice: Optional[KernelChoice], inputs: Sequence[Tensor],
+                  ins: tuple, outs: tuple[int, ...]) -> Step:
+    """The kernel through its device's calling convention, the actual shapes checked first where
+    the static ones are open."""
+    open_shapes = any(t.shape is None or None in t.shape for t in inputs)
     # One plain output: the kernel's own return value is the slot's, no tuple in between.
     # One declared output, not a list: an op declaring more (an empty list among them) may
     # still have one graph output, and its kernel returns a tuple all the same.
     single = len(op.spec.outputs) == 1 and not op.spec.outputs[0].is_list
-    call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs)
+    call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs, op.absent)
     if open_shapes:
         return Step(op, _checked_run(op, call, ins, outs, single))
     return Step(op, _kernel_run(op, call, ins, outs, single))
@@ -240,10 +251,10 @@ def _check_inputs(op: Operation, values: Sequence) -> None:
     from opsdk.registry import infer_outputs
     arrays = [v if hasattr(v, "shape") and hasattr(v, "dtype") else np.asarray(v) for v in values]
     groups = _input_groups(op)
-    shapes = [[arrays[i].shape for i in g] if isinstance(g, list) else arrays[g].shape
-              for g in groups]
-    dtypes = [[arrays[i].dtype.name for i in g] if isinstance(g, list) else arrays[g].dtype.name
-              for g in groups]
+    shapes = [ABSENT if g is None else [arrays[i].shape for i in g] if isinstance(g, list)
+              else arrays[g].shape for g in groups]
+    dtypes = [ABSENT if g is None else [arrays[i].dtype.name for i in g] if isinstance(g, list)
+              else arrays[g].dtype.name for g in groups]
     try:
         infer_outputs(op.spec, shapes, dtypes, {**op.attrs, **op.type_attrs})
     except OpError as exc:
@@ -251,11 +262,14 @@ def _check_inputs(op: Operation, values: Sequence) -> None:
 
 
 def _input_groups(op: Operation) -> list:
-    """Per declared input: the index of its flat input, or a list of them for a list input."""
+    """Per declared input: the index of its flat input, a list of them for a list input, or None
+    for an absent optional input."""
     groups: list = []
     i = 0
     for t in op.spec.inputs:
-        if t.is_list:
+        if t.name in op.absent:
+            groups.append(None)
+        elif t.is_list:
             n = int(op.attrs[t.list_len])
             groups.append(list(range(i, i + n)))
             i += n

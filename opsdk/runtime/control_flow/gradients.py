@@ -63,7 +63,7 @@ def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tup
     if op.type == "placeholder":
         raise OpsdkError(f"{who}: placeholder '{op.name}' of '{op.graph.name}' is not bound")
     if op.spec is not None and not op.spec.stateful:
-        grouped = group_values(inputs, op.spec.inputs, op.attrs)
+        grouped = group_values(inputs, op.spec.inputs, op.attrs, absent=op.absent)
         result = apply_op(SpecRegistry(op.spec), op.type, grouped,
                           {**op.attrs, **op.type_attrs}, name=op.name.split("/")[-1],
                           device=op.device or None)

@@ -23,7 +23,7 @@ import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.registry.infer import infer_call, infer_outputs
-from opsdk.registry.spec import OpSpec
+from opsdk.registry.spec import ABSENT, OpSpec
 from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
 from opsdk.runtime.devices.cuda_jit import JitKernel, check_inputs, run_launches
 
@@ -117,9 +117,11 @@ class _BuiltCall:
 
     def __call__(self, values: Sequence[Any]) -> Any:
         grouped = self.pack(values) if self.pack else list(values)
-        shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
-        dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name
+        # None: an absent optional input (the glue takes None for it).
+        shapes = [ABSENT if g is None else [a.shape for a in g] if isinstance(g, list) else g.shape
                   for g in grouped]
+        dtypes = [ABSENT if g is None else [a.dtype.name for a in g] if isinstance(g, list)
+                  else g.dtype.name for g in grouped]
         allocated = _allocate(self.spec, infer_outputs(self.spec, shapes, dtypes, self.attrs), self.cp)
         stream = int(self.cp.cuda.get_current_stream().ptr)
         self.fn(*grouped, *self.tail, *allocated, stream)
@@ -137,8 +139,8 @@ class _JitCall:
 
     def __call__(self, values: Sequence[Any]) -> Any:
         check_inputs(self.spec, values)
-        inferred = infer_call(self.spec, [v.shape for v in values], [v.dtype.name for v in values],
-                              self.attrs)
+        inferred = infer_call(self.spec, [ABSENT if v is None else v.shape for v in values],
+                              [ABSENT if v is None else v.dtype.name for v in values], self.attrs)
         allocated = _allocate(self.spec, inferred.outputs, self.cp)
         run_launches(self.spec, self.jit.functions(inferred.types, self.cp), values, allocated,
                      inferred.sizes, self.attrs)

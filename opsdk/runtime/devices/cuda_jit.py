@@ -131,7 +131,9 @@ def launch_args(spec: OpSpec, launch: LaunchSpec, arrays: Mapping[str, Any],
     out: list[Any] = []
     for arg in launch.args:
         if arg.kind in ("input", "output"):
-            out.append(arrays[arg.name])
+            value = arrays[arg.name]
+            # An absent optional input: a null pointer (a 64-bit zero, as a pointer is passed).
+            out.append(np.uint64(0) if value is None else value)
         elif arg.kind == "attr":
             attr = spec.attr(arg.name)
             value = attrs.get(arg.name, attr.default)
@@ -217,6 +219,8 @@ def run_launches(spec: OpSpec, functions: Sequence[Any], inputs: Sequence[Any], 
 def check_inputs(spec: OpSpec, values: Sequence[Any]) -> None:
     """Each input is a C-contiguous GPU array, as the nvcc glue demands."""
     for tensor, value in zip(spec.inputs, values):
+        if value is None and tensor.optional:
+            continue  # absent: a launch passes it as a null pointer
         if not hasattr(value, "__cuda_array_interface__"):
             raise OpError(f"{spec.name}: input '{tensor.name}' must be a GPU array (CuPy), "
                           f"got {type(value).__name__}")

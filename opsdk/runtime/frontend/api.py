@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.registry.spec import OpSpec
+from opsdk.registry.spec import ABSENT, OpSpec
 
 from opsdk.runtime.ir.graph import Graph, constant, get_default_graph, in_graph_context
 from opsdk.runtime.kernels.call_cache import eager_key
@@ -108,21 +108,26 @@ def add_node(graph: Graph, registry: Any, spec: OpSpec, inputs: Sequence[Any],
     with graph.as_default():
         node_name = graph.unique_name(name or spec.name)
         who = f"{spec.name} (node '{node_name}')"
-        grouped = [[_as_tensor(who, tspec.name, v, d) for v in value] if tspec.is_list
+        grouped = [None if value is None  # absent: the registry refuses it for a required input
+                   else [_as_tensor(who, tspec.name, v, d) for v in value] if tspec.is_list
                    else _as_tensor(who, tspec.name, value, d)
                    for tspec, value, d in zip(spec.inputs, inputs, wanted)]
     attrs, type_attrs = normalize(spec, inputs, attrs, who)
-    shapes = [[t.shape for t in g] if isinstance(g, list) else g.shape for g in grouped]
-    dtypes = [[t.dtype for t in g] if isinstance(g, list) else g.dtype for g in grouped]
+    shapes = [ABSENT if g is None else [t.shape for t in g] if isinstance(g, list) else g.shape
+              for g in grouped]
+    dtypes = [ABSENT if g is None else [t.dtype for t in g] if isinstance(g, list) else g.dtype
+              for g in grouped]
     outputs = expand_outputs(spec, infer(spec, shapes, dtypes, attrs, type_attrs, who), attrs, who)
-    flat = [t for g in grouped for t in (g if isinstance(g, list) else [g])]
+    # An absent optional input is no edge: the node records its name instead.
+    absent = [t.name for t, g in zip(spec.inputs, grouped) if g is None]
+    flat = [t for g in grouped if g is not None for t in (g if isinstance(g, list) else [g])]
     if device == "python":
         raise OpsdkError(f"{who}: device='python' is for eager calls; in a graph use a device "
                          "name such as '/cpu:0'")
     scope = graph.device(device) if device is not None else nullcontext()
     with scope:
         op = graph.create_op(spec.name, flat, attrs, outputs, spec=spec, name=node_name,
-                             type_attrs=type_attrs, reserved_name=True)
+                             type_attrs=type_attrs, reserved_name=True, absent=absent)
     return output_values(op)
 
 

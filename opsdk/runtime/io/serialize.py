@@ -67,7 +67,9 @@ def _export_nodes(graph: Graph) -> list[dict]:
 
 def _export_node(op: Operation) -> dict:
     spec = getattr(op, "spec", None)
-    return {
+    absent = getattr(op, "absent", ())
+    # Optional inputs left out have no edge: written by name, only where there are some.
+    return {**({"absent": sorted(absent)} if absent else {}),
         "name": op.name,
         # A declared op by its qualified name (`myws::foo`): unique whichever workspaces are loaded.
         "op": op.type if spec is None else spec.qualified_name,
@@ -258,6 +260,7 @@ _NODE_KEYS: dict[str, tuple[type, str]] = {
     "inputs": (list, "a list of 'node:index' strings"),
     "control_inputs": (list, "a list of node names"), "attrs": (dict, "an object"),
     "type_attrs": (dict, "an object of dtype names"), "outputs": (list, "a list of objects"),
+    "absent": (list, "a list of the names of optional inputs left out"),
 }
 
 
@@ -276,7 +279,7 @@ def _check_node(i: int, node: Any) -> None:
         kind, what = _NODE_KEYS[key]
         if not isinstance(value, kind):
             raise GraphFileError(f"{where}: \"{key}\" must be {what}, not {value!r:.40}")
-    for key in ("inputs", "control_inputs"):
+    for key in ("inputs", "control_inputs", "absent"):
         if not all(isinstance(ref, str) for ref in node.get(key, [])):
             raise GraphFileError(f"{where}: \"{key}\" must hold strings only")
     if not all(isinstance(v, str) for v in node.get("type_attrs", {}).values()):
@@ -404,7 +407,16 @@ def _build_declared(graph: Graph, registry: Any, spec: Any, node: dict, inputs: 
                     attrs: dict) -> Operation:
     from opsdk.runtime.frontend.api import add_node, node_of  # api imports the graph layer; only import needs it
     grouped, i = [], 0
+    absent = set(node.get("absent", []))
+    optional = {t.name for t in spec.inputs if t.optional}
+    if absent - optional:
+        raise GraphFileError(f"node '{node['name']}' ({spec.name}): \"absent\" names "
+                             f"{sorted(absent - optional)}, which are not optional inputs of the op "
+                             f"(optional: {', '.join(sorted(optional)) or 'none'})")
     for tspec in spec.inputs:
+        if tspec.name in absent:
+            grouped.append(None)
+            continue
         size = int(attrs.get(tspec.list_len, 0)) if tspec.is_list else None
         grouped.append(inputs[i] if size is None else inputs[i:i + size])
         i += 1 if size is None else size

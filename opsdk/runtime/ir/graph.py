@@ -45,7 +45,7 @@ class Operation:
     """A node. `spec` is the op's declaration, or None for a runtime primitive."""
 
     __slots__ = ("graph", "type", "name", "inputs", "attrs", "type_attrs", "control_inputs",
-                 "device", "outputs", "spec", "_consumers", "_id")
+                 "device", "outputs", "spec", "absent", "_consumers", "_id")
 
     def __init__(self, graph: "Graph", op_type: str, name: str, inputs: tuple[Tensor, ...],
                  attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
@@ -60,6 +60,9 @@ class Operation:
         self.control_inputs = control_inputs
         self.device = device
         self.spec = spec
+        # The optional inputs the caller left out (None): no edge stands for them, and the
+        # kernel gets None in their place (kernels.choice.with_absent).
+        self.absent: frozenset[str] = frozenset()
         self.outputs: tuple[Tensor, ...] = ()
         self._consumers: list[Operation] = []
         self._id = op_id  # creation order: a topological order of the whole graph
@@ -161,11 +164,16 @@ class Graph:
     def create_op(self, op_type: str, inputs: Sequence[Tensor], attrs: Mapping[str, Any],
                   outputs: Sequence[tuple[Shape, str]], *, spec: Optional[OpSpec] = None,
                   name: Optional[str] = None, type_attrs: Optional[Mapping[str, str]] = None,
-                  control_inputs: Sequence[Any] = (), reserved_name: bool = False) -> Operation:
+                  control_inputs: Sequence[Any] = (), reserved_name: bool = False,
+                  absent: Sequence[str] = ()) -> Operation:
         """Add a node whose output (shape, dtype) pairs the caller already inferred.
 
         `reserved_name`: `name` came from `unique_name` already (callers that must name the node
-        in an error before creating it reserve the name first)."""
+        in an error before creating it reserve the name first). `absent`: the optional inputs of
+        `spec` left out; `inputs` holds the others only."""
+        if absent and (spec is None or any(not _optional_input(spec, a) for a in absent)):
+            raise OpsdkError(f"{op_type} (node '{name or op_type}'): only optional inputs may be "
+                             f"absent; {sorted(absent)} are not all optional inputs of the op")
         if spec is None and op_type not in PRIMITIVES:
             raise OpsdkError(f"'{op_type}' is neither a declared op nor a runtime primitive")
         check = PRIMITIVES[op_type].check if spec is None else None
@@ -184,6 +192,7 @@ class Graph:
                            type_attrs or {}, self._control_inputs(control_inputs),
                            self.current_device(), spec,
                            len(self._ops))
+            op.absent = frozenset(absent)
             op.outputs = tuple(Tensor(op, i, None if s is None else tuple(s), dtype_name(d))
                                for i, (s, d) in enumerate(outputs))
             for producer in {t.op for t in op.inputs}:
@@ -287,6 +296,10 @@ class Graph:
         """A copy of the collection `key` (empty when nothing was added)."""
         with self._lock:
             return list(self._collections.get(key, ()))
+
+
+def _optional_input(spec: OpSpec, name: str) -> bool:
+    return any(t.name == name and t.optional for t in spec.inputs)
 
 
 class _DefaultStack(threading.local):

@@ -14,7 +14,7 @@ convention of each kernel kind is the device's (`Device.call`). What is generic 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 
 from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
@@ -117,19 +117,38 @@ def load_python_kernel(spec: OpSpec) -> Callable:
 
 
 def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
-                type_attrs: Mapping[str, str]) -> Callable[[Sequence[Any]], Any]:
+                type_attrs: Mapping[str, str],
+                absent: Collection[str] = ()) -> Callable[[Sequence[Any]], Any]:
     """The kernel as a function of the flat input values, returning what the kernel returns
-    (bare for one output): the device's calling convention with the attrs bound."""
-    return choice.device.call(spec, choice.kind, choice.fn, attrs, type_attrs)
+    (bare for one output): the device's calling convention with the attrs bound. `absent`: the
+    node's optional inputs left out, which the values lack and the kernel gets as None."""
+    return with_absent(spec, attrs, absent,
+                       choice.device.call(spec, choice.kind, choice.fn, attrs, type_attrs))
+
+
+def with_absent(spec: OpSpec, attrs: Mapping[str, Any], absent: Collection[str],
+                call: Callable[[Sequence[Any]], Any]) -> Callable[[Sequence[Any]], Any]:
+    """`call` as a function of a node's edge values: None put where each absent optional input
+    stands (a graph node has no edge for it; the kernel's convention takes None)."""
+    if not absent:
+        return call
+    slots: list[Optional[int]] = []
+    for tspec in spec.inputs:
+        if tspec.name in absent:
+            slots.append(None)
+            continue
+        start = sum(1 for s in slots if s is not None)
+        slots.extend(range(start, start + (int(attrs[tspec.list_len]) if tspec.is_list else 1)))
+    return lambda values: call([None if k is None else values[k] for k in slots])
 
 
 def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
-                type_attrs: Mapping[str, str]) -> BoundKernel:
+                type_attrs: Mapping[str, str], absent: Collection[str] = ()) -> BoundKernel:
     """A function of the flat input values that calls the kernel and returns a tuple of outputs,
     one per graph output. Attrs are bound here, once per node, because the executor calls the
     result on every step."""
     n_out = len(spec.outputs)
-    call = kernel_call(spec, choice, attrs, type_attrs)
+    call = kernel_call(spec, choice, attrs, type_attrs, absent)
     if any(t.is_list for t in spec.outputs):
         sizes = output_sizes(spec, attrs)
         if n_out == 1:

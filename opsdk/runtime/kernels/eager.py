@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.errors import OpError, OpsdkError
-from opsdk.registry.spec import OpSpec
+from opsdk.registry.spec import ABSENT, OpSpec
 from opsdk.runtime.devices import Device, get_device, host
 from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
@@ -56,12 +56,15 @@ def run_eager_keyed(spec: OpSpec, inputs: Sequence[Any], attrs: Mapping[str, Any
     if why is not None:
         raise OpsdkError(f"{spec.name}: device='{device}' {why}")
     wanted = scalar_dtypes(spec, inputs)
-    grouped = [[_on(where, spec, tspec, v, d) for v in value] if tspec.is_list
+    grouped = [None if value is None  # absent: the kernel gets None (the registry refuses it if required)
+               else [_on(where, spec, tspec, v, d) for v in value] if tspec.is_list
                else _on(where, spec, tspec, value, d)
                for tspec, value, d in zip(spec.inputs, inputs, wanted)]
     attrs, type_attrs = normalize(spec, inputs, attrs, spec.name)
-    shapes = [[a.shape for a in g] if isinstance(g, list) else g.shape for g in grouped]
-    dtypes = [[a.dtype.name for a in g] if isinstance(g, list) else g.dtype.name for g in grouped]
+    shapes = [ABSENT if g is None else [a.shape for a in g] if isinstance(g, list) else g.shape
+              for g in grouped]
+    dtypes = [ABSENT if g is None else [a.dtype.name for a in g] if isinstance(g, list)
+              else g.dtype.name for g in grouped]
     outputs = infer(spec, shapes, dtypes, attrs, type_attrs, spec.name)
     choice = choose_kernel(spec, where, kind)
     # A big-endian input is converted by `_on`; the cached path passes inputs as they are.
