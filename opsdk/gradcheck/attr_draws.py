@@ -16,7 +16,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from hypothesis import strategies as st
 
@@ -85,6 +85,7 @@ class AttrGrid:
     values: tuple[tuple, ...]  # per name, its grid values
     combos: tuple[tuple, ...]
     total: int
+    excluded: int = 0  # combinations of the grid the op's `requires:` refuses (not in `total`)
 
     @property
     def partial(self) -> bool:
@@ -107,24 +108,33 @@ class Presence(str):
 GIVEN, LEFT_OUT = Presence("given"), Presence("absent")
 
 
+# Grids up to this many combinations are listed whole (and filtered by `requires:`).
+_ENUMERATED = 1 << 16
+
+
 def attr_grid(plans: Iterable[AttrPlan], list_lens: Iterable[tuple[str, int, int]], budget: int,
-              seed_value: int, optional: Iterable[str] = ()) -> Optional[AttrGrid]:
+              seed_value: int, optional: Iterable[str] = (),
+              allowed: Callable[[dict[str, Any]], bool] = lambda attrs: True) -> Optional[AttrGrid]:
     """Every combination of the plans' grid values, the list lengths' ends and each optional
-    input given or absent, or a seeded sample of `budget` of them when there are more (None when
-    nothing is drawn or the budget is 0)."""
+    input given or absent that `allowed` takes (the op's `requires:`), or a seeded sample of
+    `budget` of them when there are more (None when nothing is drawn or the budget is 0)."""
+    plans = tuple(plans)
     axes = [(p.name, tuple(p.grid)) for p in plans if p.drawn and p.grid]
     axes += [(name, _ends(lo, hi)) for name, lo, hi in list_lens]
     axes += [(name, (GIVEN, LEFT_OUT)) for name in optional]
     if not axes or budget <= 0:
         return None
     names, values = tuple(n for n, _ in axes), tuple(v for _, v in axes)
+    fixed = {p.name: p.value for p in plans if not p.drawn}
     total = prod(len(v) for v in values)
-    if total <= budget:
-        combos = tuple(itertools.product(*values))
-    else:
-        picks = sorted(random.Random(seed_value).sample(range(total), budget))
-        combos = tuple(_combo_at(values, i) for i in picks)
-    return AttrGrid(names, values, combos, total)
+    if total > _ENUMERATED:  # too many to list: a seeded sample, the ones `allowed` takes
+        picks = sorted(random.Random(seed_value).sample(range(total), min(total, 4 * budget)))
+        every = [c for c in (_combo_at(values, i) for i in picks) if allowed({**fixed, **dict(zip(names, c))})]
+        return AttrGrid(names, values, tuple(every[:budget]), total)
+    every = [c for c in itertools.product(*values) if allowed({**fixed, **dict(zip(names, c))})]
+    combos = every if len(every) <= budget else [
+        every[i] for i in sorted(random.Random(seed_value).sample(range(len(every)), budget))]
+    return AttrGrid(names, values, tuple(combos), len(every), total - len(every))
 
 
 def _combo_at(values: tuple[tuple, ...], index: int) -> tuple:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
 from opsdk.registry.dtypes import FLOAT_DTYPES
+from opsdk.registry.attrs import unmet_requirement
 from opsdk.registry.errors import KernelNotBuiltError, OpError, OpsdkError
 from opsdk.registry.spec import OpSpec
 
@@ -97,7 +98,7 @@ def check_device(registry: Any, plan: OpPlan, device: str, seed_value: int,
     them (the search for a case an op will never take is the slow part)."""
     spec = plan.spec
     grid = attr_grid(plan.attrs, plan.list_lens, spec.gradcheck.max_combinations, seed_value,
-                     plan.optional)
+                     plan.optional, lambda attrs: unmet_requirement(spec, attrs) is None)
     tally = _Tally(CoverageTally(plan.attrs, grid))
     grad = GradientCall.for_op(registry, plan) if gradients else None
 

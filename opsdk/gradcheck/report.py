@@ -103,7 +103,8 @@ def combination_notes(r: DeviceResult) -> list[str]:
     if not r.ok or c is None or c.grid is None:
         return []
     grid = c.grid
-    lines = [f"attrs: {r.op} on {r.device}: {c.checked}/{c.possible} combinations of {grid.describe()} checked"]
+    lines = [f"attrs: {r.op} on {r.device}: {c.checked}/{c.possible} combinations of {grid.describe()} checked"
+             + (f" ({grid.excluded} more break the op's requires:)" if grid.excluded else "")]
     if grid.partial:
         lines.append(f"warning: {r.op} on {r.device}: attr coverage is partial: {len(grid.combos)} of "
                      f"{grid.total} combinations sampled (gradcheck.max_combinations is "

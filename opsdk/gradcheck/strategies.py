@@ -15,8 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
+from opsdk.registry.attrs import unmet_requirement
 from opsdk.registry.dtypes import FLOAT_DTYPES, INT_DTYPES
 from opsdk.registry.shapes import ConstDim, EllipsisDim, ExprDim, SymDim, eval_expr
 from opsdk.registry.spec import AttrSpec, OpSpec, TensorSpec
@@ -222,6 +224,7 @@ def case_strategy(draw, plan: OpPlan, stress: Optional[tuple[str, int]] = None,
     attrs = {p.name: fixed[p.name] if p.name in fixed else (draw(p.strategy) if p.strategy is not None else p.value)
              for p in plan.attrs}
     attrs.update(dict(plan.type_values))
+    assume(unmet_requirement(spec, attrs) is None)  # the declaration's `requires:` refuses them
     anchor = _anchor_input(plan)
     sizes = _sizes(spec, dims, attrs)  # an input dim may be an expression of dims and attrs
     shapes = {t.name: _input_shape(draw, t, sizes, leading, free, t.name == anchor) for t in spec.inputs}

@@ -14,7 +14,8 @@ from typing import Any, Mapping, Optional, Sequence
 from .diagnostics import as_number, did_you_mean
 from .errors import OpError
 from .located_yaml import YNode, YScalar, YSeq
-from .spec import AttrSpec, OpSpec
+from .shapes import eval_expr, expr_names
+from .spec import AttrSpec, OpSpec, Requirement
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 _KIND_WORDS = {"int": "an int", "float": "a number", "bool": "true or false", "str": "a string",
@@ -164,7 +165,21 @@ def normalize_attrs(spec: OpSpec, attrs: Mapping[str, Any],
             result[ta.name] = ta.default
         else:
             raise OpError(f"{spec.name}: missing type attr '{ta.name}' (one of {', '.join(ta.allowed)})")
+    broken = unmet_requirement(spec, result)
+    if broken is not None:
+        values = ", ".join(f"{n}={_shown(result[n])}" for n in sorted(expr_names(broken.expr)))
+        raise OpError(f"{spec.name}: attrs must meet `{broken.text}` (requires: at {broken.location}), "
+                      f"got {values}")
     return result
+
+
+def unmet_requirement(spec: OpSpec, attrs: Mapping[str, Any]) -> Optional[Requirement]:
+    """The first of the op's `requires:` conditions that `attrs` (all of them, defaults filled)
+    break, or None."""
+    for requirement in spec.requires:
+        if eval_expr(requirement.expr, attrs) is False:
+            return requirement
+    return None
 
 
 def _checked(spec: OpSpec, attr: AttrSpec, value: Any) -> Any:

@@ -16,14 +16,15 @@ from .elementwise import ElementwiseError, parse_expression
 from .errors import OpDefErrors
 from .located_yaml import YamlLoadError, YEntry, YMap, YNode, load_documents
 from .parse_extras import Paths, parse_gradcheck, parse_kernels, parse_reference, parse_shape_fn
-from .parse_shape import parse_named_dims
+from .parse_shape import parse_named_dims, parse_requires
 from .parse_signature import (Signature, check_output_ellipsis, parse_attrs, parse_tensors,
                               parse_type_attrs)
 from .spec import STOP_GRADIENT, DerivedDim, GradCheckSpec, OpSpec, TypeAttr
 from .workspace import Workspace
 
 TOP_KEYS = ("op", "summary", "doc", "type_attrs", "attrs", "inputs", "outputs", "shape_fn", "gradient",
-            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise", "dims")
+            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise", "dims",
+            "requires")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
@@ -99,6 +100,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
                  else GradCheckSpec())
     stateful = d.boolean(keys["stateful"].value, "stateful") if "stateful" in keys else False
     elementwise = _elementwise(keys.get("elementwise"), d, sig)
+    requires = parse_requires(keys["requires"].value, d, sig) if "requires" in keys else ()
     if d.count() != errors or name is None:
         return None
     return OpSpec(
@@ -110,7 +112,8 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
         elementwise=elementwise,
         gradient_location=d.location(gradient_line) if gradient_line else None,
         derived_dims=tuple(DerivedDim(name, dim.expr, dim.text, d.location(line))
-                           for name, (dim, line) in sig.derived.items()))
+                           for name, (dim, line) in sig.derived.items()),
+        requires=requires)
 
 
 def _elementwise(entry: Optional[YEntry], d: Diagnostics, sig: Signature):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 from .diagnostics import Diagnostics, clip, describe, did_you_mean, is_identifier, name_problem
 from .located_yaml import YNode, YScalar
 from .shapes import (FREE, BinOp, BoolOp, Call, Compare, ConstDim, EllipsisDim, Expr, ExprDim, ExprSyntaxError,
-                     FreeDim, IfExpr, Name, Str, SymDim, free_dim_name, parse_expr)
+                     FreeDim, IfExpr, Name, Str, SymDim, expr_names, free_dim_name, parse_expr)
 
 if TYPE_CHECKING:  # parse_signature imports this module
     from .parse_signature import Signature
@@ -118,6 +118,47 @@ def parse_named_dims(node: YNode, d: Diagnostics, sig: Signature) -> None:
             d.error(value.line, f"dim '{entry.key}': {exc}")
             continue
         sig.derived[entry.key] = (ExprDim(expr, value.text.strip()), value.line)
+
+
+def parse_requires(node: YNode, d: Diagnostics, sig: Signature) -> tuple:
+    """`requires: ["extra_h < stride_h", ...]`: conditions on attrs alone (int attrs, bool attrs,
+    choice attrs compared with one of their choices), each kept with its line."""
+    from .spec import Requirement
+
+    if isinstance(node, YScalar):
+        items: tuple = (node,)
+    else:
+        seq = d.sequence(node, 'requires (a list of conditions like "extra_h < stride_h")')
+        items = seq.items if seq else ()
+    found = []
+    for item in items:
+        text = d.string(item, "a requirement")
+        if text is None:
+            continue
+        try:
+            expr = parse_expr(text)
+        except ExprSyntaxError as exc:
+            d.error(item.line, f"requires: {str(exc).replace('dim expression', 'condition')}")
+            continue
+        problem = _requirement_problem(expr, sig)
+        if problem:
+            d.error(item.line, f"requires: '{clip(text.strip())}' {problem}")
+            continue
+        found.append(Requirement(expr, text.strip(), d.location(item.line)))
+    return tuple(found)
+
+
+def _requirement_problem(expr: Expr, sig: Signature) -> Optional[str]:
+    """Why `expr` cannot be a requirement: it reads something but attrs, or is no condition."""
+    if not isinstance(expr, (Compare, BoolOp)) and not (
+            isinstance(expr, Name) and getattr(sig.attr(expr.name), "type", None) == "bool"):
+        return "is not a condition: write a comparison (extra_h < stride_h), joined by and/or/not"
+    others = sorted(n for n in expr_names(expr) if sig.attr(n) is None)
+    if others:
+        return (f"reads '{others[0]}', which is not an attr of the op: a requirement reads attrs "
+                f"only (a kernel checks what depends on input sizes)")
+    problem = _expr_problem(expr, sig, set(), True)
+    return problem[1] if problem and problem[0] == "error" else None
 
 
 def check_input_dims(d: Diagnostics, sig: Signature) -> None:

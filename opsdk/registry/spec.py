@@ -106,6 +106,15 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """`requires: ["extra_h < stride_h"]`: a condition on attrs every call must meet (checked
+    before any kernel runs; gradcheck leaves out the attr combinations that break it)."""
+    expr: Expr
+    text: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class DerivedDim:
     """`dims: {oh: "(h - k) // stride + 1"}`: a dim computed once from the bound dims, int attrs
     and conditions on choice and bool attrs (and named dims before it). Shapes use it by name (an
@@ -226,6 +235,8 @@ class OpSpec:
     elementwise: Any = field(compare=False, default=None)
     # `dims:`: named derived dims, in declaration order (each may read the ones before it).
     derived_dims: tuple[DerivedDim, ...] = ()
+    # `requires:`: conditions on attrs a call must meet, in declaration order.
+    requires: tuple[Requirement, ...] = ()
 
     @property
     def qualified_name(self) -> str:
