@@ -28,6 +28,7 @@ import numpy as np
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
+from opsdk.runtime.compile.memory import fresh_slots, peak_bytes, plan_donations
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
@@ -110,7 +111,7 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     reads = [tuple(sorted({slots.slot_of[t] for t in part.inputs_of(op)})) for op in low.ops]
     used = {s for r in reads for s in r} | low.fetched
     scalars = _scalar_slots(part, low.ops, kernels, slots, out_slots, low.fetched)
-    fresh = _fresh_slots(low.ops, kernels, out_slots)
+    fresh = fresh_slots(low.ops, kernels, out_slots)
     donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars)
     low.donated = {op.name for op in donations}
     for op, r in zip(low.ops, reads):
@@ -190,28 +191,8 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         merged=tuple(op.name for op in program.merged), program=program,
         rendezvous=any(op.type in (SEND, RECV) for op in ops),
         donated=tuple(sorted(set().union(*(low.donated for low in parts)))) if parts else (),
-        **_peak(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
+        **peak_bytes(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
                                              if op.name in low.donated}))
-
-
-def _peak(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], frees: Sequence,
-          slots: Slots, donated: set[str]) -> dict:
-    """The peak bytes of step values alive at once in the serial order: each step's outputs
-    appear (a donating step's output reuses its dead input's buffer), freed slots disappear."""
-    size: dict[int, Optional[int]] = {}
-    for t, s in slots.slot_of.items():
-        known = t.shape is not None and None not in t.shape
-        size[s] = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize \
-            if known else None
-    live, peak, unknown = 0, 0, False
-    for op, out, free in zip(ops, writes, frees):
-        for s in out if op.name not in donated else ():
-            n = size.get(s)
-            unknown |= n is None
-            live += n or 0
-        peak = max(peak, live)
-        live -= sum(size.get(s) or 0 for s in free if not slots.is_const[s])
-    return {"peak_bytes": peak, "peak_known": not unknown}
 
 
 def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:
@@ -256,38 +237,6 @@ def _serial_order(ops: list[Operation], producers: list[set[int]]) -> list[int]:
     return order
 
 
-def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
-                   reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
-    """The memory planner's choice of which steps write into a donated input: a node whose op
-    declares `inplace` for its output, run by a python kernel on the host, whose input of the
-    output's static shape and dtype lives in a slot that this step alone reads (no other step,
-    no fetch, not a feed, constant or scalar slot). Returns node -> index of that input. The step
-    still checks at run time that it holds the only reference to the buffer."""
-    readers: dict[int, int] = {}
-    for r in reads:
-        for s in r:
-            readers[s] = readers.get(s, 0) + 1
-    feeds = {slots.slot_of[t] for t in part.feeds}
-    out: dict[Operation, int] = {}
-    for op in ops:
-        choice = kernels.get(op)
-        if (op.spec is None or choice is None or choice.kind != "python"
-                or not part.device.is_host or len(op.spec.outputs) != 1
-                or not op.spec.outputs[0].inplace):
-            continue
-        target = op.outputs[0]
-        if target.shape is None or None in target.shape or not target.shape:
-            continue
-        for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
-            s = slots.slot_of[t]
-            if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
-                    and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
-                    and s not in feeds and not slots.is_const[s] and t.op.type != "variable"):
-                out[op] = j
-                break
-    return out
-
-
 def _scalar_slots(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
                   out_slots: dict, fetched: set[int]) -> frozenset[int]:
     """Slots that may hold a NumPy scalar instead of a 0-d array: the output of a scalar step
@@ -313,17 +262,6 @@ def _scalar_slots(part: Partition, ops: Sequence[Operation], kernels: dict, slot
 def _float_scalar_array(value: Any) -> bool:
     return (isinstance(value, np.ndarray) and value.ndim == 0
             and value.dtype.kind == "f" and value.dtype.itemsize <= 8)
-
-
-def _fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> frozenset:
-    """Slots written by compiled (cpu, cuda) kernels: they allocate every output anew, so no
-    feed, constant or variable value shares its memory."""
-    fresh = set()
-    for op in ops:
-        choice = kernels.get(op)
-        if choice is not None and choice.kind != "python" and op.spec is not None:
-            fresh.update(out_slots[op])
-    return frozenset(fresh)
 
 
 def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...]],
