@@ -1,15 +1,19 @@
 """The memory planner of lowering (compile/plan.py calls it): which steps write into a donated
-input's buffer, which slots hold arrays a compiled kernel allocated in this step, and the plan's
-peak bytes of live step values (docs/internals.md, Memory)."""
+input's buffer, which take their output buffers from the session's pool (kernels/buffers.py) and
+which slots give their value back to it when it dies, which slots hold arrays a compiled kernel
+allocated in this step, and the plan's peak bytes of live step values (docs/internals.md,
+Memory)."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, TYPE_CHECKING
+from typing import Any, Callable, Optional, Sequence, TYPE_CHECKING
 
 import numpy as np
 
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.choice import given_output_call, scalar_form
 
 if TYPE_CHECKING:
     from opsdk.runtime.compile.plan import Slots
@@ -76,3 +80,65 @@ def fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> fro
         if choice is not None and choice.kind != "python" and op.spec is not None:
             fresh.update(out_slots[op])
     return frozenset(fresh)
+
+
+# Values of at most this many bytes (at 8 bytes an item) are never released, nor pooled: a
+# release saves nothing there and would cost a chain of scalar steps a third of its time.
+SMALL_BYTES = 4096
+
+
+def pool_key(device: Any, t: Tensor) -> Optional[tuple]:
+    """The pool key of tensor `t` on `device`: (device name, dtype, shape), or None when its
+    shape is not static or it is small."""
+    if t.shape is None or None in t.shape or 8 * _size(t.shape) <= SMALL_BYTES:
+        return None
+    return (device.name, np.dtype(t.dtype), tuple(t.shape))
+
+
+def plan_takes(part: Partition, ops: Sequence[Operation], kernels: dict,
+               donations: dict) -> dict[Operation, tuple[tuple, Callable]]:
+    """The steps that take their output buffers from the session's pool: on the host, not
+    donating, every output (none a list) of a static shape that is not small, every input of a
+    static shape, and a kernel that writes into given buffers (kernels.choice.given_output_call).
+    Returns node -> (a pool key per output, the kernel as a function of (inputs, outputs))."""
+    out: dict[Operation, tuple[tuple, Callable]] = {}
+    if not part.device.is_host:
+        return out
+    for op in ops:
+        choice = kernels.get(op)
+        if (op.spec is None or choice is None or op in donations
+                or scalar_form(op, choice) is not None
+                or len(op.outputs) != len(op.spec.outputs)
+                or any(t.is_list for t in op.spec.outputs)
+                or any(t.shape is None or None in t.shape for t in part.inputs_of(op))):
+            continue
+        keys = tuple(pool_key(part.device, t) for t in op.outputs)
+        if not keys or None in keys:
+            continue
+        into = given_output_call(op.spec, choice, op.attrs, op.type_attrs)
+        if into is not None:
+            out[op] = (keys, into)
+    return out
+
+
+def release_keys(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], devices: Sequence,
+                 keep: set, wanted: set, n_slots: int) -> tuple:
+    """Per slot the pool key its value goes back under when it dies, or None: outputs of
+    declared ops on the host (never a feed, constant, fetched or small slot, nor a variable's
+    or another primitive's value) of a key some step of the plan takes."""
+    keys: list = [None] * n_slots
+    for op, outs, device in zip(ops, writes, devices):
+        if op.spec is None or not device.is_host:
+            continue
+        for t, s in zip(op.outputs, outs):
+            key = pool_key(device, t)
+            if key is not None and key in wanted and s not in keep:
+                keys[s] = key
+    return tuple(keys)
+
+
+def _size(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

@@ -28,11 +28,13 @@ import numpy as np
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
-from opsdk.runtime.compile.memory import fresh_slots, peak_bytes, plan_donations
+from opsdk.runtime.compile.memory import (SMALL_BYTES, fresh_slots, peak_bytes, plan_donations,
+                                          plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.buffers import release
 from opsdk.runtime.kernels.choice import KernelChoice, scalar_form
 
 
@@ -59,6 +61,8 @@ class Plan:
     program: Any = None  # the compiled program (for `explain`)
     rendezvous: bool = False  # some step sends or receives: a run needs a rendezvous
     donated: tuple[str, ...] = ()  # nodes that write into a dead input's buffer
+    pooled: tuple[str, ...] = ()  # nodes that take their output buffers from the session's pool
+    pool_keys: tuple = ()  # per slot: the pool key its value goes back under, or None
     peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes; serial)
     peak_known: bool = True  # False when some value's size is known only at run time
 
@@ -90,6 +94,7 @@ class Lowered:
     deps: list[set[Operation]] = field(default_factory=list)
     fetched: set[int] = field(default_factory=set)
     donated: set[str] = field(default_factory=set)  # nodes writing into a dead input's buffer
+    takes: dict = field(default_factory=dict)  # node -> pool keys of the outputs it takes
 
 
 def lower(program: Program) -> Plan:
@@ -114,11 +119,14 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     fresh = fresh_slots(low.ops, kernels, out_slots)
     donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars)
     low.donated = {op.name for op in donations}
+    takes = plan_takes(part, low.ops, kernels, donations)
+    low.takes = {op: keys for op, (keys, _) in takes.items()}
     for op, r in zip(low.ops, reads):
         outs = out_slots[op]
         low.steps.append(make_step(op, kernels.get(op), part.device, part.inputs_of(op),
                                    slots.slot_of, outs, scalars, options,
-                                   tuple(s in used for s in outs), fresh, donations.get(op)))
+                                   tuple(s in used for s in outs), fresh, donations.get(op),
+                                   takes.get(op)))
         low.reads.append(r)
         low.writes.append(outs)
         low.deps.append({t.op for t in part.inputs_of(op) if t not in fed}
@@ -175,6 +183,10 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     keep = (fetched | {i for i, const in enumerate(slots.is_const) if const}
             | _small_slots(slots.slot_of))
     frees, readers = _lifetimes(reads, writes, keep, len(slots.template))
+    takes = {op: keys for low in parts for op, keys in low.takes.items()}
+    device_of_op = {op: low.part.device for low in parts for op in low.ops}
+    pool_keys = release_keys(ops, writes, [device_of_op[op] for op in ops], keep,
+                             {k for keys in takes.values() for k in keys}, len(slots.template))
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
@@ -186,11 +198,12 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
         serial=serial, inline=serial or _cheap(parts), frees=frees,
-        serial_runs=_with_releases(runs, frees), reads=tuple(reads), readers=readers,
+        serial_runs=_with_releases(runs, frees, pool_keys), reads=tuple(reads), readers=readers,
         folded=tuple(op.name for op in program.folded),
         merged=tuple(op.name for op in program.merged), program=program,
         rendezvous=any(op.type in (SEND, RECV) for op in ops),
         donated=tuple(sorted(set().union(*(low.donated for low in parts)))) if parts else (),
+        pooled=tuple(sorted(op.name for op in takes)), pool_keys=pool_keys,
         **peak_bytes(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
                                              if op.name in low.donated}))
 
@@ -284,7 +297,6 @@ def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...
     return tuple(tuple(f) for f in frees), readers
 
 
-_SMALL_BYTES = 4096
 # Below this many elements read and written by a whole step, handing nodes to other threads
 # costs more than running them in order (measured in CPU time on 2 cores, single-threaded BLAS:
 # the TF1 sample program's step, 10 x 784, 0.24-0.26 ms on the pool, 0.13-0.17 ms in order).
@@ -314,10 +326,10 @@ def _cheap(parts: Sequence[Lowered]) -> bool:
 
 
 def _small_slots(slot_of: dict) -> set[int]:
-    """Slots whose every tensor has a static shape of at most _SMALL_BYTES (at 8 bytes an item)."""
+    """Slots whose every tensor has a static shape of at most SMALL_BYTES (at 8 bytes an item)."""
     small: dict[int, bool] = {}
     for t, slot in slot_of.items():
-        fits = t.shape is not None and None not in t.shape and 8 * _size(t.shape) <= _SMALL_BYTES
+        fits = t.shape is not None and None not in t.shape and 8 * _size(t.shape) <= SMALL_BYTES
         small[slot] = small.get(slot, True) and fits
     return {slot for slot, ok in small.items() if ok}
 
@@ -329,17 +341,28 @@ def _size(shape: tuple) -> int:
     return n
 
 
-def _with_releases(runs: tuple, frees: tuple) -> tuple:
+def _with_releases(runs: tuple, frees: tuple, pool_keys: tuple) -> tuple:
     """The runs with, after each step that frees slots, a function that releases them."""
     out = []
     for run, free in zip(runs, frees):
         out.append(run)
         if free:
-            out.append(_releaser(free))
+            out.append(_releaser(free, pool_keys))
     return tuple(out)
 
 
-def _releaser(slots: tuple[int, ...]):
+def _releaser(slots: tuple[int, ...], pool_keys: tuple):
+    pooled = tuple((s, pool_keys[s]) for s in slots if pool_keys[s] is not None)
+    if pooled:
+        plain = tuple(s for s in slots if pool_keys[s] is None)
+
+        def release_pooled(values: list, ctx: Any) -> None:
+            for s in plain:
+                values[s] = None
+            pool = ctx.buffers
+            for s, key in pooled:
+                release(pool, key, values, s)
+        return release_pooled
     if len(slots) == 1:
         (slot,) = slots
 
@@ -347,10 +370,10 @@ def _releaser(slots: tuple[int, ...]):
             values[slot] = None
         return release_one
 
-    def release(values: list, ctx: Any) -> None:
+    def release_plain(values: list, ctx: Any) -> None:
         for s in slots:
             values[s] = None
-    return release
+    return release_plain
 
 
 def _is_serial(pending: Sequence[int], successors: Sequence[Sequence[int]]) -> bool:
