@@ -2,10 +2,14 @@
 GELU (tanh form) from builtin ops on 16M float32 values, and a chain of 1000 adds on 256x256
 float32, side by side with torch and NumPy.
 
-    .venv/bin/python bench/bench_elementwise.py [--quick] [--repeats N] [--json FILE]
+    .venv/bin/python bench/bench_elementwise.py [--quick] [--repeats N] [--case chain] [--json FILE]
+
+The chain also runs unfused (each add its own kernel, writing into its dead input's buffer), with
+and without the opt-in process settings (`opsdk.tune_process()`, opsdk/_process.py).
 
 Each row runs in a process of its own after one warm-up call; it reports the median, min and max
-over the repeats and the peak memory beyond what the process held with its inputs made (VmHWM).
+over the repeats and the peak memory of the repeats beyond what the process held after the
+warm-up (VmHWM: the step's own buffers, not the plan built on the first call).
 """
 
 from __future__ import annotations
@@ -62,9 +66,9 @@ def gelu_numpy(n: int) -> Callable:
     return lambda: np.float32(0.5) * x * (np.float32(1) + np.tanh(c * (x + k * x * x * x)))
 
 
-def chain_opsdk(length: int) -> Callable:
+def chain_opsdk(length: int, passes_off: frozenset = frozenset()) -> Callable:
     from opsdk import ops
-    from opsdk.runtime.exec.session import Session
+    from opsdk.runtime.exec.session import Session, SessionConfig
     from opsdk.runtime.ir.graph import Graph, placeholder
     graph = Graph()
     with graph.as_default():
@@ -72,9 +76,19 @@ def chain_opsdk(length: int) -> Callable:
         t = x
         for _ in range(length):
             t = ops.add(t, 1.0)
-    sess = Session(graph)
+    sess = Session(graph, SessionConfig(passes_off=passes_off))
     feed = {x: np.zeros((256, 256), np.float32)}
     return lambda: sess.run(t, feed)
+
+
+def chain_unfused(length: int) -> Callable:
+    return chain_opsdk(length, frozenset({"fuse"}))
+
+
+def chain_unfused_tuned(length: int) -> Callable:
+    import opsdk
+    opsdk.tune_process()  # the opt-in process settings (opsdk/_process.py)
+    return chain_unfused(length)
 
 
 def chain_numpy(length: int) -> Callable:
@@ -92,6 +106,8 @@ CASES = {
     "gelu": ("GELU (tanh form), 16M float32", {"opsdk Session.run": gelu_opsdk,
              "torch gelu(approximate='tanh')": gelu_torch, "NumPy expression": gelu_numpy}),
     "chain": ("1000 adds on 256x256 float32 (time per add)", {"opsdk Session.run": chain_opsdk,
+              "opsdk Session.run, fuse off": chain_unfused,
+              "opsdk fuse off, tune_process()": chain_unfused_tuned,
               "NumPy in place": chain_numpy}),
 }
 
@@ -109,19 +125,19 @@ def worker(case: str, impl: str, size: int, repeats: int) -> dict:
         fn = CASES[case][1][impl](size)
     except Skip as why:
         return {"skipped": str(why)}
+    fn()  # warm-up: the plan is built, kernels load (their memory is not the step's)
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset VmHWM to the current RSS
     except OSError:
         pass
     base = vm_kib("VmRSS")
-    fn()
-    peak = (vm_kib("VmHWM") - base) / 1024
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+    peak = (vm_kib("VmHWM") - base) / 1024
     per = size if case == "chain" else 1  # the chain reports time per add
     return {"median_s": statistics.median(times) / per, "min_s": min(times) / per,
             "max_s": max(times) / per, "peak_extra_mib": peak, "repeats": repeats}
@@ -140,6 +156,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--repeats", type=int)
     parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--case", choices=sorted(CASES), action="append",
+                        help="run only this case (repeatable; default: all)")
     parser.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -151,6 +169,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     repeats = args.repeats or (3 if args.quick else 7)
     rows = []
     for case, (title, impls) in CASES.items():
+        if args.case and case not in args.case:
+            continue
         print(title)
         for impl in impls:
             r = {"case": title, "impl": impl, **measure(case, impl, sizes[case], repeats)}

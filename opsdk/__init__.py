@@ -20,7 +20,7 @@ from opsdk import _process
 
 __version__ = "0.1.0"
 
-_process.tune()  # OpenMP's idle threads sleep; glibc keeps freed arrays (opsdk/_process.py)
+_process.tune_if_asked()  # only with OPSDK_TUNE_PROCESS=1 (opsdk/_process.py)
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "OpsdkError": "opsdk.registry.errors",
     "OpError": "opsdk.registry.errors",
     "CancelledError": "opsdk.runtime.exec.executor",
+    "tune_process": "opsdk._process",
 }
 
 __all__ = sorted([*_EXPORTS, "ops"])
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     # What type checkers see: the real names, not `__getattr__`'s Any (a test holds this list to
     # _EXPORTS). At run time they are imported on first use, below.
     from opsdk import ops as ops
+    from opsdk._process import tune_process as tune_process
     from opsdk.registry import load_registry as load_registry
     from opsdk.registry.errors import OpError as OpError, OpsdkError as OpsdkError
     from opsdk.runtime.autodiff.gradients import gradients as gradients

@@ -1,14 +1,17 @@
-"""Process settings opsdk makes when it is imported (set OPSDK_TUNE_PROCESS=0 to skip them).
+"""Process-wide settings opsdk can make, only when asked: `opsdk.tune_process()`, or
+OPSDK_TUNE_PROCESS=1 in the environment (applied on `import opsdk`). `import opsdk` alone
+changes nothing in the process (docs/internals.md, Process settings).
 
 - OpenMP (the compiled kernels' threads): OMP_WAIT_POLICY=PASSIVE unless set. By default its
   threads spin for a while after each parallel loop, taking the cores from BLAS's threads and
   the executor's; a TF1 MLP step (bench/bench_tf1.py, 2 cores) ran 4.8 ms so and 2.5 ms with
-  sleeping threads. Read when the first kernel loads.
+  sleeping threads. OpenMP reads it once, when the first kernel loads: call this before that.
 - glibc malloc: arrays up to 32 MB come from the heap, and up to 256 MB of freed heap is kept
-  for reuse instead of being returned to the system at once. glibc's defaults hand every large
-  array back and take it again on the next step, so each new buffer of a step page-faults: the
-  same MLP step spent 0.3 of its 2.3 ms there (1.98 ms with these settings). Not on other C
-  libraries; MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ set in the environment win.
+  for reuse, instead of glibc handing large arrays back to the system and page-faulting them in
+  again on the next step. The session's buffer pool (opsdk/runtime/kernels/buffers.py) keeps
+  the outputs of kernels that take given buffers without it; this still helps kernels that
+  allocate (NumPy's matmul, for one). Not on other C libraries; MALLOC_MMAP_THRESHOLD_ /
+  MALLOC_TRIM_THRESHOLD_ set in the environment win.
 """
 
 from __future__ import annotations
@@ -20,24 +23,42 @@ _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 32 << 20
 TRIM_THRESHOLD = 256 << 20
+ENV = "OPSDK_TUNE_PROCESS"
 
 
-def tune() -> None:
-    if os.environ.get("OPSDK_TUNE_PROCESS", "1") == "0":
-        return
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+def tune_process() -> dict:
+    """Make opsdk's process-wide settings (OpenMP's idle threads sleep; glibc keeps freed
+    arrays) where the environment has not chosen otherwise. Returns what was set, by name.
+
+    >>> import opsdk; opsdk.tune_process()      # doctest: +SKIP
+    {'OMP_WAIT_POLICY': 'PASSIVE', 'mallopt': True}
+    """
+    done: dict = {}
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = done["OMP_WAIT_POLICY"] = "PASSIVE"
+    done["mallopt"] = _keep_freed_arrays()
+    return done
+
+
+def _keep_freed_arrays() -> bool:
     try:
         glibc = os.confstr("CS_GNU_LIBC_VERSION") or ""
     except (ValueError, OSError, AttributeError):  # not a glibc system
-        return
+        return False
     if not glibc.startswith("glibc"):
-        return
+        return False
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
-        return
+        return False
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
-        return
+        return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-    mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def tune_if_asked() -> None:
+    """On `import opsdk`: tune the process only when OPSDK_TUNE_PROCESS=1."""
+    if os.environ.get(ENV, "0") == "1":
+        tune_process()

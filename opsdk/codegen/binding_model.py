@@ -61,6 +61,9 @@ class OutputGlue:
     view_type: str
     count: str  # list outputs: the C++ expression of N; "" for one tensor
     shape_param_type: str  # the C++ type of shape_param
+    # The inputs a given output may not share memory with (those its `inplace` does not name):
+    # (name, is_list) each.
+    apart: tuple[tuple[str, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,8 @@ class BindingModel:
     # (line in the declaration, static_assert) per launch and dtype combination
     launch_checks: tuple[tuple[int, str], ...] = ()
     declaration: str = ""  # the declaration file, named in comments
+    # The CPU glue's message when given outputs are neither all of them nor none.
+    given_count: str = ""
 
 
 class _DimState:
@@ -299,7 +304,9 @@ def _output_glue(spec: OpSpec, tensor: TensorSpec) -> OutputGlue:
                       view_type=names.tensor_cpp_type(spec, tensor),
                       count=f"attrs.{tensor.list_len}" if tensor.is_list else "",
                       shape_param_type=("std::vector<std::vector<int64_t>>" if tensor.is_list
-                                        else "std::vector<int64_t>"))
+                                        else "std::vector<int64_t>"),
+                      apart=tuple((t.name, t.is_list) for t in spec.inputs
+                                  if t.name not in tensor.inplace))
 
 
 def _type_attr_glue(spec: OpSpec) -> list[TypeAttrGlue]:
@@ -364,9 +371,16 @@ def binding_model(spec: OpSpec, device: str = "cpu") -> BindingModel:
         key_expr=_key_expr(len(spec.type_attrs)), cases=tuple(_cases(spec)),
         launches=tuple(_launch_glue(spec, kernel)) if device == "cuda" and kernel else (),
         launch_checks=tuple(_launch_checks(spec, kernel)) if device == "cuda" and kernel else (),
-        declaration=spec.file,
+        declaration=spec.file, given_count=_given_count(spec),
         no_case=msg.cpp_string_literal(f"{spec.name}: no kernel instantiated for these dtypes"))
 
+
+def _given_count(spec: OpSpec) -> str:
+    """The message for a wrong number of given outputs (the glue appends the count it got)."""
+    outs = ", ".join(t.name for t in spec.outputs)
+    return msg.cpp_string_literal(
+        f"{spec.name}: given outputs must be all {len(spec.outputs)} of them ({outs}), after the "
+        f"inputs and attrs, or none; got ")
 
 
 def _launch_glue(spec: OpSpec, kernel) -> list[LaunchGlue]:

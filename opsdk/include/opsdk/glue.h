@@ -91,6 +91,7 @@ struct Arg {
     int ndim = 0;
     int dtype = kUnknown;
     bool c_contiguous = false;
+    bool writeable = true;  // host arrays: the WRITEABLE flag (a given output must have it)
     std::vector<int64_t> owned_shape;  // device arrays: the shape read from Python lives here
 };
 
@@ -107,6 +108,7 @@ inline bool read_host(py::handle h, Arg& arg) {
     // A byte-swapped array shares its type number with the native one: treat it as unsupported.
     arg.dtype = descr->byteorder == '>' ? kUnknown : dtype_from_typenum(descr->type_num);
     arg.c_contiguous = (proxy->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) != 0;
+    arg.writeable = (proxy->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_) != 0;
     return true;
 }
 
@@ -181,7 +183,8 @@ inline void check_output(const Arg& arg, int code, const Shape& shape, const cha
     if (!same || arg.dtype != code || !arg.c_contiguous) {
         raise(PyExc_ValueError, std::string(what) + " must be a C-contiguous " + dtype_name(code) +
                                     " array of shape " + shape_str(shape.data(), static_cast<int>(shape.size())) +
-                                    ", got " + dtype_name(arg.dtype) + " " + shape_str(arg.shape, arg.ndim));
+                                    ", got " + dtype_name(arg.dtype) + " " + shape_str(arg.shape, arg.ndim) +
+                                    (arg.c_contiguous ? "" : " (not C-contiguous)"));
     }
 }
 
@@ -191,6 +194,52 @@ inline void check_output(const Arg& arg, int code, const char* what) {
         raise(PyExc_ValueError, std::string(what) + " must be a C-contiguous " + dtype_name(code) +
                                     " array, got " + dtype_name(arg.dtype));
     }
+}
+
+inline int64_t item_size(int code) {
+    static const int64_t sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 8, 16};
+    return (code < 0 || code >= kUnknown) ? 0 : sizes[code];
+}
+
+inline int64_t byte_size(const Arg& arg) {
+    int64_t n = item_size(arg.dtype);
+    for (int i = 0; i < arg.ndim; ++i) n *= arg.shape[i];
+    return n;
+}
+
+// A caller-given output of the CPU glue (the runtime's pooled or donated buffer): a writeable,
+// C-contiguous NumPy array of the declared dtype and shape, read into `arg`. Never copied or
+// reallocated: a wrong one is an error naming the op and output (`what`).
+template <typename Shape>
+inline py::array given_output(py::handle h, int code, const Shape& shape, const char* what, Arg& arg) {
+    if (!read_host(h, arg)) {
+        raise(PyExc_TypeError, std::string(what) + " was given a " + type_name(h) +
+                                   "; expected a numpy.ndarray (or no outputs at all)");
+    }
+    check_output(arg, code, shape, what);
+    if (!arg.writeable) raise(PyExc_ValueError, std::string(what) + " was given a read-only array");
+    return py::reinterpret_borrow<py::array>(h);
+}
+
+// Item `i` of a given list output, which must be a list or tuple of `count` arrays.
+inline py::handle given_item(py::handle seq, int64_t i, int64_t count, const char* what) {
+    if ((!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr())) || Py_SIZE(seq.ptr()) != count) {
+        raise(PyExc_TypeError, std::string(what) + " must be given as a list of " +
+                                   std::to_string(count) + " arrays, got " + type_name(seq));
+    }
+    return PySequence_Fast_GET_ITEM(seq.ptr(), i);
+}
+
+// A given output may not share memory with an input the declaration does not name in its
+// `inplace` list: the kernel would read what it already overwrote. `index` >= 0 for a list input.
+inline void check_apart(const Arg& out, const Arg& in, const char* what, const char* input, int64_t index) {
+    const char* o = static_cast<const char*>(out.data);
+    const char* x = static_cast<const char*>(in.data);
+    const int64_t n = byte_size(out), m = byte_size(in);
+    if (n == 0 || m == 0 || o + n <= x || x + m <= o) return;
+    std::string name = index < 0 ? std::string(input) : std::string(input) + "[" + std::to_string(index) + "]";
+    raise(PyExc_ValueError, std::string(what) + " shares memory with input '" + name +
+                                "', which the op does not declare inplace for it");
 }
 
 // A new C-contiguous, writeable, uninitialised array: kernels write every element of an output.

@@ -28,10 +28,13 @@ import numpy as np
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
+from opsdk.runtime.compile.memory import (SMALL_BYTES, fresh_slots, peak_bytes, plan_donations,
+                                          plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.buffers import release
 from opsdk.runtime.kernels.choice import KernelChoice, scalar_form
 
 
@@ -58,6 +61,8 @@ class Plan:
     program: Any = None  # the compiled program (for `explain`)
     rendezvous: bool = False  # some step sends or receives: a run needs a rendezvous
     donated: tuple[str, ...] = ()  # nodes that write into a dead input's buffer
+    pooled: tuple[str, ...] = ()  # nodes that take their output buffers from the session's pool
+    pool_keys: tuple = ()  # per slot: the pool key its value goes back under, or None
     peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes; serial)
     peak_known: bool = True  # False when some value's size is known only at run time
 
@@ -89,6 +94,7 @@ class Lowered:
     deps: list[set[Operation]] = field(default_factory=list)
     fetched: set[int] = field(default_factory=set)
     donated: set[str] = field(default_factory=set)  # nodes writing into a dead input's buffer
+    takes: dict = field(default_factory=dict)  # node -> pool keys of the outputs it takes
 
 
 def lower(program: Program) -> Plan:
@@ -110,14 +116,17 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     reads = [tuple(sorted({slots.slot_of[t] for t in part.inputs_of(op)})) for op in low.ops]
     used = {s for r in reads for s in r} | low.fetched
     scalars = _scalar_slots(part, low.ops, kernels, slots, out_slots, low.fetched)
-    fresh = _fresh_slots(low.ops, kernels, out_slots)
+    fresh = fresh_slots(low.ops, kernels, out_slots)
     donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars)
     low.donated = {op.name for op in donations}
+    takes = plan_takes(part, low.ops, kernels, donations)
+    low.takes = {op: keys for op, (keys, _) in takes.items()}
     for op, r in zip(low.ops, reads):
         outs = out_slots[op]
         low.steps.append(make_step(op, kernels.get(op), part.device, part.inputs_of(op),
                                    slots.slot_of, outs, scalars, options,
-                                   tuple(s in used for s in outs), fresh, donations.get(op)))
+                                   tuple(s in used for s in outs), fresh, donations.get(op),
+                                   takes.get(op)))
         low.reads.append(r)
         low.writes.append(outs)
         low.deps.append({t.op for t in part.inputs_of(op) if t not in fed}
@@ -174,6 +183,10 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     keep = (fetched | {i for i, const in enumerate(slots.is_const) if const}
             | _small_slots(slots.slot_of))
     frees, readers = _lifetimes(reads, writes, keep, len(slots.template))
+    takes = {op: keys for low in parts for op, keys in low.takes.items()}
+    device_of_op = {op: low.part.device for low in parts for op in low.ops}
+    pool_keys = release_keys(ops, writes, [device_of_op[op] for op in ops], keep,
+                             {k for keys in takes.values() for k in keys}, len(slots.template))
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
@@ -185,33 +198,14 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
         serial=serial, inline=serial or _cheap(parts), frees=frees,
-        serial_runs=_with_releases(runs, frees), reads=tuple(reads), readers=readers,
+        serial_runs=_with_releases(runs, frees, pool_keys), reads=tuple(reads), readers=readers,
         folded=tuple(op.name for op in program.folded),
         merged=tuple(op.name for op in program.merged), program=program,
         rendezvous=any(op.type in (SEND, RECV) for op in ops),
         donated=tuple(sorted(set().union(*(low.donated for low in parts)))) if parts else (),
-        **_peak(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
+        pooled=tuple(sorted(op.name for op in takes)), pool_keys=pool_keys,
+        **peak_bytes(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
                                              if op.name in low.donated}))
-
-
-def _peak(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], frees: Sequence,
-          slots: Slots, donated: set[str]) -> dict:
-    """The peak bytes of step values alive at once in the serial order: each step's outputs
-    appear (a donating step's output reuses its dead input's buffer), freed slots disappear."""
-    size: dict[int, Optional[int]] = {}
-    for t, s in slots.slot_of.items():
-        known = t.shape is not None and None not in t.shape
-        size[s] = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize \
-            if known else None
-    live, peak, unknown = 0, 0, False
-    for op, out, free in zip(ops, writes, frees):
-        for s in out if op.name not in donated else ():
-            n = size.get(s)
-            unknown |= n is None
-            live += n or 0
-        peak = max(peak, live)
-        live -= sum(size.get(s) or 0 for s in free if not slots.is_const[s])
-    return {"peak_bytes": peak, "peak_known": not unknown}
 
 
 def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:
@@ -256,38 +250,6 @@ def _serial_order(ops: list[Operation], producers: list[set[int]]) -> list[int]:
     return order
 
 
-def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
-                   reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
-    """The memory planner's choice of which steps write into a donated input: a node whose op
-    declares `inplace` for its output, run by a python kernel on the host, whose input of the
-    output's static shape and dtype lives in a slot that this step alone reads (no other step,
-    no fetch, not a feed, constant or scalar slot). Returns node -> index of that input. The step
-    still checks at run time that it holds the only reference to the buffer."""
-    readers: dict[int, int] = {}
-    for r in reads:
-        for s in r:
-            readers[s] = readers.get(s, 0) + 1
-    feeds = {slots.slot_of[t] for t in part.feeds}
-    out: dict[Operation, int] = {}
-    for op in ops:
-        choice = kernels.get(op)
-        if (op.spec is None or choice is None or choice.kind != "python"
-                or not part.device.is_host or len(op.spec.outputs) != 1
-                or not op.spec.outputs[0].inplace):
-            continue
-        target = op.outputs[0]
-        if target.shape is None or None in target.shape or not target.shape:
-            continue
-        for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
-            s = slots.slot_of[t]
-            if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
-                    and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
-                    and s not in feeds and not slots.is_const[s] and t.op.type != "variable"):
-                out[op] = j
-                break
-    return out
-
-
 def _scalar_slots(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
                   out_slots: dict, fetched: set[int]) -> frozenset[int]:
     """Slots that may hold a NumPy scalar instead of a 0-d array: the output of a scalar step
@@ -315,17 +277,6 @@ def _float_scalar_array(value: Any) -> bool:
             and value.dtype.kind == "f" and value.dtype.itemsize <= 8)
 
 
-def _fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> frozenset:
-    """Slots written by compiled (cpu, cuda) kernels: they allocate every output anew, so no
-    feed, constant or variable value shares its memory."""
-    fresh = set()
-    for op in ops:
-        choice = kernels.get(op)
-        if choice is not None and choice.kind != "python" and op.spec is not None:
-            fresh.update(out_slots[op])
-    return frozenset(fresh)
-
-
 def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...]],
                keep: set[int], n_slots: int) -> tuple[tuple, tuple]:
     """Per step the slots that die after it in the serial order (last read there, or written
@@ -346,7 +297,6 @@ def _lifetimes(reads: Sequence[tuple[int, ...]], writes: Sequence[tuple[int, ...
     return tuple(tuple(f) for f in frees), readers
 
 
-_SMALL_BYTES = 4096
 # Below this many elements read and written by a whole step, handing nodes to other threads
 # costs more than running them in order (measured in CPU time on 2 cores, single-threaded BLAS:
 # the TF1 sample program's step, 10 x 784, 0.24-0.26 ms on the pool, 0.13-0.17 ms in order).
@@ -376,10 +326,10 @@ def _cheap(parts: Sequence[Lowered]) -> bool:
 
 
 def _small_slots(slot_of: dict) -> set[int]:
-    """Slots whose every tensor has a static shape of at most _SMALL_BYTES (at 8 bytes an item)."""
+    """Slots whose every tensor has a static shape of at most SMALL_BYTES (at 8 bytes an item)."""
     small: dict[int, bool] = {}
     for t, slot in slot_of.items():
-        fits = t.shape is not None and None not in t.shape and 8 * _size(t.shape) <= _SMALL_BYTES
+        fits = t.shape is not None and None not in t.shape and 8 * _size(t.shape) <= SMALL_BYTES
         small[slot] = small.get(slot, True) and fits
     return {slot for slot, ok in small.items() if ok}
 
@@ -391,17 +341,28 @@ def _size(shape: tuple) -> int:
     return n
 
 
-def _with_releases(runs: tuple, frees: tuple) -> tuple:
+def _with_releases(runs: tuple, frees: tuple, pool_keys: tuple) -> tuple:
     """The runs with, after each step that frees slots, a function that releases them."""
     out = []
     for run, free in zip(runs, frees):
         out.append(run)
         if free:
-            out.append(_releaser(free))
+            out.append(_releaser(free, pool_keys))
     return tuple(out)
 
 
-def _releaser(slots: tuple[int, ...]):
+def _releaser(slots: tuple[int, ...], pool_keys: tuple):
+    pooled = tuple((s, pool_keys[s]) for s in slots if pool_keys[s] is not None)
+    if pooled:
+        plain = tuple(s for s in slots if pool_keys[s] is None)
+
+        def release_pooled(values: list, ctx: Any) -> None:
+            for s in plain:
+                values[s] = None
+            pool = ctx.buffers
+            for s, key in pooled:
+                release(pool, key, values, s)
+        return release_pooled
     if len(slots) == 1:
         (slot,) = slots
 
@@ -409,10 +370,10 @@ def _releaser(slots: tuple[int, ...]):
             values[slot] = None
         return release_one
 
-    def release(values: list, ctx: Any) -> None:
+    def release_plain(values: list, ctx: Any) -> None:
         for s in slots:
             values[s] = None
-    return release
+    return release_plain
 
 
 def _is_serial(pending: Sequence[int], successors: Sequence[Sequence[int]]) -> bool:

@@ -22,6 +22,7 @@ from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import PRIMITIVES, assign_fresh
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.buffers import take_all
 from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
 from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
                                           kernel_call, scalar_form)
@@ -52,7 +53,7 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
               inputs: Sequence[Tensor], slot_of: dict, outs: tuple[int, ...],
               scalars: frozenset = frozenset(), options: Any = None,
               needed: Optional[tuple[bool, ...]] = None, fresh: frozenset = frozenset(),
-              donate: Optional[int] = None) -> Step:
+              donate: Optional[int] = None, take: Optional[tuple] = None) -> Step:
     """The step of `op` on `device`, reading the slots of `inputs` and writing `outs`.
 
     `scalars`: the slots that only scalar steps read and nobody fetches, so a 0-d result
@@ -60,7 +61,9 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
     some step reads it or the caller fetches it (None: all are). `fresh`: the slots holding
     arrays that a compiled kernel allocated in this step, which an assign may keep uncopied.
     `donate`: the index of an input whose buffer the kernel may write its output into (the
-    memory planner's choice, compile/plan.py: the input's value dies here)."""
+    memory planner's choice, compile/memory.py: the input's value dies here). `take`: (a pool
+    key per output, the kernel as a function of (inputs, given outputs)) for a step that takes
+    its output buffers from the session's pool (kernels/buffers.py)."""
     ins = tuple(slot_of[t] for t in inputs)
     if op.spec is None:
         if op.type == "assign" and ins[0] in fresh:
@@ -80,6 +83,8 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
         if raw is not None and donate is not None:
             return Step(op, _donating_run(op, raw, device.xp, ins, outs[0], donate))
+        if take is not None:
+            return Step(op, _pooled_run(op, take[1], ins, outs, take[0]))
         if raw is not None and len(ins) == 2:
             return Step(op, _direct_run2(op, raw, device.xp, ins, outs[0]))
     return _general_step(op, choice, inputs, ins, outs)
@@ -143,6 +148,33 @@ def _donating_run(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int, d: i
                 v[o] = fn(xp, *[v[i] for i in ins])
         except Exception as exc:
             raise step_error(op, exc) from exc
+    return run
+
+
+def _pooled_run(op: Operation, into: Callable, ins: tuple, outs: tuple, keys: tuple) -> RunFn:
+    """A kernel handed output buffers from the session's pool (`ctx.buffers`): a dead value of
+    the same (device, dtype, shape) that nothing else holds; where the pool has none, the
+    kernel allocates."""
+    gather = _gatherer(ins)
+    if len(outs) == 1:
+        (o,), (key,) = outs, keys
+
+        def run1(v: list, ctx: Any) -> None:
+            pool = ctx.buffers
+            buf = None if pool is None else pool.take(key)
+            try:
+                v[o] = into(gather(v), () if buf is None else (buf,))
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run1
+
+    def run(v: list, ctx: Any) -> None:
+        try:
+            results = into(gather(v), take_all(ctx.buffers, keys))
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        for slot, value in zip(outs, results):
+            v[slot] = value
     return run
 
 

@@ -21,6 +21,9 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.registry.spec import OpSpec
 
 KernelCall = Callable[[Sequence[Any]], Any]
+# (input values, given outputs): the outputs a tuple of one buffer per declared output, or ()
+# for the kernel to allocate them
+GivenCall = Callable[[Sequence[Any], tuple], Any]
 
 
 class Device:
@@ -90,6 +93,25 @@ class Device:
         if kind != "python":
             raise OpsdkError(f"op '{spec.name}': {self.name} cannot run {kind} kernels")
         return python_call(spec, fn, attrs, type_attrs, self.xp)
+
+    def call_into(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+                  type_attrs: Mapping[str, str]) -> Optional[GivenCall]:
+        """The kernel as a function of (input values, given outputs), or None when it cannot
+        write into given buffers. A python kernel can when its op's one output declares
+        `inplace` (the declaration's promise that the kernel takes `out=`, docs/opdefs.md)."""
+        if kind != "python" or not python_takes_out(spec) or packer(spec, attrs) is not None:
+            return None
+        plain = python_call(spec, fn, attrs, type_attrs, self.xp)
+        xp, kwargs = self.xp, {**attrs, **{k: np.dtype(v) for k, v in type_attrs.items()}}
+
+        def given(values: Sequence[Any], outs: tuple) -> Any:
+            return fn(xp, *values, **kwargs, out=outs[0]) if outs else plain(values)
+        return given
+
+
+def python_takes_out(spec: OpSpec) -> bool:
+    """Whether `spec`'s python kernel takes `out=`: one output, not a list, declaring `inplace`."""
+    return len(spec.outputs) == 1 and not spec.outputs[0].is_list and bool(spec.outputs[0].inplace)
 
 
 def python_call(spec: OpSpec, fn: Callable, attrs: Mapping[str, Any],

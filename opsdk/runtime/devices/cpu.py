@@ -11,12 +11,12 @@ variable's gradient) is refused by the glue, then passed again as a 0-d array.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from opsdk.registry.spec import OpSpec
-from opsdk.runtime.devices.base import Device, KernelCall, compiled_tail, packer
+from opsdk.runtime.devices.base import Device, GivenCall, KernelCall, compiled_tail, packer
 
 
 class CpuDevice(Device):
@@ -48,8 +48,31 @@ class CpuDevice(Device):
             return super().call(spec, kind, fn, attrs, type_attrs)
         return _built_call(fn, packer(spec, attrs), compiled_tail(spec, attrs, type_attrs))
 
+    def call_into(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+                  type_attrs: Mapping[str, str]) -> Optional[GivenCall]:
+        """A built kernel's glue takes given outputs after its other arguments: `cpu(*inputs,
+        *attrs, *type attr names, *outputs)` (docs/internals.md, The binding module); the
+        caller (kernels/choice.py) knows whether this build's glue does."""
+        if kind != "cpu":
+            return super().call_into(spec, kind, fn, attrs, type_attrs)
+        if any(t.is_list or t.shape is None for t in spec.outputs):
+            return None
+        return _built_call(fn, packer(spec, attrs), compiled_tail(spec, attrs, type_attrs), True)
 
-def _built_call(fn: Callable, pack: Any, tail: tuple) -> KernelCall:
+
+def _built_call(fn: Callable, pack: Any, tail: tuple, given: bool = False) -> Any:
+    if given:
+        def call_into(values: Sequence[Any], outs: tuple) -> Any:
+            args = pack(values) if pack else values
+            try:
+                return fn(*args, *tail, *outs)
+            except (ValueError, TypeError):
+                copies = _contiguous(args)
+                if copies is args:
+                    raise
+            return fn(*copies, *tail, *outs)
+        return call_into
+
     def call(values: Sequence[Any]) -> Any:
         args = pack(values) if pack else values
         try:

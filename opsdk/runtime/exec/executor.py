@@ -4,7 +4,7 @@ Every plan runs here: a Session step (all its partitions in one ready queue, eac
 its `_send`), a cluster task's partition, and every cond branch and while_loop body (their plans
 compiled by the same pipeline). A value is released as
 soon as its last reader has run (releasing functions in `Plan.serial_runs`, reader counts
-otherwise).
+otherwise), into the session's buffer pool where the plan says so (`Plan.pool_keys`).
 
 A serial plan (a chain: never two steps ready at once) runs in order on the calling thread, with
 no locks and no hand-offs. Otherwise the calling thread and a thread pool drive the ready queue:
@@ -26,6 +26,7 @@ from typing import Any, Optional
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.compile.plan import Plan
+from opsdk.runtime.kernels.buffers import release
 
 
 class CancelledError(OpsdkError):
@@ -70,15 +71,16 @@ class StepContext:
     the run's cancellation token, and where its `_send`/`_recv` steps meet (the rendezvous and
     the step's id in it; exec/rendezvous.py)."""
 
-    __slots__ = ("variables", "session", "token", "rendezvous", "step_id")
+    __slots__ = ("variables", "session", "token", "rendezvous", "step_id", "buffers")
 
     def __init__(self, variables: Any, session: Any, token: Optional[RunToken] = None,
-                 rendezvous: Any = None, step_id: int = 0):
+                 rendezvous: Any = None, step_id: int = 0, buffers: Any = None):
         self.variables = variables
         self.session = session
         self.token = token or RunToken()
         self.rendezvous = rendezvous
         self.step_id = step_id
+        self.buffers = buffers  # the session's BufferPool (kernels/buffers.py), or None
 
 
 def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor]) -> list:
@@ -142,7 +144,7 @@ class _Run:
                                   f"was closed during the step ({exc})"))
 
     def _drive(self, i: int) -> None:
-        runs, successors = self.plan.runs, self.plan.successors
+        runs, successors, pool_keys = self.plan.runs, self.plan.successors, self.plan.pool_keys
         token = self.ctx.token
         while self.error is None:
             try:
@@ -157,7 +159,11 @@ class _Run:
                 for s in self.plan.reads[i]:
                     self.readers[s] -= 1
                     if self.readers[s] == 0:
-                        self.values[s] = None
+                        key = pool_keys[s]
+                        if key is None:
+                            self.values[s] = None
+                        else:
+                            release(self.ctx.buffers, key, self.values, s)
                 for j in successors[i]:
                     self.pending[j] -= 1
                     if self.pending[j] == 0:

@@ -22,6 +22,8 @@ class Explanation:
     partitions: dict  # location -> node names (their _send and _recv nodes included)
     cuts: tuple[tuple[str, str, str], ...]  # (tensor, from location, to location)
     donated: tuple[str, ...] = ()  # nodes writing into a dead input's buffer
+    pooled: tuple[str, ...] = ()  # nodes taking their output buffers from the session's pool
+    pool_releases: int = 0  # slots whose value goes back to the pool when it dies
     peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes)
     peak_known: bool = True  # False: some sizes are known only at run time (a lower bound)
 
@@ -40,7 +42,9 @@ class Explanation:
     def memory_lines(self) -> tuple[str, ...]:
         bound = "" if self.peak_known else " at least (some sizes are known only at run time)"
         return (f"peak: {self.peak_bytes} bytes of step values{bound}",
-                f"in place: {', '.join(self.donated) or 'nothing'}")
+                f"in place: {', '.join(self.donated) or 'nothing'}",
+                f"from the buffer pool: {', '.join(self.pooled) or 'nothing'}",
+                f"values given back to the pool when they die: {self.pool_releases}")
 
 
 def explain_plan(plan: Plan) -> Explanation:
@@ -57,5 +61,6 @@ def explain_plan(plan: Plan) -> Explanation:
                    if op.type not in ("_send", "_recv")},
         copies=copies, folded=plan.folded, merged=plan.merged,
         partitions={loc: [op.name for op in part.ops] for loc, part in parts.items()},
-        cuts=cuts, donated=plan.donated,
+        cuts=cuts, donated=plan.donated, pooled=plan.pooled,
+        pool_releases=sum(k is not None for k in plan.pool_keys),
         peak_bytes=plan.peak_bytes, peak_known=plan.peak_known)

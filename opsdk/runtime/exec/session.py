@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, overload
 
 import numpy as np
@@ -35,6 +35,7 @@ from opsdk.runtime.ir.device_names import DEFAULT_TASK, task_spec
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
+from opsdk.runtime.kernels.buffers import BufferPool, default_pool_bytes
 from opsdk.runtime.kernels.threads import check_intra_op_threads, use_intra_op_threads
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class SessionConfig:
     # ways on its first runs and keeps the faster (exec/step_mode.py). Chains and small steps
     # always run inline.
     step_mode: str = "auto"
+    # The most bytes of dead arrays the session keeps for reuse as kernels' outputs (the buffer
+    # pool, opsdk/runtime/kernels/buffers.py); 0 switches the pool off. Default: 128 MiB, or
+    # the environment's OPSDK_BUFFER_POOL_BYTES.
+    buffer_pool_bytes: int = field(default_factory=default_pool_bytes)
 
     def plan_options(self) -> PlanOptions:
         """The pipeline's switches these settings give."""
@@ -84,6 +89,10 @@ class SessionConfig:
                               frozenset(self.passes_off), task_spec(self.default_task).to_string())
         check_options(options)
         check_intra_op_threads(self.intra_op_threads)
+        if (isinstance(self.buffer_pool_bytes, bool) or not isinstance(self.buffer_pool_bytes, int)
+                or self.buffer_pool_bytes < 0):
+            raise OpsdkError(f"SessionConfig: buffer_pool_bytes must be an int >= 0 (0: no pool), "
+                             f"got {self.buffer_pool_bytes!r}")
         if self.step_mode not in MODES:
             raise OpsdkError(f"SessionConfig: step_mode must be one of {', '.join(MODES)}, got "
                              f"{self.step_mode!r}")
@@ -118,7 +127,11 @@ class Session:
         # cancels it with the others); a run with a timeout, or on the pool, gets its own.
         self._shared_token = RunToken()
         self._active.add(self._shared_token)
-        self._inline_ctx = StepContext(self.variables, self, self._shared_token)
+        # Dead arrays kept for later steps' outputs; runs on several threads share it safely.
+        self.buffers = (BufferPool(self.config.buffer_pool_bytes)
+                        if self.config.buffer_pool_bytes else None)
+        self._inline_ctx = StepContext(self.variables, self, self._shared_token,
+                                       buffers=self.buffers)
         self._steps = itertools.count(1)  # step ids: where a step's _send meets its _recv
 
     # --------------------------------------------------------------------------- running
@@ -166,7 +179,8 @@ class Session:
                 raise OpsdkError("Session.run on a closed session; create a new Session")
             start = time.perf_counter()
             ctx = StepContext(self.variables, self, token,
-                              LocalRendezvous() if plan.rendezvous else None, next(self._steps))
+                              LocalRendezvous() if plan.rendezvous else None, next(self._steps),
+                              self.buffers)
             values = execute(plan, feeds, ctx, pool)
             if mode is not None and mode.decided is None:
                 mode.record(inline, time.perf_counter() - start)
@@ -267,6 +281,8 @@ class Session:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+        if self.buffers is not None:
+            self.buffers.clear()
 
     def __enter__(self) -> "Session":
         return self

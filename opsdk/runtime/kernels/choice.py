@@ -159,6 +159,18 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
     return lambda values: _as_tuple(spec, call(values), n_out)
 
 
+def given_output_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+                      type_attrs: Mapping[str, str]) -> Optional[Callable[[Sequence[Any], tuple], Any]]:
+    """The kernel as a function of (input values, given outputs), where it can write into
+    buffers the caller gives (a pooled or donated one): a python kernel whose op declares
+    `inplace`, a built kernel whose glue takes outputs. None otherwise."""
+    if choice.kind != "python":
+        from opsdk.runtime.kernels.loader import takes_given_outputs
+        if not takes_given_outputs(choice.fn):
+            return None
+    return choice.device.call_into(spec, choice.kind, choice.fn, attrs, type_attrs)
+
+
 def output_sizes(spec: OpSpec, attrs: Mapping[str, Any]) -> list[Optional[int]]:
     """Per declared output: N for a list output (from its length attr), else None."""
     return [int(attrs[t.list_len]) if t.is_list else None for t in spec.outputs]

@@ -126,7 +126,20 @@ def _import_kernel(spec: OpSpec, built: BuiltKernel) -> Callable:
         raise KernelNotBuiltError(
             f"op '{spec.name}': cannot load its {built.device} kernel ({exc}); "
             f"run `opsdk build` in {Path(spec.workspace).resolve()}") from None
-    return getattr(module, built.device)
+    fn = getattr(module, built.device)
+    if getattr(module, "given_outputs", False):
+        _GIVEN_OUTPUTS.add(fn)
+    return fn
+
+
+# Built kernels whose glue takes given outputs after its other arguments (docs/internals.md, The
+# binding module); one built before that glue existed is simply called without them.
+_GIVEN_OUTPUTS: set = set()
+
+
+def takes_given_outputs(fn: Callable) -> bool:
+    """Whether the built kernel `fn` accepts its output arrays from the caller."""
+    return fn in _GIVEN_OUTPUTS
 
 
 def _warn_if_stale(spec: OpSpec, built: BuiltKernel) -> None:

@@ -1,0 +1,144 @@
+"""The memory planner of lowering (compile/plan.py calls it): which steps write into a donated
+input's buffer, which take their output buffers from the session's pool (kernels/buffers.py) and
+which slots give their value back to it when it dies, which slots hold arrays a compiled kernel
+allocated in this step, and the plan's peak bytes of live step values (docs/internals.md,
+Memory)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, TYPE_CHECKING
+
+import numpy as np
+
+from opsdk.runtime.compile.partition import Partition
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.choice import given_output_call, scalar_form
+
+if TYPE_CHECKING:
+    from opsdk.runtime.compile.plan import Slots
+
+
+def peak_bytes(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], frees: Sequence,
+               slots: "Slots", donated: set[str]) -> dict:
+    """The peak bytes of step values alive at once in the serial order: each step's outputs
+    appear (a donating step's output reuses its dead input's buffer), freed slots disappear."""
+    size: dict[int, Optional[int]] = {}
+    for t, s in slots.slot_of.items():
+        known = t.shape is not None and None not in t.shape
+        size[s] = int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype).itemsize \
+            if known else None
+    live, peak, unknown = 0, 0, False
+    for op, out, free in zip(ops, writes, frees):
+        for s in out if op.name not in donated else ():
+            n = size.get(s)
+            unknown |= n is None
+            live += n or 0
+        peak = max(peak, live)
+        live -= sum(size.get(s) or 0 for s in free if not slots.is_const[s])
+    return {"peak_bytes": peak, "peak_known": not unknown}
+
+
+def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: "Slots",
+                   reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
+    """The memory planner's choice of which steps write into a donated input: a node whose op
+    declares `inplace` for its output, run by a python kernel on the host, whose input of the
+    output's static shape and dtype lives in a slot that this step alone reads (no other step,
+    no fetch, not a feed, constant or scalar slot). Returns node -> index of that input. The step
+    still checks at run time that it holds the only reference to the buffer."""
+    readers: dict[int, int] = {}
+    for r in reads:
+        for s in r:
+            readers[s] = readers.get(s, 0) + 1
+    feeds = {slots.slot_of[t] for t in part.feeds}
+    out: dict[Operation, int] = {}
+    for op in ops:
+        choice = kernels.get(op)
+        if (op.spec is None or choice is None or choice.kind != "python"
+                or not part.device.is_host or len(op.spec.outputs) != 1
+                or not op.spec.outputs[0].inplace):
+            continue
+        target = op.outputs[0]
+        if target.shape is None or None in target.shape or not target.shape:
+            continue
+        for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
+            s = slots.slot_of[t]
+            if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
+                    and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
+                    and s not in feeds and not slots.is_const[s] and t.op.type != "variable"):
+                out[op] = j
+                break
+    return out
+
+
+def fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> frozenset:
+    """Slots written by compiled (cpu, cuda) kernels: they allocate every output anew, so no
+    feed, constant or variable value shares its memory."""
+    fresh = set()
+    for op in ops:
+        choice = kernels.get(op)
+        if choice is not None and choice.kind != "python" and op.spec is not None:
+            fresh.update(out_slots[op])
+    return frozenset(fresh)
+
+
+# Values of at most this many bytes (at 8 bytes an item) are never released, nor pooled: a
+# release saves nothing there and would cost a chain of scalar steps a third of its time.
+SMALL_BYTES = 4096
+
+
+def pool_key(device: Any, t: Tensor) -> Optional[tuple]:
+    """The pool key of tensor `t` on `device`: (device name, dtype, shape), or None when its
+    shape is not static or it is small."""
+    if t.shape is None or None in t.shape or 8 * _size(t.shape) <= SMALL_BYTES:
+        return None
+    return (device.name, np.dtype(t.dtype), tuple(t.shape))
+
+
+def plan_takes(part: Partition, ops: Sequence[Operation], kernels: dict,
+               donations: dict) -> dict[Operation, tuple[tuple, Callable]]:
+    """The steps that take their output buffers from the session's pool: on the host, not
+    donating, every output (none a list) of a static shape that is not small, every input of a
+    static shape, and a kernel that writes into given buffers (kernels.choice.given_output_call).
+    Returns node -> (a pool key per output, the kernel as a function of (inputs, outputs))."""
+    out: dict[Operation, tuple[tuple, Callable]] = {}
+    if not part.device.is_host:
+        return out
+    for op in ops:
+        choice = kernels.get(op)
+        if (op.spec is None or choice is None or op in donations
+                or scalar_form(op, choice) is not None
+                or len(op.outputs) != len(op.spec.outputs)
+                or any(t.is_list for t in op.spec.outputs)
+                or any(t.shape is None or None in t.shape for t in part.inputs_of(op))):
+            continue
+        keys = tuple(pool_key(part.device, t) for t in op.outputs)
+        if not keys or None in keys:
+            continue
+        into = given_output_call(op.spec, choice, op.attrs, op.type_attrs)
+        if into is not None:
+            out[op] = (keys, into)
+    return out
+
+
+def release_keys(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], devices: Sequence,
+                 keep: set, wanted: set, n_slots: int) -> tuple:
+    """Per slot the pool key its value goes back under when it dies, or None: outputs of
+    declared ops on the host (never a feed, constant, fetched or small slot, nor a variable's
+    or another primitive's value) of a key some step of the plan takes."""
+    keys: list = [None] * n_slots
+    for op, outs, device in zip(ops, writes, devices):
+        if op.spec is None or not device.is_host:
+            continue
+        for t, s in zip(op.outputs, outs):
+            key = pool_key(device, t)
+            if key is not None and key in wanted and s not in keep:
+                keys[s] = key
+    return tuple(keys)
+
+
+def _size(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n

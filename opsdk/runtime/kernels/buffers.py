@@ -1,0 +1,119 @@
+"""The buffer pool: dead arrays of a session kept for reuse, keyed by (device, dtype, shape).
+
+The memory planner (compile/memory.py) decides per plan which steps take their output buffers
+from the pool and which slots give their value back when their last reader is done; this module
+is what those steps and releases call at run time.
+
+What keeps a live buffer out of the pool: a value is given back only when the slot list held
+the last reference to it (`sys.getrefcount`: no view of it, no fetch, no variable, no second
+slot of an `identity`), it owns its memory (`base is None`), is writeable (a variable's stored
+array is read-only) and C-contiguous, and has the slot's static dtype and shape. A buffer taken
+from the pool is popped under the pool's lock, so two runs of one session on two threads never
+hold the same one. The pool is bounded: it keeps at most `max_bytes` in all and `per_key`
+buffers of one key; a buffer that does not fit goes back to the allocator.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+from opsdk.registry.errors import OpsdkError
+
+# (device name, dtype, shape): buffers of one key are interchangeable
+Key = tuple
+
+DEFAULT_MAX_BYTES = 128 << 20
+PER_KEY = 16
+
+
+def default_pool_bytes() -> int:
+    """SessionConfig's default bound: OPSDK_BUFFER_POOL_BYTES when set (0: no pool), else
+    DEFAULT_MAX_BYTES."""
+    text = os.environ.get("OPSDK_BUFFER_POOL_BYTES")
+    if text is None:
+        return DEFAULT_MAX_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise OpsdkError(f"OPSDK_BUFFER_POOL_BYTES={text!r}: expected a number of bytes >= 0 "
+                         f"(0 switches the buffer pool off)")
+    return value
+
+
+class BufferPool:
+    """Dead host arrays kept for the next step that writes an output of the same key."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, per_key: int = PER_KEY):
+        self.max_bytes = max_bytes
+        self.per_key = per_key
+        self.bytes = 0  # held now
+        self.taken = 0  # buffers handed to steps (for tests and tuning)
+        self.given = 0  # buffers kept when a value died
+        self._free: dict[Key, list] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: Key) -> Optional[np.ndarray]:
+        """A buffer of `key` that nobody else holds, or None (the kernel allocates)."""
+        free = self._free.get(key)
+        if not free:  # the common miss costs no lock
+            return None
+        with self._lock:
+            if not free:
+                return None
+            buf = free.pop()
+            self.bytes -= buf.nbytes
+            self.taken += 1
+        return buf
+
+    def give(self, key: Key, buf: np.ndarray) -> None:
+        """Keep `buf` (dead: checked by the caller) for a later `take`, if the bounds allow."""
+        n = buf.nbytes
+        with self._lock:
+            free = self._free.setdefault(key, [])
+            if len(free) >= self.per_key or self.bytes + n > self.max_bytes:
+                return
+            free.append(buf)
+            self.bytes += n
+            self.given += 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._free.clear()
+            self.bytes = 0
+
+
+_refs = sys.getrefcount
+_ndarray = np.ndarray
+
+
+def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> None:
+    """Release slot `slot`'s value, giving it to `pool` when nothing else can reach it."""
+    buf = values[slot]
+    values[slot] = None
+    if (pool is not None and type(buf) is _ndarray and _refs(buf) == 2  # `buf` and refs' arg
+            and buf.base is None and buf.flags.writeable and buf.flags.c_contiguous
+            and buf.shape == key[2] and buf.dtype == key[1]):
+        pool.give(key, buf)
+
+
+def take_all(pool: Any, keys: tuple) -> tuple:
+    """One pooled buffer per key, or () when the pool lacks one of them (the kernel then
+    allocates every output; the buffers taken go back)."""
+    if pool is None:
+        return ()
+    bufs = []
+    for key in keys:
+        buf = pool.take(key)
+        if buf is None:
+            for k, b in zip(keys, bufs):
+                pool.give(k, b)
+            return ()
+        bufs.append(buf)
+    return tuple(bufs)

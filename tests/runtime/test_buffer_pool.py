@@ -1,0 +1,163 @@
+"""The buffer pool (opsdk/runtime/kernels/buffers.py, planned in compile/memory.py): steps take
+their output buffers from dead values of the same (device, dtype, shape); results equal those
+without the pool, a fetched value is never written afterwards, concurrent runs share no live
+buffer."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.kernels.buffers import BufferPool, release
+
+UNFUSED = frozenset({"fuse"})
+
+
+def _config(pool: bool, **kw) -> SessionConfig:
+    return SessionConfig(passes_off=UNFUSED, buffer_pool_bytes=(1 << 24) if pool else 0, **kw)
+
+
+def _diamond(registry, n: int = 64):
+    """Values read twice (never donated), so their outputs come from the pool."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [n, n], name="x")
+        a = apply_op(registry, "exp", [x], {}, name="a")
+        b = apply_op(registry, "mul", [a, x], {}, name="b")
+        c = apply_op(registry, "add", [a, b], {}, name="c")
+        d = apply_op(registry, "sub", [c, b], {}, name="d")
+        e = apply_op(registry, "tanh", [d], {}, name="e")
+    return g, x, (a, b, c, d, e)
+
+
+def test_explain_reports_pooled_steps_and_the_pool_fills_and_serves(registry):
+    g, x, (a, b, c, d, e) = _diamond(registry)
+    with Session(g, _config(True)) as sess:
+        explanation = sess.explain(e, {x: None}, show=False)
+        for _ in range(3):
+            sess.run(e, {x: np.ones((64, 64))})
+        taken = sess.buffers.taken
+    assert explanation.pooled == ("a", "b", "c")  # d and e write into dead inputs instead
+    assert explanation.pool_releases >= 2
+    assert "from the buffer pool: a, b, c" in str(explanation)
+    assert taken >= 2  # later runs took the buffers earlier runs gave back
+
+
+@pytest.mark.parametrize("mode", ["inline", "concurrent"])
+def test_results_with_the_pool_equal_those_without(registry, mode):
+    g, x, outs = _diamond(registry)
+    rng = np.random.default_rng(1)
+    feeds = [rng.uniform(-1, 1, (64, 64)) for _ in range(4)]
+    got = {}
+    for pool in (True, False):
+        with Session(g, _config(pool, step_mode=mode)) as sess:
+            got[pool] = [sess.run(outs[-1], {x: v}) for v in feeds]
+    for with_pool, without in zip(got[True], got[False]):
+        np.testing.assert_array_equal(with_pool, without)
+
+
+def test_a_fetched_value_is_never_written_by_a_later_step_or_run(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [32, 32], name="x")
+        a = apply_op(registry, "exp", [x], {}, name="a")          # fetched
+        view = apply_op(registry, "reshape", [a], {"shape": [-1]}, name="view")  # fetched view of a
+        b = apply_op(registry, "neg", [x], {}, name="b")          # read twice: dies into the pool
+        c = apply_op(registry, "mul", [b, x], {}, name="c")
+        alias = apply_op(registry, "identity", [c], {}, name="alias")  # fetched alias of c
+        f = apply_op(registry, "add", [b, c], {}, name="f")       # same key: from the pool
+        g2 = apply_op(registry, "square", [f], {}, name="g2")
+        h = apply_op(registry, "sub", [f, g2], {}, name="h")
+    fetches = [a, view, alias, h]
+    runs = []
+    with Session(g, _config(True)) as sess:
+        for k in range(6):
+            value = np.full((32, 32), 0.1 * (k + 1))
+            fetched = sess.run(fetches, {x: value})
+            runs.append((value, fetched, [f.copy() for f in fetched]))
+        assert sess.buffers.given > 0  # the pool was in use, not idle
+    for value, fetched, copies in runs:
+        for f, kept in zip(fetched, copies):
+            np.testing.assert_array_equal(f, kept)  # nothing wrote them after they were fetched
+        np.testing.assert_array_equal(fetched[0], np.exp(value))
+        np.testing.assert_array_equal(fetched[2], -value * value)
+    for i, (_, fetched, _) in enumerate(runs):  # no two runs' results share memory
+        for _, other, _ in runs[i + 1:]:
+            for f in fetched:
+                assert not any(np.shares_memory(f, o) for o in other)
+
+
+@pytest.mark.parametrize("mode", ["inline", "concurrent"])
+def test_concurrent_runs_of_one_session_share_no_live_buffer(registry, mode):
+    g, x, outs = _diamond(registry, 48)
+    errors: list = []
+    with Session(g, _config(True, step_mode=mode)) as sess:
+        def worker(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            try:
+                for _ in range(40):
+                    v = rng.uniform(-1, 1, (48, 48))
+                    a = np.exp(v)
+                    b = a * v
+                    want = np.tanh((a + b) - b)
+                    got = sess.run(outs[-1], {x: v})
+                    if not np.array_equal(got, want):
+                        errors.append(f"thread {seed}: a result differs")
+            except Exception as exc:  # reported below, with the thread
+                errors.append(f"thread {seed}: {exc!r}")
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        taken = sess.buffers.taken
+    assert errors == []
+    assert taken > 0
+
+
+def test_a_value_something_else_holds_is_not_given_to_the_pool():
+    pool = BufferPool(1 << 20)
+    key = ("/device:CPU:0", np.dtype("float32"), (8, 8))
+    held = np.zeros((8, 8), np.float32)
+    values = [held]
+    release(pool, key, values, 0)  # `held` still names it
+    assert values == [None] and pool.bytes == 0
+    values = [np.zeros((8, 8), np.float32)]
+    view = values[0][:4]
+    release(pool, key, values, 0)  # a view holds it
+    assert pool.bytes == 0
+    del view
+    frozen = np.zeros((8, 8), np.float32)
+    frozen.flags.writeable = False
+    values = [frozen]
+    del frozen
+    release(pool, key, values, 0)  # read-only (a variable's value)
+    assert pool.bytes == 0
+    values = [np.zeros((8, 8), np.float64)]
+    release(pool, key, values, 0)  # not the slot's dtype
+    assert pool.bytes == 0
+    values = [np.zeros((8, 8), np.float32)]
+    release(pool, key, values, 0)
+    assert pool.bytes == 256 and pool.take(key) is not None and pool.take(key) is None
+
+
+def test_the_pool_keeps_no_more_than_its_bounds():
+    pool = BufferPool(max_bytes=1000, per_key=2)
+    key = ("/device:CPU:0", np.dtype("float64"), (50,))
+    for _ in range(4):
+        pool.give(key, np.zeros(50))
+    assert pool.bytes == 800  # two of 400 bytes: the per-key bound
+    big = ("/device:CPU:0", np.dtype("float64"), (100,))
+    pool.give(big, np.zeros(100))
+    assert pool.bytes == 800  # 800 + 800 would pass max_bytes
+
+
+def test_a_bad_pool_size_is_refused():
+    with pytest.raises(OpsdkError, match="buffer_pool_bytes must be an int >= 0"):
+        Session(Graph(), SessionConfig(buffer_pool_bytes=-1))
