@@ -62,6 +62,9 @@ exp, log, sqrt, square, abs, sign = (_unary(n) for n in ("exp", "log", "sqrt", "
                                                          "sign"))
 negative, identity, stop_gradient = _unary("neg"), _unary("identity"), _unary("stop_gradient")
 tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
+sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
+sinh, cosh, expm1, log1p = (_unary(n) for n in ("sinh", "cosh", "expm1", "log1p"))
+floor, ceil, round = (_unary(n) for n in ("floor", "ceil", "round"))  # noqa: A001 - TF's names
 sub, mul, div = subtract, multiply, divide
 
 
@@ -73,8 +76,10 @@ def reciprocal(x: Any, name: Optional[str] = None) -> Any:
     return _ops.div(_ops.ones_like(_t(x)), _t(x), name=name)
 
 
-def log1p(x: Any, name: Optional[str] = None) -> Any:
-    return _ops.log(_t(x) + 1, name=name)
+def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """(x - y) ** 2 elementwise, broadcasting (a Python number takes the other's dtype)."""
+    x, y = _pair(x, y)
+    return _ops.square(_ops.sub(x, y), name=name)
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
