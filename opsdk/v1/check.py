@@ -16,6 +16,7 @@ import argparse
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,8 @@ else:
     sys.modules["tensorflow"] = tf
     # `import tensorflow.contrib.layers` and `from tensorflow.nn import ...` find the namespaces
     for name in ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
-                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "app", "gfile"):
+                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "contrib.framework",
+                 "contrib.factorization", "app", "gfile"):
         value = tf
         for part in name.split("."):
             value = getattr(value, part)
@@ -77,17 +79,31 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     losses = tuple(float(m.group(1)) for m in _LOSS.finditer(done.stdout))
     if done.returncode == 0:
         return Outcome(path.name, True, seconds, losses)
-    return Outcome(path.name, False, seconds, losses, first_failure(done.stderr))
+    return Outcome(path.name, False, seconds, losses,
+                   first_failure(done.stderr, done.returncode))
 
 
-def first_failure(stderr: str) -> str:
-    """The exception line of a traceback, with the program's last line that led to it."""
+def first_failure(stderr: str, returncode: int = 1) -> str:
+    """The exception line of a traceback, with the program's last line that led to it; for a
+    program killed by a signal (no traceback), the signal."""
     lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    if returncode < 0:
+        name = _signal_name(-returncode)
+        why = " (the kernel's out-of-memory killer sends it)" if name == "SIGKILL" else ""
+        last = f"; its last words: {lines[-1]}" if lines else ""
+        return f"killed by signal {name}{why}{last}"
     if not lines:
-        return "exited with an error and printed nothing"
+        return f"exited with status {returncode} and printed nothing"
     where = [l.strip() for l in lines if l.strip().startswith("File ") and "opsdk" not in l
              and "<string>" not in l and "runpy" not in l]
     return lines[-1] + (f"  ({where[-1]})" if where else "")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def check_folder(folder: Path, timeout: float = 300.0, backend: str = "opsdk",

@@ -49,6 +49,16 @@ def test_the_checker_reports_the_first_failure(tmp_path, capsys):
     assert "1 of 2 programs ran" in capsys.readouterr().out
 
 
+def test_a_program_killed_by_a_signal_is_reported_with_the_signal(tmp_path):
+    (tmp_path / "killed.py").write_text("import os, signal\nprint('loss: 1')\n"
+                                        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    (tmp_path / "silent.py").write_text("import sys\nsys.exit(3)\n")
+    outcomes = {o.program: o for o in check_folder(tmp_path, timeout=120)}
+    assert outcomes["killed.py"].failure == ("killed by signal SIGKILL (the kernel's "
+                                             "out-of-memory killer sends it)")
+    assert outcomes["silent.py"].failure == "exited with status 3 and printed nothing"
+
+
 def test_the_checker_refuses_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nothing")]) == 1
     assert "is not a folder" in capsys.readouterr().err
