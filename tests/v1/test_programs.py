@@ -59,6 +59,15 @@ def test_a_program_killed_by_a_signal_is_reported_with_the_signal(tmp_path):
     assert outcomes["silent.py"].failure == "exited with status 3 and printed nothing"
 
 
+def test_contrib_submodules_import_as_tf1_programs_write_them(tmp_path):
+    (tmp_path / "imports.py").write_text(
+        "from tensorflow.contrib.factorization import KMeans\n"
+        "from tensorflow.contrib.framework import arg_scope\n"
+        "from tensorflow.contrib.layers import batch_norm, dropout\n")
+    [outcome] = check_folder(tmp_path, timeout=120)
+    assert outcome.ok, outcome.failure
+
+
 def test_the_checker_refuses_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nothing")]) == 1
     assert "is not a folder" in capsys.readouterr().err
