@@ -14,7 +14,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args
+from opsdk.v1 import args, packing
 from opsdk.v1.dtypes import default_array, name_of
 from opsdk.v1.tensors import TensorShape, convert_to_tensor
 
@@ -193,8 +193,9 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Any:
 
 
 def stack(values: Any, axis: int = 0, name: Optional[str] = None) -> Any:
-    return _ops.stack([_t(v) for v in values], axis=args.static_int("stack", "axis", axis),
-                      name=name)
+    """The values (tensors, numbers taking the tensors' dtype, nested lists) along a new axis."""
+    return _ops.stack(packing.elements("stack", values),
+                      axis=args.static_int("stack", "axis", axis), name=name)
 
 
 pack = stack

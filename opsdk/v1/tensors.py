@@ -15,7 +15,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args, dtypes, session as _session, strings
+from opsdk.v1 import args, dtypes, packing, session as _session, strings
 from opsdk.v1.dtypes import as_dtype, default_array, name_of
 
 
@@ -115,8 +115,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
             raise OpsdkError(f"convert_to_tensor: tensor '{value.name}' is {value.dtype}, "
                              f"not {name_of(dtype)}")
         return value
-    if isinstance(value, (list, tuple)) and any(isinstance(_value(v), opsdk.Tensor) for v in value):
-        return _ops.stack([convert_to_tensor(v, dtype) for v in value], name=name)
+    if isinstance(value, (list, tuple)) and packing.first_dtype(list(value)) is not None:
+        return _ops.stack(packing.elements("convert_to_tensor", value, dtype), name=name)
     return constant(value, dtype=dtype or preferred_dtype, name=name)
 
 

@@ -111,3 +111,22 @@ def test_an_int_placeholder_shape_is_1d_and_tf1_spellings_exist():
 def test_bad_arguments_name_the_function_and_the_argument(call, message):
     with pytest.raises(OpsdkError, match=message):
         call()
+
+
+def test_numbers_in_a_stacked_list_take_the_dtype_of_its_tensors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    batch64 = tf.cast(tf.shape(x)[0], tf.int64)
+    shapes = [tf.stack([batch64, 4]), tf.stack([[1, 2], [batch64, 3]]),
+              tf.convert_to_tensor([tf.shape(x)[0], 7]), tf.stack([1, 2, 3])]
+    mixed = tf.stack([1.5, tf.constant(2.0, tf.float64)], axis=0)
+    assert [s.dtype for s in shapes] == ["int64", "int64", "int32", "int32"]
+    assert mixed.dtype == "float64"
+    with tf.Session() as sess:
+        got = sess.run(shapes + [mixed], {x: np.zeros([5, 3])})
+    assert [g.tolist() for g in got] == [[5, 4], [[1, 2], [5, 3]], [5, 7], [1, 2, 3], [1.5, 2.0]]
+    with pytest.raises(OpsdkError, match=r"stack: element 0 \(1.5\) is not a value of dtype "
+                                         "int64, the dtype of the list's tensors"):
+        tf.stack([1.5, batch64])
+    with pytest.raises(OpsdkError, match="stack: element 1 is tensor 'Const.*' of dtype int32, "
+                                         r"the list's tensors are int64 \(cast it first\)"):
+        tf.stack([batch64, tf.constant(1)])
