@@ -71,6 +71,10 @@ class ExponentialMovingAverage:
         return _ops.minimum(decay, ratio)
 
     def _shadow(self, var: Any) -> Variable:
+        with opsdk.control_dependencies(None):  # a Variable's initial value: no step's deps
+            return self._new_shadow(var)
+
+    def _new_shadow(self, var: Any) -> Variable:
         value = _value(var)
         if isinstance(var, opsdk.Variable):
             initial = var.initialized_value()

@@ -132,9 +132,11 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
                          "reuse=True (create it first, or use reuse=tf.AUTO_REUSE)")
     dtype = as_dtype(dtype or scope.dtype or float32)
     init = initializer if initializer is not None else scope.initializer
-    value = _initial_value(full, init, shape, dtype)
-    with _outside_name_scopes(graph):
-        var = _tensors.Variable(value, trainable=trainable, name=full, collections=collections)
+    with graph.control_dependencies(None):  # as TF's init_scope: see tensors.Variable
+        value = _initial_value(full, init, shape, dtype)
+        with _outside_name_scopes(graph):
+            var = _tensors.Variable(value, trainable=trainable, name=full,
+                                    collections=collections)
     if var.name != full:
         raise OpsdkError(f"get_variable: a node named '{full}' exists already (not made by "
                          "get_variable); choose another name")

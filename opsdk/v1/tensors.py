@@ -161,13 +161,12 @@ class Variable(opsdk.Variable):
                  **unused: Any):
         if initial_value is None:
             raise OpsdkError("Variable: initial_value is required")
-        if callable(initial_value):
-            initial_value = initial_value()
-        value = _value(initial_value)
+        with opsdk.control_dependencies(None):  # TF's init_scope: made for no training step
+            value = _value(initial_value() if callable(initial_value) else initial_value)
+            if isinstance(value, opsdk.Tensor) and dtype and value.dtype != name_of(dtype):
+                value = _ops.cast(value, dtype=name_of(dtype))
         if not isinstance(value, opsdk.Tensor):
             value = default_array(value, dtype)
-        elif dtype is not None and value.dtype != name_of(dtype):
-            value = _ops.cast(value, dtype=name_of(dtype))
         super().__init__(value, name=name or "Variable", trainable=trainable)
         for key in collections or ():
             if key not in (opsdk.GraphKeys.GLOBAL_VARIABLES,):

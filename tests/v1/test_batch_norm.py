@@ -208,3 +208,20 @@ def test_batch_normalization_agrees_with_tensorflow(shape):
     for mine, their in zip(ours[2], theirs[2]):
         np.testing.assert_allclose(mine, their, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-4, atol=1e-4)
+
+
+def test_variables_made_under_control_dependencies_initialise_without_the_step():
+    # TF1's idiom: the optimizer's slots, an average's shadows and get_variable's variables are
+    # made inside `with tf.control_dependencies(...)`, and initialised without running it.
+    x, training = tf.placeholder(tf.float32, [None, 3]), tf.placeholder(tf.bool)
+    loss = tf.reduce_sum(tf.layers.batch_normalization(x, training=training) ** 2)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        step = tf.train.AdamOptimizer(0.1).minimize(loss)
+        late = tf.get_variable("late", [2], initializer=tf.random_normal_initializer())
+        plain = tf.Variable(lambda: tf.ones([2]) * 2.0)
+    with tf.control_dependencies([step]):
+        averaged = tf.train.ExponentialMovingAverage(0.5).apply(tf.trainable_variables())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())  # no feed: nothing waits for the step
+        assert sess.run(late).shape == (2,) and sess.run(plain).tolist() == [2, 2]
+        sess.run(averaged, {x: X, training: True})
