@@ -153,10 +153,10 @@ def test_exponential_moving_average_of_a_variable_and_a_tensor():
 def test_num_updates_makes_the_early_decay_smaller():
     w, step = tf.Variable(3.0), tf.Variable(0, trainable=False)
     ema = tf.train.ExponentialMovingAverage(0.9, num_updates=step)
-    with tf.control_dependencies([w.assign(5.0)]):
-        update = ema.apply([w])
+    update = ema.apply([w])
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
+        sess.run(w.assign(5.0))
         sess.run(update)  # decay min(0.9, 1 / 10): the shadow moves 90% of the way
         np.testing.assert_allclose(sess.run(ema.average(w)), 3.0 + 0.9 * 2.0, rtol=1e-6)
 
