@@ -67,7 +67,8 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     """Run one program in a subprocess under `backend` ('opsdk' or 'tf')."""
     import time
     start = time.perf_counter()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
+    env = {"TF_USE_LEGACY_KERAS": "1",  # compat.v1's tf.layers and RNN cells (TF 2.16+: tf_keras)
+           **os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
            "MPLBACKEND": "Agg"}  # plots are drawn off screen: plt.show() returns
     try:
         done = subprocess.run([sys.executable, "-c", _SHIM, backend, str(path.resolve())],
