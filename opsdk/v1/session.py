@@ -187,7 +187,7 @@ def _exact_feed(tensor: Any, value: Any) -> Any:
     if bad.any():
         lost = array.reshape(-1)[int(np.argmax(bad.reshape(-1)))].item()
         raise OpsdkError(f"Session.run: feed for '{tensor.name}' holds {lost!r}, which is not a "
-                         f"{tensor.dtype} value (TF would convert it to "
+                         f"value of dtype {tensor.dtype} (TF would convert it to "
                          f"{_converted(lost, target)!r}); feed whole numbers within the range of "
                          f"{tensor.dtype}, or give the placeholder a float dtype")
     return array.astype(target)

@@ -34,7 +34,7 @@ def test_a_float_that_the_conversion_would_change_is_refused_naming_the_placehol
     labels = tf.placeholder(tf.int32 if value != -1.0 else tf.uint8, [2], name="labels")
     with tf.Session() as sess:
         with pytest.raises(OpsdkError, match=rf"feed for 'labels:0' holds {shown}, which is not "
-                                             r"a u?int(32|8) value \(TF would convert it to"):
+                                             r"a value of dtype u?int(32|8) \(TF would convert it to"):
             sess.run(labels + 1, {labels: [1.0, value]})
 
 
@@ -49,7 +49,7 @@ def test_bool_placeholders_take_zeros_and_ones_only():
     picked = tf.cast(flag, tf.float32)
     with tf.Session() as sess:
         assert sess.run(picked, {flag: 1}) == 1.0 and sess.run(picked, {flag: 0.0}) == 0.0
-        with pytest.raises(OpsdkError, match="feed for 'flag:0' holds 2, which is not a bool"):
+        with pytest.raises(OpsdkError, match="feed for 'flag:0' holds 2, which is not a value of dtype bool"):
             sess.run(picked, {flag: 2})
 
 
