@@ -37,6 +37,7 @@ __all__ = [
     'apply_gradient_descent',
     'apply_momentum',
     'apply_rms_prop',
+    'arange',
     'argmax',
     'argmin',
     'asin',
@@ -473,6 +474,30 @@ def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, *, name=None)
         ((2,), (2,), (2,))
     """
     return _apply('apply_rms_prop', [var, ms, mom, lr, rho, momentum, epsilon, grad], {}, name)
+
+
+def arange(start, limit, delta, *, name=None):
+    r"""The values start, start + delta, ... below limit (above it for a negative delta), a 1-d tensor whose length is known at run time (TensorFlow's tf.range with tensor bounds).
+
+    Args:
+        start: T (one of int32, int64, float32, float64), shape []. the first value
+        limit: T (one of int32, int64, float32, float64), shape []. the bound, excluded
+        delta: T (one of int32, int64, float32, float64), shape []. the step, not 0
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int32, int64, float32, float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> start = rng.integers(0, 2, size=()).astype(np.int32)
+        >>> limit = rng.integers(0, 2, size=()).astype(np.int32)
+        >>> delta = rng.integers(0, 2, size=()).astype(np.int32)
+        >>> arange(start, limit, delta).dtype.name
+        'int32'
+    """
+    return _apply('arange', [start, limit, delta], {}, name)
 
 
 def argmax(x, *, axis=-1, name=None):

@@ -342,13 +342,14 @@ def rank(input: Any, name: Optional[str] = None) -> Any:
 
 def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
           name: Optional[str] = "range") -> Any:
-    """`tf.range(n)`, `tf.range(a, b, step)` with bounds known when the graph is built (Python
-    ints become int32, floats float32, as in TF)."""
+    """`tf.range(n)`, `tf.range(a, b, step)` (Python ints become int32, floats float32, as in
+    TF): a constant when the bounds are known when the graph is built, else the `arange` op,
+    the numbers taking the tensors' dtype (`tf.range(tf.shape(x)[0]) * 3`)."""
     bounds = (start, limit, delta) if limit is not None else (0, start, delta)
     bounds = [args.scalar("range", arg, b) for arg, b in zip(("start", "limit", "delta"), bounds)]
     if args.numbers_or_tensors(bounds):
-        raise OpsdkError("range: opsdk.v1 needs bounds known when the graph is built (numbers "
-                         "or constants); a bound here is known only at run time")
+        parts = packing.elements("range", bounds, dtype)
+        return _ops.arange(*(_ops.reshape(p, shape=[]) for p in parts), name=name)
     array = np.arange(*bounds)
     array = default_array(array.tolist()) if dtype is None else array.astype(name_of(dtype))
     return opsdk.constant(array, name=name)
