@@ -122,15 +122,17 @@ def _cell(o: Optional[Outcome]) -> str:
     return f"{'ran' if o.ok else 'FAILED'} {o.seconds:5.1f} s{losses}"
 
 
-def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]]) -> None:
-    """One row per program: opsdk.v1's outcome, TensorFlow's, and opsdk's first failure."""
+def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]],
+                label: str = "opsdk.v1") -> None:
+    """One row per program: the first run's outcome (`label`: opsdk.v1, or TensorFlow's
+    compat.v1 under --against-tf), TensorFlow's beside it, and each first failure."""
     theirs_by = {o.program: o for o in theirs or []}
     width = max(len(o.program) for o in ours)
-    print(f"{'program':{width}s}  {'opsdk.v1':34s}  {'TensorFlow compat.v1' if theirs else ''}")
+    print(f"{'program':{width}s}  {label:34s}  {'TensorFlow compat.v1' if theirs else ''}")
     for o in ours:
         print(f"{o.program:{width}s}  {_cell(o):34s}  {_cell(theirs_by.get(o.program)) if theirs else ''}")
         t = theirs_by.get(o.program)
-        for who, failed in (("opsdk.v1", o), ("TensorFlow", t)):
+        for who, failed in ((label, o), ("TensorFlow", t)):
             if failed is not None and not failed.ok:
                 print(f"{'':{width}s}    {who}: {failed.failure}")
 
@@ -158,7 +160,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     theirs = (check_folder(args.folder, args.timeout, "tf", args.jobs)
               if with_tf and not args.against_tf else None)
-    print_table(outcomes, theirs)
+    print_table(outcomes, theirs, "TensorFlow compat.v1" if args.against_tf else "opsdk.v1")
     ran = sum(o.ok for o in outcomes)
     print(f"{ran} of {len(outcomes)} programs ran" + (" under TensorFlow's compat.v1" if
                                                       args.against_tf else ""))

@@ -68,6 +68,14 @@ def test_contrib_submodules_import_as_tf1_programs_write_them(tmp_path):
     assert outcome.ok, outcome.failure
 
 
+def test_the_table_names_the_framework_that_ran(capsys):
+    from opsdk.v1.check import Outcome, print_table
+    print_table([Outcome("p.py", False, 1.0, failure="boom")], None, "TensorFlow compat.v1")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[1:4] == ["TensorFlow", "compat.v1"]
+    assert "TensorFlow compat.v1: boom" in out and "opsdk.v1" not in out
+
+
 def test_the_checker_refuses_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nothing")]) == 1
     assert "is not a folder" in capsys.readouterr().err
