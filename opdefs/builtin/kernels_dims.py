@@ -39,3 +39,9 @@ def truncated_normal_dims(xp, dims, seed, dtype):
         z[bad] = rng.standard_normal(int(bad.sum()))
         bad = np.abs(z) > 2
     return xp.asarray(z.astype(dtype))
+
+
+def arange(xp, start, limit, delta):
+    if delta == 0:
+        raise ValueError("arange: input 'delta' is 0; give a non-zero step")
+    return xp.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)

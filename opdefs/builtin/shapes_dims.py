@@ -9,3 +9,8 @@ def from_dims(shapes, attrs):
     if dims is None or dims[0] is None:
         return [None]
     return [(None,) * dims[0]]
+
+
+def one_unknown_dim(shapes, attrs):
+    """A vector whose length comes at run time (arange)."""
+    return [(None,)]

@@ -28,8 +28,9 @@ from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, conver
                               ones, ones_like, placeholder, placeholder_with_default,
                               random_normal, random_uniform, set_random_seed, truncated_normal,
                               zeros, zeros_like)
-from opsdk.v1.math_ops import (abs, add, arg_max, arg_min, argmax, argmin,  # noqa: A001
-                               cast, clip_by_value, concat, div, divide, equal, exp, expand_dims,
+from opsdk.v1.math_ops import (abs, acos, add, arg_max, arg_min, argmax, argmin, asin,  # noqa: A001
+                               atan, cast, ceil, clip_by_value, cos, cosh, expm1, floor, round,
+                               sin, sinh, squared_difference, tan, concat, div, divide, equal, exp, expand_dims,
                                gather, greater, greater_equal, identity, less, less_equal,
                                linspace, log, log1p, matmul, maximum, minimum, mul, multiply,
                                negative, not_equal, one_hot, pack, pow, range, rank, reciprocal,

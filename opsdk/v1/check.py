@@ -16,6 +16,7 @@ import argparse
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,8 @@ else:
     sys.modules["tensorflow"] = tf
     # `import tensorflow.contrib.layers` and `from tensorflow.nn import ...` find the namespaces
     for name in ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
-                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "app", "gfile"):
+                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "contrib.framework",
+                 "contrib.factorization", "app", "gfile"):
         value = tf
         for part in name.split("."):
             value = getattr(value, part)
@@ -65,7 +67,8 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     """Run one program in a subprocess under `backend` ('opsdk' or 'tf')."""
     import time
     start = time.perf_counter()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
+    env = {"TF_USE_LEGACY_KERAS": "1",  # compat.v1's tf.layers and RNN cells (TF 2.16+: tf_keras)
+           **os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONUNBUFFERED": "1",
            "MPLBACKEND": "Agg"}  # plots are drawn off screen: plt.show() returns
     try:
         done = subprocess.run([sys.executable, "-c", _SHIM, backend, str(path.resolve())],
@@ -77,17 +80,31 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     losses = tuple(float(m.group(1)) for m in _LOSS.finditer(done.stdout))
     if done.returncode == 0:
         return Outcome(path.name, True, seconds, losses)
-    return Outcome(path.name, False, seconds, losses, first_failure(done.stderr))
+    return Outcome(path.name, False, seconds, losses,
+                   first_failure(done.stderr, done.returncode))
 
 
-def first_failure(stderr: str) -> str:
-    """The exception line of a traceback, with the program's last line that led to it."""
+def first_failure(stderr: str, returncode: int = 1) -> str:
+    """The exception line of a traceback, with the program's last line that led to it; for a
+    program killed by a signal (no traceback), the signal."""
     lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    if returncode < 0:
+        name = _signal_name(-returncode)
+        why = " (the kernel's out-of-memory killer sends it)" if name == "SIGKILL" else ""
+        last = f"; its last words: {lines[-1]}" if lines else ""
+        return f"killed by signal {name}{why}{last}"
     if not lines:
-        return "exited with an error and printed nothing"
+        return f"exited with status {returncode} and printed nothing"
     where = [l.strip() for l in lines if l.strip().startswith("File ") and "opsdk" not in l
              and "<string>" not in l and "runpy" not in l]
     return lines[-1] + (f"  ({where[-1]})" if where else "")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def check_folder(folder: Path, timeout: float = 300.0, backend: str = "opsdk",
@@ -105,15 +122,17 @@ def _cell(o: Optional[Outcome]) -> str:
     return f"{'ran' if o.ok else 'FAILED'} {o.seconds:5.1f} s{losses}"
 
 
-def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]]) -> None:
-    """One row per program: opsdk.v1's outcome, TensorFlow's, and opsdk's first failure."""
+def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]],
+                label: str = "opsdk.v1") -> None:
+    """One row per program: the first run's outcome (`label`: opsdk.v1, or TensorFlow's
+    compat.v1 under --against-tf), TensorFlow's beside it, and each first failure."""
     theirs_by = {o.program: o for o in theirs or []}
     width = max(len(o.program) for o in ours)
-    print(f"{'program':{width}s}  {'opsdk.v1':34s}  {'TensorFlow compat.v1' if theirs else ''}")
+    print(f"{'program':{width}s}  {label:34s}  {'TensorFlow compat.v1' if theirs else ''}")
     for o in ours:
         print(f"{o.program:{width}s}  {_cell(o):34s}  {_cell(theirs_by.get(o.program)) if theirs else ''}")
         t = theirs_by.get(o.program)
-        for who, failed in (("opsdk.v1", o), ("TensorFlow", t)):
+        for who, failed in ((label, o), ("TensorFlow", t)):
             if failed is not None and not failed.ok:
                 print(f"{'':{width}s}    {who}: {failed.failure}")
 
@@ -141,7 +160,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     theirs = (check_folder(args.folder, args.timeout, "tf", args.jobs)
               if with_tf and not args.against_tf else None)
-    print_table(outcomes, theirs)
+    print_table(outcomes, theirs, "TensorFlow compat.v1" if args.against_tf else "opsdk.v1")
     ran = sum(o.ok for o in outcomes)
     print(f"{ran} of {len(outcomes)} programs ran" + (" under TensorFlow's compat.v1" if
                                                       args.against_tf else ""))

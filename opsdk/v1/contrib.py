@@ -1,11 +1,13 @@
 """`tf.contrib`: only what TF1 tutorials commonly reach there (see docs/tf1.md): `rnn` cells,
-`layers.flatten` / `fully_connected` / `xavier_initializer`, `factorization.KMeans`. Anything
-else raises a clear error."""
+`layers.flatten` / `fully_connected` / `batch_norm` / `dropout` / `xavier_initializer`,
+`framework.arg_scope`, `factorization.KMeans`. Anything else raises a clear error."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from types import SimpleNamespace
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -13,6 +15,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import factorization as _factorization, layers as _layers, misc as _misc, rnn as _rnn, scopes
+from opsdk.v1 import normalization as _normalization
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 
@@ -35,10 +38,57 @@ rnn = _Missing("contrib.rnn", **vars(_rnn.rnn_cell), static_rnn=_rnn.static_rnn,
                static_bidirectional_rnn=_rnn.static_bidirectional_rnn,
                stack_bidirectional_rnn=_rnn.stack_bidirectional_rnn,
                stack_bidirectional_dynamic_rnn=_rnn.stack_bidirectional_dynamic_rnn)
-layers = _Missing("contrib.layers", flatten=_layers.flatten,
-                  fully_connected=_layers.fully_connected,
+_ARG_SCOPES: list[dict] = [{}]  # innermost last: function -> the keyword defaults it takes
+
+
+@contextlib.contextmanager
+def arg_scope(list_ops_or_scope: Any, **kwargs: Any) -> Iterator[dict]:
+    """`tf.contrib.framework.arg_scope([fully_connected, ...], activation_fn=...)`: inside the
+    block those functions take these keyword arguments by default (an explicit argument wins;
+    nested scopes add to the outer ones). A dict (a scope yielded earlier) re-enters it."""
+    if isinstance(list_ops_or_scope, dict):
+        scope = list_ops_or_scope
+    else:
+        scope = {key: dict(value) for key, value in _ARG_SCOPES[-1].items()}
+        for fn in list_ops_or_scope:
+            key = getattr(fn, "_arg_scope_key", None)
+            if key is None:
+                raise OpsdkError(f"arg_scope: {getattr(fn, '__name__', fn)!r} does not take "
+                                 "arg_scope defaults (opsdk.v1's contrib.layers functions do)")
+            scope[key] = {**scope.get(key, {}), **kwargs}
+    _ARG_SCOPES.append(scope)
+    try:
+        yield scope
+    finally:
+        _ARG_SCOPES.pop()
+
+
+def add_arg_scope(fn: Any) -> Any:
+    """`fn` taking its keyword defaults from the innermost `arg_scope` that lists it."""
+    @functools.wraps(fn)
+    def scoped(*args: Any, **kwargs: Any) -> Any:
+        defaults = _ARG_SCOPES[-1].get(scoped._arg_scope_key)
+        return fn(*args, **{**defaults, **kwargs}) if defaults else fn(*args, **kwargs)
+    scoped._arg_scope_key = fn
+    return scoped
+
+
+def _contrib_dropout(inputs: Any, keep_prob: Any = 0.5, noise_shape: Any = None,
+                     is_training: Any = True, outputs_collections: Any = None,
+                     scope: Optional[str] = None, seed: Any = None) -> Any:
+    """`tf.contrib.layers.dropout`: keep_prob, while `is_training` (a bool or a bool tensor)."""
+    rate = 1.0 - keep_prob if isinstance(keep_prob, (int, float)) else 1.0 - _t(keep_prob)
+    return _layers.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed,
+                           training=is_training, name=scope)
+
+
+layers = _Missing("contrib.layers", flatten=add_arg_scope(_layers.flatten),
+                  fully_connected=add_arg_scope(_layers.fully_connected),
+                  batch_norm=add_arg_scope(_normalization.batch_norm),
+                  dropout=add_arg_scope(_contrib_dropout),
                   xavier_initializer=scopes.xavier_initializer,
                   xavier_initializer_conv2d=scopes.xavier_initializer)
+framework = _Missing("contrib.framework", arg_scope=arg_scope, add_arg_scope=add_arg_scope)
 
 factorization = _Missing("contrib.factorization", KMeans=_factorization.KMeans,
                          **{name: getattr(_factorization, name) for name in (

@@ -1,6 +1,6 @@
 """`tf.layers`: dense, conv2d, conv2d_transpose, max_pooling2d, average_pooling2d, dropout,
-flatten (functional forms), each making its variables with `get_variable` under its own variable
-scope."""
+flatten and batch_normalization (`opsdk/v1/normalization.py`), functional forms, each making its
+variables with `get_variable` under its own variable scope."""
 
 from __future__ import annotations
 
@@ -33,19 +33,21 @@ def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True
 
 
 def _affine(inputs: Any, units: int, activation: Any, use_bias: bool, kernel_initializer: Any,
-            bias_initializer: Any, kernel_regularizer: Any, trainable: bool) -> Any:
-    """dense's body, in the variable scope its caller opened."""
+            bias_initializer: Any, kernel_regularizer: Any, trainable: bool,
+            names: tuple[str, str] = ("kernel", "bias")) -> Any:
+    """dense's body, in the variable scope its caller opened; `names` are the variables'
+    (contrib's fully_connected says weights and biases)."""
     x = _t(inputs)
     depth = x.shape[-1] if x.shape else None
     if depth is None:
         raise OpsdkError("dense: the last dim of the inputs must be known")
-    kernel = scopes.get_variable("kernel", [depth, int(units)], initializer=kernel_initializer,
+    kernel = scopes.get_variable(names[0], [depth, int(units)], initializer=kernel_initializer,
                                  regularizer=kernel_regularizer, trainable=trainable)
     y = _m.matmul(x, kernel) if x.ndim == 2 else _ops.reshape(
         _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
         shape=[-1 if d is None else d for d in x.shape[:-1]] + [int(units)])
     if use_bias:
-        bias = scopes.get_variable("bias", [int(units)], trainable=trainable,
+        bias = scopes.get_variable(names[1], [int(units)], trainable=trainable,
                                    initializer=bias_initializer)
         y = _ops.bias_add(y, bias)
     return _activate(y, activation)
@@ -59,16 +61,19 @@ def fully_connected(inputs: Any, num_outputs: int, activation_fn: Any = nn.relu,
                     outputs_collections: Any = None, trainable: bool = True,
                     scope: Optional[str] = None) -> Any:
     """`tf.contrib.layers.fully_connected`: dense with a relu by default, its own scope
-    ("fully_connected", "fully_connected_1", ...); biases_initializer=None means no bias."""
-    if normalizer_fn is not None:
-        raise OpsdkError("contrib.layers.fully_connected: normalizer_fn is not supported by "
-                         "opsdk.v1; apply the normalizer to the output yourself")
+    ("fully_connected", "fully_connected_1", ...); biases_initializer=None means no bias. A
+    `normalizer_fn` (such as `batch_norm`) takes the place of the bias, as in TF:
+    `normalizer_fn(inputs @ weights, **normalizer_params)` under the layer's scope."""
     zeros = isinstance(biases_initializer, str)
     with scopes.variable_scope(scope, default_name="fully_connected", reuse=reuse):
-        return _affine(inputs, num_outputs, activation_fn, biases_initializer is not None,
-                       weights_initializer,
-                       scopes.zeros_initializer() if zeros else biases_initializer,
-                       weights_regularizer, trainable)
+        if normalizer_fn is None:
+            return _affine(inputs, num_outputs, activation_fn, biases_initializer is not None,
+                           weights_initializer,
+                           scopes.zeros_initializer() if zeros else biases_initializer,
+                           weights_regularizer, trainable, ("weights", "biases"))
+        y = _affine(inputs, num_outputs, None, False, weights_initializer, None,
+                    weights_regularizer, trainable, ("weights", "biases"))
+        return _activate(normalizer_fn(y, **dict(normalizer_params or {})), activation_fn)
 
 
 def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
@@ -145,6 +150,9 @@ def dropout(inputs: Any, rate: Any = 0.5, noise_shape: Any = None, seed: Any = N
     noise = nn.dropout_noise(x, seed)
     keep = nn._keep(x, None, rate)
     return opsdk.cond(_t(training), lambda: _ops.dropout(x, keep, noise), lambda: _ops.identity(x))
+
+
+from opsdk.v1.normalization import batch_normalization  # noqa: E402,F401 - tf.layers' name
 
 
 def flatten(inputs: Any, name: Optional[str] = None, **unused: Any) -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args
+from opsdk.v1 import args, packing
 from opsdk.v1.dtypes import default_array, name_of
 from opsdk.v1.tensors import TensorShape, convert_to_tensor
 
@@ -62,6 +62,9 @@ exp, log, sqrt, square, abs, sign = (_unary(n) for n in ("exp", "log", "sqrt", "
                                                          "sign"))
 negative, identity, stop_gradient = _unary("neg"), _unary("identity"), _unary("stop_gradient")
 tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
+sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
+sinh, cosh, expm1, log1p = (_unary(n) for n in ("sinh", "cosh", "expm1", "log1p"))
+floor, ceil, round = (_unary(n) for n in ("floor", "ceil", "round"))  # noqa: A001 - TF's names
 sub, mul, div = subtract, multiply, divide
 
 
@@ -73,8 +76,10 @@ def reciprocal(x: Any, name: Optional[str] = None) -> Any:
     return _ops.div(_ops.ones_like(_t(x)), _t(x), name=name)
 
 
-def log1p(x: Any, name: Optional[str] = None) -> Any:
-    return _ops.log(_t(x) + 1, name=name)
+def squared_difference(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """(x - y) ** 2 elementwise, broadcasting (a Python number takes the other's dtype)."""
+    x, y = _pair(x, y)
+    return _ops.square(_ops.sub(x, y), name=name)
 
 
 def matmul(a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False,
@@ -188,8 +193,9 @@ def concat(values: Any, axis: int, name: Optional[str] = None) -> Any:
 
 
 def stack(values: Any, axis: int = 0, name: Optional[str] = None) -> Any:
-    return _ops.stack([_t(v) for v in values], axis=args.static_int("stack", "axis", axis),
-                      name=name)
+    """The values (tensors, numbers taking the tensors' dtype, nested lists) along a new axis."""
+    return _ops.stack(packing.elements("stack", values),
+                      axis=args.static_int("stack", "axis", axis), name=name)
 
 
 pack = stack
@@ -336,13 +342,14 @@ def rank(input: Any, name: Optional[str] = None) -> Any:
 
 def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
           name: Optional[str] = "range") -> Any:
-    """`tf.range(n)`, `tf.range(a, b, step)` with bounds known when the graph is built (Python
-    ints become int32, floats float32, as in TF)."""
+    """`tf.range(n)`, `tf.range(a, b, step)` (Python ints become int32, floats float32, as in
+    TF): a constant when the bounds are known when the graph is built, else the `arange` op,
+    the numbers taking the tensors' dtype (`tf.range(tf.shape(x)[0]) * 3`)."""
     bounds = (start, limit, delta) if limit is not None else (0, start, delta)
     bounds = [args.scalar("range", arg, b) for arg, b in zip(("start", "limit", "delta"), bounds)]
     if args.numbers_or_tensors(bounds):
-        raise OpsdkError("range: opsdk.v1 needs bounds known when the graph is built (numbers "
-                         "or constants); a bound here is known only at run time")
+        parts = packing.elements("range", bounds, dtype)
+        return _ops.arange(*(_ops.reshape(p, shape=[]) for p in parts), name=name)
     array = np.arange(*bounds)
     array = default_array(array.tolist()) if dtype is None else array.astype(name_of(dtype))
     return opsdk.constant(array, name=name)

@@ -12,12 +12,10 @@ from collections import namedtuple
 from types import SimpleNamespace
 from typing import Any, Optional
 
-import numpy as np
-
-import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m, scopes
+from opsdk.v1.dtypes import name_of
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 LSTMStateTuple = namedtuple("LSTMStateTuple", ("c", "h"))
@@ -73,10 +71,9 @@ class RNNCell:
 
     @staticmethod
     def _zeros(batch_size: Any, dtype: Any, units: int) -> Any:
-        if isinstance(batch_size, opsdk.Tensor):
-            raise OpsdkError("zero_state: opsdk.v1 needs a batch size known when the graph is "
-                             "built; use dynamic_rnn(..., dtype=tf.float32) for a dynamic batch")
-        return zeros([int(batch_size), units], dtype=np.dtype(dtype).name)
+        """[batch_size, units] zeros; batch_size a number or a scalar tensor (`tf.shape(x)[0]`,
+        a placeholder), as TF's `zero_state` takes."""
+        return zeros([batch_size, units], dtype=name_of(dtype))
 
     def _affine(self, inputs: Any, state_h: Any) -> Any:
         kernel, bias = self._vars[0], self._vars[1]

@@ -72,6 +72,8 @@ def variable_scope(name_or_scope: Any = None, default_name: Optional[str] = None
     else:
         leaf = name_or_scope or _unique_default(outer.name, default_name or "scope")
         full = f"{outer.name}/{leaf}" if outer.name else leaf
+    if name_or_scope is not None:
+        _restart_defaults(full)
     scope = _Scope(full, reuse if reuse is not None else outer.reuse,
                    initializer or outer.initializer, dtype or outer.dtype)
     _stack.scopes.append(scope)
@@ -90,6 +92,16 @@ def _unique_default(outer: str, base: str) -> str:
     count = _defaults.get(key, 0)
     _defaults[key] = count + 1
     return base if count == 0 else f"{base}_{count}"
+
+
+def _restart_defaults(full: str) -> None:
+    """Entering a scope by name numbers its default-named sub-scopes from the start again, as
+    TF does: a discriminator built twice under `variable_scope("D", reuse=True)` gets the same
+    `D/dense`, `D/dense_1` and so reuses its variables."""
+    graph = id(opsdk.get_default_graph())
+    for key in [k for k in _defaults if k[0] == graph and (
+            k[1] == full or k[1].startswith(full + "/"))]:
+        del _defaults[key]
 
 
 def _store(graph: Any) -> dict:
@@ -132,9 +144,11 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
                          "reuse=True (create it first, or use reuse=tf.AUTO_REUSE)")
     dtype = as_dtype(dtype or scope.dtype or float32)
     init = initializer if initializer is not None else scope.initializer
-    value = _initial_value(full, init, shape, dtype)
-    with _outside_name_scopes(graph):
-        var = _tensors.Variable(value, trainable=trainable, name=full, collections=collections)
+    with graph.control_dependencies(None):  # as TF's init_scope: see tensors.Variable
+        value = _initial_value(full, init, shape, dtype)
+        with _outside_name_scopes(graph):
+            var = _tensors.Variable(value, trainable=trainable, name=full,
+                                    collections=collections)
     if var.name != full:
         raise OpsdkError(f"get_variable: a node named '{full}' exists already (not made by "
                          "get_variable); choose another name")

@@ -9,7 +9,10 @@ when `opsdk.v1` is imported): the runtime's IR knows nothing of TF's default ses
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any, Callable, Mapping, Optional
+
+import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
@@ -123,11 +126,78 @@ class _DefaultContext:
 
 
 def _feeds(feed_dict: Optional[Mapping[Any, Any]]) -> Optional[Mapping[Any, Any]]:
-    """Feed keys may be Variables (TF feeds their value tensor)."""
+    """TF1's feeds as opsdk's: Variables as keys (TF feeds their value tensor), a tuple of
+    tensors (an `LSTMStateTuple`, a MultiRNNCell's state) fed a like tuple of values, and
+    numbers converted to an integer or bool placeholder's dtype as TF's session does, when no
+    value changes (`_exact_feed`)."""
     if not feed_dict:
         return feed_dict
-    return {(k._as_graph_element() if hasattr(k, "_as_graph_element") else k): v
-            for k, v in feed_dict.items()}
+    feeds: dict[Any, Any] = {}
+    for key, value in feed_dict.items():
+        _flatten_feed(key, value, feeds)
+    return feeds
+
+
+def _flatten_feed(key: Any, value: Any, feeds: dict[Any, Any]) -> None:
+    if isinstance(key, (tuple, list)):
+        if not isinstance(value, (tuple, list)) or len(value) != len(key):
+            raise OpsdkError(f"Session.run: the feed for a {type(key).__name__} of {len(key)} "
+                             "tensors must be a tuple or list of as many values, got "
+                             f"{type(value).__name__}")
+        for sub_key, sub_value in zip(key, value):
+            _flatten_feed(sub_key, sub_value, feeds)
+        return
+    key = key._as_graph_element() if hasattr(key, "_as_graph_element") else key
+    if isinstance(key, opsdk.Tensor) and key.dtype in _EXACT_TARGETS:
+        value = _exact_feed(key, value)
+    feeds[key] = value
+
+
+# Integer and bool placeholders: TF's session converts a fed value with
+# `np.asarray(value, dtype=placeholder's dtype)` (float labels 0.0/1.0 into int32), which opsdk's
+# runtime refuses across kinds. opsdk.v1 converts as TF does, but only values that stay equal.
+_EXACT_TARGETS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                            "uint64", "bool"})
+
+
+def _exact_feed(tensor: Any, value: Any) -> Any:
+    """`value` as `tensor`'s integer or bool dtype when it is a float (or, into bool, an int)
+    array of whole numbers the dtype holds; any other value is left to the runtime's checks.
+    A value the conversion would change (3.7 or 2**40 into int32, 2 into bool) is refused,
+    naming the placeholder, where TF would truncate or wrap it."""
+    array = value if isinstance(value, np.ndarray) else None
+    if array is None:
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            return value  # a ragged list: the runtime says what is wrong
+    target = np.dtype(tensor.dtype)
+    cross = array.dtype.kind == "f" or (target.kind == "b" and array.dtype.kind in "iu")
+    if not cross:
+        return value
+    if target.kind == "b":
+        lo, hi = 0, 2
+    else:
+        info = np.iinfo(target)
+        lo, hi = float(info.min), float(info.max) + 1  # powers of two: exact as floats
+    with np.errstate(invalid="ignore"):
+        bad = ~((array >= lo) & (array < hi) & (np.trunc(array) == array))
+        if target.kind == "b":
+            bad |= (array != 0) & (array != 1)
+    if bad.any():
+        lost = array.reshape(-1)[int(np.argmax(bad.reshape(-1)))].item()
+        raise OpsdkError(f"Session.run: feed for '{tensor.name}' holds {lost!r}, which is not a "
+                         f"value of dtype {tensor.dtype} (TF would convert it to "
+                         f"{_converted(lost, target)!r}); feed whole numbers within the range of "
+                         f"{tensor.dtype}, or give the placeholder a float dtype")
+    return array.astype(target)
+
+
+def _converted(value: Any, target: np.dtype) -> Any:
+    """What NumPy's conversion, which TF's session uses, makes of `value` (for the message)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(value).astype(target).item()
 
 
 def register_decoder(tensor: Any, decode: Callable[[Any], Any]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args, dtypes, session as _session, strings
+from opsdk.v1 import args, dtypes, packing, session as _session, strings
 from opsdk.v1.dtypes import as_dtype, default_array, name_of
 
 
@@ -115,8 +115,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
             raise OpsdkError(f"convert_to_tensor: tensor '{value.name}' is {value.dtype}, "
                              f"not {name_of(dtype)}")
         return value
-    if isinstance(value, (list, tuple)) and any(isinstance(_value(v), opsdk.Tensor) for v in value):
-        return _ops.stack([convert_to_tensor(v, dtype) for v in value], name=name)
+    if isinstance(value, (list, tuple)) and packing.first_dtype(list(value)) is not None:
+        return _ops.stack(packing.elements("convert_to_tensor", value, dtype), name=name)
     return constant(value, dtype=dtype or preferred_dtype, name=name)
 
 
@@ -161,13 +161,12 @@ class Variable(opsdk.Variable):
                  **unused: Any):
         if initial_value is None:
             raise OpsdkError("Variable: initial_value is required")
-        if callable(initial_value):
-            initial_value = initial_value()
-        value = _value(initial_value)
+        with opsdk.control_dependencies(None):  # TF's init_scope: made for no training step
+            value = _value(initial_value() if callable(initial_value) else initial_value)
+            if isinstance(value, opsdk.Tensor) and dtype and value.dtype != name_of(dtype):
+                value = _ops.cast(value, dtype=name_of(dtype))
         if not isinstance(value, opsdk.Tensor):
             value = default_array(value, dtype)
-        elif dtype is not None and value.dtype != name_of(dtype):
-            value = _ops.cast(value, dtype=name_of(dtype))
         super().__init__(value, name=name or "Variable", trainable=trainable)
         for key in collections or ():
             if key not in (opsdk.GraphKeys.GLOBAL_VARIABLES,):
@@ -309,13 +308,43 @@ def per_run_seed(seed: Optional[int]) -> int:
 
 def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
                    seed: Optional[int] = None, name: Optional[str] = None) -> Any:
-    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats); the bounds and
-    the shape may be tensors."""
+    """Uniform values in [minval, maxval) (maxval defaults to 1 for floats; an integer dtype
+    needs it); the bounds and the shape may be tensors."""
     if as_dtype(dtype).kind in "iu":
-        raise OpsdkError("random_uniform: integer dtypes are not supported by opsdk.v1")
+        return _random_integers(shape, minval, maxval, dtype, seed, name)
     low = args.scalar("random_uniform", "minval", minval)
     high = args.scalar("random_uniform", "maxval", 1.0 if maxval is None else maxval)
     return _random("random_uniform", shape, (low, high), dtype, seed, name)
+
+
+def _random_integers(shape: Any, minval: Any, maxval: Any, dtype: Any, seed: Optional[int],
+                     name: Optional[str]) -> Any:
+    """Uniform integers in [minval, maxval): `minval + floor(u * (maxval - minval))` for a
+    float64 uniform u in [0, 1) (truncation is the floor, u * span being >= 0; the span must
+    stay below 2**53 for every integer to be reachable)."""
+    who, dtype = "random_uniform", name_of(dtype)
+    if maxval is None:
+        raise OpsdkError(f"random_uniform: an integer dtype ({dtype}) needs maxval, as in TF")
+    bounds = [args.scalar(who, arg, value) for arg, value in (("minval", minval),
+                                                              ("maxval", maxval))]
+    for arg, bound in zip(("minval", "maxval"), bounds):
+        if not isinstance(bound, opsdk.Tensor) and (isinstance(bound, float) or bound is True
+                                                    or bound is False):
+            raise OpsdkError(f"random_uniform: argument '{arg}' must be an int for dtype "
+                             f"{dtype}, got {bound!r}")
+    if not args.numbers_or_tensors(bounds) and bounds[0] >= bounds[1]:
+        raise OpsdkError(f"random_uniform: minval ({bounds[0]}) must be below maxval "
+                         f"({bounds[1]})")
+    low, high = (_as(convert_to_tensor(np.asarray(b, dtype=dtype)) if not isinstance(
+        b, opsdk.Tensor) else b, dtype) for b in bounds)
+    unit = _random(who, shape, (0.0, 1.0), "float64", seed, None)
+    span = _ops.cast(high, dtype="float64") - _ops.cast(low, dtype="float64")
+    offset = _ops.minimum(_ops.cast(unit * span, dtype=dtype), high - low - _one(dtype))
+    return _ops.add(low, offset, name=name)
+
+
+def _one(dtype: str) -> Any:
+    return opsdk.constant(np.asarray(1, dtype=dtype))
 
 
 def random_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any = dtypes.float32,

@@ -1,5 +1,6 @@
 """`tf.train`: opsdk's optimizers and Saver under TF's names, `get_global_step`,
-`get_checkpoint_state`, and the learning-rate schedule `exponential_decay`."""
+`get_checkpoint_state`, the learning-rate schedule `exponential_decay` and
+`ExponentialMovingAverage` (`opsdk/v1/averages.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import scopes
+from opsdk.v1.averages import ExponentialMovingAverage
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import Variable, convert_to_tensor
 
@@ -85,4 +87,5 @@ train = Namespace(
     latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
     global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,
+    ExponentialMovingAverage=ExponentialMovingAverage,
 )

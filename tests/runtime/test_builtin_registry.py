@@ -13,14 +13,15 @@ from opsdk.registry.gradients import gradient_problems
 from opsdk.runtime.frontend.api import apply_op
 
 BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
-# Ops with float inputs that pass no gradient, on purpose (bool results, or gradient ops).
+# Ops with float inputs that pass no gradient, on purpose (bool results, indices, arange as
+# TF's range, or gradient ops).
 NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "argmin",
-               "argmax", "in_top_k"}
+               "argmax", "in_top_k", "arange"}
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
 STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
-         "fill_dims"}
+         "fill_dims", "floor", "ceil", "round"}
 
 
 @pytest.fixture(scope="module")

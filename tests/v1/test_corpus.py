@@ -40,6 +40,10 @@ def test_the_adaptation_rules_mark_each_changed_line():
         "n_steps = 28",
         "    plt.waitforbuttonpress()",
         "for epoch in range(15):",
+        "training_epoch = 20",
+        "    for i in range(start, 100):",
+        "        for batch_i in range(mnist.train.num_examples // batch_size):",
+        "for i in range(start, 10):",
     ])
     lines = build.adapt(source).splitlines()
     assert lines[0] == "import tensorflow as tf"
@@ -54,6 +58,13 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[6] == "for i in range(10):"
     assert lines[8] == "    pass  # opsdk-corpus: was plt.waitforbuttonpress()"
     assert lines[9] == "for epoch in range(2):  # opsdk-corpus: was for epoch in range(15):"
+    assert lines[10] == "training_epoch = 2  # opsdk-corpus: was training_epoch = 20"
+    assert lines[11] == ("    for i in range(start, min(100, start + 2)):  # opsdk-corpus: was "
+                         "for i in range(start, 100):")
+    assert lines[12] == ("        for batch_i in range(min(20, mnist.train.num_examples // "
+                         "batch_size)):  # opsdk-corpus: was for batch_i in "
+                         "range(mnist.train.num_examples // batch_size):")
+    assert lines[13] == "for i in range(start, 10):"
 
 
 def test_the_cache_is_refused_inside_the_repository(tmp_path):

@@ -60,3 +60,31 @@ def test_reuse_variables_and_integer_one_hot_labels():
         np.testing.assert_allclose(sess.run(loss), [np.log1p(np.exp(-1.0))], rtol=1e-6)
     tf.reset_default_graph()
     assert tf.get_variable_scope().reuse is False  # a new graph, a fresh root scope
+
+
+def test_reentering_a_scope_by_name_numbers_its_default_names_again():
+    # golbin's GAN2 and aymericdamien's dcgan build the discriminator twice, the second time
+    # under reuse=True: tf.layers' default names must come out the same (TF's rule).
+    x = tf.placeholder(tf.float32, [None, 4])
+
+    def discriminator(inputs, reuse=None):
+        with tf.variable_scope("D", reuse=reuse):
+            hidden = tf.layers.dense(tf.layers.dense(inputs, 3), 2)
+            with tf.variable_scope(None, default_name="block"):
+                return hidden * tf.get_variable("v", [1])
+
+    real, fake = discriminator(x), discriminator(x * 2.0, reuse=True)
+    with tf.variable_scope("D", reuse=tf.AUTO_REUSE):
+        with tf.variable_scope(None, default_name="block"):
+            tf.get_variable("v", [1])
+    assert [v.name for v in tf.global_variables()] == [
+        "D/dense/kernel", "D/dense/bias", "D/dense_1/kernel", "D/dense_1/bias", "D/block/v"]
+    with tf.variable_scope("E"):
+        with tf.variable_scope(None, default_name="block"):
+            assert tf.get_variable("w", [1]).name == "E/block/w"
+        with tf.variable_scope(None, default_name="block"):
+            assert tf.get_variable("w", [1]).name == "E/block_1/w"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        a, b = sess.run([real, fake], {x: np.ones([1, 4])})
+    assert a.shape == b.shape == (1, 2)

@@ -49,6 +49,33 @@ def test_the_checker_reports_the_first_failure(tmp_path, capsys):
     assert "1 of 2 programs ran" in capsys.readouterr().out
 
 
+def test_a_program_killed_by_a_signal_is_reported_with_the_signal(tmp_path):
+    (tmp_path / "killed.py").write_text("import os, signal\nprint('loss: 1')\n"
+                                        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    (tmp_path / "silent.py").write_text("import sys\nsys.exit(3)\n")
+    outcomes = {o.program: o for o in check_folder(tmp_path, timeout=120)}
+    assert outcomes["killed.py"].failure == ("killed by signal SIGKILL (the kernel's "
+                                             "out-of-memory killer sends it)")
+    assert outcomes["silent.py"].failure == "exited with status 3 and printed nothing"
+
+
+def test_contrib_submodules_import_as_tf1_programs_write_them(tmp_path):
+    (tmp_path / "imports.py").write_text(
+        "from tensorflow.contrib.factorization import KMeans\n"
+        "from tensorflow.contrib.framework import arg_scope\n"
+        "from tensorflow.contrib.layers import batch_norm, dropout\n")
+    [outcome] = check_folder(tmp_path, timeout=120)
+    assert outcome.ok, outcome.failure
+
+
+def test_the_table_names_the_framework_that_ran(capsys):
+    from opsdk.v1.check import Outcome, print_table
+    print_table([Outcome("p.py", False, 1.0, failure="boom")], None, "TensorFlow compat.v1")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[1:4] == ["TensorFlow", "compat.v1"]
+    assert "TensorFlow compat.v1: boom" in out and "opsdk.v1" not in out
+
+
 def test_the_checker_refuses_a_missing_folder(tmp_path, capsys):
     assert main([str(tmp_path / "nothing")]) == 1
     assert "is not a folder" in capsys.readouterr().err

@@ -54,3 +54,27 @@ def test_sampled_candidates_change_at_every_step():
     with tf.Session() as sess:
         values = {tuple(np.round(sess.run(loss), 5)) for _ in range(5)}
     assert len(values) > 1
+
+
+def test_integer_random_uniform_draws_every_value_of_the_range():
+    import pytest
+    from opsdk.registry.errors import OpsdkError
+    tf.reset_default_graph()
+    ints = tf.random_uniform([20000], -3, 4, dtype=tf.int32)
+    fed = tf.placeholder(tf.int32, [None])
+    shaped = tf.random_uniform(tf.shape(fed), minval=0, maxval=tf.constant(2, tf.int64),
+                               dtype=tf.int64, seed=5)
+    with tf.Session() as sess:
+        drawn = sess.run(ints)
+        assert drawn.dtype == np.int32 and drawn.min() == -3 and drawn.max() == 3
+        counts = np.bincount(drawn + 3)
+        assert counts.min() > 20000 / 7 * 0.9  # uniform: every value about as often
+        twice = [sess.run(shaped, {fed: np.zeros(50, np.int32)}) for _ in range(2)]
+    assert twice[0].dtype == np.int64 and twice[0].shape == (50,)
+    assert set(twice[0].tolist()) == {0, 1} and np.array_equal(*twice)  # seeded: the same
+    with pytest.raises(OpsdkError, match=r"an integer dtype \(int32\) needs maxval"):
+        tf.random_uniform([2], dtype=tf.int32)
+    with pytest.raises(OpsdkError, match=r"minval \(5\) must be below maxval \(5\)"):
+        tf.random_uniform([2], 5, 5, dtype=tf.int32)
+    with pytest.raises(OpsdkError, match="argument 'maxval' must be an int for dtype int32"):
+        tf.random_uniform([2], 0, 2.5, dtype=tf.int32)

@@ -111,3 +111,38 @@ def test_an_int_placeholder_shape_is_1d_and_tf1_spellings_exist():
 def test_bad_arguments_name_the_function_and_the_argument(call, message):
     with pytest.raises(OpsdkError, match=message):
         call()
+
+
+def test_numbers_in_a_stacked_list_take_the_dtype_of_its_tensors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    batch64 = tf.cast(tf.shape(x)[0], tf.int64)
+    shapes = [tf.stack([batch64, 4]), tf.stack([[1, 2], [batch64, 3]]),
+              tf.convert_to_tensor([tf.shape(x)[0], 7]), tf.stack([1, 2, 3])]
+    mixed = tf.stack([1.5, tf.constant(2.0, tf.float64)], axis=0)
+    assert [s.dtype for s in shapes] == ["int64", "int64", "int32", "int32"]
+    assert mixed.dtype == "float64"
+    with tf.Session() as sess:
+        got = sess.run(shapes + [mixed], {x: np.zeros([5, 3])})
+    assert [g.tolist() for g in got] == [[5, 4], [[1, 2], [5, 3]], [5, 7], [1, 2, 3], [1.5, 2.0]]
+    with pytest.raises(OpsdkError, match=r"stack: element 0 \(1.5\) is not a value of dtype "
+                                         "int64, the dtype of the list's tensors"):
+        tf.stack([1.5, batch64])
+    with pytest.raises(OpsdkError, match="stack: element 1 is tensor 'Const.*' of dtype int32, "
+                                         r"the list's tensors are int64 \(cast it first\)"):
+        tf.stack([batch64, tf.constant(1)])
+
+
+def test_range_with_run_time_bounds_runs_the_arange_op():
+    x = tf.placeholder(tf.float32, [None, 3])
+    rows = tf.range(0, tf.shape(x)[0]) * 3 + 2  # aymericdamien's dynamic_rnn indexing
+    halves = tf.range(1.0, tf.cast(tf.shape(x)[0], tf.float32), 0.5)
+    down = tf.range(tf.shape(x)[0], 0, -2)
+    assert rows.dtype == "int32" and rows.get_shape().as_list() == [None]
+    with tf.Session() as sess:
+        got = sess.run([rows, halves, down], {x: np.zeros([4, 3])})
+        assert got[0].tolist() == [2, 5, 8, 11] and got[2].tolist() == [4, 2]
+        assert got[1].tolist() == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5]
+        with pytest.raises(OpsdkError, match=r"arange \(node 'range.*'\): input 'delta' is 0"):
+            sess.run(tf.range(0, tf.shape(x)[0], 0), {x: np.zeros([4, 3])})
+    with pytest.raises(OpsdkError, match=r"range: element 0 \(1.5\) is not a value of dtype int32"):
+        tf.range(1.5, tf.shape(x)[0])

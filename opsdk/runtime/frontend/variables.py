@@ -31,7 +31,10 @@ class Variable:
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
         self.graph: Graph = graph
         self.trainable = trainable
-        with graph.as_default():
+        # control_dependencies(None): the variable's nodes wait for no step (TF's init_scope);
+        # a variable made inside `with control_dependencies([train_op]):` (an optimizer's slots)
+        # must still be initialised without running train_op.
+        with graph.as_default(), graph.control_dependencies(None):
             full = graph.unique_name(name or "Variable")
             base = full.rsplit("/", 1)[-1]
             init = (initial_value if isinstance(initial_value, Tensor)

@@ -21,7 +21,9 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
 3. Step counts: assignments of the usual loop-length names are capped (epochs to 2, steps to 20,
    iterations counted in examples to 2000), a literal `range(N)` with N >= 100 in a `for` line
    becomes `range(2)`, and so does `for epoch in range(N)` (any loop variable naming epochs)
-   with N > 2, so every program ends in seconds.
+   with N > 2; `range(start, N)` with N >= 100 becomes `range(start, min(N, start + 2))`, and
+   a loop over an epoch's batches, `range(<data>.num_examples // batch_size)`, runs at most 20
+   (`range(min(20, ...))`), so every program ends in seconds.
 4. Helpers: a program importing `libs` (pkmital's tutorials) gets its repository's `libs/` at
    the same commit, adapted by the same rules.
 5. Waiting for the user: `plt.waitforbuttonpress()` becomes `pass` (plots are drawn off screen,
@@ -44,13 +46,16 @@ ROOT = HERE.parents[2]
 MARK = "# opsdk-corpus: was "
 _LINE = re.compile(r"^- `(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{40}) (?P<path>[^`]+)`"
                    r"(?: \| (?P<license>.*))?$")
-_CAPS = {2: ("training_epochs", "epochs", "num_epochs", "n_epochs", "total_epoch", "epoch_num"),
+_CAPS = {2: ("training_epochs", "training_epoch", "epochs", "num_epochs", "n_epochs",
+             "total_epoch", "epoch_num"),
          20: ("num_steps", "training_steps", "max_steps", "num_iterations", "n_iterations",
               "training_iteration", "steps", "iterations"),
          2000: ("training_iters",)}
 _ASSIGN = re.compile(r"^(\s*)(%s)(\s*=\s*)(\d+)(\s*(#.*)?)$"
                      % "|".join(n for names in _CAPS.values() for n in names))
 _RANGE = re.compile(r"^(\s*for (.*) in (?:x?range)\()(\d+)(\):.*)$")
+_RANGE_FROM = re.compile(r"^(\s*for .* in (?:x?range)\()(\w+), (\d+)(\):.*)$")
+_BATCHES = re.compile(r"^(\s*for .* in (?:x?range)\()([\w.]*num_examples\s*//\s*\w+)(\):.*)$")
 _WAIT = re.compile(r"^(\s*)plt\.waitforbuttonpress\(\)\s*$")
 _MNIST = re.compile(r"^(\s*)(?:from tensorflow\.examples\.tutorials\.mnist import input_data|"
                     r"import tensorflow\.examples\.tutorials\.mnist\.input_data as input_data)\s*$")
@@ -106,6 +111,12 @@ def _adapt_line(line: str) -> str:
     match = _RANGE.match(line)
     if match and (int(match[3]) >= 100 or ("epoch" in match[2] and int(match[3]) > 2)):
         return f"{match[1]}2{match[4]}"
+    match = _RANGE_FROM.match(line)
+    if match and int(match[3]) >= 100:
+        return f"{match[1]}{match[2]}, min({match[3]}, {match[2]} + 2){match[4]}"
+    match = _BATCHES.match(line)
+    if match:
+        return f"{match[1]}min(20, {match[2]}){match[3]}"
     return line
 
 

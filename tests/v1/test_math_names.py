@@ -1,0 +1,60 @@
+"""TF1's elementwise math names (math_extra.yaml's builtin ops and squared_difference): values
+against NumPy, gradients against the derivatives, and Python numbers taken as TF takes them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+# name, NumPy's function, its derivative (None: TF's passes no gradient)
+FUNCTIONS = [
+    ("sin", np.sin, np.cos), ("cos", np.cos, lambda x: -np.sin(x)),
+    ("tan", np.tan, lambda x: 1 + np.tan(x) ** 2),
+    ("asin", np.arcsin, lambda x: 1 / np.sqrt(1 - x * x)),
+    ("acos", np.arccos, lambda x: -1 / np.sqrt(1 - x * x)),
+    ("atan", np.arctan, lambda x: 1 / (1 + x * x)), ("sinh", np.sinh, np.cosh),
+    ("cosh", np.cosh, np.sinh), ("expm1", np.expm1, np.exp),
+    ("log1p", np.log1p, lambda x: 1 / (1 + x)),
+    ("floor", np.floor, None), ("ceil", np.ceil, None), ("round", np.round, None),
+]
+
+
+@pytest.mark.parametrize("name, values, derivative", FUNCTIONS, ids=[f[0] for f in FUNCTIONS])
+def test_elementwise_functions_and_their_gradients(name, values, derivative):
+    x = np.array([-0.75, -0.5, 0.0, 1e-9, 0.3, 0.5, 0.9], np.float64)
+    t = tf.placeholder(tf.float64, [None])
+    y = getattr(tf, name)(t)
+    grads = tf.gradients(tf.reduce_sum(y * 2.0), [t])
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(y, {t: x}), values(x), rtol=1e-12, atol=0)
+        if derivative is None:
+            assert grads[0] is None or not sess.run(grads[0], {t: x}).any()
+        else:
+            np.testing.assert_allclose(sess.run(grads[0], {t: x}), 2 * derivative(x), rtol=1e-12)
+
+
+def test_accurate_near_zero_and_python_numbers_are_float32():
+    with tf.Session() as sess:
+        assert sess.run(tf.expm1(tf.constant(1e-10, tf.float64))) == np.expm1(1e-10)
+        assert sess.run(tf.log1p(tf.constant(1e-10, tf.float64))) == np.log1p(1e-10)
+        got = sess.run(tf.sin(1.0))
+        assert got.dtype == np.float32 and got == np.sin(np.float32(1.0))
+        assert sess.run(tf.round(tf.constant([0.5, 1.5, 2.5, -0.5]))).tolist() == [0, 2, 2, -0]
+
+
+def test_squared_difference_broadcasts_and_takes_numbers():
+    x = tf.constant([[1.0, 2.0], [3.0, 5.0]])
+    with tf.Session() as sess:
+        assert sess.run(tf.squared_difference(x, [1.0, 1.0])).tolist() == [[0, 1], [4, 16]]
+        assert sess.run(tf.squared_difference(x, 2)).tolist() == [[1, 0], [1, 9]]
+        g = sess.run(tf.gradients(tf.reduce_sum(tf.squared_difference(x, 2.0)), [x])[0])
+    assert g.tolist() == [[-2, 0], [2, 6]]
