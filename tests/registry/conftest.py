@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from opsdk.registry import OpDefErrors, parse_opdef
 from opsdk.registry import registry as registry_module
 
 KERNELS_PY = '''
@@ -30,6 +31,16 @@ class TmpWorkspace:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
         return path
+
+    def parse(self, text: str):
+        """The one op `text` declares (as opdefs/op.yaml)."""
+        return parse_opdef(self.write("op.yaml", text), self.root)[0]
+
+    def error(self, text: str) -> str:
+        """The declaration errors `text` (as opdefs/op.yaml) gives; fails when it gives none."""
+        with pytest.raises(OpDefErrors) as info:
+            parse_opdef(self.write("op.yaml", text), self.root)
+        return str(info.value)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from opsdk.registry import OpDefErrors, load_registry, parse_opdef
+from opsdk.registry import OpDefErrors, load_registry
 from opsdk.registry.errors import OpError
 from opsdk.registry.infer import infer_outputs
 from opsdk.registry.shapes import ExprDim, Name, SymDim, eval_expr, parse_expr, render_cpp
@@ -32,16 +32,6 @@ kernels: {python: kernels.py:foo}
 """
 
 
-def _parse(ws, text: str):
-    return parse_opdef(ws.write("op.yaml", text), ws.root)[0]
-
-
-def _error(ws, text: str) -> str:
-    with pytest.raises(OpDefErrors) as info:
-        parse_opdef(ws.write("op.yaml", text), ws.root)
-    return str(info.value)
-
-
 def test_conditions_evaluate_in_python_and_render_in_cpp():
     expr = parse_expr("w // s if padding == 'same' and not flip else max(w - k, 0)")
     env = {"w": 7, "s": 2, "k": 3, "padding": "same", "flip": False}
@@ -54,7 +44,7 @@ def test_conditions_evaluate_in_python_and_render_in_cpp():
 
 
 def test_named_dims_are_parsed_in_order_and_used_by_name(ws):
-    spec = _parse(ws, POOL)
+    spec = ws.parse(POOL)
     assert spec.derived_dim_names == ("oh", "twice")
     assert spec.outputs[0].shape == (SymDim("n"), ExprDim(Name("twice"), "twice"))
     assert spec.dim_names == ("n", "h")  # named dims are computed, never bound
@@ -67,12 +57,12 @@ def test_named_dims_are_parsed_in_order_and_used_by_name(ws):
     ({"k": 3, "stride": 2}, (2, 2)),
 ])
 def test_inference_reads_choice_and_bool_attrs(ws, attrs, want):
-    spec = _parse(ws, POOL)
+    spec = ws.parse(POOL)
     assert infer_outputs(spec, [(2, 5)], ["float64"], attrs) == [(want, "float64")]
 
 
 def test_a_negative_named_dim_names_the_dim(ws):
-    spec = _parse(ws, POOL)
+    spec = ws.parse(POOL)
     with pytest.raises(OpError, match=r"^pool: dim 'oh' \(.*\) would be -1; check the inputs and attrs$"):
         infer_outputs(spec, [(2, 1)], ["float64"], {"k": 3})
 
@@ -90,25 +80,25 @@ def test_a_negative_named_dim_names_the_dim(ws):
 def test_mistakes_in_named_dims_are_located(ws, dims, message):
     text = POOL.replace("  oh: \"(h + stride - 1) // stride if padding == 'same' else (h - k) // stride + 1\"",
                         "  " + dims)
-    got = _error(ws, text)
+    got = ws.error(text)
     assert got.startswith(f"{F}:9: op 'pool': dim 'oh': ") and message in got, got
 
 
 def test_a_named_dim_reading_an_unbound_dim_or_a_later_named_dim_is_refused(ws):
     text = POOL.replace("  twice: \"2 * oh if flip else oh\"", "  twice: \"2 * q\"")
-    assert _error(ws, text) == (f"{F}:10: op 'pool': dim 'twice' uses dim 'q' that no input binds; "
+    assert ws.error(text) == (f"{F}:10: op 'pool': dim 'twice' uses dim 'q' that no input binds; "
                                 f"name it alone in an input shape to bind it")
     swapped = POOL.replace("dims:\n  oh:", "dims:\n  zz: \"twice + 1\"\n  oh:")
-    assert "dim 'zz' uses dim 'twice' that no input binds" in _error(ws, swapped)
+    assert "dim 'zz' uses dim 'twice' that no input binds" in ws.error(swapped)
 
 
 def test_a_named_dim_may_not_take_an_attr_name(ws):
     text = POOL.replace("  twice: \"2 * oh if flip else oh\"", "  k: \"2 * oh\"")
-    assert f"{F}:10: op 'pool': dim 'k' has the name of attr 'k'; rename one" in _error(ws, text)
+    assert f"{F}:10: op 'pool': dim 'k' has the name of attr 'k'; rename one" in ws.error(text)
 
 
 def test_an_input_naming_a_named_dim_is_checked_against_it(ws):
-    spec = _parse(ws, POOL.replace("  x: {dtype: float64, shape: [n, h]}",
+    spec = ws.parse(POOL.replace("  x: {dtype: float64, shape: [n, h]}",
                                    "  x: {dtype: float64, shape: [n, h]}\n  g: {dtype: float64, shape: [n, oh]}"))
     assert infer_outputs(spec, [(2, 5), (2, 4)], ["float64"] * 2, {})[0][0] == (2, 4)
     with pytest.raises(OpError, match=r"^pool: input 'g' must have 4 columns \(oh\), got 3$"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from opsdk.registry import ABSENT, OpDefErrors, load_registry, parse_opdef
+from opsdk.registry import ABSENT, OpDefErrors, load_registry
 from opsdk.registry.errors import OpError
 from opsdk.registry.infer import infer_outputs
 
@@ -22,24 +22,14 @@ kernels: {python: kernels.py:foo}
 """
 
 
-def _parse(ws, text: str):
-    return parse_opdef(ws.write("op.yaml", text), ws.root)[0]
-
-
-def _error(ws, text: str) -> str:
-    with pytest.raises(OpDefErrors) as info:
-        parse_opdef(ws.write("op.yaml", text), ws.root)
-    return str(info.value)
-
-
 def test_an_optional_input_is_parsed(ws):
-    spec = _parse(ws, SCALE)
+    spec = ws.parse(SCALE)
     assert [t.optional for t in spec.inputs] == [True, False]
     assert spec.optional_only_dims == ()
 
 
 def test_inference_with_the_input_absent_or_present(ws):
-    spec = _parse(ws, SCALE)
+    spec = ws.parse(SCALE)
     assert infer_outputs(spec, [ABSENT, (2, 3)], [ABSENT, "float32"], {}) == [((2, 3), "float32")]
     # Present, it is checked against the required input that binds p, whatever the order.
     with pytest.raises(OpError, match=r"^scale: input 'w' has size 4 in axis 0 but x has 3 \(dim p\)$"):
@@ -49,7 +39,7 @@ def test_inference_with_the_input_absent_or_present(ws):
 
 
 def test_a_required_input_cannot_be_absent(ws):
-    spec = _parse(ws, SCALE)
+    spec = ws.parse(SCALE)
     with pytest.raises(OpError, match=r"^scale: input 'x' is required; got None$"):
         infer_outputs(spec, [(3,), ABSENT], ["float32", ABSENT], {})
 
@@ -61,7 +51,7 @@ def test_a_required_input_cannot_be_absent(ws):
 ])
 def test_a_size_from_an_optional_input_alone_is_refused(ws, change, message):
     text = SCALE.replace("shape: [p], optional", "shape: [q], optional").replace(change, message)
-    assert _error(ws, text) == (
+    assert ws.error(text) == (
         "opdefs/op.yaml:8: op 'scale': output 'y': dim 'q' is bound only by optional input 'w', so "
         "it has no size when 'w' is absent; bind 'q' in a required input too, or compute this size "
         "from the required inputs' dims and int attrs")
@@ -70,7 +60,7 @@ def test_a_size_from_an_optional_input_alone_is_refused(ws, change, message):
 def test_a_named_dim_reading_an_optional_only_dim_is_refused(ws):
     text = SCALE.replace("shape: [p], optional", "shape: [q], optional").replace(
         "inputs:", 'dims:\n  r: "q + 1"\ninputs:')
-    assert "dim 'r': dim 'q' is bound only by optional input 'w'" in _error(ws, text)
+    assert "dim 'r': dim 'q' is bound only by optional input 'w'" in ws.error(text)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -89,13 +79,13 @@ def test_a_named_dim_reading_an_optional_only_dim_is_refused(ws):
      "elementwise: an op with an optional input has no scalar formula"),
 ])
 def test_misuses_of_optional_are_located(ws, text, message):
-    assert message in _error(ws, text)
+    assert message in ws.error(text)
 
 
 def test_an_output_ellipsis_needs_a_required_input_with_one(ws):
     text = SCALE.replace("shape: [p], optional", "shape: [..., p], optional").replace(
         "  y: {dtype: T, shape: [n, p]}", "  y: {dtype: T, shape: [..., p]}")
-    assert "output 'y' uses '...', which only optional inputs have" in _error(ws, text)
+    assert "output 'y' uses '...', which only optional inputs have" in ws.error(text)
 
 
 GRAD = """\
@@ -137,4 +127,4 @@ def test_optional_inputs_alone_may_not_share_leading_dims(ws):
     text = SCALE.replace("shape: [p], optional", "shape: [..., p], optional").replace(
         "  x: {dtype: T, shape: [n, p]}", "  x: {dtype: T, shape: [n, p]}\n  v: {dtype: T, shape: [..., p], optional: true}")
     assert ("input 'v': '...' is shared only by optional inputs (w, v), one of which may be absent; "
-            "give a required input '...' too") in _error(ws, text)
+            "give a required input '...' too") in ws.error(text)

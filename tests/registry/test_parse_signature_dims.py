@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from opsdk.registry import OpDefErrors, load_registry, parse_opdef
+from opsdk.registry import OpDefErrors, load_registry
 from opsdk.registry.errors import OpError
 from opsdk.registry.infer import infer_outputs
 from opsdk.registry.shapes import ExprDim, FreeDim, Name, SymDim, format_shape, parse_expr
@@ -15,18 +15,8 @@ PY = "kernels: {python: kernels.py:foo}\n"
 F = "opdefs/op.yaml"
 
 
-def _parse(ws, text: str):
-    return parse_opdef(ws.write("op.yaml", text), ws.root)[0]
-
-
-def _error(ws, text: str) -> str:
-    with pytest.raises(OpDefErrors) as info:
-        parse_opdef(ws.write("op.yaml", text), ws.root)
-    return str(info.value)
-
-
 def test_a_free_dim_fixes_the_rank_and_gets_a_dims_name(ws):
-    spec = _parse(ws, HEAD + "inputs:\n  x: {dtype: float32, shape: [..., _, d, _]}\n"
+    spec = ws.parse(HEAD + "inputs:\n  x: {dtype: float32, shape: [..., _, d, _]}\n"
                   "outputs:\n  z: {dtype: float32, shape: [..., d]}\n" + PY)
     assert spec.inputs[0].shape[1:] == (FreeDim("x_0"), SymDim("d"), FreeDim("x_2"))
     assert format_shape(spec.inputs[0].shape) == "[..., _, d, _]"
@@ -34,7 +24,7 @@ def test_a_free_dim_fixes_the_rank_and_gets_a_dims_name(ws):
 
 
 def test_free_dims_bind_nothing_across_inputs(ws):
-    spec = _parse(ws, HEAD + "inputs:\n  x: {dtype: float32, shape: [_, d]}\n  y: {dtype: float32, shape: [_, d]}\n"
+    spec = ws.parse(HEAD + "inputs:\n  x: {dtype: float32, shape: [_, d]}\n  y: {dtype: float32, shape: [_, d]}\n"
                   "outputs:\n  z: {dtype: float32, shape: [d]}\n" + PY)
     assert infer_outputs(spec, [(3, 2), (5, 2)], ["float32"] * 2, {}) == [((2,), "float32")]
     with pytest.raises(OpError, match=r"^foo: input 'x' must have rank 2 \(\[_, d\]\), got rank 1$"):
@@ -62,11 +52,11 @@ def test_free_dims_bind_nothing_across_inputs(ws):
      f"+ - * // %, max()/min() and 'a if cond else b' (cond: comparisons, and/or/not)"),
 ], ids=["free-output", "free-name-taken", "float-attr-dim", "float-attr-expression", "bad-expression"])
 def test_dim_mistakes_are_located(ws, text, expected):
-    assert _error(ws, text) == expected
+    assert ws.error(text) == expected
 
 
 def test_an_input_expression_may_read_dims_a_later_input_binds(ws):
-    spec = _parse(ws, HEAD + "attrs:\n  k: {type: int, default: 2}\n"
+    spec = ws.parse(HEAD + "attrs:\n  k: {type: int, default: 2}\n"
                   "inputs:\n  a: {dtype: float32, shape: [\"n + k\", k]}\n  b: {dtype: float32, shape: [n]}\n"
                   "outputs:\n  z: {dtype: float32, shape: [n]}\n" + PY)
     assert spec.inputs[0].shape == (ExprDim(parse_expr("n + k"), "n + k"), ExprDim(Name("k"), "k"))

@@ -9,7 +9,7 @@ import pytest
 
 from opsdk.gradcheck.attr_draws import attr_grid
 from opsdk.gradcheck.strategies import plan_op
-from opsdk.registry import OpDefErrors, normalize_attrs, parse_opdef
+from opsdk.registry import normalize_attrs
 from opsdk.registry.errors import OpError
 
 STRIDED = """\
@@ -32,24 +32,14 @@ gradcheck: {attrs: {stride: [1, 2], extra: [0, 1]}}
 """
 
 
-def _parse(ws, text: str):
-    return parse_opdef(ws.write("op.yaml", text), ws.root)[0]
-
-
-def _error(ws, text: str) -> str:
-    with pytest.raises(OpDefErrors) as info:
-        parse_opdef(ws.write("op.yaml", text), ws.root)
-    return str(info.value)
-
-
 def test_requirements_are_parsed_with_their_lines(ws):
-    spec = _parse(ws, STRIDED)
+    spec = ws.parse(STRIDED)
     assert [r.text for r in spec.requires] == ["extra < stride", "padding == 'same' or not flip"]
     assert [r.location.line for r in spec.requires] == [9, 10]
 
 
 def test_a_call_breaking_a_requirement_is_refused_naming_it_and_the_values(ws):
-    spec = _parse(ws, STRIDED)
+    spec = ws.parse(STRIDED)
     assert normalize_attrs(spec, {"stride": 2, "extra": 1})["extra"] == 1
     with pytest.raises(OpError, match=r"strided: attrs must meet `extra < stride` \(requires: at "
                                       r"opdefs/op\.yaml:9\), got extra=1, stride=1"):
@@ -67,12 +57,12 @@ def test_a_call_breaking_a_requirement_is_refused_naming_it_and_the_values(ws):
 ])
 def test_a_wrong_requirement_is_a_located_error(ws, requirement, message):
     text = STRIDED.replace("  - extra < stride\n", f"  - {requirement}\n" if requirement != "[1]" else "  - [1]\n")
-    error = _error(ws, text)
+    error = ws.error(text)
     assert "opdefs/op.yaml:9:" in error and message in error, error
 
 
 def test_gradcheck_leaves_out_the_combinations_a_requirement_refuses(ws):
-    plan = plan_op(_parse(ws, STRIDED))
+    plan = plan_op(ws.parse(STRIDED))
     spec = plan.spec
     from opsdk.registry.attrs import unmet_requirement
 
