@@ -30,13 +30,13 @@ def c_name(name: str) -> str:
     return f"v_{name}"
 
 
-def c_expr(expr: Expr) -> str:
-    """One expression in C++, of type `T` (the kernel's type)."""
+def c_expr(expr: Expr, var=c_name) -> str:
+    """One expression in C++, of type `T` (the kernel's type); `var` spells a value's name."""
     if isinstance(expr, Var):
-        return c_name(expr.name)
+        return var(expr.name)
     if isinstance(expr, Num):
         return f"static_cast<T>({float(expr.value)!r})"
-    a = [c_expr(x) for x in expr.args]
+    a = [c_expr(x, var) for x in expr.args]
     op = expr.op
     if op in ("+", "-", "*", "/"):
         return f"({a[0]} {op} {a[1]})"
@@ -63,18 +63,31 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
     problem = kernel_problem(kernel)
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
-    loads, body = [], []
+    loads, body, block = [], [], []
+    arrays = {f"in{i}" for i, kind in enumerate(kernel.inputs) if kind == "array"}
+    arrays.update(name for name, _ in kernel.steps)
+
+    def element(name: str) -> str:  # in the blocked loop: an array value's element j
+        return f"{c_name(name)}[j]" if name in arrays else c_name(name)
+
     for i, kind in enumerate(kernel.inputs):
         if kind == "array":
             loads.append(f"const T* __restrict__ p_in{i} = static_cast<const T*>(in[{i}]);")
             body.append(f"const T {c_name(f'in{i}')} = p_in{i}[i];")
+            block += [f"T {c_name(f'in{i}')}[B];", "#pragma omp simd",
+                      f"for (int j = 0; j < B; ++j) {c_name(f'in{i}')}[j] = p_in{i}[i0 + j];"]
         else:
             loads.append(f"const T {c_name(f'in{i}')} = static_cast<const T*>(in[{i}])[0];")
     stores = [f"T* __restrict__ p_out{j} = static_cast<T*>(out[{j}]);"
               for j in range(len(kernel.outputs))]
     for name, expr in kernel.steps:
         body.append(f"const T {c_name(name)} = {c_expr(expr)};")
+        block += [f"T {c_name(name)}[B];", "#pragma omp simd",
+                  f"for (int j = 0; j < B; ++j) {c_name(name)}[j] = {c_expr(expr, element)};"]
     body.extend(f"p_out{j}[i] = {c_name(name)};" for j, name in enumerate(kernel.outputs))
+    for j, name in enumerate(kernel.outputs):
+        block += ["#pragma omp simd", f"for (int j = 0; j < B; ++j) p_out{j}[i0 + j] = {element(name)};"]
     return environment().get_template("fused/fused_cpu.cc.j2").render(
         key=kernel.key(), ctype=CTYPES[kernel.dtype], loads=loads, stores=stores, body=body,
+        block=block,
         exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS)
