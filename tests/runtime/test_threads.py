@@ -106,6 +106,25 @@ def test_blas_threads_follow_the_free_cores(monkeypatch):
         threads._blas["threads"] = None
 
 
+def test_fused_kernels_take_the_free_cores(monkeypatch):
+    """A fused kernel gets the cores other runnable threads leave (the budget when none do), the
+    rule the C++ loops follow; OPSDK_THREADS_IGNORE_LOAD=1 gives it the whole budget."""
+    from opsdk.runtime.kernels import threads
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "_runnable", lambda: 3)  # this thread and two others
+    threads._fused["checked"] = -1.0
+    assert threads.kernel_threads() == 2
+    monkeypatch.setattr(threads, "_runnable", lambda: 1)
+    threads._fused["checked"] = -1.0
+    assert threads.kernel_threads() == 4
+    monkeypatch.setattr(threads, "_runnable", lambda: 40)
+    threads._fused["checked"] = -1.0
+    assert threads.kernel_threads() == 1
+    monkeypatch.setenv("OPSDK_THREADS_IGNORE_LOAD", "1")
+    assert threads.kernel_threads() == 4
+    threads._fused["checked"] = -1.0
+
+
 def test_python_and_cpp_thread_counts_agree():
     from opsdk.runtime.kernels.threads import threads_for
     assert [threads_for(2, 2, 1), threads_for(2, 2, 2), threads_for(2, 2, 6),
