@@ -33,6 +33,19 @@ def _jax_ffi_only_where_tested(request, monkeypatch):
 
 
 @pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C (`_thread.interrupt_main`) raises KeyboardInterrupt in the main thread during the
+    test. A process started in the background by a non-interactive shell (`make test &`) begins
+    with SIGINT ignored, Python then installs no handler, and interrupt_main does nothing: a test
+    of what Ctrl-C stops would wait forever."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
 def cupy():
     """CuPy with a usable CUDA device, or the test is skipped saying which of the two is missing."""
     if importlib.util.find_spec("cupy") is None:

@@ -147,7 +147,7 @@ def test_close_stops_a_step_waiting_on_every_task(ray_engine):
     assert np.isfinite(again.run(loss, {x: _data(1)}))
 
 
-def test_ctrl_c_stops_a_step_waiting_on_every_task(ray_engine):
+def test_ctrl_c_stops_a_step_waiting_on_every_task(ray_engine, ctrl_c_raises):
     sess, x, loss, after = _blocked("ctrl-c")
     fired = _when_blocked_on_every_task(sess, _thread.interrupt_main)
     with pytest.raises(KeyboardInterrupt):

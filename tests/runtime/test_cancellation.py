@@ -71,7 +71,7 @@ def test_close_from_another_thread_stops_the_run_and_returns(registry):
     assert isinstance(errors[0], CancelledError) and "the session was closed" in str(errors[0])
 
 
-def test_ctrl_c_returns_to_the_caller_and_stops_the_loop_on_the_pool(registry):
+def test_ctrl_c_returns_to_the_caller_and_stops_the_loop_on_the_pool(registry, ctrl_c_raises):
     g, x, fetch = _endless(registry, wide=True)
     sess = Session(g)
     timer = threading.Timer(0.3, _thread.interrupt_main)
