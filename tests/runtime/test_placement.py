@@ -20,6 +20,9 @@ from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.train.optimizers import GradientDescentOptimizer
 
 LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
+# Nodes outside a device scope go to the most preferred available device: a GPU where there is
+# one. Tests that name where such nodes land prefer the host, so they hold on any machine.
+HOST_FIRST = SessionConfig(device_preference=("CPU",))
 
 RECORD_OPS = """
 op: record_type
@@ -77,7 +80,7 @@ def test_an_explicit_scope_places_nodes_and_copies_cross_the_edges(graph, regist
         y = op("add", e, e, name="y")  # two readers of e on the same device
         z = op("mul", y, x, name="z")  # x read again on the test device: the same copy
     out = op("neg", z, name="out")
-    with Session(graph) as sess:
+    with Session(graph, HOST_FIRST) as sess:
         explanation = sess.explain(out, {x: None}, show=False)
         got = sess.run(out, {x: np.arange(3, dtype=np.float32)})
     assert type(got) is np.ndarray  # fetches come back as NumPy
@@ -125,7 +128,7 @@ def test_soft_placement_falls_back_and_logs_once_per_node(graph, caplog):
     with device("/test:0"):
         d = apply_op(registry, "pairwise_manhattan", [x, x], {}, name="dist")
     with caplog.at_level(logging.WARNING, logger="opsdk.placement"):
-        with Session(graph) as sess:
+        with Session(graph, HOST_FIRST) as sess:
             explanation = sess.explain(d, {x: None}, show=False)
             got = sess.run(d, {x: np.ones((2, 3), np.float32)})
             sess.run(d, {x: np.ones((2, 3), np.float32)})
