@@ -348,6 +348,19 @@ void row(const std::string& variant, const char* dtype, const Case& c, double er
     std::fflush(stdout);
 }
 
+// False (and WRONG counted) where a launch was refused, e.g. for its registers or shared memory;
+// an error inside a kernel leaves the context unusable, and CHECK_CUDA ends the run.
+bool launched(const char* variant) {
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        ++g_wrong;
+        std::printf("%-20s WRONG: launch failed: %s\n", variant, cudaGetErrorString(e));
+        return false;
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+    return true;
+}
+
 template <typename T>
 void run_case(const Case& c, const std::vector<std::string>& filters, std::mt19937& rng) {
     const char* dtype = sizeof(T) == 4 ? "float32" : "float64";
@@ -361,7 +374,7 @@ void run_case(const Case& c, const std::vector<std::string>& filters, std::mt199
         if (!wanted(filters, v.name, dtype, c.label())) continue;
         z.poison();
         v.launch(pr.dx.data, pr.dy.data, z.data, c.n, c.m, c.p);
-        CHECK_CUDA(cudaDeviceSynchronize());
+        if (!launched(v.name)) continue;
         int64_t where = -1;
         const double err = worst_error(z.host(), ref.z, ref.z_scale, &where);
         const double ms = c.timed ? median_ms([&] { v.launch(pr.dx.data, pr.dy.data, z.data, c.n, c.m, c.p); }) : 0;
@@ -374,7 +387,7 @@ void run_case(const Case& c, const std::vector<std::string>& filters, std::mt199
         const auto q = grad_args<T>(v, pr, gx.data, gy.data, work.data);
         gx.poison(), gy.poison(), work.poison();
         run_grad<T>(v, q, gx.data, gy.data);
-        CHECK_CUDA(cudaDeviceSynchronize());
+        if (!launched(v.name)) continue;
         auto got = gx.host();
         const auto got_y = gy.host();
         got.insert(got.end(), got_y.begin(), got_y.end());
