@@ -4,7 +4,8 @@
 // its output is poisoned (NaN) first, then compared element by element with a float64 reference
 // (a CPU loop on the small shapes; the op's kernel run in float64 on the large ones, itself spot-
 // checked against a CPU loop); a failed check prints WRONG. Only the timed rows and the failures
-// are listed. Times are medians of 20 launches after 3 warm-ups, by CUDA events. bench/tune_pairwise_manhattan_gpu.sh builds and runs it:
+// are listed. Times are medians of 20 launches after 3 warm-ups, by CUDA events.
+// bench/tune_pairwise_manhattan_gpu.sh builds and runs it:
 //
 //   bash bench/tune_pairwise_manhattan_gpu.sh [ARCH] [FILTER...]
 //
