@@ -3,10 +3,13 @@
 // and a GPU, no Python; bench/check_pairwise_manhattan_gpu.sh builds and runs it:
 //
 //   bash bench/check_pairwise_manhattan_gpu.sh        # exit status 0 when every check passes
+//
+// It calls the ops' cuda<T>() entry points, whose bodies are the host side opsdk generates from
+// the launches the YAML declares (generated/cuda/*_cuda_kernel.cu): the script compiles those
+// translation units beside this one and links them, so the check runs exactly the launches the
+// op runs.
 #include "pairwise_manhattan_op.h"
 #include "pairwise_manhattan_grad_op.h"
-#include "../opdefs/pairwise_manhattan_cuda.cu"
-#include "../opdefs/pairwise_manhattan_grad_cuda.cu"
 
 #include <algorithm>
 #include <cmath>
