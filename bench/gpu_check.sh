@@ -4,7 +4,10 @@
 # GPU tests, the standalone CUDA check of the flagship and the GPU benchmarks. Logs go to OUTDIR;
 # the summary is printed last. Each stage has its own time limit, so one hang cannot eat the rest.
 #
-#     bash bench/gpu_check.sh [OUTDIR] [STAGES]      # STAGES: default "install build tests check bench"
+#     bash bench/gpu_check.sh [OUTDIR] [STAGES]
+#
+# STAGES: default "install build tests check bench"; also "tune" (bench/tune_pairwise_manhattan_gpu.sh)
+# and "suite" (the whole test suite but Ray's and the wheel's, in parallel).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(mkdir -p "${1:-gpu-check-out}" && cd "${1:-gpu-check-out}" && pwd)"
@@ -48,6 +51,10 @@ parallel=()
 "$py" -c "import xdist" 2>/dev/null && parallel=(-n "${GPU_CHECK_WORKERS:-8}")
 stage tests 200 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" "${GPU_TESTS[@]}"
 stage check 60 bash bench/check_pairwise_manhattan_gpu.sh sm_90
+stage tune 120 bash bench/tune_pairwise_manhattan_gpu.sh sm_90
+# The whole suite but Ray's and the wheel's tests, on this GPU machine (not the default: minutes).
+stage suite 240 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m "not slow" \
+    --ignore=tests/dist --ignore=tests/packaging tests
 stage bench 150 "$py" bench/bench_pairwise_manhattan_gpu.py --quick
 
 echo "== $out"
