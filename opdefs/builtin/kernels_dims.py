@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def _shape(op, dims):
-    shape = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+def _shape(op, xp, dims):
+    # dims may live on a device (a GPU, the test device): read it on the host, as CuPy's
+    # asnumpy does (NumPy has none: there it is already a host array).
+    shape = tuple(int(d) for d in getattr(xp, "asnumpy", np.asarray)(dims).reshape(-1))
     if any(d < 0 for d in shape):
         raise ValueError(f"{op}: input 'dims' {list(shape)} has a negative size")
     return shape
@@ -18,22 +20,22 @@ def _rng(seed):
 
 
 def fill_dims(xp, dims, value):
-    return xp.full(_shape("fill_dims", dims), value, dtype=value.dtype)
+    return xp.full(_shape("fill_dims", xp, dims), value, dtype=value.dtype)
 
 
 def random_uniform_dims(xp, dims, seed, dtype):
-    u = _rng(seed).random(_shape("random_uniform_dims", dims)).astype(dtype)
+    u = _rng(seed).random(_shape("random_uniform_dims", xp, dims)).astype(dtype)
     # Narrowing can round up onto 1; keep the interval half-open.
     return xp.asarray(np.minimum(u, np.nextafter(np.asarray(1, dtype), np.asarray(0, dtype))))
 
 
 def random_normal_dims(xp, dims, seed, dtype):
-    return xp.asarray(_rng(seed).standard_normal(_shape("random_normal_dims", dims)).astype(dtype))
+    return xp.asarray(_rng(seed).standard_normal(_shape("random_normal_dims", xp, dims)).astype(dtype))
 
 
 def truncated_normal_dims(xp, dims, seed, dtype):
     rng = _rng(seed)
-    z = rng.standard_normal(_shape("truncated_normal_dims", dims))
+    z = rng.standard_normal(_shape("truncated_normal_dims", xp, dims))
     bad = np.abs(z) > 2
     while bad.any():  # redraw outside two standard deviations, as TensorFlow does
         z[bad] = rng.standard_normal(int(bad.sum()))

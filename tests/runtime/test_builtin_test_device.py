@@ -37,3 +37,15 @@ def test_forward_on_the_test_device_matches_numpy(op, inputs, attrs, expected):
 @pytest.mark.parametrize("op, inputs, attrs", GRAD_CASES, ids=[c[0] for c in GRAD_CASES])
 def test_gradient_on_the_test_device_matches_numpy(op, inputs, attrs):
     check_gradient_on(TEST_XP, _to_device, _to_host, op, inputs, attrs)
+
+
+
+def test_an_op_shaped_by_a_device_tensor_reads_it_on_the_host():
+    # On a GPU the dims input is a device array, which host code cannot read implicitly (seen on
+    # an H100: tf.zeros(tf.shape(x)) failed there); the test device refuses it the same way. (The
+    # random *_dims ops share the reading; they draw on the host and upload, which the test
+    # device's array module refuses by design, so a GPU run checks them.)
+    dims, value = np.array([2, 3], np.int32), np.float32(1.5)
+    got = _to_host(run_on(TEST_XP, "fill_dims", _to_device([dims, value]), {}))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.full((2, 3), 1.5, np.float32))

@@ -150,6 +150,12 @@ class _TestXP:
             return _asarray
         return _wrapped_function(value)
 
+    @staticmethod
+    def asnumpy(value: Any) -> np.ndarray:
+        """A host copy of a test array (CuPy's `cupy.asnumpy`): how a kernel reads a small input
+        on the host, such as a shape."""
+        return np.array(_unwrap(value))
+
 
 def _asarray(value: Any, *args: Any, **kwargs: Any) -> TestArray:
     # Building an array from Python values or a test array is fine; from a host array it is not.
