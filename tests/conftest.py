@@ -16,6 +16,11 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
+# On a GPU machine JAX takes 75% of the GPU's memory when it first runs there, and the runtime's
+# CuPy arrays (and other test processes) then run out of it: tests share the GPU, so JAX takes
+# what it uses. (A program mixing JAX and opsdk on one GPU wants the same: docs/frameworks.md.)
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 
 def pytest_addoption(parser):
     # Declared at the root so it exists however pytest is started (tests/codegen uses it).
@@ -30,6 +35,16 @@ def _jax_ffi_only_where_tested(request, monkeypatch):
     tests/frameworks/test_jax.py), and every other build would only pay for them."""
     if "jax" not in request.node.module.__name__:
         monkeypatch.setenv("OPSDK_JAX_FFI", "0")
+
+
+@pytest.fixture
+def host_default(monkeypatch):
+    """Nodes with no device scope go to the host, as on a machine without a GPU: for tests of what
+    the host's plans do (buffer pool, in-place writes, partitions between the host and the test
+    device). On a GPU machine placement would put those nodes on the GPU instead."""
+    from opsdk.runtime.devices.cuda import CudaDevice
+
+    monkeypatch.setattr(CudaDevice, "auto", False)
 
 
 @pytest.fixture

@@ -52,11 +52,27 @@ def test_jax_arrays_round_trip():
     jnp = pytest.importorskip("jax.numpy", reason="JAX not installed: pip install 'opsdk[jax]'")
     import jax
 
-    a = jnp.arange(3.0)
+    # On the host explicitly: JAX's default device is the GPU where there is one (below).
+    a = jax.device_put(jnp.arange(3.0), jax.devices("cpu")[0])
     view = as_kernel_array(a)
     assert isinstance(view, np.ndarray)
     back = like(np.asarray(view) + 1, a)
     assert isinstance(back, jax.Array) and back.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_jax_arrays_on_a_gpu_reach_kernels_as_cupy_arrays(cupy):
+    jnp = pytest.importorskip("jax.numpy", reason="JAX not installed: pip install 'opsdk[jax]'")
+    import jax
+
+    try:
+        gpu = jax.devices("gpu")[0]
+    except RuntimeError as exc:
+        pytest.skip(f"JAX sees no GPU (pip install 'jax[cuda13]'): {exc}")
+    a = jax.device_put(jnp.arange(3.0), gpu)
+    view = as_kernel_array(a)
+    assert isinstance(view, cupy.ndarray)
+    back = like(view + 1, a)
+    assert isinstance(back, jax.Array) and back.devices() == {gpu} and back.tolist() == [1.0, 2.0, 3.0]
 
 
 def test_an_eager_call_refuses_a_torch_tensor_that_requires_grad():

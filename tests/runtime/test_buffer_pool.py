@@ -16,6 +16,9 @@ from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, placeholder
 from opsdk.runtime.kernels.buffers import BufferPool, release
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 UNFUSED = frozenset({"fuse"})
 
 

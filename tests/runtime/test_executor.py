@@ -14,6 +14,9 @@ from opsdk.runtime.exec.executor import StepContext, execute
 from opsdk.runtime.ir.graph import placeholder
 from opsdk.runtime.exec.session import Session, SessionConfig
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 
 def test_independent_nodes_run_concurrently(graph, registry, hooks):
     # Each rendezvous node waits at a 2-party barrier: the step can only finish when both run at

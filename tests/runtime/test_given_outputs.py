@@ -13,6 +13,9 @@ from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, placeholder
 from opsdk.runtime.kernels.loader import load_kernel, takes_given_outputs
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 REGISTRY = load_registry()
 CPU_OPS = sorted(n for n in REGISTRY.names() if REGISTRY.get(n).kernel("cpu") is not None)
 

@@ -12,6 +12,9 @@ from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, placeholder
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 UNFUSED = SessionConfig(passes_off=frozenset({"fuse"}))
 INPLACE_OPS = sorted(n for n in load_registry().names()
                      if any(o.inplace for o in load_registry().get(n).outputs))

@@ -22,6 +22,9 @@ from opsdk.runtime.io.serialize import export_graph, import_graph
 from opsdk.runtime.ir.device_names import DeviceSpec, location, task_of
 from opsdk.runtime.ir.graph import Graph, control_dependencies, device, placeholder
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 LOCAL = "/job:localhost/replica:0/task:0"
 PS = "/job:ps/replica:0/task:0"
 WORKER = "/job:worker/replica:0/task:1"

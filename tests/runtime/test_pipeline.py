@@ -18,6 +18,9 @@ from opsdk.runtime.frontend.variables import Variable, global_variables_initiali
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.train.optimizers import AdamOptimizer, GradientDescentOptimizer
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
 
 

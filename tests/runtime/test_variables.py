@@ -13,6 +13,9 @@ from opsdk.runtime.exec.session import Session
 from opsdk.runtime.frontend.variables import (Variable, global_variables, global_variables_initializer,
                                      trainable_variables)
 
+# What these tests check is the host's plans: unscoped nodes stay on the host on a GPU machine too.
+pytestmark = pytest.mark.usefixtures("host_default")
+
 
 def test_uninitialised_read_says_what_to_run(graph):
     w = Variable(np.ones(2, np.float32), name="w")
