@@ -160,6 +160,7 @@ class ClusterSession:
                     token.check("distributed step")
         except BaseException as exc:  # a task's error, close(), a deadline, Ctrl-C
             self._abort(step, step_id, str(exc) or type(exc).__name__)
+            _collect_quietly(ray, pending)
             raise
         finally:
             self._active.discard(token)
@@ -225,3 +226,16 @@ def _reason(exc: BaseException) -> str:
         return str(cause)
     text = str(exc)
     return text.strip().splitlines()[-1] if text.strip() else type(exc).__name__
+
+
+def _collect_quietly(ray: Any, refs: list) -> None:
+    """Fetch the results of the other tasks of an aborted step and drop them: they fail too (the
+    abort, or the first error relayed), and Ray prints every failed result nobody fetched as an
+    "Unhandled error" with its traceback, burying the one error the step raised. Bounded: a task
+    that does not answer within the abort's wait is left to Ray."""
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=_ABORT_WAIT_S)
+    for ref in ready:
+        try:
+            ray.get(ref)
+        except Exception:  # noqa: BLE001 - consequences of the error already raised
+            pass
