@@ -18,7 +18,7 @@ from opsdk.registry.elementwise import FusedKernel, evaluate, parse_expression
 from opsdk.runtime.autodiff.gradients import gradients
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels import fused
 from opsdk.runtime.kernels.fused import fusion_compiler, set_fusion_compiler, \
     wait_for_fused_kernels
@@ -27,6 +27,9 @@ pytestmark = pytest.mark.skipif(fusion_compiler() is None or fusion_compiler().p
                                 reason="no fusion compiler here (needs g++ and pip install -e .)")
 
 N = 5000  # above the size under which regions stay unfused
+# These tests are about the CPU's fused kernels: every graph is built under this scope, since
+# without one the nodes go to the GPU wherever CuPy sees one (the CUDA path has its own tests).
+CPU = "/cpu:0"
 UNARY = ("neg", "exp", "tanh", "sigmoid", "abs", "square", "relu")
 BINARY = ("add", "sub", "mul", "maximum", "minimum")
 
@@ -58,7 +61,7 @@ def _gelu(registry, x, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder(np.dtype(dtype).name, [N], name="x")
         y = _gelu(registry, x, np.dtype(dtype))
     value = np.random.default_rng(0).normal(size=N).astype(dtype) * 4
@@ -74,7 +77,7 @@ def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
 
 def test_the_generated_source_is_where_explain_says(registry):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float32))
     _, explanation = _run(g, y, {x: np.ones(N, np.float32)}, fuse=True)
@@ -110,7 +113,7 @@ def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
     rng = np.random.default_rng(seed)
     g = Graph()
     feeds = {}
-    with g.as_default():
+    with g.as_default(), device(CPU):
         values = []
         for i, scalar in enumerate(scalars):
             shape = [1] if scalar else [N]
@@ -135,7 +138,7 @@ def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
 
 def test_gradients_of_a_fused_region_are_fused_and_equal(registry):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float64", [N], name="x")
         y = apply_op(registry, "tanh", [apply_op(registry, "sigmoid", [
             apply_op(registry, "mul", [x, x], {})], {})], {})
@@ -153,7 +156,7 @@ def test_without_a_compiler_the_graph_runs_unfused_and_says_why_once(registry, c
             return "no C++ compiler (g++ not found on PATH)"
     set_fusion_compiler(NoCompiler())
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float32))
     fused._said.clear()
@@ -187,7 +190,7 @@ def test_while_the_kernel_compiles_the_region_runs_unfused(registry):
             return real.compile(kernel)
     set_fusion_compiler(SlowCompiler())
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float64", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float64))
     value = np.linspace(-2, 2, N)
@@ -252,7 +255,7 @@ def test_two_regions_that_would_feed_each_other_are_not_both_fused(registry):
     def op(name, *args):
         return apply_op(registry, name, list(args), {})
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [64, 64], name="x")
         w = placeholder("float32", [64, 64], name="w")
         a1 = op("exp", x)
