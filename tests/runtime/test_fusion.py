@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from opsdk.registry.elementwise import FusedKernel, evaluate, parse_expression
 from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.compile.pipeline import compile_program, new_program
+from opsdk.runtime.compile.program import PlanOptions
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, device, placeholder
@@ -273,3 +275,31 @@ def test_two_regions_that_would_feed_each_other_are_not_both_fused(registry):
     for g_, w_ in zip(got, want):
         np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)
     assert any("/fused" in line for line in explanation.lines_of("fuse")), explanation.lines_of("fuse")
+
+
+def test_a_region_member_fetched_as_an_operation_or_waited_for_runs_fused(registry):
+    """A member run for itself (fetched as an operation) or read through a control edge is an
+    output of the fused node, which stands for it: the region once had no output at all, and
+    its kernel failed to render ("an output that no step computes")."""
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [N], name="x")
+        w = placeholder("float32", [N], name="w")
+        inner = op("tanh", op("mul", x, x))
+        y = op("exp", inner)
+        with g.control_dependencies([inner]):
+            z = op("add", w, w)
+    feeds = {x: np.full(N, 0.5, np.float32), w: np.ones(N, np.float32)}
+    for fetch in (y.op, [y.op, z]):
+        _, explanation = _run(g, fetch, feeds, fuse=True)
+        (line,) = explanation.lines_of("fuse")
+        assert "mul, tanh, exp -> exp/fused" in line, line
+    got, _ = _run(g, [z, y], feeds, fuse=True)
+    np.testing.assert_allclose(got[1], np.exp(np.tanh(np.float32(0.25))), rtol=1e-6)
+    program = compile_program(new_program([y.op], [x], PlanOptions()))
+    (part,) = program.partitions.values()
+    exported = part.to_graph()  # a task's graph names the member it must run
+    assert exported.targets == ("exp",)
+    assert [o.type for o in exported.graph.operations].count("exp") == 1

@@ -260,24 +260,34 @@ def _replace(program: Program, region: Region) -> Operation:
     node.outputs = tuple(Tensor(node, i, t.shape, t.dtype) for i, t in enumerate(outputs))
     program.location[node] = region.location
     program.device[node] = program.device[last]
-    _rewire(program, inside, dict(zip(outputs, node.outputs)))
+    _rewire(program, inside, dict(zip(outputs, node.outputs)), node)
     program.ops = [op for op in program.ops if op not in inside] + [node]
     return node
 
 
 def _read_outside(program: Program, inside: set) -> set:
+    """The members' values the fused node must output: read outside, fetched, or of a member
+    run for itself (a fetched operation, a root) or waited for through a control edge, which
+    the fused node then stands for (a region computing nothing would be no kernel)."""
     read = {t for op in program.ops if op not in inside for t in program.inputs_of(op)}
     read.update(program.value_of(e) for e in program.fetches if isinstance(e, Tensor))
+    wanted = {e for e in (*program.fetches, *program.roots) if isinstance(e, Operation)}
+    wanted.update(c for op in program.ops if op not in inside for c in program.controls_of(op))
+    read.update(op.outputs[0] for op in inside if op in wanted)
     return read
 
 
-def _rewire(program: Program, inside: set, by: dict) -> None:
+def _rewire(program: Program, inside: set, by: dict, node: Operation) -> None:
     for op in program.ops:
         if op in inside:
             continue
         inputs = program.inputs_of(op)
         if any(t in by for t in inputs):
             program.inputs[op] = tuple(by.get(t, t) for t in inputs)
+        controls = program.controls_of(op)
+        if any(c in inside for c in controls):
+            program.controls[op] = tuple(dict.fromkeys(node if c in inside else c
+                                                       for c in controls))
     for e in program.fetches:
         if isinstance(e, Tensor) and program.value_of(e) in by:
             program.fetched[e] = by[program.value_of(e)]
