@@ -65,7 +65,8 @@ def test_the_source_is_one_pointer_per_value_and_the_same_bytes_each_time(dtype)
 
 @needs_nvrtc
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("make", [lambda d: _kernel(GELU, d), _broadcasting], ids=["gelu", "broadcast"])
+@pytest.mark.parametrize("make", [lambda d: _kernel(GELU, d), _broadcasting],
+                         ids=["gelu", "broadcast"])
 def test_nvrtc_compiles_a_region_for_the_gpu(make, dtype):
     kernel = make(dtype)
     compiler = fusion_cuda.COMPILER

@@ -45,7 +45,8 @@ def _gelu(registry, x, dtype):
     def op(name, *args):
         return apply_op(registry, name, list(args), {})
     c = np.dtype(dtype).type
-    inner = op("mul", c(0.7978845608), op("add", x, op("mul", c(0.044715), op("mul", x, op("mul", x, x)))))
+    cube = op("mul", x, op("mul", x, x))
+    inner = op("mul", c(0.7978845608), op("add", x, op("mul", c(0.044715), cube)))
     return op("mul", op("mul", c(0.5), x), op("add", c(1.0), op("tanh", inner)))
 
 

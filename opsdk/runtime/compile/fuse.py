@@ -3,15 +3,15 @@
 An op whose declaration gives its scalar formula (`elementwise:`, registry/elementwise.py) is
 elementwise. The pass walks the program in order and grows regions of such nodes: one location
 (on a device that has a fusion compiler: the host's `cpu`, a GPU's `cuda`), one float dtype, one
-shape (inputs from outside the region are of that shape or
-hold a single value). A node joins the regions of the nodes it reads when nothing else it reads
-depends on them (so the fused node can run where its last member ran, with no cycle). Each region
-of two or more nodes is replaced by one `_fused` node: its inputs are what the members read from
-outside, its outputs what is read outside (or fetched); its kernel is the members' formulas
-composed (`FusedKernel`), compiled by the fusion compiler of the device's target
-(kernels/fused.py: C++ for the CPU; kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the
-background while the node runs the members' own kernels in order. Gradient graphs are fused the same way:
-their elementwise gradient ops declare formulas too.
+shape (inputs from outside the region are of that shape or hold a single value). A node joins
+the regions of the nodes it reads when nothing else it reads depends on them (so the fused node
+can run where its last member ran, with no cycle). Each region of two or more nodes is replaced
+by one `_fused` node: its inputs are what the members read from outside, its outputs what is
+read outside (or fetched); its kernel is the members' formulas composed (`FusedKernel`),
+compiled by the fusion compiler of the device's target (kernels/fused.py: C++ for the CPU;
+kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the background while the node runs the
+members' own kernels in order. Gradient graphs are fused the same way: their elementwise
+gradient ops declare formulas too.
 
 Switched off (`passes_off={"fuse"}`), every node runs unfused; where a device's compiler is
 missing (no g++ for the CPU, no NVRTC for a GPU; said once), that device's nodes do.
@@ -32,7 +32,7 @@ from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import bind_kernel
 from opsdk.runtime.kernels.fused import fused_call, fusion_compiler, fusion_problem, say_once
-from opsdk.runtime.kernels.fused_cuda import cuda_fused_call
+from opsdk.runtime.kernels.fused_cuda import cuda_fused_run
 from opsdk.runtime.kernels.threads import kernel_threads
 
 FUSED = "_fused"
@@ -331,7 +331,7 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
     members: tuple[Operation, ...] = op.attrs["region"]
     unfused = _unfused(op, members)
     if op.attrs["target"] == "cuda":
-        return _cuda_run(kernel, device, unfused, len(op.outputs))
+        return cuda_fused_run(kernel, device, unfused, len(op.outputs))
     call = fused_call(kernel)
     dtype = np.dtype(kernel.dtype)
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
@@ -349,15 +349,6 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
         n = values[arrays[0]].size
         call(values, outs, n, 0 if n < _PARALLEL_ELEMENTS else _threads())
         return tuple(outs)
-    return run
-
-
-def _cuda_run(kernel: FusedKernel, device: Any, unfused: Any, n_out: int):
-    call = cuda_fused_call(kernel, device)
-
-    def run(ctx: Any, node: Operation, inputs: list) -> tuple:
-        outs = call(device, inputs, n_out) if call.ready else None
-        return unfused(inputs) if outs is None else outs  # None: the shapes do not fit one pass
     return run
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Optional, Sequence, cast
+from typing import Any, Callable, Optional, Sequence, cast
 
 import numpy as np
 
@@ -101,3 +101,15 @@ def cuda_fused_call(kernel: FusedKernel, device: Device) -> CudaFusedCall:
     in the background."""
     arch = int(str(device.xp.cuda.Device().compute_capability))
     return cast(CudaFusedCall, fused_call(kernel, CudaFusedCall, arch))
+
+
+def cuda_fused_run(kernel: FusedKernel, device: Device, unfused: Callable[[list], tuple],
+                   n_out: int) -> Callable[[Any, Any, list], tuple]:
+    """The `_fused` node's run on a GPU: the kernel once it is ready and the values fit one
+    pass, else `unfused` (the members' own kernels in order)."""
+    call = cuda_fused_call(kernel, device)
+
+    def run(ctx: Any, node: Any, inputs: list) -> tuple:
+        outs = call(device, inputs, n_out) if call.ready else None
+        return unfused(inputs) if outs is None else outs
+    return run
