@@ -85,7 +85,8 @@ def session_time(graph, fetch, feeds, fuse: bool, repeats: int, sync=lambda: Non
 
 def row(name: str, t: tuple, base: float, per: int = 1) -> None:
     med, lo, hi = (v / per for v in t)
-    print(f"  {name:<44} {med * 1e3:9.3f} ms  (min {lo * 1e3:.3f}, max {hi * 1e3:.3f})"
+    scale, unit = (1e6, "us") if med < 1e-3 else (1e3, "ms")  # a chain's per-add times in us
+    print(f"  {name:<44} {med * scale:9.3f} {unit}  (min {lo * scale:.3f}, max {hi * scale:.3f})"
           f"   x{base / t[0]:.2f} vs opsdk fused")
 
 

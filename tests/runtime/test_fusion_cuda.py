@@ -8,6 +8,7 @@ CPU's fused kernels are tests/runtime/test_fusion.py's."""
 from __future__ import annotations
 
 import logging
+import threading
 
 import numpy as np
 import pytest
@@ -187,6 +188,37 @@ def test_a_fused_gpu_call_reads_views_and_single_values(cupy, offset):
     want = np.maximum(xs, np.float32(0.25)) * ys - 1 / (1 + np.exp(-xs))
     np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-6, atol=1e-6)
     assert call(gpu, [x, y[:-1], np.float32(0.25)], 1) is None  # shapes that do not fit one pass
+
+
+@pytest.mark.gpu
+def test_while_the_gpu_kernel_compiles_the_region_runs_unfused(registry, cupy):
+    release = threading.Event()
+    real = fusion_compiler("cuda")
+
+    class SlowCompiler:
+        def problem(self):
+            return None
+
+        def cached(self, kernel, arch):
+            return None
+
+        def source_path(self, kernel):
+            return real.source_path(kernel)
+
+        def compile(self, kernel, arch):
+            release.wait(60)
+            return real.compile(kernel, arch)
+    set_fusion_compiler(SlowCompiler(), "cuda")
+    g, x, y = _gelu_graph(registry, np.float64)
+    value = np.linspace(-2, 2, N)
+    with Session(g) as sess:
+        before = sess.run(y, {x: value})  # not compiled yet: the members run one by one
+        (call,) = fused._calls.values()
+        assert not call.ready
+        release.set()
+        assert wait_for_fused_kernels(300) and call.ready, call.failed
+        after = sess.run(y, {x: value})
+    np.testing.assert_allclose(before, after, rtol=1e-13)
 
 
 @st.composite
