@@ -1,13 +1,19 @@
 """Fusion benchmarks: elementwise regions run as one generated kernel, side by side in one run
 with the alternatives.
 
-    .venv/bin/python bench/bench_fusion.py [--size 16777216] [--repeats 9]
+    .venv/bin/python bench/bench_fusion.py [--size 16777216] [--repeats 9] [--gpu]
 
 1. GELU (tanh form) built from builtin ops (mul, add, tanh) through Session.run, fused and with
    the fuse pass off; NumPy's expression; `torch.nn.functional.gelu(approximate="tanh")` where
    PyTorch is installed (reported absent otherwise).
 2. A chain of 1000 adds on 256x256 float32 (y = y + x), fused and unfused, per add, beside NumPy
    adding in place.
+3. Where CuPy sees a GPU (`--gpu`: these rows alone): the same GELU graph placed on the GPU, fed
+   a CuPy array, through Session.run fused (one generated CUDA kernel) and with the fuse pass
+   off, against `torch.nn.functional.gelu(approximate="tanh")` on CUDA and CuPy's expression.
+   The GELU node is fetched as an operation, so its result stays on the GPU as the others' do
+   (fetching the tensor copies it to the host: that row is printed too). Each GPU time is wall
+   time around the call and a device-wide synchronisation. Without a GPU it says so (exit 0).
 
 Prints medians (and min/max) of timed runs after a warm-up, the ratios, the load average and the
 CPU's SIMD flags; nothing here asserts a timing.
@@ -25,27 +31,30 @@ import numpy as np
 from opsdk.registry import load_registry
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels.fused import wait_for_fused_kernels
 
 
-def timed(fn, repeats: int) -> tuple[float, float, float]:
-    """(median, min, max) seconds of `repeats` calls after one warm-up call."""
+def timed(fn, repeats: int, sync=lambda: None) -> tuple[float, float, float]:
+    """(median, min, max) seconds of `repeats` calls after one warm-up call, each followed by
+    `sync()` (a GPU's synchronisation) inside the timed span."""
     fn()
+    sync()
     runs = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        sync()
         runs.append(time.perf_counter() - start)
     return statistics.median(runs), min(runs), max(runs)
 
 
-def gelu_graph(registry, n: int):
+def gelu_graph(registry, n: int, where: str = "/cpu:0"):
     def op(name, *args):
         return apply_op(registry, name, list(args), {})
     f = np.float32
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(where):
         x = placeholder("float32", [n], name="x")
         inner = op("mul", f(0.7978845608),
                    op("add", x, op("mul", f(0.044715), op("mul", x, op("mul", x, x)))))
@@ -63,17 +72,21 @@ def add_chain(registry, length: int):
     return g, x, y
 
 
-def session_time(graph, fetch, feeds, fuse: bool, repeats: int):
+def session_time(graph, fetch, feeds, fuse: bool, repeats: int, sync=lambda: None):
     config = SessionConfig(passes_off=frozenset() if fuse else frozenset({"fuse"}))
     with Session(graph, config) as sess:
         sess.run(fetch, feeds)
         wait_for_fused_kernels(300)
-        return timed(lambda: sess.run(fetch, feeds), repeats)
+        if fuse:
+            lines = sess.explain(fetch, {k: None for k in feeds}, show=False).lines_of("fuse")
+            print("  fused:", "; ".join(line.rsplit(" -> ", 1)[-1] for line in lines))
+        return timed(lambda: sess.run(fetch, feeds), repeats, sync)
 
 
 def row(name: str, t: tuple, base: float, per: int = 1) -> None:
     med, lo, hi = (v / per for v in t)
-    print(f"  {name:<44} {med * 1e3:9.3f} ms  (min {lo * 1e3:.3f}, max {hi * 1e3:.3f})"
+    scale, unit = (1e6, "us") if med < 1e-3 else (1e3, "ms")  # a chain's per-add times in us
+    print(f"  {name:<44} {med * scale:9.3f} {unit}  (min {lo * scale:.3f}, max {hi * scale:.3f})"
           f"   x{base / t[0]:.2f} vs opsdk fused")
 
 
@@ -114,19 +127,74 @@ def bench_chain(registry, length: int, repeats: int) -> None:
     row("NumPy in place", timed(numpy_in_place, repeats), fused[0], length)
 
 
+def gpu_or_reason():
+    """CuPy when it imports and sees a device, else (None, why not)."""
+    try:
+        import cupy as cp
+    except ImportError as exc:
+        return None, f"CuPy is not installed ({exc})"
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            return None, "no CUDA device"
+    except cp.cuda.runtime.CUDARuntimeError as exc:
+        return None, f"no usable CUDA device ({exc})"
+    return cp, ""
+
+
+def bench_gelu_gpu(registry, cp, n: int, repeats: int) -> None:
+    g, x, y = gelu_graph(registry, n, "/gpu:0")
+    xs = cp.asarray(np.random.default_rng(0).normal(size=n).astype(np.float32))
+    sync = cp.cuda.Device().synchronize
+    c = np.float32
+
+    def cupy_gelu():
+        return c(0.5) * xs * (c(1) + cp.tanh(c(0.7978845608) * (xs + c(0.044715) * xs * xs * xs)))
+    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+    print(f"GELU (tanh form), {n} float32 on the GPU ({props['name'].decode()}), Session.run "
+          "fed a CuPy array")
+    fused = session_time(g, y.op, {x: xs}, True, repeats, sync)
+    with Session(g) as sess:
+        err = float(np.max(np.abs(sess.run(y, {x: xs}) - cp.asnumpy(cupy_gelu()))))
+    print(f"  largest difference from CuPy's expression: {err:.3g}")
+    row("opsdk Session.run, fused", fused, fused[0])
+    row("opsdk Session.run, fuse pass off", session_time(g, y.op, {x: xs}, False, repeats, sync),
+        fused[0])
+    row("opsdk Session.run, fused, fetching y (to host)",
+        session_time(g, y, {x: xs}, True, repeats, sync), fused[0])
+    row(f"CuPy {cp.__version__} expression", timed(cupy_gelu, repeats, sync), fused[0])
+    try:
+        import torch
+    except ImportError:
+        print("  torch.nn.functional.gelu on CUDA: absent (PyTorch is not installed)")
+        return
+    if not torch.cuda.is_available():
+        print(f"  torch.nn.functional.gelu on CUDA: absent (torch {torch.__version__} has no CUDA)")
+        return
+    t = torch.from_dlpack(xs)
+    row(f"torch {torch.__version__} gelu(approximate='tanh'), CUDA",
+        timed(lambda: torch.nn.functional.gelu(t, approximate="tanh"), repeats, sync), fused[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=1 << 24)
     parser.add_argument("--chain", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--gpu", action="store_true", help="the GPU rows alone")
     args = parser.parse_args()
     flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
                   if line.startswith("flags")), [])
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores, SIMD: "
           f"{' '.join(f for f in ('avx2', 'avx512f') if f in flags)}")
     registry = load_registry()
-    bench_gelu(registry, args.size, args.repeats)
-    bench_chain(registry, args.chain, args.repeats)
+    if not args.gpu:
+        bench_gelu(registry, args.size, args.repeats)
+        bench_chain(registry, args.chain, args.repeats)
+    cp, why = gpu_or_reason()
+    if cp is None:
+        print(f"GPU rows: skipped ({why})")
+        return
+    bench_gelu_gpu(registry, cp, args.size, args.repeats)
 
 
 if __name__ == "__main__":

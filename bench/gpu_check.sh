@@ -6,12 +6,13 @@
 #
 #     bash bench/gpu_check.sh [OUTDIR] [STAGES]
 #
-# STAGES: default "install build tests check bench"; also "tune" (bench/tune_pairwise_manhattan_gpu.sh)
-# and "suite" (the whole test suite but Ray's and the wheel's, in parallel).
+# STAGES: default "install build tests check bench fusebench"; also "tune"
+# (bench/tune_pairwise_manhattan_gpu.sh) and "suite" (the whole test suite but Ray's and the
+# wheel's, in parallel).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(mkdir -p "${1:-gpu-check-out}" && cd "${1:-gpu-check-out}" && pwd)"
-stages="${2:-install build tests check bench}"
+stages="${2:-install build tests check bench fusebench}"
 py="${PYTHON:-python3}"
 cd "$root"
 export PYTHONUNBUFFERED=1
@@ -46,7 +47,8 @@ GPU_TESTS=(tests/runtime/test_cuda_eager.py tests/runtime/test_cuda_jit.py tests
            tests/runtime/test_builtin_gpu.py tests/runtime/test_placement.py
            tests/runtime/test_mnist_on_device.py tests/gradcheck/test_author_ops.py
            tests/codegen/test_build_cuda_dev.py tests/codegen/test_build_cuda_optional.py
-           tests/codegen/test_nvrtc.py tests/codegen/test_build_cuda.py tests/runtime/test_fusion.py)
+           tests/codegen/test_nvrtc.py tests/codegen/test_build_cuda.py tests/runtime/test_fusion.py
+           tests/runtime/test_fusion_cuda.py tests/codegen/test_fused_cuda.py)
 parallel=()
 "$py" -c "import xdist" 2>/dev/null && parallel=(-n "${GPU_CHECK_WORKERS:-8}")
 stage tests 200 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" "${GPU_TESTS[@]}"
@@ -56,6 +58,7 @@ stage tune 120 bash bench/tune_pairwise_manhattan_gpu.sh sm_90
 stage suite 240 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m "not slow" \
     --ignore=tests/dist --ignore=tests/packaging tests
 stage bench 150 "$py" bench/bench_pairwise_manhattan_gpu.py --quick
+stage fusebench 120 "$py" bench/bench_fusion.py --gpu
 
 echo "== $out"
 printf '%s\n' "${summary[@]}"

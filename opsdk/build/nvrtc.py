@@ -88,7 +88,7 @@ def compile_program(spec: OpSpec, types: Mapping[str, str], arch: int,
     source_path = root / kernel.source
     program = _program_text(spec, kernel.launches, types, source_path)
     include_dirs = [source_path.parent, root, INCLUDE_DIR]
-    target, kind = _target(arch, nvrtc.getSupportedArchs())
+    target, kind = nvrtc_target(arch, nvrtc.getSupportedArchs())
     options = [*OPTIONS, f"--gpu-architecture={target}", *(f"-I{d}" for d in include_dirs)]
     names = [f"{op_namespace(spec)}::{bind_kernel_name(spec, launch, types)}"
              for launch in kernel.launches]
@@ -130,7 +130,7 @@ def _program_text(spec: OpSpec, launches: Sequence[LaunchSpec], types: Mapping[s
     return source + "\n" + "\n".join(checks) + "\n"
 
 
-def _target(arch: int, supported: Sequence[int]) -> tuple[str, str]:
+def nvrtc_target(arch: int, supported: Sequence[int]) -> tuple[str, str]:
     """(`sm_90`, "cubin") when NVRTC supports the arch, else (`compute_XX`, "ptx") of the newest
     arch below it, which the driver compiles for the GPU at load time."""
     if arch in supported:

@@ -1,9 +1,13 @@
-"""A fused elementwise kernel (registry.elementwise.FusedKernel) as C++ source.
+"""A fused elementwise kernel (registry.elementwise.FusedKernel) as C++ source for the CPU, or
+CUDA source for the GPU.
 
 Pure: the same description gives the same bytes. Python decides every name and translates every
-expression (`c_expr`); templates/fused/fused_cpu.cc.j2 only substitutes. Arithmetic is done in
-the kernel's type, operation by operation, so a chain of adds or multiplies rounds exactly as the
-unfused ops do; exp, tanh and sigmoid are computed in double and rounded once.
+expression (`c_expr`, one printer for both targets, each target's spelling of the functions in
+its table); templates/fused/fused_cpu.cc.j2 and fused_cuda.cu.j2 only substitute. Arithmetic is
+done in the kernel's type, operation by operation, so a chain of adds or multiplies rounds
+exactly as the unfused ops do. On the CPU exp, tanh and sigmoid are computed in double and
+rounded once; on the GPU they are CUDA's own functions of the kernel's type (expf, tanhf for
+float32), the ones CuPy's kernels call, so the fused kernel computes what the unfused GPU ops do.
 """
 
 from __future__ import annotations
@@ -15,7 +19,20 @@ from opsdk.registry.elementwise import Apply, Expr, FusedKernel, Num, Var, kerne
 from .render import environment
 
 CTYPES = {"float32": "float", "float64": "double"}
-_DOUBLE_FNS = {"exp": "opsdk_exp", "tanh": "opsdk_tanh", "sigmoid": "opsdk_sigmoid"}
+# How each target spells the functions of the language ({0}, {1}: the arguments, of type T).
+CPU_CALLS = {
+    "exp": "static_cast<T>(opsdk_exp(static_cast<double>({0})))",
+    "tanh": "static_cast<T>(opsdk_tanh(static_cast<double>({0})))",
+    "sigmoid": "static_cast<T>(opsdk_sigmoid(static_cast<double>({0})))",
+    "sqrt": "std::sqrt({0})", "abs": "std::fabs({0})",
+    "min": "opsdk_min<T>({0}, {1})", "max": "opsdk_max<T>({0}, {1})",
+}
+# NVRTC compiles without headers (no std::): templates/fused/fused_cuda.cu.j2 defines these for
+# float and double.
+CUDA_CALLS = {name: f"opsdk_{name}({{0}})" for name in ("exp", "tanh", "sigmoid", "sqrt", "abs")}
+CUDA_CALLS.update(min="opsdk_min<T>({0}, {1})", max="opsdk_max<T>({0}, {1})")
+# CUDA's 16-byte vector type of each kernel type, and how many elements it holds.
+CUDA_VECTORS = {"float32": ("float4", 4), "float64": ("double2", 2)}
 _COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 # exp(r) for |r| <= ln2/2 by Horner from the r^12 term down (the template starts at 1/12!).
 EXP_COEFFICIENTS = tuple(repr(1.0 / factorial(k)) for k in range(11, -1, -1))
@@ -30,13 +47,14 @@ def c_name(name: str) -> str:
     return f"v_{name}"
 
 
-def c_expr(expr: Expr, var=c_name) -> str:
-    """One expression in C++, of type `T` (the kernel's type); `var` spells a value's name."""
+def c_expr(expr: Expr, var=c_name, calls=CPU_CALLS) -> str:
+    """One expression in C++ (or CUDA), of type `T` (the kernel's type); `var` spells a value's
+    name, `calls` the functions (CPU_CALLS, CUDA_CALLS)."""
     if isinstance(expr, Var):
         return var(expr.name)
     if isinstance(expr, Num):
         return f"static_cast<T>({float(expr.value)!r})"
-    a = [c_expr(x, var) for x in expr.args]
+    a = [c_expr(x, var, calls) for x in expr.args]
     op = expr.op
     if op in ("+", "-", "*", "/"):
         return f"({a[0]} {op} {a[1]})"
@@ -44,14 +62,8 @@ def c_expr(expr: Expr, var=c_name) -> str:
         return f"(-{a[0]})"
     if op in _COMPARE:
         return f"(({a[0]} {op} {a[1]}) ? static_cast<T>(1) : static_cast<T>(0))"
-    if op in _DOUBLE_FNS:
-        return f"static_cast<T>({_DOUBLE_FNS[op]}(static_cast<double>({a[0]})))"
-    if op == "sqrt":
-        return f"std::sqrt({a[0]})"
-    if op == "abs":
-        return f"std::fabs({a[0]})"
-    if op in ("min", "max"):
-        return f"opsdk_{op}<T>({a[0]}, {a[1]})"
+    if op in calls:
+        return calls[op].format(*a)
     if op == "where":
         return f"(({a[0]}) != static_cast<T>(0) ? {a[1]} : {a[2]})"
     raise ValueError(f"no C translation for '{op}'")
@@ -91,3 +103,33 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
         key=kernel.key(), ctype=CTYPES[kernel.dtype], loads=loads, stores=stores, body=body,
         block=block,
         exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS)
+
+
+def render_fused_cuda(kernel: FusedKernel) -> str:
+    """The CUDA source of `kernel` for NVRTC: `extern "C" __global__ void opsdk_fused(in0, ...,
+    out0, ..., n, vectorised)`, one pointer per input (a scalar input points at its one value)
+    and per output, a grid-stride loop over the n elements; with `vectorised` nonzero (every
+    array 16-byte aligned) it moves 16-byte vectors, the last n % lanes elements one by one."""
+    problem = kernel_problem(kernel)
+    if problem is not None:
+        raise ValueError(f"fused kernel {kernel.key()}: {problem}")
+    arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
+    params = [f"const T* __restrict__ in{i}" for i in range(len(kernel.inputs))]
+    params += [f"T* __restrict__ out{j}" for j in range(len(kernel.outputs))]
+    vector, lanes = CUDA_VECTORS[kernel.dtype]
+    return environment().get_template("fused/fused_cuda.cu.j2").render(
+        key=kernel.key(), ctype=CTYPES[kernel.dtype], vector=vector, lanes=lanes,
+        params=params,
+        scalars=[f"const T {c_name(f'in{i}')} = in{i}[0];"
+                 for i, kind in enumerate(kernel.inputs) if kind == "scalar"],
+        vector_loads=[f"Pack p_in{i}; p_in{i}.v = reinterpret_cast<const Vec*>(in{i})[j];"
+                      for i in arrays],
+        lane_loads=[f"const T {c_name(f'in{i}')} = p_in{i}.s[k];" for i in arrays],
+        loads=[f"const T {c_name(f'in{i}')} = in{i}[i];" for i in arrays],
+        steps=[f"const T {c_name(name)} = {c_expr(expr, calls=CUDA_CALLS)};"
+               for name, expr in kernel.steps],
+        packs=[f"Pack p_out{j};" for j in range(len(kernel.outputs))],
+        lane_stores=[f"p_out{j}.s[k] = {c_name(name)};" for j, name in enumerate(kernel.outputs)],
+        vector_stores=[f"reinterpret_cast<Vec*>(out{j})[j] = p_out{j}.v;"
+                       for j in range(len(kernel.outputs))],
+        stores=[f"out{j}[i] = {c_name(name)};" for j, name in enumerate(kernel.outputs)])

@@ -16,9 +16,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from opsdk.registry.elementwise import FusedKernel, evaluate, parse_expression
 from opsdk.runtime.autodiff.gradients import gradients
+from opsdk.runtime.compile.pipeline import compile_program, new_program
+from opsdk.runtime.compile.program import PlanOptions
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels import fused
 from opsdk.runtime.kernels.fused import fusion_compiler, set_fusion_compiler, \
     wait_for_fused_kernels
@@ -27,6 +29,9 @@ pytestmark = pytest.mark.skipif(fusion_compiler() is None or fusion_compiler().p
                                 reason="no fusion compiler here (needs g++ and pip install -e .)")
 
 N = 5000  # above the size under which regions stay unfused
+# These tests are about the CPU's fused kernels: every graph is built under this scope, since
+# without one the nodes go to the GPU wherever CuPy sees one (the CUDA path has its own tests).
+CPU = "/cpu:0"
 UNARY = ("neg", "exp", "tanh", "sigmoid", "abs", "square", "relu")
 BINARY = ("add", "sub", "mul", "maximum", "minimum")
 
@@ -58,7 +63,7 @@ def _gelu(registry, x, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder(np.dtype(dtype).name, [N], name="x")
         y = _gelu(registry, x, np.dtype(dtype))
     value = np.random.default_rng(0).normal(size=N).astype(dtype) * 4
@@ -74,7 +79,7 @@ def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
 
 def test_the_generated_source_is_where_explain_says(registry):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float32))
     _, explanation = _run(g, y, {x: np.ones(N, np.float32)}, fuse=True)
@@ -110,7 +115,7 @@ def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
     rng = np.random.default_rng(seed)
     g = Graph()
     feeds = {}
-    with g.as_default():
+    with g.as_default(), device(CPU):
         values = []
         for i, scalar in enumerate(scalars):
             shape = [1] if scalar else [N]
@@ -135,7 +140,7 @@ def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
 
 def test_gradients_of_a_fused_region_are_fused_and_equal(registry):
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float64", [N], name="x")
         y = apply_op(registry, "tanh", [apply_op(registry, "sigmoid", [
             apply_op(registry, "mul", [x, x], {})], {})], {})
@@ -153,7 +158,7 @@ def test_without_a_compiler_the_graph_runs_unfused_and_says_why_once(registry, c
             return "no C++ compiler (g++ not found on PATH)"
     set_fusion_compiler(NoCompiler())
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float32))
     fused._said.clear()
@@ -187,7 +192,7 @@ def test_while_the_kernel_compiles_the_region_runs_unfused(registry):
             return real.compile(kernel)
     set_fusion_compiler(SlowCompiler())
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float64", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float64))
     value = np.linspace(-2, 2, N)
@@ -252,7 +257,7 @@ def test_two_regions_that_would_feed_each_other_are_not_both_fused(registry):
     def op(name, *args):
         return apply_op(registry, name, list(args), {})
     g = Graph()
-    with g.as_default():
+    with g.as_default(), device(CPU):
         x = placeholder("float32", [64, 64], name="x")
         w = placeholder("float32", [64, 64], name="w")
         a1 = op("exp", x)
@@ -270,3 +275,31 @@ def test_two_regions_that_would_feed_each_other_are_not_both_fused(registry):
     for g_, w_ in zip(got, want):
         np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)
     assert any("/fused" in line for line in explanation.lines_of("fuse")), explanation.lines_of("fuse")
+
+
+def test_a_region_member_fetched_as_an_operation_or_waited_for_runs_fused(registry):
+    """A member run for itself (fetched as an operation) or read through a control edge is an
+    output of the fused node, which stands for it: the region once had no output at all, and
+    its kernel failed to render ("an output that no step computes")."""
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [N], name="x")
+        w = placeholder("float32", [N], name="w")
+        inner = op("tanh", op("mul", x, x))
+        y = op("exp", inner)
+        with g.control_dependencies([inner]):
+            z = op("add", w, w)
+    feeds = {x: np.full(N, 0.5, np.float32), w: np.ones(N, np.float32)}
+    for fetch in (y.op, [y.op, z]):
+        _, explanation = _run(g, fetch, feeds, fuse=True)
+        (line,) = explanation.lines_of("fuse")
+        assert "mul, tanh, exp -> exp/fused" in line, line
+    got, _ = _run(g, [z, y], feeds, fuse=True)
+    np.testing.assert_allclose(got[1], np.exp(np.tanh(np.float32(0.25))), rtol=1e-6)
+    program = compile_program(new_program([y.op], [x], PlanOptions()))
+    (part,) = program.partitions.values()
+    exported = part.to_graph()  # a task's graph names the member it must run
+    assert exported.targets == ("exp",)
+    assert [o.type for o in exported.graph.operations].count("exp") == 1

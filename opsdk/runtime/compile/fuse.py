@@ -2,17 +2,19 @@
 
 An op whose declaration gives its scalar formula (`elementwise:`, registry/elementwise.py) is
 elementwise. The pass walks the program in order and grows regions of such nodes: one location
-(on the host), one float dtype, one shape (inputs from outside the region are of that shape or
-hold a single value). A node joins the regions of the nodes it reads when nothing else it reads
-depends on them (so the fused node can run where its last member ran, with no cycle). Each region
-of two or more nodes is replaced by one `_fused` node: its inputs are what the members read from
-outside, its outputs what is read outside (or fetched); its kernel is the members' formulas
-composed (`FusedKernel`), compiled by the fusion compiler (kernels/fused.py) in the background
-while the node runs the members' own kernels in order. Gradient graphs are fused the same way:
-their elementwise gradient ops declare formulas too.
+(on a device that has a fusion compiler: the host's `cpu`, a GPU's `cuda`), one float dtype, one
+shape (inputs from outside the region are of that shape or hold a single value). A node joins
+the regions of the nodes it reads when nothing else it reads depends on them (so the fused node
+can run where its last member ran, with no cycle). Each region of two or more nodes is replaced
+by one `_fused` node: its inputs are what the members read from outside, its outputs what is
+read outside (or fetched); its kernel is the members' formulas composed (`FusedKernel`),
+compiled by the fusion compiler of the device's target (kernels/fused.py: C++ for the CPU;
+kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the background while the node runs the
+members' own kernels in order. Gradient graphs are fused the same way: their elementwise
+gradient ops declare formulas too.
 
-Switched off (`passes_off={"fuse"}`), or where no compiler is present (said once), every node
-runs unfused.
+Switched off (`passes_off={"fuse"}`), every node runs unfused; where a device's compiler is
+missing (no g++ for the CPU, no NVRTC for a GPU; said once), that device's nodes do.
 """
 
 from __future__ import annotations
@@ -30,10 +32,13 @@ from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import bind_kernel
 from opsdk.runtime.kernels.fused import fused_call, fusion_compiler, fusion_problem, say_once
+from opsdk.runtime.kernels.fused_cuda import cuda_fused_run
 from opsdk.runtime.kernels.threads import kernel_threads
 
 FUSED = "_fused"
-MIN_ELEMENTS = 1 << 12  # a region known to be smaller runs faster as separate NumPy calls
+# On the host a region known to be smaller runs faster as separate NumPy calls; on a GPU each
+# unfused op is a kernel launch of its own, so regions of any size are fused there.
+MIN_ELEMENTS = 1 << 12
 _PARALLEL_ELEMENTS = 1 << 16  # from here a fused kernel uses the cores
 
 
@@ -45,17 +50,16 @@ class Region:
     dtype: str = ""
     shape: Any = None
     location: str = ""
+    target: str = ""  # the fusion compiler of its device (`cpu`, `cuda`)
     after: set[int] = field(default_factory=set)  # ids of regions it reads through other nodes
 
 
 def fuse_pass(program: Program) -> Program:
     """Replace each region of two or more elementwise nodes by one `_fused` node."""
-    why = fusion_problem()
-    if why is not None:
-        say_once(f"elementwise regions run unfused: {why}")
-        program.note("fuse", f"nothing fused: {why}")
+    targets, blocked = _targets(program)
+    if targets and targets <= blocked:
         return program
-    regions = [r for r in _regions(program) if len(r.ops) >= 2]
+    regions = [r for r in _regions(program, blocked) if len(r.ops) >= 2]
     for region in regions:
         if _leaves_and_returns(program, region):  # checked on the program as fused so far
             program.note("fuse", f"{', '.join(op.name for op in region.ops)}: not fused (a path "
@@ -64,7 +68,7 @@ def fuse_pass(program: Program) -> Program:
         node = _replace(program, region)
         program.note("fuse", f"{', '.join(op.name for op in region.ops)} -> {node.name} "
                              f"(kernel {node.attrs['kernel'].key()}, source "
-                             f"{fusion_compiler().source_path(node.attrs['kernel'])})")
+                             f"{fusion_compiler(region.target).source_path(node.attrs['kernel'])})")
     if regions:
         program.ops = _reorder(program)
     else:
@@ -77,25 +81,44 @@ def fuse_off(program: Program) -> Program:
     return program
 
 
+def _targets(program: Program) -> tuple[set[str], set[str]]:
+    """The fusion targets of the program's devices, and those whose compiler is missing here
+    (noted, and said once: their nodes run unfused)."""
+    targets, blocked = set(), set()
+    for device in sorted(set(program.device.values()), key=lambda d: (not d.is_host, d.name)):
+        target = device.fusion_target
+        if target is None or target in targets:
+            continue
+        targets.add(target)
+        why = fusion_problem(target)
+        if why is not None:
+            blocked.add(target)
+            where = "" if device.is_host else f" on {device.name}"
+            say_once(f"elementwise regions{where} run unfused: {why}")
+            program.note("fuse", f"nothing fused{where}: {why}")
+    return targets, blocked
+
+
 # ------------------------------------------------------------------------------- grouping
-def _candidate(program: Program, op: Operation) -> Optional[tuple]:
+def _candidate(program: Program, op: Operation, blocked: set[str]) -> Optional[tuple]:
     """(dtype, shape, location) of a node that may join a region, else None."""
     spec = op.spec
     if spec is None or spec.elementwise is None or op.stateful or program.controls_of(op):
         return None
-    if not program.device[op].is_host or len(op.outputs) != 1:
+    target = program.device[op].fusion_target
+    if target is None or target in blocked or len(op.outputs) != 1:
         return None
     out = op.outputs[0]
     if out.dtype not in FLOAT_TYPES or out.shape is None or out in program.feed_set:
         return None
     if any(t.dtype != out.dtype for t in program.inputs_of(op)):
         return None
-    if None not in out.shape and _size(out.shape) < MIN_ELEMENTS:
+    if program.device[op].is_host and None not in out.shape and _size(out.shape) < MIN_ELEMENTS:
         return None
     return (out.dtype, out.shape, program.location[op])
 
 
-def _regions(program: Program) -> list[Region]:
+def _regions(program: Program, blocked: set[str]) -> list[Region]:
     regions: list[Region] = []
     region_of: dict[Operation, int] = {}
     depends: dict[Operation, set[int]] = {}  # node -> regions it reads, directly or not
@@ -103,12 +126,12 @@ def _regions(program: Program) -> list[Region]:
         reads = [t.op for t in program.inputs_of(op) if t not in program.feed_set]
         reads += list(program.controls_of(op))
         through = set().union(*(depends.get(p, set()) for p in reads)) if reads else set()
-        key = _candidate(program, op)
+        key = _candidate(program, op, blocked)
         joined = None if key is None else _join(program, op, key, regions, region_of, depends)
         if joined is None and key is not None:
             joined = len(regions)
             regions.append(Region(dtype=key[0], shape=key[1], location=key[2],
-                                  after=set(through)))
+                                  target=program.device[op].fusion_target, after=set(through)))
         if joined is not None:
             regions[joined].ops.append(op)
             region_of[op] = joined
@@ -229,31 +252,42 @@ def _replace(program: Program, region: Region) -> Operation:
                          tuple(steps), tuple(names[t].name for t in outputs))
     last = members[-1]
     node = Operation(last.graph, FUSED, f"{last.name}/fused", tuple(inputs),
-                     {"kernel": kernel, "region": tuple(members), "reads": tuple(reads),
+                     {"kernel": kernel, "target": region.target, "region": tuple(members),
+                      "reads": tuple(reads),
                       "kernels": tuple(program.kernel.get(op) for op in members)},
                      {}, (), last.device, None,
                      last._id)
     node.outputs = tuple(Tensor(node, i, t.shape, t.dtype) for i, t in enumerate(outputs))
     program.location[node] = region.location
     program.device[node] = program.device[last]
-    _rewire(program, inside, dict(zip(outputs, node.outputs)))
+    _rewire(program, inside, dict(zip(outputs, node.outputs)), node)
     program.ops = [op for op in program.ops if op not in inside] + [node]
     return node
 
 
 def _read_outside(program: Program, inside: set) -> set:
+    """The members' values the fused node must output: read outside, fetched, or of a member
+    run for itself (a fetched operation, a root) or waited for through a control edge, which
+    the fused node then stands for (a region computing nothing would be no kernel)."""
     read = {t for op in program.ops if op not in inside for t in program.inputs_of(op)}
     read.update(program.value_of(e) for e in program.fetches if isinstance(e, Tensor))
+    wanted = {e for e in (*program.fetches, *program.roots) if isinstance(e, Operation)}
+    wanted.update(c for op in program.ops if op not in inside for c in program.controls_of(op))
+    read.update(op.outputs[0] for op in inside if op in wanted)
     return read
 
 
-def _rewire(program: Program, inside: set, by: dict) -> None:
+def _rewire(program: Program, inside: set, by: dict, node: Operation) -> None:
     for op in program.ops:
         if op in inside:
             continue
         inputs = program.inputs_of(op)
         if any(t in by for t in inputs):
             program.inputs[op] = tuple(by.get(t, t) for t in inputs)
+        controls = program.controls_of(op)
+        if any(c in inside for c in controls):
+            program.controls[op] = tuple(dict.fromkeys(node if c in inside else c
+                                                       for c in controls))
     for e in program.fetches:
         if isinstance(e, Tensor) and program.value_of(e) in by:
             program.fetched[e] = by[program.value_of(e)]
@@ -295,8 +329,10 @@ def _reorder(program: Program) -> list[Operation]:
 def _prepare_fused(op: Operation, device: Any, options: Any):
     kernel: FusedKernel = op.attrs["kernel"]
     members: tuple[Operation, ...] = op.attrs["region"]
-    call = fused_call(kernel)
     unfused = _unfused(op, members)
+    if op.attrs["target"] == "cuda":
+        return cuda_fused_run(kernel, device, unfused, len(op.outputs))
+    call = fused_call(kernel)
     dtype = np.dtype(kernel.dtype)
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
     n_out = len(op.outputs)

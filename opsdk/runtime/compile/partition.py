@@ -221,7 +221,7 @@ def _standalone(part: Partition) -> PartitionGraph:
             feeds.append(node.outputs[0].name)
         for op in part.ops:
             if op.type == "_fused":  # a graph file holds the members; the task fuses again
-                _expand_fused(g, op, [mapped[t] for t in part.inputs_of(op)], mapped)
+                _expand_fused(g, op, [mapped[t] for t in part.inputs_of(op)], mapped, nodes)
                 continue
             _variable_first(g, op, part, nodes)
             clone = g.create_op(op.type, [mapped[t] for t in part.inputs_of(op)], op.attrs,
@@ -248,14 +248,17 @@ def _variable_first(g: Graph, op: Operation, part: Partition, nodes: dict) -> No
                              [(t.shape, t.dtype) for t in var.outputs], name=var.name)
 
 
-def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict) -> None:
+def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict, nodes: dict) -> None:
     """Clone the members of a `_fused` node into `g` (compile/fuse.py records, per member, the
-    value each input reads: `inK` for the node's K-th input, `tM` for member M's output)."""
+    value each input reads: `inK` for the node's K-th input, `tM` for member M's output). A
+    member fetched as an operation finds its clone in `nodes`; a control edge on the fused node
+    waits for its last member (members have no effects, so that only orders the nodes)."""
     values = {f"in{i}": t for i, t in enumerate(inputs)}
     for k, (op, reads) in enumerate(zip(node.attrs["region"], node.attrs["reads"])):
         clone = g.create_op(op.type, [values[name] for name in reads], op.attrs,
                             [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
                             name=op.name, type_attrs=op.type_attrs)
         values[f"t{k}"] = clone.outputs[0]
+        nodes[op] = nodes[node] = clone
     for out, name in zip(node.outputs, node.attrs["kernel"].outputs):
         mapped.setdefault(out, values[name])

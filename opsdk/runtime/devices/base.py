@@ -33,6 +33,9 @@ class Device:
     kernel_kinds: ClassVar[tuple[str, ...]] = ()  # kernel sources it runs, preferred first
     auto: ClassVar[bool] = False  # placement may choose it for nodes with no device scope
     is_host: ClassVar[bool] = False  # its arrays are NumPy arrays in this process
+    # The compiler of its fused elementwise kernels: a name of entry point group
+    # `opsdk.fusion_compilers` (kernels/fused.py). None: its elementwise nodes run unfused.
+    fusion_target: ClassVar[Optional[str]] = None
 
     def __init__(self, index: int = 0):
         self.index = index

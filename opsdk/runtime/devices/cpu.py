@@ -26,6 +26,7 @@ class CpuDevice(Device):
     kernel_kinds = ("cpu", "python")
     auto = True
     is_host = True
+    fusion_target = "cpu"
 
     @property
     def xp(self) -> Any:

@@ -71,6 +71,7 @@ class CudaDevice(Device):
     type_name = "GPU"
     kernel_kinds = ("cuda", "python")
     auto = True
+    fusion_target = "cuda"
 
     def unavailable(self) -> Optional[str]:
         cupy, why = probe_cupy()
@@ -155,11 +156,17 @@ def _allocate(spec: OpSpec, outputs: Sequence[tuple[Any, str]], cp: Any) -> list
 
 def _allocate_one(spec: OpSpec, tspec: Any, shape: Any, dtype: str, cp: Any) -> Any:
     if not tspec.is_list:
-        return cp.empty(_known(spec, tspec, shape), dtype=dtype)
+        return empty(cp, _known(spec, tspec, shape), dtype)
     if not isinstance(shape, list):
         raise OpError(f"{spec.name}: the shapes of list output '{tspec.name}' are unknown for "
                       "these inputs; a cuda kernel's outputs are allocated from them")
-    return [cp.empty(_known(spec, tspec, s), dtype=dtype) for s in shape]
+    return [empty(cp, _known(spec, tspec, s), dtype) for s in shape]
+
+
+def empty(cp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """An uninitialised GPU array: how every output of a cuda kernel (built, NVRTC or fused) is
+    allocated (CuPy's memory pool on its current device)."""
+    return cp.empty(shape, dtype=dtype)
 
 
 def _known(spec: OpSpec, tspec: Any, shape: Any) -> tuple[int, ...]:

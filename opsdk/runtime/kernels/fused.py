@@ -1,11 +1,13 @@
 """Fused elementwise kernels at run time: asking for their compile, loading them, calling them.
 
 The runtime does not generate or compile code: it describes a kernel (registry.elementwise.
-FusedKernel) and hands it to a compiler found as the `cpu` entry point of group
-`opsdk.fusion_compilers` (the package names opsdk.build.fusion:COMPILER), looked up at first need.
-A kernel the compiler's cache already holds is loaded at once; otherwise it is compiled on a
-background thread, and until it is ready callers run the region unfused (`FusedCall.ready` is
-False). A compile that fails is logged once and the region stays unfused.
+FusedKernel) and hands it to the compiler of its target, found as that entry point of group
+`opsdk.fusion_compilers` (the package names `cpu` = opsdk.build.fusion:COMPILER and `cuda` =
+opsdk.build.fusion_cuda:COMPILER), looked up at first need. A kernel the compiler's cache already
+holds is loaded at once; otherwise it is compiled on a background thread, and until it is ready
+callers run the region unfused (`FusedCall.ready` is False). A compile that fails is logged once
+and the region stays unfused. This module calls CPU kernels (a C function through ctypes);
+kernels/fused_cuda.py launches GPU ones.
 """
 
 from __future__ import annotations
@@ -24,47 +26,50 @@ GROUP = "opsdk.fusion_compilers"
 
 
 class FusionCompiler(Protocol):
-    """What the runtime needs of the compiler of fused kernels."""
+    """What the runtime needs of the compiler of fused kernels. `args` are the target's: none
+    for `cpu`, the GPU's compute capability (an int, 90 for sm_90) for `cuda`."""
 
     def problem(self) -> Optional[str]: ...
 
-    def cached(self, kernel: FusedKernel) -> Any: ...  # a library path, or None
+    def cached(self, kernel: FusedKernel, *args: Any) -> Any: ...  # a binary's path, or None
 
-    def compile(self, kernel: FusedKernel) -> Any: ...  # a library path
+    def compile(self, kernel: FusedKernel, *args: Any) -> Any: ...  # a binary's path
 
     def source_path(self, kernel: FusedKernel) -> Any: ...
 
 
-_compiler: Optional[FusionCompiler] = None
-_looked_up = False
+_compilers: dict[str, Optional[FusionCompiler]] = {}  # target -> given or looked up
 _lock = threading.Lock()
-_calls: dict[FusedKernel, "FusedCall"] = {}
+_calls: dict[tuple, "FusedCall"] = {}  # (target, compile args, kernel) -> its one call
 _pool: Optional[ThreadPoolExecutor] = None
 _said: set[str] = set()
 
 
-def fusion_compiler() -> Optional[FusionCompiler]:
-    """The compiler `set_fusion_compiler` gave, else the `cpu` entry point of GROUP (or None)."""
-    global _compiler, _looked_up
-    if _compiler is None and not _looked_up:
-        _compiler = entry_point(GROUP, "cpu")
-        _looked_up = True
-    return _compiler
+def fusion_compiler(target: str = "cpu") -> Optional[FusionCompiler]:
+    """The compiler `set_fusion_compiler` gave for `target` (`cpu`, `cuda`), else that entry
+    point of GROUP (or None)."""
+    if target not in _compilers:
+        _compilers[target] = entry_point(GROUP, target)
+    return _compilers[target]
 
 
-def set_fusion_compiler(given: Optional[FusionCompiler]) -> None:
-    """Hand the runtime a compiler of fused kernels (None: look the entry point up again)."""
-    global _compiler, _looked_up
-    _compiler, _looked_up = given, False
+def set_fusion_compiler(given: Optional[FusionCompiler], target: str = "cpu") -> None:
+    """Hand the runtime the compiler of `target`'s fused kernels (None: look the entry point up
+    again)."""
+    if given is None:
+        _compilers.pop(target, None)
+    else:
+        _compilers[target] = given
     with _lock:
         _calls.clear()
 
 
-def fusion_problem() -> Optional[str]:
-    """Why fused kernels cannot be made here (None when they can)."""
-    found = fusion_compiler()
+def fusion_problem(target: str = "cpu") -> Optional[str]:
+    """Why fused kernels for `target` cannot be made here (None when they can)."""
+    found = fusion_compiler(target)
     if found is None:
-        return f"no fusion compiler is installed (entry point group {GROUP}; pip install -e .)"
+        return (f"no {target} fusion compiler is installed (entry point group {GROUP}; "
+                f"pip install -e .)")
     return found.problem()
 
 
@@ -78,10 +83,15 @@ def say_once(message: str) -> None:
 
 
 class FusedCall:
-    """One fused kernel: not ready while it compiles, then a C function of arrays."""
+    """One fused kernel: not ready while it compiles, then a C function of arrays. A subclass
+    for another target (kernels/fused_cuda.py) sets `target`, takes its compile args and loads
+    the binary its own way."""
 
-    def __init__(self, kernel: FusedKernel):
+    target = "cpu"
+
+    def __init__(self, kernel: FusedKernel, *args: Any):
         self.kernel = kernel
+        self.args = args  # what the target's compiler takes besides the kernel
         self.fn: Any = None
         self.failed: Optional[str] = None
         self.future: Optional[Future] = None
@@ -99,11 +109,15 @@ class FusedCall:
 
     def compile_now(self, compiler: FusionCompiler) -> None:
         try:
-            self.load(compiler.compile(self.kernel))
+            self.load(compiler.compile(self.kernel, *self.args))
         except Exception as exc:  # noqa: BLE001 - a failed compile leaves the region unfused
-            self.failed = str(exc)
-            say_once(f"fused kernel {self.kernel.key()} failed to compile; its region runs "
-                     f"unfused: {exc}")
+            self.fail(exc)
+
+    def fail(self, exc: Exception) -> None:
+        """The kernel cannot be had: its region runs unfused, said once."""
+        self.failed = str(exc)
+        say_once(f"fused {self.target} kernel {self.kernel.key()} failed to compile or load; its "
+                 f"region runs unfused: {exc}")
 
     def __call__(self, inputs: list, outputs: list, n: int, threads: int) -> None:
         ins = (ctypes.c_void_p * len(inputs))(*[a.__array_interface__["data"][0] for a in inputs])
@@ -112,22 +126,27 @@ class FusedCall:
         self.fn(ins, outs, n, threads)
 
 
-def fused_call(kernel: FusedKernel) -> FusedCall:
-    """The process's one FusedCall of `kernel`: loaded now if cached, else compiling in the
-    background (see the module docstring)."""
+def fused_call(kernel: FusedKernel, kind: type[FusedCall] = FusedCall, *args: Any) -> FusedCall:
+    """The process's one call of `kernel` for `kind`'s target and these compile args: loaded now
+    if cached, else compiling in the background (see the module docstring)."""
     global _pool
+    key = (kind.target, args, kernel)
     with _lock:
-        call = _calls.get(kernel)
+        call = _calls.get(key)
         if call is not None:
             return call
-        call = _calls[kernel] = FusedCall(kernel)
-    compiler = fusion_compiler()
+        call = _calls[key] = kind(kernel, *args)
+    compiler = fusion_compiler(kind.target)
     if compiler is None:
-        call.failed = fusion_problem()
+        call.failed = fusion_problem(kind.target)
         return call
-    path = compiler.cached(kernel)
-    if path is not None:
-        call.load(path)
+    try:
+        path = compiler.cached(kernel, *args)
+        if path is not None:
+            call.load(path)
+            return call
+    except Exception as exc:  # noqa: BLE001 - e.g. a GPU older than any arch NVRTC compiles
+        call.fail(exc)
         return call
     with _lock:
         if _pool is None:
