@@ -51,11 +51,11 @@ GPU_TESTS=(tests/runtime/test_cuda_eager.py tests/runtime/test_cuda_jit.py tests
            tests/runtime/test_fusion_cuda.py tests/codegen/test_fused_cuda.py)
 parallel=()
 "$py" -c "import xdist" 2>/dev/null && parallel=(-n "${GPU_CHECK_WORKERS:-8}")
-stage tests 200 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" "${GPU_TESTS[@]}"
+stage tests 200 "$py" -m pytest -q -rfEs -p no:cacheprovider "${parallel[@]}" "${GPU_TESTS[@]}"
 stage check 60 bash bench/check_pairwise_manhattan_gpu.sh sm_90
 stage tune 120 bash bench/tune_pairwise_manhattan_gpu.sh sm_90
 # The whole suite but Ray's and the wheel's tests, on this GPU machine (not the default: minutes).
-stage suite 240 "$py" -m pytest -q -rs -p no:cacheprovider "${parallel[@]}" -m "not slow" \
+stage suite 240 "$py" -m pytest -q -rfEs -p no:cacheprovider "${parallel[@]}" -m "not slow" \
     --ignore=tests/dist --ignore=tests/packaging tests
 stage bench 150 "$py" bench/bench_pairwise_manhattan_gpu.py --quick
 stage fusebench 120 "$py" bench/bench_fusion.py --gpu
