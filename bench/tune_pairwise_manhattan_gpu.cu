@@ -135,7 +135,7 @@ struct Reference {
 template <typename T>
 void op_forward(const T* x, const T* y, T* z, int64_t n, int64_t m, int64_t p) {
     namespace f = opsdk_op_pairwise_manhattan::detail;
-    const dim3 grid((m + f::kTile - 1) / f::kTile, (n + f::kTile - 1) / f::kTile), block(f::kThreadsSide, f::kThreadsSide);
+    const dim3 grid((m + f::kCols - 1) / f::kCols, (n + f::kRows - 1) / f::kRows, 2), block(f::kSide, f::kSide);
     f::forward_kernel<T><<<grid, block>>>(x, y, z, n, m, p);
 }
 
