@@ -1,10 +1,11 @@
 // Tuning harness for the pairwise_manhattan CUDA kernels: the op's own forward and gradient
-// kernels (opdefs/*_cuda.cu, included as they are) beside candidate variants
-// (bench/tune_pairwise_manhattan_gpu_kernels.cuh). Every variant is checked before it is timed:
-// its output is poisoned (NaN) first, then compared element by element with a float64 reference
-// (a CPU loop on the small shapes; the op's kernel run in float64 on the large ones, itself spot-
-// checked against a CPU loop); a failed check prints WRONG. Only the timed rows and the failures
-// are listed. Times are medians of 20 launches after 3 warm-ups, by CUDA events.
+// kernels (opdefs/*_cuda.cu, included as they are) beside candidate variants and the op's kernels
+// from before their port ("old"; both in bench/tune_pairwise_manhattan_gpu_kernels.cuh). Every
+// variant is checked before it is timed: its output is poisoned (NaN) first, then compared element
+// by element with a float64 reference (a CPU loop on the small shapes; the op's kernel run in
+// float64 on the large ones, itself spot-checked against a CPU loop); a failed check prints WRONG.
+// Only the timed rows and the failures are listed. Times are medians of 20 launches after 3
+// warm-ups, by CUDA events.
 // bench/tune_pairwise_manhattan_gpu.sh builds and runs it:
 //
 //   bash bench/tune_pairwise_manhattan_gpu.sh [ARCH] [FILTER...]
@@ -130,16 +131,32 @@ struct Reference {
     std::vector<double> z, grad, z_scale, grad_scale;
 };
 
+// The op's launches, as opdefs/pairwise_manhattan*.yaml declare them.
 template <typename T>
 void op_forward(const T* x, const T* y, T* z, int64_t n, int64_t m, int64_t p) {
     namespace f = opsdk_op_pairwise_manhattan::detail;
-    const dim3 grid((m + f::kTile - 1) / f::kTile, (n + f::kTile - 1) / f::kTile), block(f::kThreadsSide, f::kThreadsSide);
+    const dim3 grid((m + f::kCols - 1) / f::kCols, (n + f::kRows - 1) / f::kRows, 2), block(f::kSide, f::kSide);
     f::forward_kernel<T><<<grid, block>>>(x, y, z, n, m, p);
 }
 
 template <typename T>
 void op_grad(const T* x, const T* y, const T* g, T* gx, T* gy, int64_t n, int64_t m, int64_t p) {
     namespace b = opsdk_op_pairwise_manhattan_grad::detail;
+    const dim3 grid((p + b::kTile - 1) / b::kTile, (std::max(n, m) + b::kTile - 1) / b::kTile, 2);
+    b::grad_kernel<T><<<grid, dim3(b::kThreadsSide, b::kThreadsSide)>>>(x, y, g, gx, gy, n, m, p);
+}
+
+// The op's launches before the port (tune::old_fwd, tune::old_grad).
+template <typename T>
+void old_forward(const T* x, const T* y, T* z, int64_t n, int64_t m, int64_t p) {
+    namespace f = tune::old_fwd;
+    const dim3 grid((m + f::kTile - 1) / f::kTile, (n + f::kTile - 1) / f::kTile), block(f::kThreadsSide, f::kThreadsSide);
+    f::forward_kernel<T><<<grid, block>>>(x, y, z, n, m, p);
+}
+
+template <typename T>
+void old_grad(const T* x, const T* y, const T* g, T* gx, T* gy, int64_t n, int64_t m, int64_t p) {
+    namespace b = tune::old_grad;
     const dim3 block(b::kThreadsSide, b::kThreadsSide);
     b::grad_kernel<T, false><<<dim3((p + b::kTile - 1) / b::kTile, (n + b::kTile - 1) / b::kTile), block>>>(x, y, g, gx, n, m, p);
     b::grad_kernel<T, true><<<dim3((p + b::kTile - 1) / b::kTile, (m + b::kTile - 1) / b::kTile), block>>>(y, x, g, gy, m, n, p);
@@ -244,6 +261,7 @@ struct FwdVariant {
 template <typename T>
 std::vector<FwdVariant<T>> forward_variants() {
     std::vector<FwdVariant<T>> v = {{"fwd.op", op_forward<T>},
+                                    {"fwd.old", old_forward<T>},
                                     {"fwd.4x4v.k16", tuned_forward<T, 4, 4, 16, true>},
                                     {"fwd.8x8v.k8", tuned_forward<T, 8, 8, 8, true>},
                                     {"fwd.8x8v.k16", tuned_forward<T, 8, 8, 16, true>},
@@ -255,11 +273,13 @@ std::vector<FwdVariant<T>> forward_variants() {
 
 struct GradVariant {
     const char* name;
-    int mode;        // 0: the op's two launches; 1: one launch, full definition; 2: cheap sign weight
+    int mode;        // 0: the op's launches; 1: one launch, full definition; 2: cheap sign weight;
+                     // 3: the op's launches from before the port
     int waves;       // 0: no split; else split b until the grid holds `waves` x SMs blocks
 };
 
 const GradVariant kGradVariants[] = {{"grad.op", 0, 0},
+                                     {"grad.old", 3, 0},
                                      {"grad.onelaunch", 1, 0},
                                      {"grad.split8", 1, 8},
                                      {"grad.split8.cheap", 2, 8},
@@ -283,6 +303,7 @@ tune::GradArgs<T> grad_args(const GradVariant& v, const Problem<T>& pr, T* gx, T
 template <typename T>
 void run_grad(const GradVariant& v, const tune::GradArgs<T>& q, T* gx, T* gy) {
     if (v.mode == 0) return op_grad<T>(q.x, q.y, q.g, gx, gy, q.n, q.m, q.p);
+    if (v.mode == 3) return old_grad<T>(q.x, q.y, q.g, gx, gy, q.n, q.m, q.p);
     const dim3 grid((q.p + tune::kGTile - 1) / tune::kGTile, (std::max(q.n, q.m) + tune::kGTile - 1) / tune::kGTile, 2 * q.slices);
     const dim3 block(tune::kSide, tune::kSide);
     if (v.mode == 1) tune::grad_both<T, false><<<grid, block>>>(q);

@@ -1,6 +1,7 @@
 // Candidate CUDA kernels for pairwise_manhattan and pairwise_manhattan_grad, measured by
 // bench/tune_pairwise_manhattan_gpu.cu against the op's own kernels (opdefs/*_cuda.cu). Nothing
-// here is used by the op: the winner is ported into opdefs/ once measured.
+// here is used by the op: the winners are ported into opdefs/ once measured, and the op's kernels
+// from before the port are kept at the end, to compare.
 #pragma once
 
 #include <cstdint>
@@ -264,5 +265,145 @@ __global__ void reduce_slices(const T* __restrict__ part, T* __restrict__ gx, T*
         (second ? gy[e - nx] : gx[e]) = s;
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The op's kernels before the port of the winners above (commit 8587e73's opdefs/*_cuda.cu,
+// verbatim): the forward's 64 x 64 tile with a 4 x 4 register tile for both dtypes, and the
+// gradient as two launches, one per output. Kept so that a run compares the op with them.
+// ---------------------------------------------------------------------------------------------
+namespace old_fwd {
+
+constexpr int kTile = 64;            // rows of x and of y per block
+constexpr int kChunk = 16;           // k per shared-memory stage
+constexpr int kThreadsSide = 16;     // 16 x 16 threads per block
+constexpr int kPer = kTile / kThreadsSide;  // 4 x 4 outputs per thread
+
+template <typename T>
+__device__ inline void stage(T (*dst)[kTile + 1], const T* src, int64_t rows, int64_t p, int64_t row0,
+                             int64_t k0) {
+    const int t = threadIdx.y * kThreadsSide + threadIdx.x;
+    for (int e = t; e < kTile * kChunk; e += kThreadsSide * kThreadsSide) {
+        const int row = e / kChunk, kk = e % kChunk;
+        const int64_t gr = row0 + row, gk = k0 + kk;
+        dst[kk][row] = (gr < rows && gk < p) ? src[gr * p + gk] : T(0);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreadsSide * kThreadsSide)
+forward_kernel(const T* __restrict__ x, const T* __restrict__ y, T* __restrict__ z, int64_t n,
+               int64_t m, int64_t p) {
+    __shared__ T xs[kChunk][kTile + 1];
+    __shared__ T ys[kChunk][kTile + 1];
+    const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kTile;
+    const int64_t j0 = static_cast<int64_t>(blockIdx.x) * kTile;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    T acc[kPer][kPer] = {};
+    for (int64_t k0 = 0; k0 < p; k0 += kChunk) {
+        stage(xs, x, n, p, i0, k0);
+        stage(ys, y, m, p, j0, k0);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < kChunk; ++kk) {
+            T a[kPer], b[kPer];
+#pragma unroll
+            for (int r = 0; r < kPer; ++r) a[r] = xs[kk][ty + r * kThreadsSide];
+#pragma unroll
+            for (int c = 0; c < kPer; ++c) b[c] = ys[kk][tx + c * kThreadsSide];
+#pragma unroll
+            for (int r = 0; r < kPer; ++r)
+#pragma unroll
+                for (int c = 0; c < kPer; ++c) acc[r][c] += fabs(a[r] - b[c]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < kPer; ++r) {
+        const int64_t i = i0 + ty + r * kThreadsSide;
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) {
+            const int64_t j = j0 + tx + c * kThreadsSide;
+            if (i < n && j < m) z[i * m + j] = acc[r][c];
+        }
+    }
+}
+
+}  // namespace old_fwd
+
+namespace old_grad {
+
+constexpr int kTile = 64;            // rows of a, and columns k, per block
+constexpr int kChunk = 16;           // rows of b per shared-memory stage
+constexpr int kThreadsSide = 16;
+constexpr int kPer = kTile / kThreadsSide;
+
+// w * sign(d) with sign(0) = 0 and sign(NaN) = NaN, as the reference computes it: where d == 0 the
+// term is w * 0, which is NaN for a NaN or infinite w (wz = w - w, computed once per w).
+template <typename T>
+__device__ inline T signed_weight(T w, T wz, T d) {
+    return d > T(0) ? w : (d < T(0) ? -w : (d == T(0) ? wz : d));
+}
+
+// grad_a = sum_b w[a, b] * sign(a[a, k] - b[b, k]); w[a, b] is wt[b * na + a] when transposed
+// (grad_z is n x m with a = y, b = x), else wt[a * nb + b].
+template <typename T, bool kTransposedW>
+__global__ void __launch_bounds__(kThreadsSide * kThreadsSide)
+grad_kernel(const T* __restrict__ av, const T* __restrict__ bv, const T* __restrict__ wt,
+            T* __restrict__ grad, int64_t na, int64_t nb, int64_t p) {
+    __shared__ T ws[kChunk][kTile + 1];  // ws[bb][row of a]
+    __shared__ T bs[kChunk][kTile];      // bs[bb][k]
+    const int64_t a0 = static_cast<int64_t>(blockIdx.y) * kTile;
+    const int64_t k0 = static_cast<int64_t>(blockIdx.x) * kTile;
+    const int tx = threadIdx.x, ty = threadIdx.y, t = ty * kThreadsSide + tx;
+    T va[kPer][kPer];
+    T acc[kPer][kPer] = {};
+#pragma unroll
+    for (int r = 0; r < kPer; ++r)
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) {
+            const int64_t a = a0 + ty + r * kThreadsSide, k = k0 + tx + c * kThreadsSide;
+            va[r][c] = (a < na && k < p) ? av[a * p + k] : T(0);
+        }
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+        for (int e = t; e < kTile * kChunk; e += kThreadsSide * kThreadsSide) {
+            // Consecutive threads read consecutive addresses of whichever layout w has.
+            const int row = kTransposedW ? e % kTile : e / kChunk;
+            const int bb = kTransposedW ? e / kTile : e % kChunk;
+            const int64_t a = a0 + row, b = b0 + bb;
+            T w = T(0);
+            if (a < na && b < nb) w = kTransposedW ? wt[b * na + a] : wt[a * nb + b];
+            ws[bb][row] = w;  // zero weight: rows of b past the end add nothing
+            const int kc = e % kTile, bb2 = e / kTile;
+            const int64_t b2 = b0 + bb2, k = k0 + kc;
+            bs[bb2][kc] = (b2 < nb && k < p) ? bv[b2 * p + k] : T(0);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int bb = 0; bb < kChunk; ++bb) {
+            T w[kPer], wz[kPer], b[kPer];
+#pragma unroll
+            for (int r = 0; r < kPer; ++r) {
+                w[r] = ws[bb][ty + r * kThreadsSide];
+                wz[r] = w[r] - w[r];
+            }
+#pragma unroll
+            for (int c = 0; c < kPer; ++c) b[c] = bs[bb][tx + c * kThreadsSide];
+#pragma unroll
+            for (int r = 0; r < kPer; ++r)
+#pragma unroll
+                for (int c = 0; c < kPer; ++c) acc[r][c] += signed_weight(w[r], wz[r], va[r][c] - b[c]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int r = 0; r < kPer; ++r)
+#pragma unroll
+        for (int c = 0; c < kPer; ++c) {
+            const int64_t a = a0 + ty + r * kThreadsSide, k = k0 + tx + c * kThreadsSide;
+            if (a < na && k < p) grad[a * p + k] = acc[r][c];
+        }
+}
+
+}  // namespace old_grad
 
 }  // namespace tune

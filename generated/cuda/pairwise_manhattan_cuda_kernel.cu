@@ -23,7 +23,7 @@ void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& a
     dim3 grid, block;
     {
         const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::forward_kernel<T>", {opsdk::floordiv((dims.m + 63), 64), opsdk::floordiv((dims.n + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
+        if (opsdk::cuda::launch_shape("detail::forward_kernel<T>", {opsdk::floordiv((dims.m + 63), 64), opsdk::floordiv((dims.n + 127), 128), 2}, {16, 16, 1}, shared, grid, block)) {
             detail::forward_kernel<T><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.y.data, out.z.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.p));
             OPSDK_CUDA_CHECK(cudaGetLastError());
         }
@@ -41,7 +41,7 @@ template void cuda<double>(const Inputs<double>&, Outputs<double>&, const Dims&,
 
 // Each launched kernel takes exactly what its launch passes (an int where an int64_t is passed
 // would compile and read the wrong value); a mismatch is reported at the launch's line.
-#line 24 "opdefs/pairwise_manhattan.yaml"
+#line 25 "opdefs/pairwise_manhattan.yaml"
 static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan::detail::forward_kernel<float>), void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan': launch 1 passes (const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::forward_kernel<T>; declare its parameters with exactly these types, in the order of args");
-#line 24 "opdefs/pairwise_manhattan.yaml"
+#line 25 "opdefs/pairwise_manhattan.yaml"
 static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan::detail::forward_kernel<double>), void (*)(const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan': launch 1 passes (const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::forward_kernel<T>; declare its parameters with exactly these types, in the order of args");

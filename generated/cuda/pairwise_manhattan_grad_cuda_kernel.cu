@@ -23,15 +23,8 @@ void cuda(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs& a
     dim3 grid, block;
     {
         const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::grad_kernel<T, false>", {opsdk::floordiv((dims.p + 63), 64), opsdk::floordiv((dims.n + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
-            detail::grad_kernel<T, false><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.y.data, in.grad_z.data, out.grad_x.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.p));
-            OPSDK_CUDA_CHECK(cudaGetLastError());
-        }
-    }
-    {
-        const int64_t shared = 0;
-        if (opsdk::cuda::launch_shape("detail::grad_kernel<T, true>", {opsdk::floordiv((dims.p + 63), 64), opsdk::floordiv((dims.m + 63), 64), 1}, {16, 16, 1}, shared, grid, block)) {
-            detail::grad_kernel<T, true><<<grid, block, static_cast<size_t>(shared), stream>>>(in.y.data, in.x.data, in.grad_z.data, out.grad_y.data, static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.p));
+        if (opsdk::cuda::launch_shape("detail::grad_kernel<T>", {opsdk::floordiv((dims.p + 63), 64), opsdk::floordiv((std::max<int64_t>(dims.n, dims.m) + 63), 64), 2}, {16, 16, 1}, shared, grid, block)) {
+            detail::grad_kernel<T><<<grid, block, static_cast<size_t>(shared), stream>>>(in.x.data, in.y.data, in.grad_z.data, out.grad_x.data, out.grad_y.data, static_cast<int64_t>(dims.n), static_cast<int64_t>(dims.m), static_cast<int64_t>(dims.p));
             OPSDK_CUDA_CHECK(cudaGetLastError());
         }
     }
@@ -48,11 +41,7 @@ template void cuda<double>(const Inputs<double>&, Outputs<double>&, const Dims&,
 
 // Each launched kernel takes exactly what its launch passes (an int where an int64_t is passed
 // would compile and read the wrong value); a mismatch is reported at the launch's line.
-#line 26 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<float, false>), void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, false>; declare its parameters with exactly these types, in the order of args");
-#line 30 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<float, true>), void (*)(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 2 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, true>; declare its parameters with exactly these types, in the order of args");
-#line 26 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<double, false>), void (*)(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, false>; declare its parameters with exactly these types, in the order of args");
-#line 30 "opdefs/pairwise_manhattan_grad.yaml"
-static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<double, true>), void (*)(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 2 passes (const T*, const T*, const T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T, true>; declare its parameters with exactly these types, in the order of args");
+#line 27 "opdefs/pairwise_manhattan_grad.yaml"
+static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<float>), void (*)(const float*, const float*, const float*, float*, float*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T>; declare its parameters with exactly these types, in the order of args");
+#line 27 "opdefs/pairwise_manhattan_grad.yaml"
+static_assert(opsdk::same_type<decltype(&opsdk_op_pairwise_manhattan_grad::detail::grad_kernel<double>), void (*)(const double*, const double*, const double*, double*, double*, int64_t, int64_t, int64_t)>::value, "op 'pairwise_manhattan_grad': launch 1 passes (const T*, const T*, const T*, T*, T*, int64_t, int64_t, int64_t) to detail::grad_kernel<T>; declare its parameters with exactly these types, in the order of args");

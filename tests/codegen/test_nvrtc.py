@@ -21,7 +21,7 @@ if NVRTC_MISSING is None:
 
 def test_nvrtc_compiles_the_flagship_for_any_arch_it_knows(flagship, tmp_path):
     forward, grad = flagship
-    for spec, launches in ((forward, 1), (grad, 2)):
+    for spec, launches in ((forward, 1), (grad, 1)):
         for dtype, code in (("float32", "f"), ("float64", "d")):
             program = nvrtc.compile_program(spec, {"T": dtype}, 90, tmp_path)
             assert program.path.suffix == ".cubin" and program.path.stat().st_size > 1000

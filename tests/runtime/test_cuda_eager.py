@@ -259,6 +259,28 @@ def test_pairwise_manhattan_and_its_gradient_on_cuda_match_numpy(cupy, dtype, rt
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+@pytest.mark.parametrize("n, m, p", [(300, 70, 33), (129, 200, 8), (5, 0, 4), (0, 3, 4), (4, 3, 0)])
+def test_the_flagship_kernels_cover_every_tile_and_edge(cupy, dtype, rtol, n, m, p):
+    """Shapes across several blocks with remainders (the forward's 128 x 64 tiles, the gradient's
+    grid sized by the longer of n and m), and empty sizes, where an output must still be zeros."""
+    cp = cupy
+    registry = _built_registry()
+    rng = np.random.default_rng(n * 1000 + m)
+    x, y = rng.normal(size=(n, p)).astype(dtype), rng.normal(size=(m, p)).astype(dtype)
+    grad_z = rng.normal(size=(n, m)).astype(dtype)
+    z = apply_op(registry, "pairwise_manhattan", [x, y], {}, device="cuda")
+    np.testing.assert_allclose(cp.asnumpy(z), np.abs(x[:, None, :] - y[None, :, :]).sum(-1),
+                               rtol=rtol, atol=rtol * max(p, 1))
+    gx, gy = apply_op(registry, "pairwise_manhattan_grad", [x, y, grad_z], {}, device="cuda")
+    sign = np.sign(x[:, None, :].astype(np.float64) - y[None, :, :])
+    np.testing.assert_allclose(cp.asnumpy(gx), (grad_z[:, :, None] * sign).sum(1), rtol=rtol,
+                               atol=rtol * max(m, 1))
+    np.testing.assert_allclose(cp.asnumpy(gy), -(grad_z[:, :, None] * sign).sum(0), rtol=rtol,
+                               atol=rtol * max(n, 1))
+
+
+@pytest.mark.gpu
 def test_cuda_errors_and_streams(cupy):
     cp = cupy
     registry = _built_registry()

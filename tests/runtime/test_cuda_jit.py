@@ -33,12 +33,14 @@ if NVRTC_MISSING is None:
 def test_the_grid_follows_the_sizes_and_an_empty_grid_skips_the_launch(flagship):
     forward, grad = flagship
     (launch,) = forward.kernel("cuda").launches
-    assert cuda_jit.launch_shapes(forward, launch, {"n": 100, "m": 130, "p": 7}) == (
-        (3, 2, 1), (16, 16, 1), 0)
+    assert cuda_jit.launch_shapes(forward, launch, {"n": 200, "m": 130, "p": 7}) == (
+        (3, 2, 2), (16, 16, 1), 0)
     assert cuda_jit.launch_shapes(forward, launch, {"n": 0, "m": 130, "p": 7}) is None
-    to_x, to_y = grad.kernel("cuda").launches
-    assert cuda_jit.launch_shapes(grad, to_y, {"n": 5, "m": 200, "p": 65})[0] == (2, 4, 1)
-    assert cuda_jit.launch_shapes(grad, to_x, {"n": 5, "m": 200, "p": 0}) is None
+    (both,) = grad.kernel("cuda").launches  # grad_x and grad_y in one launch, the grid's z
+    assert cuda_jit.launch_shapes(grad, both, {"n": 5, "m": 200, "p": 65})[0] == (2, 4, 2)
+    assert cuda_jit.launch_shapes(grad, both, {"n": 200, "m": 0, "p": 65})[0] == (2, 4, 2)
+    assert cuda_jit.launch_shapes(grad, both, {"n": 5, "m": 200, "p": 0}) is None
+    assert cuda_jit.launch_shapes(grad, both, {"n": 0, "m": 0, "p": 3}) is None
 
 
 def test_a_launch_past_cudas_limits_is_an_error_naming_the_op_and_kernel(flagship):
@@ -46,7 +48,7 @@ def test_a_launch_past_cudas_limits_is_an_error_naming_the_op_and_kernel(flagshi
     (launch,) = forward.kernel("cuda").launches
     with pytest.raises(OpError, match=r"^pairwise_manhattan: launch of detail::forward_kernel<T>: "
                                       r"grid y is 65536; CUDA allows 0 to 65535$"):
-        cuda_jit.launch_shapes(forward, launch, {"n": 65535 * 64 + 1, "m": 1, "p": 1})
+        cuda_jit.launch_shapes(forward, launch, {"n": 65535 * 128 + 1, "m": 1, "p": 1})
 
 
 def test_arguments_are_passed_as_typed_scalars_in_the_declared_order(launch_ws):
@@ -80,11 +82,11 @@ class EmulatedKernel:
             x, y, z, n, m, p = args
             z[...] = np.abs(x[:, None, :] - y[None, :, :]).sum(-1)
             assert (n, m, p) == (*z.shape, x.shape[1]) and type(n) is np.int64
-        else:  # grad_kernel<T, kTransposedW>: grad_a = sum_b w[a, b] * sign(a - b)
-            a, b, w, grad, na, nb, p = args
-            w = w.T if "Lb1" in self.name else w
-            grad[...] = (w[:, :, None] * np.sign(a[:, None, :] - b[None, :, :])).sum(1)
-            assert (na, nb) == (a.shape[0], b.shape[0])
+        else:  # grad_kernel<T>: grad_x at blockIdx.z 0, grad_y at 1; sum_b w[a, b] * sign(a - b)
+            x, y, w, grad_x, grad_y, n, m, p = args
+            grad_x[...] = (w[:, :, None] * np.sign(x[:, None, :] - y[None, :, :])).sum(1)
+            grad_y[...] = (w.T[:, :, None] * np.sign(y[:, None, :] - x[None, :, :])).sum(1)
+            assert (n, m, p) == (*w.shape, x.shape[1]) and type(n) is np.int64
 
 
 class FakeCupy(types.ModuleType):
@@ -134,18 +136,18 @@ def test_the_cuda_device_runs_the_declared_launches_of_an_nvrtc_compiled_kernel(
     assert isinstance(z, DeviceArray)
     np.testing.assert_allclose(np.asarray(z), np.abs(x[:, None] - y[None]).sum(-1), rtol=1e-12)
     ((name, grid, block, shared, _),) = fake.launches
-    assert "forward_kernel" in name and (grid, block, shared) == ((3, 2, 1), (16, 16, 1), 0)
+    assert "forward_kernel" in name and (grid, block, shared) == ((3, 1, 2), (16, 16, 1), 0)
     g = rng.normal(size=(70, 130))
     gx, gy = apply_op(registry, "pairwise_manhattan_grad",
                       [fake.asarray(x), fake.asarray(y), fake.asarray(g)], {}, device="cuda")
     sign = np.sign(x[:, None] - y[None])
     np.testing.assert_allclose(np.asarray(gx), (g[:, :, None] * sign).sum(1), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(gy), -(g[:, :, None] * sign).sum(0), rtol=1e-12)
-    assert [launch[1] for launch in fake.launches[1:]] == [(1, 2, 1), (1, 3, 1)]
+    assert [launch[1] for launch in fake.launches[1:]] == [(1, 3, 2)]  # both outputs, one launch
     # Loaded once per op and dtype; a second call reuses the module, a new dtype compiles anew.
     apply_op(registry, "pairwise_manhattan", [fake.asarray(x), fake.asarray(y)], {}, device="cuda")
     apply_op(registry, "pairwise_manhattan", [fake.asarray(x[:0]), fake.asarray(y)], {}, device="cuda")
-    assert len(fake.modules) == 2 and len(fake.launches) == 4  # the empty grid launched nothing
+    assert len(fake.modules) == 2 and len(fake.launches) == 3  # the empty grid launched nothing
     apply_op(registry, "pairwise_manhattan", [fake.asarray(x, np.float32), fake.asarray(y, np.float32)],
              {}, device="cuda")
     assert len(fake.modules) == 3
