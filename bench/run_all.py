@@ -42,7 +42,8 @@ SCRIPTS = (
     ("bench_executor", {"full": [], "quick": []}, False),
     ("bench_build", {"full": ["--quick"], "quick": ["--quick", "--no-torch"]}, False),
 )
-GPU_SCRIPT = ("bench_pairwise_manhattan_gpu", {"full": [], "quick": ["--quick"]}, False)
+GPU_SCRIPTS = (("bench_pairwise_manhattan_gpu", {"full": [], "quick": ["--quick"]}, False),
+               ("bench_fusion", {"full": ["--gpu"], "quick": ["--gpu"]}, False))
 LIBRARIES = ("opsdk", "numpy", "scipy", "torch", "tensorflow-cpu", "tensorflow", "jax", "cupy")
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
               "avx512_fp16", "amx_tile", "neon", "asimd", "sve")
@@ -163,13 +164,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--only", nargs="+", help="run only these scripts (names without .py)")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
-    scripts = list(SCRIPTS) + ([GPU_SCRIPT] if gpu() else [])
+    scripts = list(SCRIPTS) + (list(GPU_SCRIPTS) if gpu() else [])
     if args.only:
         scripts = [s for s in scripts if s[0] in args.only]
     report = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "mode": mode,
               "machine": machine(), "versions": versions(), "benchmarks": []}
     if not gpu():
-        report["absent"] = {GPU_SCRIPT[0]: "no GPU (nvidia-smi -L lists none)"}
+        report["absent"] = {f"{s[0]} --gpu" if "--gpu" in s[1]["full"] else s[0]:
+                            "no GPU (nvidia-smi -L lists none)" for s in GPU_SCRIPTS}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opsdk_bench_") as tmp:
         for name, args_by_mode, takes_json in scripts:
