@@ -44,7 +44,7 @@ SCRIPTS = (
 )
 GPU_SCRIPTS = (("bench_pairwise_manhattan_gpu", {"full": [], "quick": ["--quick"]}, False),
                ("bench_fusion", {"full": ["--gpu"], "quick": ["--gpu"]}, False))
-LIBRARIES = ("opsdk", "numpy", "scipy", "torch", "tensorflow-cpu", "tensorflow", "jax", "cupy")
+LIBRARIES = ("opsdk", "numpy", "scipy", "torch", "tensorflow-cpu", "tensorflow", "jax", "cupy-cuda13x", "cupy")
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
               "avx512_fp16", "amx_tile", "neon", "asimd", "sve")
 
@@ -144,6 +144,7 @@ def markdown(report: dict) -> str:
              f"- load average at start: {', '.join(f'{x:.2f}' for x in m['load_average'])}",
              f"- total: {report['seconds']:.0f} s; started {report['started']}",
              "- libraries: " + ", ".join(f"{k} {v or 'absent'}" for k, v in report["versions"].items()),
+             *(f"- not run: {name} ({why})" for name, why in report.get("absent", {}).items()),
              ""]
     lines += ["| benchmark | exit | seconds | peak RSS | load before / after |", "|---|---|---|---|---|"]
     for b in report["benchmarks"]:
