@@ -101,7 +101,8 @@ def _general_step(op: Operation, choice: Optional[KernelChoice], inputs: Sequenc
     single = len(op.spec.outputs) == 1 and not op.spec.outputs[0].is_list
     call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs, op.absent)
     if open_shapes:
-        return Step(op, _checked_run(op, call, ins, outs, single))
+        open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
+        return Step(op, _checked_run(op, call, ins, outs, single, open_inputs))
     return Step(op, _kernel_run(op, call, ins, outs, single))
 
 
@@ -244,23 +245,27 @@ def _gatherer(ins: tuple) -> Callable[[list], Sequence]:
     return lambda v: ()
 
 
-def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool) -> RunFn:
+def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool,
+                 open_inputs: tuple[int, ...]) -> RunFn:
     """A step that checks the actual shapes against the declaration before the kernel (only
     for nodes whose static shapes were not fully known; built kernels check in their glue too).
 
     Inputs whose (shape, dtype) signature passed before need no new check: the answer depends
     on nothing else, since the node's attrs are fixed. So a step repeated on the same shapes
     pays one dict lookup; a new signature runs `infer_outputs` (and joins the passed ones only
-    if it passes)."""
+    if it passes). The signature covers the inputs of open static shape (`open_inputs`, by
+    position) alone: the others hold their static shape and dtype at run time (a feed is held
+    to it, a kernel's output is)."""
     passed = BoundedDict(SHAPES_MAX)
     seen = passed.data
     gather = _gatherer(ins)
+    signature_of = _signature(open_inputs)
 
     def run(v: list, ctx: Any) -> None:
         values = gather(v)
         try:
             try:
-                signature = tuple([(x.shape, x.dtype) for x in values])
+                signature = signature_of(values)
             except AttributeError:  # a plain Python value: checked every time, not remembered
                 signature = None
                 _check_inputs(op, values)
@@ -276,6 +281,18 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
             for slot, value in zip(outs, results):
                 v[slot] = value
     return run
+
+
+def _signature(open_inputs: tuple[int, ...]) -> Callable[[Sequence], tuple]:
+    """The (shape, dtype) signature of the values at `open_inputs`, flat (one tuple, no list:
+    it is built on every run of the step); AttributeError for a value that is no array."""
+    if len(open_inputs) == 1:
+        (i,) = open_inputs
+        return lambda values: (values[i].shape, values[i].dtype)
+    if len(open_inputs) == 2:
+        i, j = open_inputs
+        return lambda values: (values[i].shape, values[i].dtype, values[j].shape, values[j].dtype)
+    return lambda values: tuple([(values[i].shape, values[i].dtype) for i in open_inputs])
 
 
 def _check_inputs(op: Operation, values: Sequence) -> None:
