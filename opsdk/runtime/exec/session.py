@@ -163,11 +163,13 @@ class Session:
         if self.config.intra_op_threads is not None:
             use_intra_op_threads(self.config.intra_op_threads)
         structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
-        if plan.inline and timeout is None and not plan.rendezvous:  # the common small step
+        mode = None if plan.inline else self._modes[id(plan)]
+        if timeout is None and not plan.rendezvous and (mode is None or mode.decided is True):
+            # the common small step, or one whose timing chose to run in order: the caller's
+            # thread, the shared token and context, nothing to time
             run_slots(plan, values, self._inline_ctx, None)
             self.stats.runs += 1
             return structure.rebuild(_fetched(values, plan.fetch_slots))
-        mode = None if plan.inline else self._modes[id(plan)]
         inline = True if mode is None else mode.inline()
         pool = None if inline else self._get_pool()
         token = RunToken(timeout)
