@@ -263,6 +263,8 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
     passed = BoundedDict(SHAPES_MAX)
     seen = passed.data
     gather = _gatherer(ins)
+    if single and len(open_inputs) == 1:
+        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]], passed)
     signature_of = _signature(open_inputs)
 
     def run(v: list, ctx: Any) -> None:
@@ -272,10 +274,8 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
                 signature = signature_of(values)
             except AttributeError:  # a plain Python value: checked every time, not remembered
                 signature = None
-                _check_inputs(op, values)
-            if signature is not None and signature not in seen:
-                _check_inputs(op, values)
-                passed.put(signature, None)
+            if signature is None or signature not in seen:
+                _admit(op, passed, signature, values)
             results = call(values)
         except Exception as exc:
             raise step_error(op, exc) from exc
@@ -285,6 +285,38 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
             for slot, value in zip(outs, results):
                 v[slot] = value
     return run
+
+
+def _checked_run_one(op: Operation, call: Callable, ins: tuple, o: int, slot: int,
+                     passed: BoundedDict) -> RunFn:
+    """_checked_run of one output and one open input (in `slot`), its signature built inline:
+    a reduction's or a gradient's step on a batch of unknown size."""
+    seen = passed.data
+    gather = _gatherer(ins)
+
+    def run(v: list, ctx: Any) -> None:
+        x = v[slot]
+        values = gather(v)
+        try:
+            try:
+                signature = (x.shape, x.dtype)
+            except AttributeError:  # a plain Python value: checked every time, not remembered
+                signature = None
+            if signature is None or signature not in seen:
+                _admit(op, passed, signature, values)
+            v[o] = call(values)
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+    return run
+
+
+def _admit(op: Operation, passed: BoundedDict, signature: Optional[tuple],
+           values: Sequence) -> None:
+    """Check inputs whose signature has not passed (None: no array, checked every time) and
+    remember it once it passes."""
+    _check_inputs(op, values)
+    if signature is not None:
+        passed.put(signature, None)
 
 
 def _signature(open_inputs: tuple[int, ...]) -> Callable[[Sequence], tuple]:

@@ -95,15 +95,11 @@ def run_slots(plan: Plan, values: list, ctx: StepContext, pool: Optional[Executo
     """Run `plan` over `values`, the plan's template with the fed values already in their
     slots (what Session.run's cached feed handling fills directly); returns `values`."""
     if plan.inline or pool is None:
-        _run_serial(plan.serial_runs, values, ctx)
+        for run in plan.serial_runs:  # each step raises its own error naming its node;
+            run(values, ctx)          # releases in between
     else:
         _Run(plan, values, ctx, pool).wait()
     return values
-
-
-def _run_serial(runs: tuple, values: list, ctx: StepContext) -> None:
-    for run in runs:  # each step raises its own error naming its node; releases in between
-        run(values, ctx)
 
 
 class _Run:
