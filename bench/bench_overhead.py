@@ -304,7 +304,7 @@ def bench_fwdbwd(settings: Settings) -> None:
             timed_row("TF1 Session.run (broadcast |x-y|, tf.gradients)", lambda: tf1_fwdbwd(x, y),
                       settings, calls=calls)]
     print_rows("forward + backward, x 4x3, y 5x3 float32, fetch [z, gx, gy] "
-               "(µs per step; target <= 20 us)", rows, "opsdk Session.run")
+               "(µs per step; target <= 10 us)", rows, "opsdk Session.run")
 
 
 def check_fwdbwd_agree(x, y) -> None:

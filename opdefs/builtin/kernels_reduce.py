@@ -6,6 +6,8 @@ attr `keepdims`: keep reduced axes as size 1.
 
 from __future__ import annotations
 
+import numpy as np
+
 
 def _axes(axes, ndim):
     """`axes` as non-negative ints; empty means all (the shape fn has already checked range)."""
@@ -22,29 +24,30 @@ def _expand(xp, grad_y, x, axes):
     return xp.broadcast_to(kept, x.shape)
 
 
-def _expand_copy(xp, grad_y, x, axes):
+def _expand_copy(xp, grad_y, x, axes, keepdims=False):
     """_expand as a new writeable array (a gradient may be accumulated in place). Assigning into
-    an empty array broadcasts in C: several times cheaper than broadcast_to + copy on small x."""
+    an empty array broadcasts in C: several times cheaper than broadcast_to + copy on small x.
+    A grad_y that already broadcasts against x (0-d, or reduced with kept dims) needs no
+    reshape, nor are the `axes` (the attr as given) normalised for it: on tiny arrays that
+    Python-level work cost more than the whole copy."""
     out = xp.empty(x.shape, dtype=grad_y.dtype)
-    out[...] = xp.reshape(grad_y, _kept_shape(x.shape, axes))
+    out[...] = grad_y if keepdims or grad_y.ndim == 0 else grad_y.reshape(
+        _kept_shape(x.shape, _axes(axes, x.ndim)))
     return out
-
-
-def _is_numpy(xp):
-    return xp.__name__ == "numpy"
 
 
 def reduce_sum(xp, x, axes, keepdims):
     # dtype=x.dtype: NumPy would widen small ints to int64; the op keeps T. On NumPy the ufunc's
-    # reduce skips np.sum's Python-level dispatch (the same reduction, a third of the cost).
-    axis = _axes(axes, x.ndim)
-    total = (xp.add.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype) if _is_numpy(xp)
+    # reduce skips np.sum's Python-level dispatch (the same reduction, a third of the cost);
+    # axis=None for every axis spares building the tuple of all axes.
+    axis = None if not axes else _axes(axes, x.ndim)
+    total = (xp.add.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype) if xp is np
              else xp.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype))
     return xp.asarray(total)
 
 
 def reduce_sum_grad(xp, x, grad_y, axes, keepdims):
-    return _expand_copy(xp, grad_y, x, _axes(axes, x.ndim))
+    return _expand_copy(xp, grad_y, x, axes, keepdims)  # normalises axes only if it reshapes
 
 
 def reduce_mean(xp, x, axes, keepdims):

@@ -59,3 +59,31 @@ def test_a_torch_tensor_that_requires_grad_is_fed_by_value(graph):
     with Session(graph) as sess:
         out = sess.run(f * 2.0, {f: torch.tensor([1.0, -3.0], requires_grad=True)})
     np.testing.assert_array_equal(out, [2.0, -6.0])
+
+
+def test_a_repeated_run_checks_and_converts_every_feed_as_the_first_did(graph):
+    # The second and later runs take Session.run's remembered feed handling (one specialised
+    # check per key): a wrong shape or dtype is still refused and a convertible value converted.
+    x = placeholder("float32", [None, 3], name="x")
+    unused = placeholder("int32", [2], name="unused")
+    doubled = x * 2.0
+    good = np.ones((2, 3), np.float32)
+    with Session(graph) as sess:
+        for _ in range(2):
+            np.testing.assert_array_equal(sess.run([doubled], {x: good, unused: [1, 2]})[0], 2 * good)
+        got = sess.run([doubled], {x: [[1.0, 2.0, 3.0]], unused: np.array([1, 2], np.int64)})[0]
+        assert got.dtype == np.float32 and got.tolist() == [[2.0, 4.0, 6.0]]
+        assert sess.run([doubled], {x: good.astype(">f4"), unused: [0, 0]})[0].dtype == np.float32
+        with pytest.raises(OpsdkError, match=r"^feed for 'x:0' has shape \[2, 4\] but the "
+                                             r"tensor's shape is \[\?, 3\]"):
+            sess.run([doubled], {x: np.ones((2, 4), np.float32), unused: [1, 2]})
+        with pytest.raises(OpsdkError, match=r"^feed for 'x:0' has shape \[3\]"):
+            sess.run([doubled], {x: np.ones(3, np.float32), unused: [1, 2]})
+        with pytest.raises(OpsdkError, match=r"^feed for 'unused:0' has dtype float32, which "
+                                             r"does not convert to the tensor's int32"):
+            sess.run([doubled], {x: good, unused: np.ones(2, np.float32)})
+        with pytest.raises(OpsdkError, match=r"^feed for 'unused:0' holds values that int32 "):
+            sess.run([doubled], {x: good, unused: np.array([2**40, 0])})
+        # the same keys in another order: the values go to their own placeholders
+        np.testing.assert_array_equal(sess.run([doubled], {unused: [1, 2], x: 3 * good})[0],
+                                      6 * good)

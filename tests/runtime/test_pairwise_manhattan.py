@@ -224,3 +224,27 @@ def test_strided_views_reach_the_kernel_as_copies():
         with Session(graph) as sess:
             out = sess.run(z, {x: xt})
     np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-5)
+
+
+def test_a_graph_step_of_the_built_kernel_leaves_the_checks_to_its_glue(monkeypatch):
+    """On open shapes the step calls the glue at once (no inference in Python first), and a
+    mismatch still reads as the inference's error, naming the node."""
+    import opsdk.registry as registry_module
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder("float32", [None, None], name="x")
+        y = placeholder("float32", [None, None], name="y")
+        dist = ops.pairwise_manhattan(x, y, name="dist")
+    checks = []
+    real = registry_module.infer_outputs
+    monkeypatch.setattr(registry_module, "infer_outputs",
+                        lambda spec, *args: checks.append(spec.name) or real(spec, *args))
+    with Session(graph) as sess:
+        assert sess.plan_for([dist], (x, y)).program.kernel[dist.op].kind == "cpu"
+        got = sess.run(dist, {x: np.zeros((3, 4), np.float32), y: np.ones((2, 4), np.float32)})
+        np.testing.assert_array_equal(got, np.full((3, 2), 4.0))
+        for _ in range(2):
+            with pytest.raises(OpError, match=r"^pairwise_manhattan \(node 'dist'\): input 'y' has "
+                                              r"5 columns but x has 4 \(dim p\)$"):
+                sess.run(dist, {x: np.zeros((3, 4), np.float32), y: np.zeros((2, 5), np.float32)})
+    assert checks == []

@@ -80,3 +80,61 @@ def test_fetching_a_folded_tensor(graph, registry, hooks):
         for _ in range(3):
             np.testing.assert_array_equal(sess.run(total), [2.0])
     assert hooks["calls"]["counted_add"] == 1
+
+
+def test_a_folded_value_changed_by_its_caller_leaves_the_next_run_alone(graph, registry):
+    a = constant([1.0, 2.0], dtype="float32", name="a")
+    total = apply_op(registry, "add", [a, a], {}, name="total")
+    with Session(graph) as sess:
+        first = sess.run(total)
+        first[0] = 100.0  # the caller's copy, not the plan's constant
+        np.testing.assert_array_equal(sess.run(total), [2.0, 4.0])
+        assert sess.plan_for([total], ()).folded == ("total",)
+
+
+def _shape_only_graph(registry, shape):
+    x = placeholder("float32", shape, name="x")
+    ones = apply_op(registry, "ones_like", [x], {}, name="ones")
+    zeros = apply_op(registry, "zeros_like", [x], {}, name="zeros")
+    dims = apply_op(registry, "shape", [x], {}, name="dims")
+    return x, [apply_op(registry, "add", [ones, x], {}, name="plus_one"), zeros, dims]
+
+
+def test_shape_only_nodes_of_static_shapes_fold_while_their_input_is_fed(graph, registry):
+    x, fetches = _shape_only_graph(registry, [2, 3])
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with Session(graph) as sess:
+        for scale in (1.0, 2.0):
+            plus_one, zeros, dims = sess.run(fetches, {x: value * scale})
+            np.testing.assert_array_equal(plus_one, value * scale + 1.0)
+            np.testing.assert_array_equal(zeros, np.zeros((2, 3), np.float32))
+            np.testing.assert_array_equal(dims, [2, 3])
+            assert zeros.dtype == np.float32 and dims.dtype == np.int32
+        assert set(sess.plan_for(fetches, (x,)).folded) == {"ones", "zeros", "dims"}
+
+
+def test_shape_only_nodes_of_open_shapes_or_large_outputs_run_as_steps(graph, registry):
+    x, fetches = _shape_only_graph(registry, [None, 3])
+    big = placeholder("float32", [1 << 15], name="big")  # 128 KiB of ones: filled each step
+    big_ones = apply_op(registry, "ones_like", [big], {}, name="big_ones")
+    with Session(graph) as sess:
+        for rows in (1, 4):
+            plus_one, zeros, dims = sess.run(fetches, {x: np.zeros((rows, 3), np.float32)})
+            np.testing.assert_array_equal(plus_one, np.ones((rows, 3)))
+            np.testing.assert_array_equal(zeros, np.zeros((rows, 3)))
+            np.testing.assert_array_equal(dims, [rows, 3])
+        assert sess.plan_for(fetches, (x,)).folded == ()
+        np.testing.assert_array_equal(sess.run(big_ones, {big: np.zeros(1 << 15, np.float32)}),
+                                      np.ones(1 << 15))
+        assert sess.plan_for([big_ones], (big,)).folded == ()
+
+
+def test_the_gradient_seed_of_a_scalar_loss_is_a_constant(graph, registry):
+    from opsdk.runtime.autodiff.gradients import gradients
+    x = placeholder("float32", [None, 3], name="x")
+    loss = apply_op(registry, "reduce_sum", [apply_op(registry, "mul", [x, x], {})], {})
+    (grad,) = gradients(loss, [x])
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with Session(graph) as sess:
+        np.testing.assert_array_equal(sess.run(grad, {x: value}), 2 * value)
+        assert [op.split("/")[-1] for op in sess.plan_for([grad], (x,)).folded] == ["ones_like"]

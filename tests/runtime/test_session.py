@@ -180,3 +180,16 @@ def test_remembered_fetch_structures_follow_the_fetches(graph, registry):
     np.testing.assert_array_equal(second[0], [1.0, 9.0])
     np.testing.assert_array_equal(as_tuple[1], [1.0, 9.0])
     np.testing.assert_array_equal(alone, [2.0, 6.0])
+
+
+def test_flat_fetch_lists_with_operations_and_repeats_come_back_whole(graph, registry):
+    x = placeholder("float64", [2], name="x")
+    double = apply_op(registry, "add", [x, x], {}, name="double")
+    with Session(graph) as sess:
+        for _ in range(2):  # the first run resolves, the second reuses what it resolved
+            flat = sess.run([double, double.op, x], {x: [1.0, 3.0]})
+            twice = sess.run((double, double), {x: [1.0, 3.0]})
+            assert isinstance(flat, list) and flat[1] is None and isinstance(twice, tuple)
+            np.testing.assert_array_equal(flat[0], [2.0, 6.0])
+            np.testing.assert_array_equal(flat[2], [1.0, 3.0])
+            assert len(twice) == 2 and twice[0] is twice[1]

@@ -3,7 +3,11 @@ program's nodes.
 
 One walk in topological order. A node whose inputs are all constants and that is not stateful is
 folded: its kernel runs once, here, on the device it was placed on, and each of its outputs
-becomes a `const` node of this program (same location, the value as the kernel gave it). A node
+becomes a `const` node of this program (same location, the value as the kernel gave it, read-only
+as every constant: each step shares it). So is a node whose python kernel reads only its inputs'
+shapes and dtypes (`fn.shape_only`: ones_like, zeros_like, shape) when those are static, up to
+`_SHAPE_FOLD_BYTES` of output: the seed `ones_like(loss)` of every gradient graph is a constant,
+not a step. A node
 with the same op, inputs, attrs, type attrs, location and control inputs as an earlier one is
 merged into it (common-subexpression elimination); small constants of equal value are merged
 too. Readers are rewired to what stays (`Program.inputs`, `Program.controls`, `Program.fetched`);
@@ -16,6 +20,7 @@ add and remove nodes.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -29,6 +34,9 @@ from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import bind_kernel
 
 _SMALL_CONST = 4096  # bytes: constants up to this size are merged by value
+# bytes: a shape-only node (ones_like, zeros_like) folds up to this much output. The plan holds
+# a folded value for its life; past this size the fill costs little beside the node's own work.
+_SHAPE_FOLD_BYTES = 1 << 16
 
 
 class _Rewrite:
@@ -121,14 +129,35 @@ def _foldable(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> bo
     if op.spec is None and not PRIMITIVES[op.type].foldable:
         return False
     fed = program.feed_set
-    return all(t.op.type == "const" and t not in fed for t in inputs)
+    return (all(t.op.type == "const" and t not in fed for t in inputs)
+            or _shape_only(program, op, inputs))
+
+
+def _shape_only(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> bool:
+    """Whether `op` runs a python kernel that reads only its inputs' shapes and dtypes (it
+    carries `shape_only = True`), every input's static shape is fully known (a fed value,
+    a variable's and a kernel's output are held to it) and its outputs are small."""
+    choice = program.kernel.get(op) if op.spec is not None else None
+    if (choice is None or choice.kind != "python" or not getattr(choice.fn, "shape_only", False)
+            or op.absent):
+        return False
+    for t in (*inputs, *op.outputs):
+        if t.shape is None or None in t.shape:
+            return False
+    return sum(math.prod(t.shape) * np.dtype(t.dtype).itemsize
+               for t in op.outputs) <= _SHAPE_FOLD_BYTES
 
 
 def _fold(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """Run `op` on its constant inputs now; its outputs become constant nodes of the program."""
+    """Run `op` on its constant inputs now; its outputs become constant nodes of the program.
+    A shape-only node's input that is not a constant is given as a stand-in of its static shape
+    and dtype (zeros, broadcast from one element: no memory of the input's size)."""
     p = rw.program
     device = p.device[op]
-    values = [device.copy_from(t.op.attrs["value"], p.device[t.op]) for t in inputs]
+    values = [device.copy_from(t.op.attrs["value"], p.device[t.op]) if t.op.type == "const"
+              and t not in p.feed_set
+              else device.from_host(np.broadcast_to(np.zeros((), np.dtype(t.dtype)), t.shape))
+              for t in inputs]
     try:
         if op.spec is None:
             outputs = PRIMITIVES[op.type].run(None, op, values)
@@ -146,6 +175,12 @@ def constant_node(program: Program, like: Operation, t: Tensor, value: Any,
     """A `const` node of this program only, holding `value` for tensor `t`, at `like`'s location
     (or `location`)."""
     array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        # Every step reads this one array and Session.run hands a read-only value out as a copy:
+        # a fetched result changed by its caller must not change the next run's. A read-only
+        # view leaves whatever else holds the kernel's array alone.
+        array = array.view()
+        array.flags.writeable = False
     name = f"{t.op.name}/const_{t.index}"
     node = Operation(like.graph, "const", name, (), {"value": array}, {}, (), like.device, None,
                      like._id)

@@ -100,8 +100,12 @@ def _general_step(op: Operation, choice: Optional[KernelChoice], inputs: Sequenc
     # still have one graph output, and its kernel returns a tuple all the same.
     single = len(op.spec.outputs) == 1 and not op.spec.outputs[0].is_list
     call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs, op.absent)
-    if open_shapes:
-        return Step(op, _checked_run(op, call, ins, outs, single))
+    # A built cpu kernel's glue checks its inputs against the declaration itself, with the
+    # wording of the registry's inference (docs/internals.md, The binding module), so its
+    # error reads as the check's would: checking first only doubled the work.
+    if open_shapes and not (choice is not None and choice.kind == "cpu" and choice.device.is_host):
+        open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
+        return Step(op, _checked_run(op, call, ins, outs, single, open_inputs))
     return Step(op, _kernel_run(op, call, ins, outs, single))
 
 
@@ -244,29 +248,34 @@ def _gatherer(ins: tuple) -> Callable[[list], Sequence]:
     return lambda v: ()
 
 
-def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool) -> RunFn:
+def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool,
+                 open_inputs: tuple[int, ...]) -> RunFn:
     """A step that checks the actual shapes against the declaration before the kernel (only
-    for nodes whose static shapes were not fully known; built kernels check in their glue too).
+    for nodes whose static shapes were not fully known and whose kernel is not a built cpu
+    kernel, which checks in its glue).
 
     Inputs whose (shape, dtype) signature passed before need no new check: the answer depends
     on nothing else, since the node's attrs are fixed. So a step repeated on the same shapes
     pays one dict lookup; a new signature runs `infer_outputs` (and joins the passed ones only
-    if it passes)."""
+    if it passes). The signature covers the inputs of open static shape (`open_inputs`, by
+    position) alone: the others hold their static shape and dtype at run time (a feed is held
+    to it, a kernel's output is)."""
     passed = BoundedDict(SHAPES_MAX)
     seen = passed.data
     gather = _gatherer(ins)
+    if single and len(open_inputs) == 1:
+        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]], passed)
+    signature_of = _signature(open_inputs)
 
     def run(v: list, ctx: Any) -> None:
         values = gather(v)
         try:
             try:
-                signature = tuple([(x.shape, x.dtype) for x in values])
+                signature = signature_of(values)
             except AttributeError:  # a plain Python value: checked every time, not remembered
                 signature = None
-                _check_inputs(op, values)
-            if signature is not None and signature not in seen:
-                _check_inputs(op, values)
-                passed.put(signature, None)
+            if signature is None or signature not in seen:
+                _admit(op, passed, signature, values)
             results = call(values)
         except Exception as exc:
             raise step_error(op, exc) from exc
@@ -276,6 +285,50 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
             for slot, value in zip(outs, results):
                 v[slot] = value
     return run
+
+
+def _checked_run_one(op: Operation, call: Callable, ins: tuple, o: int, slot: int,
+                     passed: BoundedDict) -> RunFn:
+    """_checked_run of one output and one open input (in `slot`), its signature built inline:
+    a reduction's or a gradient's step on a batch of unknown size."""
+    seen = passed.data
+    gather = _gatherer(ins)
+
+    def run(v: list, ctx: Any) -> None:
+        x = v[slot]
+        values = gather(v)
+        try:
+            try:
+                signature = (x.shape, x.dtype)
+            except AttributeError:  # a plain Python value: checked every time, not remembered
+                signature = None
+            if signature is None or signature not in seen:
+                _admit(op, passed, signature, values)
+            v[o] = call(values)
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+    return run
+
+
+def _admit(op: Operation, passed: BoundedDict, signature: Optional[tuple],
+           values: Sequence) -> None:
+    """Check inputs whose signature has not passed (None: no array, checked every time) and
+    remember it once it passes."""
+    _check_inputs(op, values)
+    if signature is not None:
+        passed.put(signature, None)
+
+
+def _signature(open_inputs: tuple[int, ...]) -> Callable[[Sequence], tuple]:
+    """The (shape, dtype) signature of the values at `open_inputs`, flat (one tuple, no list:
+    it is built on every run of the step); AttributeError for a value that is no array."""
+    if len(open_inputs) == 1:
+        (i,) = open_inputs
+        return lambda values: (values[i].shape, values[i].dtype)
+    if len(open_inputs) == 2:
+        i, j = open_inputs
+        return lambda values: (values[i].shape, values[i].dtype, values[j].shape, values[j].dtype)
+    return lambda values: tuple([(values[i].shape, values[i].dtype) for i in open_inputs])
 
 
 def _check_inputs(op: Operation, values: Sequence) -> None:

@@ -88,16 +88,18 @@ def execute(plan: Plan, feeds: dict, ctx: StepContext, pool: Optional[Executor])
     values = list(plan.template)
     for tensor, slot in plan.feed_slots:
         values[slot] = feeds[tensor]
+    return run_slots(plan, values, ctx, pool)
+
+
+def run_slots(plan: Plan, values: list, ctx: StepContext, pool: Optional[Executor]) -> list:
+    """Run `plan` over `values`, the plan's template with the fed values already in their
+    slots (what Session.run's cached feed handling fills directly); returns `values`."""
     if plan.inline or pool is None:
-        _run_serial(plan.serial_runs, values, ctx)
+        for run in plan.serial_runs:  # each step raises its own error naming its node;
+            run(values, ctx)          # releases in between
     else:
         _Run(plan, values, ctx, pool).wait()
     return values
-
-
-def _run_serial(runs: tuple, values: list, ctx: StepContext) -> None:
-    for run in runs:  # each step raises its own error naming its node; releases in between
-        run(values, ctx)
 
 
 class _Run:

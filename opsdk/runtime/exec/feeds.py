@@ -4,7 +4,8 @@ Feeds)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from operator import itemgetter
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -58,6 +59,33 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
         raise OpsdkError(f"feed for '{tensor.name}' has shape {list(array.shape)} but the tensor's "
                          f"shape is {want}")
     return array
+
+
+def feed_checker(tensor: Tensor) -> Callable[[Any], Any]:
+    """`check_feed` for one tensor, specialised once: a NumPy array of the tensor's exact dtype
+    whose shape matches the static one passes with a type, dtype and shape comparison; anything
+    else takes `check_feed` itself, so every conversion and error is the same."""
+    dtype, shape = _np_dtype(tensor.dtype), tensor.shape
+    ndarray = np.ndarray
+    known = () if shape is None else tuple(i for i, d in enumerate(shape) if d is not None)
+    if shape is not None and known:
+        dims = itemgetter(*known)  # one index gives a bare int, several a tuple
+        want = dims(shape)
+        ndim = len(shape)
+
+        def check(value: Any) -> Any:
+            if (type(value) is ndarray and value.dtype is dtype and value.ndim == ndim
+                    and dims(value.shape) == want):
+                return value
+            return check_feed(tensor, value)
+        return check
+    ndim = None if shape is None else len(shape)
+
+    def check_rank(value: Any) -> Any:
+        if type(value) is ndarray and value.dtype is dtype and (ndim is None or value.ndim == ndim):
+            return value
+        return check_feed(tensor, value)
+    return check_rank
 
 
 _NARROWING: dict[tuple, Optional[tuple[Any, Any]]] = {}

@@ -22,6 +22,11 @@ class FetchStructure:
         self.elements: list[Tensor | Operation] = []
         self._index: dict[Any, int] = {}
         self._build: Callable[[list], Any] = self._flatten(fetches)
+        if type(fetches) in (list, tuple) and len(self.elements) == len(fetches) and not any(
+                isinstance(f, (dict, list, tuple)) for f in fetches):
+            # a flat list (tuple) of distinct elements, as a training loop fetches: the values,
+            # in element order, are the result
+            self._build = type(fetches)
 
     def rebuild(self, values: list) -> Any:
         """The fetch's structure with each element replaced by its value (per element index)."""

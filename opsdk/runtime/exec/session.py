@@ -24,8 +24,8 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.pipeline import build_plan, check_options
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.compile.program import PlanOptions
-from opsdk.runtime.exec.executor import RunToken, StepContext, execute
-from opsdk.runtime.exec.feeds import check_feed
+from opsdk.runtime.exec.executor import RunToken, StepContext, run_slots
+from opsdk.runtime.exec.feeds import check_feed, feed_checker
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
@@ -119,6 +119,7 @@ class Session:
         self._plans: dict[tuple, Plan] = {}
         self._modes: dict[int, StepMode] = {}  # by id() of a cached plan
         self._structures = BoundedDict(_STRUCTURES_MAX)
+        self._prepared = BoundedDict(_STRUCTURES_MAX)  # (fetch key, feed keys) -> Session._prepare's
         self._lock = threading.Lock()
         self._pool: Optional[ThreadPoolExecutor] = None
         self._closed = False
@@ -161,14 +162,14 @@ class Session:
             raise OpsdkError("Session.run on a closed session; create a new Session")
         if self.config.intra_op_threads is not None:
             use_intra_op_threads(self.config.intra_op_threads)
-        structure = self._structure(fetches)
-        feeds = self._feeds(feed_dict or {})
-        plan = self.plan_for(structure.elements, tuple(feeds))
-        if plan.inline and timeout is None and not plan.rendezvous:  # the common small step
-            values = execute(plan, feeds, self._inline_ctx, None)
-            self.stats.runs += 1
-            return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
+        structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
         mode = None if plan.inline else self._modes[id(plan)]
+        if timeout is None and not plan.rendezvous and (mode is None or mode.decided is True):
+            # the common small step, or one whose timing chose to run in order: the caller's
+            # thread, the shared token and context, nothing to time
+            run_slots(plan, values, self._inline_ctx, None)
+            self.stats.runs += 1
+            return structure.rebuild(_fetched(values, plan.fetch_slots))
         inline = True if mode is None else mode.inline()
         pool = None if inline else self._get_pool()
         token = RunToken(timeout)
@@ -181,13 +182,43 @@ class Session:
             ctx = StepContext(self.variables, self, token,
                               LocalRendezvous() if plan.rendezvous else None, next(self._steps),
                               self.buffers)
-            values = execute(plan, feeds, ctx, pool)
+            run_slots(plan, values, ctx, pool)
             if mode is not None and mode.decided is None:
                 mode.record(inline, time.perf_counter() - start)
         finally:
             active.discard(token)
         self.stats.runs += 1
-        return structure.rebuild([_fetched(values, s) for s in plan.fetch_slots])
+        return structure.rebuild(_fetched(values, plan.fetch_slots))
+
+    def _prepare(self, fetches: Any, feed_dict: Mapping[Any, Any]) -> tuple:
+        """(fetch structure, plan, the plan's slot list with the fed values in place). A run
+        repeating an earlier one's fetches (a Tensor, Operation, name or flat list/tuple of
+        them) and feed keys (this graph's Tensors, in the same order) reuses what the earlier
+        one resolved: the plan and, per key, its slot and a feed check specialised to it."""
+        key = _fetch_key(fetches)
+        if key is not None:
+            fast_key = (key, tuple(feed_dict))
+            entry = self._prepared.data.get(fast_key)
+            if entry is not None:
+                structure, plan, feeders = entry
+                values = list(plan.template)
+                for (slot, check), value in zip(feeders, feed_dict.values()):
+                    value = check(value)  # every fed value is checked, read or not
+                    if slot is not None:
+                        values[slot] = value
+                return structure, plan, values
+        structure = self._structure(fetches, key)
+        feeds = self._feeds(feed_dict)
+        plan = self.plan_for(structure.elements, tuple(feeds))
+        graph = self.graph
+        if key is not None and all(type(k) is Tensor and k.op.graph is graph for k in feed_dict):
+            slots = dict(plan.feed_slots)
+            self._prepared.put(fast_key, (structure, plan, tuple(
+                (slots.get(k), feed_checker(k)) for k in feed_dict)))
+        values = list(plan.template)
+        for tensor, slot in plan.feed_slots:
+            values[slot] = feeds[tensor]
+        return structure, plan, values
 
     def plan_for(self, elements: list, feeds: tuple[Tensor, ...]) -> Plan:
         """The cached plan for these fetches and fed tensors, built on first use."""
@@ -231,10 +262,10 @@ class Session:
             keys.append(element)
         return keys
 
-    def _structure(self, fetches: Any) -> FetchStructure:
-        """The FetchStructure of `fetches`, remembered when they are a Tensor, Operation or name,
-        or a flat list/tuple of those (what a training loop passes on every step)."""
-        key = _fetch_key(fetches)
+    def _structure(self, fetches: Any, key: Optional[tuple]) -> FetchStructure:
+        """The FetchStructure of `fetches` (whose `_fetch_key` is `key`), remembered when they
+        are a Tensor, Operation or name, or a flat list/tuple of those (what a training loop
+        passes on every step)."""
         if key is None:
             return FetchStructure(self.graph, fetches)
         structure = self._structures.data.get(key)
@@ -304,10 +335,13 @@ def _fetch_key(fetches: Any) -> Optional[tuple]:
     return None
 
 
-def _fetched(values: list, slot: Optional[int]) -> Any:
-    if slot is None:
-        return None
-    value = values[slot]
-    if isinstance(value, np.ndarray) and not value.flags.writeable:
-        return value.copy()  # constants are shared by every step; hand out a copy
-    return value
+def _fetched(values: list, slots: tuple) -> list:
+    """The value of each fetched slot (None for an Operation); a read-only array (a constant,
+    a variable's stored value: shared by every step) is handed out as a copy."""
+    out = []
+    for slot in slots:
+        value = None if slot is None else values[slot]
+        if isinstance(value, np.ndarray) and not value.flags.writeable:
+            value = value.copy()
+        out.append(value)
+    return out
