@@ -244,10 +244,14 @@ def _filled(who: str, shape: Any, value: Any, dtype: Any, name: Optional[str]) -
 
 def _known_dims(dims: Any, tensor: Any, name: Optional[str]) -> Any:
     """`tensor` (shaped at run time) with the sizes known when the graph is built declared too,
-    as TF's shape inference would: a reshape, when at most one size is unknown."""
-    if None not in dims.known or dims.known.count(None) > 1:
+    as TF's shape inference would: a reshape (by the run-time shape where two or more sizes are
+    unknown, `reshape_dims` checking the known ones)."""
+    known = [-1 if d is None else d for d in dims.known]
+    if -1 not in known or known.count(-1) == len(known):
         return tensor if name is None else _ops.identity(tensor, name=name)
-    return _ops.reshape(tensor, shape=[-1 if d is None else d for d in dims.known], name=name)
+    if known.count(-1) == 1:
+        return _ops.reshape(tensor, shape=known, name=name)
+    return _ops.reshape_dims(tensor, dims.tensor(), shape=known, name=name)
 
 
 def _as(tensor: Any, dtype: Any) -> Any:
