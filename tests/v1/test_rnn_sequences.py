@@ -18,6 +18,14 @@ X = RNG.standard_normal((BATCH, TIME, DEPTH)).astype(np.float32)
 LENGTHS = np.array([5, 2, 0], dtype=np.int32)
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Tests that build in the default graph leave none of it to the next."""
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
 def _cells(v1, kind):
     if kind == "lstm":
         return v1.nn.rnn_cell.BasicLSTMCell(UNITS), v1.nn.rnn_cell.BasicLSTMCell(UNITS)
@@ -255,7 +263,6 @@ def test_dropout_wrapper_in_dynamic_rnn_takes_its_gradient_through_the_forward_m
     """With the recurrent weights zero each step's output is tanh(x_t @ Wx + b), so the mask of
     a run is its dropped outputs over those values, and the gradient of the bias must hold that
     same mask (the loop's gradient runs the body again: a fresh draw would give another)."""
-    tf.reset_default_graph()
     x = tf.placeholder(tf.float32, [None, None, DEPTH])
     cell = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), output_keep_prob=0.5)
     outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
@@ -278,7 +285,6 @@ def test_dropout_wrapper_in_dynamic_rnn_takes_its_gradient_through_the_forward_m
 
 
 def test_stacked_dropout_wrappers_in_dynamic_rnn_train():
-    tf.reset_default_graph()
     x = tf.placeholder(tf.float32, [None, None, DEPTH])
     keep = tf.placeholder(tf.float32, [])
     cells = [tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicLSTMCell(UNITS),
