@@ -150,7 +150,8 @@ class _StepNoise:
         self.steps, self.t = steps, t
 
     def draw(self, x: Any, seed: Optional[int]) -> Optional[Any]:
-        if x.shape is None or len(x.shape) != 2 or x.shape[1] is None or x.dtype != self.steps.dtype:
+        shape = x.shape
+        if shape is None or len(shape) != 2 or shape[1] is None or x.dtype != self.steps.dtype:
             return None  # not a [batch, k] step value: drawn in the body (no gradient through it)
         with self.steps.graph.as_default(), opsdk.control_dependencies(None):
             like = _ops.add(_ops.slice(_ops.zeros_like(self.steps), begin=[0, 0, 0],
