@@ -48,7 +48,7 @@ def arange(xp, start, limit, delta):
 
 
 def reshape_dims(xp, x, dims, shape):
-    target = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+    target = tuple(int(d) for d in dims.reshape(-1).tolist())  # tolist: a CuPy dims too
     if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
         raise ValueError(f"input 'dims' {list(target)} may hold one -1 and otherwise sizes >= 0")
     rest = int(np.prod([d for d in target if d != -1], dtype=np.int64))
