@@ -124,6 +124,8 @@ __all__ = [
     'relu',
     'relu_grad',
     'reshape',
+    'reshape_dims',
+    'reshape_dims_grad',
     'reshape_grad',
     'round',
     'shape',
@@ -2649,6 +2651,59 @@ def reshape(x, *, shape=(-1,), name=None):
         (6,)
     """
     return _apply('reshape', [x], {'shape': shape}, name)
+
+
+def reshape_dims(x, dims, *, shape=(), name=None):
+    r"""x with the shape dims, known at run time (one -1 takes the remaining size; TensorFlow's tf.reshape with a shape tensor).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        dims: int32 or int64, shape [r]. the new shape; at most one -1
+        shape: list(int), default (). the sizes known when the graph is built (-1 where known only
+            at run time), one per entry of dims, checked when the op runs; [] declares none
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
+        >>> reshape_dims(x, dims).dtype.name
+        'bool'
+    """
+    return _apply('reshape_dims', [x, dims], {'shape': shape}, name)
+
+
+def reshape_dims_grad(x, dims, grad_y, *, name=None):
+    r"""Gradient of reshape_dims (grad_y reshaped to x's shape).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        dims: int32 or int64, shape [r].
+        grad_y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
+        >>> grad_y = rng.random(size=(None, None)) < 0.5
+        >>> reshape_dims_grad(x, dims, grad_y).shape
+        (2, 3)
+    """
+    return _apply('reshape_dims_grad', [x, dims, grad_y], {}, name)
 
 
 def reshape_grad(x, grad_y, *, shape=(-1,), name=None):

@@ -47,3 +47,23 @@ def arange(xp, start, limit, delta):
     if delta == 0:
         raise ValueError("arange: input 'delta' is 0; give a non-zero step")
     return xp.arange(start.item(), limit.item(), delta.item(), dtype=start.dtype)
+
+
+def reshape_dims(xp, x, dims, shape):
+    target = tuple(int(d) for d in dims.reshape(-1).tolist())  # tolist: a CuPy dims too
+    if sum(d == -1 for d in target) > 1 or any(d < -1 for d in target):
+        raise ValueError(f"input 'dims' {list(target)} may hold one -1 and otherwise sizes >= 0")
+    rest = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+    if (rest != x.size) if -1 not in target else (rest == 0 or x.size % rest):
+        raise ValueError(f"cannot reshape x of shape {list(x.shape)} ({x.size} elements) to "
+                         f"input 'dims' {list(target)}")
+    y = xp.reshape(x, target)
+    if shape and any(k >= 0 and k != d for k, d in zip(shape, y.shape)):
+        raise ValueError(f"x reshaped to {list(y.shape)} (input 'dims' {list(target)}) does not "
+                         f"have the sizes declared when the graph was built, {list(shape)} "
+                         "(-1: any)")
+    return y
+
+
+def reshape_dims_grad(xp, x, dims, grad_y):
+    return xp.reshape(grad_y, x.shape)

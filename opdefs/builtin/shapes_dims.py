@@ -1,4 +1,4 @@
-"""Shape function of the ops shaped by a `dims` input (dims.yaml)."""
+"""Shape functions of the ops shaped by a `dims` input (dims.yaml)."""
 
 from __future__ import annotations
 
@@ -14,3 +14,19 @@ def from_dims(shapes, attrs):
 def one_unknown_dim(shapes, attrs):
     """A vector whose length comes at run time (arange)."""
     return [(None,)]
+
+
+def reshape_dims(shapes, attrs):
+    """The rank is dims' length; a size is known where attr shape declares it (>= 0)."""
+    dims, known = shapes["dims"], [int(d) for d in attrs["shape"]]
+    rank = None if dims is None else dims[0]
+    if known and rank is not None and len(known) != rank:
+        raise ValueError(f"attr shape {known} has {len(known)} sizes; dims has {rank}")
+    if known:
+        return [tuple(None if d < 0 else d for d in known)]
+    return [None if rank is None else (None,) * rank]
+
+
+def like_x(shapes, attrs):
+    """A gradient shaped like the forward input x."""
+    return [shapes["x"]]

@@ -45,7 +45,7 @@ class ExponentialMovingAverage:
             self._averages[id(var)] = (var, shadow)
             value = _value(var)
             rate = _ops.sub(_const(1.0, value), _ops.cast(decay, dtype=value.dtype))
-            updates.append(shadow.assign_sub((shadow.value() - value) * rate))
+            updates.append(shadow.assign_sub((shadow.read() - value) * rate))
             opsdk.get_default_graph().add_to_collection(MOVING_AVERAGE_VARIABLES, var)
         return scopes.group(updates, name=self.name)
 
@@ -89,7 +89,9 @@ class ExponentialMovingAverage:
 
 
 def _value(var: Any) -> Any:
-    return var.value() if isinstance(var, opsdk.Variable) else convert_to_tensor(var)
+    """A variable read where the update is made: after the control dependencies in force, so
+    `apply` under `control_dependencies([train_op])` averages the weights after the step."""
+    return var.read() if isinstance(var, opsdk.Variable) else convert_to_tensor(var)
 
 
 def _name(var: Any) -> str:

@@ -16,6 +16,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import factorization as _factorization, layers as _layers, misc as _misc, rnn as _rnn, scopes
 from opsdk.v1 import normalization as _normalization
+from opsdk.v1 import math_ops as _m
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 
@@ -119,8 +120,7 @@ def sequence_loss(logits: Any, targets: Any, weights: Any, average_across_timest
                          f"the classes known, got {logits.shape}")
     flat = _ops.sparse_softmax_cross_entropy_with_logits(
         _ops.reshape(targets, shape=[-1]), _ops.reshape(logits, shape=[-1, logits.shape[-1]]))
-    losses = _ops.mul(_ops.reshape(flat, shape=[-1 if d is None else d for d in targets.shape]),
-                      weights)
+    losses = _ops.mul(_m.reshape_to(flat, [(targets, i) for i in range(targets.ndim)]), weights)
     axes = [a for a, on in ((0, average_across_batch), (1, average_across_timesteps)) if on]
     if not axes:
         return _ops.identity(losses, name=name)

@@ -43,9 +43,9 @@ def _affine(inputs: Any, units: int, activation: Any, use_bias: bool, kernel_ini
         raise OpsdkError("dense: the last dim of the inputs must be known")
     kernel = scopes.get_variable(names[0], [depth, int(units)], initializer=kernel_initializer,
                                  regularizer=kernel_regularizer, trainable=trainable)
-    y = _m.matmul(x, kernel) if x.ndim == 2 else _ops.reshape(
+    y = _m.matmul(x, kernel) if x.ndim == 2 else _m.reshape_to(
         _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
-        shape=[-1 if d is None else d for d in x.shape[:-1]] + [int(units)])
+        [(x, i) for i in range(x.ndim - 1)] + [int(units)])
     if use_bias:
         bias = scopes.get_variable(names[1], [int(units)], trainable=trainable,
                                    initializer=bias_initializer)

@@ -172,14 +172,36 @@ arg_max, arg_min = argmax, argmin  # TF1's older spellings
 
 
 def reshape(tensor: Any, shape: Any, name: Optional[str] = None) -> Any:
-    """x with a new shape: a list (ints, -1, scalar tensors) or an int tensor (`tf.shape(y)`);
-    sizes known only at run time may be one (it becomes the -1)."""
+    """x with a new shape: a list (ints, -1, scalar tensors) or an int tensor (`tf.shape(y)`).
+    One size known only at run time becomes the -1 of opsdk's reshape; with more, the shape is
+    read when the op runs (`reshape_dims`), the sizes known now declared on its result."""
     x, dims = _t(tensor), args.dims("reshape", shape)
     known = [-1 if d is None else d for d in dims.known]
-    if known.count(-1) > 1:
-        raise OpsdkError(f"reshape: shape {dims.known} of '{x.name}' has more than one size "
-                         "known only at run time (None) or -1; opsdk.v1 can infer one of them")
-    return _ops.reshape(x, shape=known, name=name)
+    if known.count(-1) <= 1:
+        return _ops.reshape(x, shape=known, name=name)
+    return _ops.reshape_dims(x, dims.tensor(), shape=known, name=name)
+
+
+def reshape_to(x: Any, sizes: list, name: Optional[str] = None) -> Any:
+    """x reshaped to `sizes`, each an int (-1: inferred) or a pair (tensor, axis) standing for
+    that tensor's size along axis: its number when known when the graph is built, else read from
+    its run-time shape, which only happens where two or more sizes are unknown (so a graph whose
+    shapes are known has no `shape` nodes)."""
+    static = [s if isinstance(s, int) else s[0].shape[s[1]] for s in sizes]
+    if sum(d is None or d == -1 for d in static) <= 1:
+        return _ops.reshape(x, shape=[-1 if d is None else d for d in static], name=name)
+    parts = [d if d is not None else _size(s[0], s[1]) for s, d in zip(sizes, static)]
+    return reshape(x, parts, name=name)
+
+
+def _size(t: Any, axis: int) -> Any:
+    """t's run-time size along axis, a 0-d int32 tensor."""
+    return _ops.reshape(_ops.slice(_ops.shape(t), begin=[axis], size=[1]), shape=[])
+
+
+def _sizes(x: Any, skip: Any = ()) -> list:
+    """x's sizes as reshape_to takes them, leaving out the axes in skip."""
+    return [(x, i) for i in builtins.range(x.ndim) if i not in skip]
 
 
 def transpose(a: Any, perm: Any = None, name: Optional[str] = None, conjugate: bool = False) -> Any:
@@ -204,12 +226,9 @@ pack = stack
 def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Any:
     x = _t(input)
     axis = args.static_int("expand_dims", "axis", dim if axis is None else axis)
-    dims = [-1 if d is None else d for d in x.shape]
-    if dims.count(-1) > 1:
-        raise OpsdkError(f"expand_dims: '{x.name}' has shape {list(x.shape)}; opsdk.v1 needs "
-                         "all its sizes but one known when the graph is built")
-    axis = axis if axis >= 0 else len(dims) + 1 + axis
-    return _ops.reshape(x, shape=dims[:axis] + [1] + dims[axis:], name=name)
+    sizes = _sizes(x)
+    axis = axis if axis >= 0 else len(sizes) + 1 + axis
+    return reshape_to(x, sizes[:axis] + [1] + sizes[axis:], name=name)
 
 
 def squeeze(input: Any, axis: Any = None, name: Optional[str] = None,
@@ -218,8 +237,7 @@ def squeeze(input: Any, axis: Any = None, name: Optional[str] = None,
     axis = squeeze_dims if axis is None else axis
     drop = ({a % x.ndim for a in np.atleast_1d(axis)} if axis is not None
             else {i for i, d in enumerate(x.shape) if d == 1})
-    dims = [-1 if d is None else d for i, d in enumerate(x.shape) if i not in drop]
-    return _ops.reshape(x, shape=dims, name=name)
+    return reshape_to(x, _sizes(x, drop), name=name)
 
 
 def unstack(value: Any, num: Optional[int] = None, axis: int = 0,
@@ -275,11 +293,8 @@ def _cut(x: Any, axis: int, sizes: list) -> list:
 def _split_at_run_time(x: Any, axis: int, parts: int) -> list:
     """Equal parts of an axis of unknown size: x seen as [..., parts, size / parts, ...] (a
     reshape, checked at run time), then one index of the new axis per part."""
-    dims = list(x.shape)
-    if sum(d is None for d in dims) > 1:
-        raise OpsdkError(f"split: '{x.name}' has shape {dims}; splitting axis {axis} of unknown "
-                         "size needs every other size known when the graph is built")
-    grouped = _ops.reshape(x, shape=dims[:axis] + [parts, -1] + dims[axis + 1:], name="split")
+    sizes = _sizes(x)
+    grouped = reshape_to(x, sizes[:axis] + [parts, -1] + sizes[axis + 1:], name="split")
     return [_take(grouped, axis, i, 1, squeeze=True) for i in builtins.range(parts)]
 
 
@@ -287,12 +302,7 @@ def _take(x: Any, axis: int, begin: int, size: int, squeeze: bool) -> Any:
     starts, sizes = [0] * x.ndim, [-1] * x.ndim
     starts[axis], sizes[axis] = begin, size
     part = _ops.slice(x, begin=starts, size=sizes)
-    if not squeeze:
-        return part
-    dims = [-1 if d is None else d for i, d in enumerate(part.shape) if i != axis]
-    if dims.count(-1) > 1:
-        raise OpsdkError(f"unstack: '{x.name}' has more than one unknown dim besides axis {axis}")
-    return _ops.reshape(part, shape=dims)
+    return reshape_to(part, _sizes(part, {axis})) if squeeze else part
 
 
 def gather(params: Any, indices: Any, validate_indices: Any = None, name: Optional[str] = None,

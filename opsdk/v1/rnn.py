@@ -215,6 +215,9 @@ class DropoutWrapper:
 
     def __init__(self, cell: Any, input_keep_prob: Any = 1.0, output_keep_prob: Any = 1.0,
                  state_keep_prob: Any = 1.0, seed: Any = None, **unused: Any):
+        if not _is_one(state_keep_prob):  # ignoring it would train another model silently
+            raise OpsdkError("DropoutWrapper: state_keep_prob is not provided by opsdk.v1 "
+                             f"(got {state_keep_prob!r}); input_keep_prob and output_keep_prob are")
         self.cell, self.input_keep, self.output_keep, self.seed = (
             cell, input_keep_prob, output_keep_prob, seed)
 

@@ -11,7 +11,9 @@ within its length, running forward and reversing the outputs back.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import contextvars
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -19,7 +21,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import loop_intermediates
-from opsdk.v1.tensors import convert_to_tensor as _t
+from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
 
 
 def _cell_scope(cell: Any) -> str:
@@ -137,6 +139,46 @@ def static_bidirectional_rnn(cell_fw: Any, cell_bw: Any, inputs: list,
     return outputs, state_fw, state_bw
 
 
+# ------------------------------------------------------------------- random values in the loop
+class _StepNoise:
+    """Dropout noise for the steps of one dynamic_rnn loop. The loop's gradient runs the body
+    again on each step's recorded inputs and cannot draw the same random values twice, so each
+    [batch, k] draw in the body is the slice at step t of a [time, batch, k] draw made outside
+    the loop (a new one at every run, as TF's per-step masks are)."""
+
+    def __init__(self, steps: Any, t: Any):
+        self.steps, self.t = steps, t
+
+    def draw(self, x: Any, seed: Optional[int]) -> Optional[Any]:
+        shape = x.shape
+        if shape is None or len(shape) != 2 or shape[1] is None or x.dtype != self.steps.dtype:
+            return None  # not a [batch, k] step value: drawn in the body (no gradient through it)
+        with self.steps.graph.as_default(), opsdk.control_dependencies(None):
+            like = _ops.add(_ops.slice(_ops.zeros_like(self.steps), begin=[0, 0, 0],
+                                       size=[-1, -1, 1]),
+                            _ops.zeros(shape=[int(x.shape[1])], dtype=x.dtype))
+            every_step = _ops.random_uniform_like(like, seed=per_run_seed(seed))
+        return _ops.gather(every_step, self.t)
+
+
+_NOISE: contextvars.ContextVar = contextvars.ContextVar("opsdk_v1_step_noise", default=None)
+
+
+@contextlib.contextmanager
+def _drawing_outside(steps: Any, t: Any) -> Iterator[None]:
+    token = _NOISE.set(_StepNoise(steps, t))
+    try:
+        yield
+    finally:
+        _NOISE.reset(token)
+
+
+def step_noise(x: Any, seed: Optional[int]) -> Optional[Any]:
+    """Uniform noise like x for the dynamic_rnn step being built, or None outside one."""
+    source = _NOISE.get()
+    return None if source is None else source.draw(x, seed)
+
+
 # ------------------------------------------------------------------------------ dynamic_rnn
 def _time_indices(steps: Any, count: Any) -> Any:
     """[time, 1, 1] int32 holding 0 .. time-1: a constant when the number of steps is known, else
@@ -170,7 +212,8 @@ def _dynamic_run(who: str, cell: Any, steps: Any, initial_state: Any, lengths: A
     def body(i, acc, *flat):
         t = count - 1 - i if reverse else i
         old = _pack(state, list(flat))
-        out, new = cell.step(_ops.gather(steps, t), old)
+        with _drawing_outside(steps, t):
+            out, new = cell.step(_ops.gather(steps, t), old)
         out, new = _masked(lengths, t, out, new, old)
         hit = _ops.cast(_ops.equal(times, t), dtype=steps.dtype)
         return (i + 1, acc + hit * _ops.reshape(out, shape=[1, -1, units]), *_flat(new))

@@ -102,6 +102,10 @@ def _set_shape(self: Any, shape: Any) -> None:
 
 
 def _value(item: Any) -> Any:
+    """A Variable as TF1 reads it where the tensor is made: inside `control_dependencies`, after
+    those ops (Variable.read); anything else with a graph element as that element."""
+    if isinstance(item, opsdk.Variable):
+        return item.read()
     return item._as_graph_element() if hasattr(item, "_as_graph_element") else item
 
 
@@ -182,35 +186,35 @@ class Variable(opsdk.Variable):
     def initialized_value(self) -> Any:
         """The value, read after the initializer ran."""
         with self.graph.control_dependencies([self.initializer]):
-            return _ops.identity(self.value())
+            return _ops.identity(self.read())
 
     def read_value(self) -> Any:
-        return self.value()
+        return self.read()
 
     def load(self, value: Any, session: Any = None) -> None:
         """Set the value in `session` directly."""
         _session._session_for(f"load of '{self.name}'", session).variables.assign(
             self.name, np.asarray(value, dtype=self.dtype))
 
-    # Operators read the value (as TF's Variable does).
+    # Operators read the value (as TF's Variable does), after the control dependencies in force.
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in _OWN:
             raise AttributeError(name)
         return getattr(self.value(), name)
 
-    def __add__(self, o): return self.value() + o
-    def __radd__(self, o): return o + self.value()
-    def __sub__(self, o): return self.value() - o
-    def __rsub__(self, o): return o - self.value()
-    def __mul__(self, o): return self.value() * o
-    def __rmul__(self, o): return o * self.value()
-    def __truediv__(self, o): return self.value() / o
-    def __rtruediv__(self, o): return o / self.value()
-    def __matmul__(self, o): return self.value() @ o
-    def __rmatmul__(self, o): return o @ self.value()
-    def __neg__(self): return -self.value()
-    def __pow__(self, o): return self.value() ** o
-    def __getitem__(self, key): return self.value()[key]
+    def __add__(self, o): return self.read() + o
+    def __radd__(self, o): return o + self.read()
+    def __sub__(self, o): return self.read() - o
+    def __rsub__(self, o): return o - self.read()
+    def __mul__(self, o): return self.read() * o
+    def __rmul__(self, o): return o * self.read()
+    def __truediv__(self, o): return self.read() / o
+    def __rtruediv__(self, o): return o / self.read()
+    def __matmul__(self, o): return self.read() @ o
+    def __rmatmul__(self, o): return o @ self.read()
+    def __neg__(self): return -self.read()
+    def __pow__(self, o): return self.read() ** o
+    def __getitem__(self, key): return self.read()[key]
 
 
 def _static_shape(who: str, shape: Any) -> list[int]:
@@ -244,10 +248,14 @@ def _filled(who: str, shape: Any, value: Any, dtype: Any, name: Optional[str]) -
 
 def _known_dims(dims: Any, tensor: Any, name: Optional[str]) -> Any:
     """`tensor` (shaped at run time) with the sizes known when the graph is built declared too,
-    as TF's shape inference would: a reshape, when at most one size is unknown."""
-    if None not in dims.known or dims.known.count(None) > 1:
+    as TF's shape inference would: a reshape (by the run-time shape where two or more sizes are
+    unknown, `reshape_dims` checking the known ones)."""
+    known = [-1 if d is None else d for d in dims.known]
+    if -1 not in known or known.count(-1) == len(known):
         return tensor if name is None else _ops.identity(tensor, name=name)
-    return _ops.reshape(tensor, shape=[-1 if d is None else d for d in dims.known], name=name)
+    if known.count(-1) == 1:
+        return _ops.reshape(tensor, shape=known, name=name)
+    return _ops.reshape_dims(tensor, dims.tensor(), shape=known, name=name)
 
 
 def _as(tensor: Any, dtype: Any) -> Any:

@@ -148,3 +148,23 @@ def test_a_compiled_kernels_output_is_stored_without_a_copy(graph, monkeypatch):
         assert stored[-1] == ("w", False)
         fed[0] = -1.0
         np.testing.assert_array_equal(sess.run(w), [3.0] * 4)
+
+
+def test_a_read_made_under_control_dependencies_runs_after_them(graph):
+    from opsdk.runtime.autodiff.gradients import gradients
+    from opsdk.runtime.ir.graph import control_dependencies
+    from opsdk.runtime.io.serialize import export_graph, import_graph
+
+    w = Variable(np.array([1.0, 2.0], np.float32), name="w")
+    bump = w.assign_add([1.0, 1.0])
+    assert w.read() is w.value()  # no control dependencies: the variable's one node
+    with control_dependencies([bump]):
+        after = w.read()
+    assert after.op.type == "read_variable" and after.op.control_inputs == (bump.op,)
+    [grad] = gradients(after * after, [w])
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(after), [2.0, 3.0])
+        np.testing.assert_array_equal(sess.run(grad), [6.0, 8.0])  # after the next bump
+    copy = import_graph(export_graph(graph))
+    assert copy.get_operation(after.op.name).type == "read_variable"

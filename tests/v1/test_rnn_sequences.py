@@ -18,6 +18,14 @@ X = RNG.standard_normal((BATCH, TIME, DEPTH)).astype(np.float32)
 LENGTHS = np.array([5, 2, 0], dtype=np.int32)
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """Tests that build in the default graph leave none of it to the next."""
+    tf.reset_default_graph()
+    yield
+    tf.reset_default_graph()
+
+
 def _cells(v1, kind):
     if kind == "lstm":
         return v1.nn.rnn_cell.BasicLSTMCell(UNITS), v1.nn.rnn_cell.BasicLSTMCell(UNITS)
@@ -249,3 +257,51 @@ def test_bad_sequence_lengths_are_refused_naming_the_function():
                                          "must be non-empty lists of one length, got 2 and 1"):
         tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
             [tf.nn.rnn_cell.GRUCell(2)] * 2, [tf.nn.rnn_cell.GRUCell(2)], x, dtype=tf.float32)
+
+
+def test_dropout_wrapper_in_dynamic_rnn_takes_its_gradient_through_the_forward_mask():
+    """With the recurrent weights zero each step's output is tanh(x_t @ Wx + b), so the mask of
+    a run is its dropped outputs over those values, and the gradient of the bias must hold that
+    same mask (the loop's gradient runs the body again: a fresh draw would give another)."""
+    x = tf.placeholder(tf.float32, [None, None, DEPTH])
+    cell = tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), output_keep_prob=0.5)
+    outputs, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    w = RNG.standard_normal(UNITS).astype(np.float32)
+    bias, kernel = sorted(tf.trainable_variables(), key=lambda v: v.name)
+    grads = tf.gradients(tf.reduce_sum(outputs * w), [kernel, bias])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        wx = sess.run(kernel)[:DEPTH]
+        kernel.load(np.concatenate([wx, np.zeros((UNITS, UNITS), np.float32)]), sess)
+        bias.load(RNG.standard_normal(UNITS).astype(np.float32), sess)
+        out, (g_kernel, g_bias), b = sess.run([outputs, grads, bias], {x: X})
+    h = np.tanh(X @ wx + b)
+    scale = out / h  # the mask over keep_prob: 0 or 2
+    assert set(np.round(scale, 4).ravel()) == {0.0, 2.0}
+    g_pre = w * scale * (1 - h ** 2)
+    np.testing.assert_allclose(g_bias, g_pre.sum(axis=(0, 1)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(g_kernel[:DEPTH], np.einsum("btd,btu->du", X, g_pre),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_stacked_dropout_wrappers_in_dynamic_rnn_train():
+    x = tf.placeholder(tf.float32, [None, None, DEPTH])
+    keep = tf.placeholder(tf.float32, [])
+    cells = [tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicLSTMCell(UNITS),
+                                           input_keep_prob=keep, output_keep_prob=keep),
+             tf.nn.rnn_cell.BasicLSTMCell(UNITS)]
+    outputs, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), x, dtype=tf.float32)
+    loss = tf.reduce_mean(tf.square(outputs - 0.5))
+    train = tf.train.AdamOptimizer(0.05).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss, {x: X, keep: 1.0})
+        for _ in range(30):
+            sess.run(train, {x: X, keep: 0.8})
+        last = sess.run(loss, {x: X, keep: 1.0})
+    assert np.isfinite(last) and last < first
+
+
+def test_dropout_wrapper_refuses_state_keep_prob():
+    with pytest.raises(OpsdkError, match="DropoutWrapper: state_keep_prob is not provided"):
+        tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), state_keep_prob=0.5)

@@ -317,5 +317,6 @@ def _as_seed(seed: Any, y: Tensor) -> Tensor:
 # Primitives through which a gradient passes unchanged (input i <- output i), and those that
 # start a graph, where a gradient simply stops.
 register_gradient_rule("identity", lambda op, out_grads, _: list(out_grads[:len(op.inputs)]))
+register_gradient_rule("read_variable", lambda op, out_grads, _: [out_grads[0]])
 for _leaf in ("placeholder", "const", "variable"):
     register_gradient_rule(_leaf, lambda op, out_grads, _: [])

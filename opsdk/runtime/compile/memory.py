@@ -65,7 +65,8 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
             s = slots.slot_of[t]
             if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
                     and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
-                    and s not in feeds and not slots.is_const[s] and t.op.type != "variable"):
+                    and s not in feeds and not slots.is_const[s]
+                    and t.op.type not in ("variable", "read_variable")):
                 out[op] = j
                 break
     return out

@@ -32,7 +32,7 @@ _logged_lock = threading.Lock()
 
 # Primitives whose device is that of their (first) input's producer.
 _FOLLOW_INPUT = frozenset({"identity"})
-_VARIABLE_OPS = frozenset({"variable", "assign", "assign_add", "assign_sub"})
+_VARIABLE_OPS = frozenset({"variable", "read_variable", "assign", "assign_add", "assign_sub"})
 _UPDATES = "apply_updates"  # an optimizer's updates (train/update.py), done where its variables live
 
 

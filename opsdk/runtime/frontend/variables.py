@@ -68,6 +68,18 @@ class Variable:
     def _as_graph_element(self) -> Tensor:
         return self.value()
 
+    def read(self, name: Optional[str] = None) -> Tensor:
+        """The value as read by a node made here: `value()` is one node for every reader, read
+        when a step first needs it, so inside `control_dependencies(ops)` a `read_variable`
+        node reads it after `ops` instead (gradients pass through it to the variable)."""
+        graph = get_default_graph()
+        if graph is not self.graph or not graph._control_inputs(()):
+            return self.value()
+        node = graph.unique_name(name or f"{self.op.name.rsplit('/', 1)[-1]}/read")
+        return graph.create_op("read_variable", [self.value()], {"variable": self.op.name},
+                               [(self.shape, self.dtype)], name=node,
+                               reserved_name=True).outputs[0]
+
     def assign(self, value: Any, name: Optional[str] = None) -> Tensor:
         """A node that stores `value` and outputs it."""
         return self._update("assign", value, name)

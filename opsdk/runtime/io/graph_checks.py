@@ -155,6 +155,7 @@ def _arity(where: str, inputs: list, n: int) -> None:
 
 _RULES: dict[str, Callable[..., list]] = {
     "identity": _identity, "assign": _assign, "assign_add": _assign, "assign_sub": _assign,
+    "read_variable": _assign,
     "no_op": _no_outputs, "apply_updates": _no_outputs, "cond": _cond, "while_loop": _while,
 }
 

@@ -2,7 +2,8 @@
 
 The op library (math, arrays, nn) is declared in YAML only. What remains here is what a runtime
 needs to hold a graph together: feeding (`placeholder`), constants (`const`), grouping (`no_op`,
-`identity`), and session state (`variable`, `assign`, `assign_add`, `assign_sub`). Control flow
+`identity`), and session state (`variable`, `read_variable`, `assign`, `assign_add`,
+`assign_sub`). Control flow
 adds its nodes to the same table with `register_primitive`.
 
 A primitive's `run(ctx, op, inputs) -> tuple` gets a step context (`ctx.variables` is the
@@ -67,6 +68,16 @@ def _prepare_read(op, device, options) -> RunFn:
     """A variable read on the device the node was placed on: a value stored on another device
     (restored from a checkpoint, assigned elsewhere) is copied over."""
     return lambda ctx, op, inputs: (ctx.variables.read(op.name, device),)
+
+
+def _reread(ctx, op, inputs) -> tuple:
+    """A `read_variable` node: the value of the variable its attr names, read when the node
+    runs (its input, the variable node's value, only gives autodiff a path to the variable)."""
+    return (ctx.variables.read(op.attrs["variable"]),)
+
+
+def _prepare_reread(op, device, options) -> RunFn:
+    return lambda ctx, op, inputs: (ctx.variables.read(op.attrs["variable"], device),)
 
 
 # Assign nodes name their variable in attrs rather than taking its value as an input: an input
@@ -139,6 +150,10 @@ for _prim in (
     # The variable node's output is the variable's current value in the running session.
     Primitive("variable", True, _read_variable, "reads a variable's value in this session",
               prepare=_prepare_read, check=_check_declared),
+    # A read ordered after control dependencies: the variable node is one read for every reader.
+    Primitive("read_variable", True, _reread,
+              "reads a variable's value when it runs (after its control inputs)",
+              prepare=_prepare_reread),
     Primitive("assign", True, _assign, "stores a new value into a variable; outputs it"),
     Primitive("assign_add", True, _assign_add, "adds into a variable; outputs the new value"),
     Primitive("assign_sub", True, _assign_sub, "subtracts from a variable; outputs the new value"),
