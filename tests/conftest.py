@@ -18,7 +18,7 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
 
 # On a GPU machine JAX takes 75% of the GPU's memory when it first runs there, and the runtime's
 # CuPy arrays (and other test processes) then run out of it: tests share the GPU, so JAX takes
-# what it uses. (A program mixing JAX and opsdk on one GPU wants the same: docs/frameworks.md.)
+# what it uses. (A program mixing JAX and opsdk on one GPU wants the same: docs/gpu.md.)
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 
