@@ -226,7 +226,7 @@ def test_strided_views_reach_the_kernel_as_copies():
     np.testing.assert_allclose(out, expected, rtol=2e-5, atol=1e-5)
 
 
-def test_a_graph_step_of_the_built_kernel_leaves_the_checks_to_its_glue(monkeypatch):
+def test_a_graph_step_of_the_built_kernel_leaves_the_checks_to_its_glue(monkeypatch, host_default):
     """On open shapes the step calls the glue at once (no inference in Python first), and a
     mismatch still reads as the inference's error, naming the node."""
     import opsdk.registry as registry_module

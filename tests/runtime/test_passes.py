@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.ir.graph import constant, placeholder
+from opsdk.runtime.ir.graph import constant, device, placeholder
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
@@ -90,6 +90,19 @@ def test_a_folded_value_changed_by_its_caller_leaves_the_next_run_alone(graph, r
         first[0] = 100.0  # the caller's copy, not the plan's constant
         np.testing.assert_array_equal(sess.run(total), [2.0, 4.0])
         assert sess.plan_for([total], ()).folded == ("total",)
+
+
+def test_a_value_folded_on_another_device_is_fetched_on_the_host_as_a_copy(graph, registry):
+    # The folded constant lives on the test device; the host's partition holds a copy of it,
+    # made when the plan is lowered (on a GPU machine, where unscoped nodes land on the GPU, the
+    # caller's change reached the next run).
+    with device("/test:0"):
+        a = constant([1.0, 2.0], dtype="float32", name="a")
+        total = apply_op(registry, "add", [a, a], {}, name="total")
+    with Session(graph) as sess:
+        first = sess.run(total)
+        first[0] = 100.0
+        np.testing.assert_array_equal(sess.run(total), [2.0, 4.0])
 
 
 def _shape_only_graph(registry, shape):

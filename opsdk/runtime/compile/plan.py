@@ -151,7 +151,7 @@ def _number(part: Partition, slots: Slots) -> dict[Operation, tuple[int, ...]]:
             t = op.outputs[0]
             if t not in fed:
                 value = op.attrs["value"]
-                slots.slot_of[t] = slots.new(part.device.copy_from(value, device_of(value)), True)
+                slots.slot_of[t] = slots.new(_read_only(part.device.copy_from(value, device_of(value))), True)
             continue
         outs = []
         for t in op.outputs:
@@ -389,3 +389,15 @@ def _is_serial(pending: Sequence[int], successors: Sequence[Sequence[int]]) -> b
             if count[j] == 0:
                 ready.append(j)
     return True
+
+
+def _read_only(held: Any) -> Any:
+    """A constant's value as a slot holds it: a host array read-only (a view; what else holds the
+    array is left alone). Every step reads this one array and Session.run hands a read-only value
+    out as a copy, so a fetched constant changed by its caller leaves the next run's alone; this
+    holds too for a constant copied here from another device (a value folded on a GPU, fetched on
+    the host), which arrives as a fresh, writeable array."""
+    if isinstance(held, np.ndarray) and held.flags.writeable:
+        held = held.view()
+        held.flags.writeable = False
+    return held

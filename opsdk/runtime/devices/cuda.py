@@ -117,6 +117,7 @@ class _BuiltCall:
         self.tail = compiled_tail(spec, attrs, type_attrs)
 
     def __call__(self, values: Sequence[Any]) -> Any:
+        values = _contiguous(values, self.cp)
         grouped = self.pack(values) if self.pack else list(values)
         # None: an absent optional input (the glue takes None for it).
         shapes = [ABSENT if g is None else [a.shape for a in g] if isinstance(g, list) else g.shape
@@ -139,6 +140,7 @@ class _JitCall:
         self.attrs = {**attrs, **type_attrs}
 
     def __call__(self, values: Sequence[Any]) -> Any:
+        values = _contiguous(values, self.cp)
         check_inputs(self.spec, values)
         inferred = infer_call(self.spec, [ABSENT if v is None else v.shape for v in values],
                               [ABSENT if v is None else v.dtype.name for v in values], self.attrs)
@@ -146,6 +148,24 @@ class _JitCall:
         run_launches(self.spec, self.jit.functions(inferred.types, self.cp), values, allocated,
                      inferred.sizes, self.attrs)
         return allocated[0] if len(allocated) == 1 else tuple(allocated)
+
+
+def _contiguous(values: Sequence[Any], cp: Any) -> Sequence[Any]:
+    """Each GPU array C-contiguous (a copy only where it is not; list inputs element by element):
+    compiled kernels index dense rows, so the runtime copies the views it is handed or made itself
+    (a transpose node), as the host's calls do (devices/cpu.py). `values` when none needed one."""
+    out = None
+    for i, v in enumerate(values):
+        if isinstance(v, list):
+            fixed = _contiguous(v, cp)
+        elif v is not None and hasattr(v, "__cuda_array_interface__") and not v.flags.c_contiguous:
+            fixed = cp.ascontiguousarray(v)
+        else:
+            continue
+        if fixed is not v:
+            out = list(values) if out is None else out
+            out[i] = fixed
+    return values if out is None else out
 
 
 def _allocate(spec: OpSpec, outputs: Sequence[tuple[Any, str]], cp: Any) -> list:
