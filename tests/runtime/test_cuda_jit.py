@@ -114,6 +114,9 @@ class FakeCupy(types.ModuleType):
     def asnumpy(self, value):
         return np.asarray(value)
 
+    def ascontiguousarray(self, value):
+        return np.ascontiguousarray(value).view(DeviceArray)
+
     def empty(self, shape, dtype):
         return np.full(shape, np.nan, dtype=dtype).view(DeviceArray)  # NaN: unwritten shows
 
@@ -154,17 +157,24 @@ def test_the_cuda_device_runs_the_declared_launches_of_an_nvrtc_compiled_kernel(
 
 
 @needs_nvrtc
-def test_a_non_contiguous_input_is_refused_before_any_launch(flagship, tmp_path, monkeypatch):
+def test_a_strided_input_reaches_the_launches_as_a_contiguous_copy(flagship, tmp_path, monkeypatch):
+    # The runtime copies the views it is handed (as the host's calls do); a kernel called
+    # directly still refuses one (check_inputs). A transposed GPU input was refused on an H100.
     fake = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setenv("OPSDK_CUDA_JIT", "always")
-    monkeypatch.setattr(nvrtc_build, "_nvrtc_compile", None)  # refused before compiling
-    x = fake.asarray(np.ones((4, 6)))[:, ::2]
+    monkeypatch.setattr(nvrtc_build, "cache_folder", lambda spec: tmp_path)
+    monkeypatch.setattr(cuda_jit, "_kernels", {})
+    registry = load_registry(BUILTIN_ROOT)
+    x = fake.asarray(np.arange(24.0).reshape(4, 6))[:, ::2]
+    y = fake.asarray(np.ones((2, 3)))
     with pytest.raises(OpsdkError, match=r"input 'x' is not C-contiguous; pass "
                                          r"cupy.ascontiguousarray\(x\)"):
-        apply_op(load_registry(BUILTIN_ROOT), "pairwise_manhattan", [x, fake.asarray(np.ones((2, 3)))],
-                 {}, device="cuda")
-    assert fake.launches == []
+        cuda_jit.check_inputs(registry.get("pairwise_manhattan"), [x, y])
+    z = apply_op(registry, "pairwise_manhattan", [x, y], {}, device="cuda")
+    want = np.abs(np.asarray(x)[:, None] - np.ones((1, 2, 3))).sum(-1)
+    np.testing.assert_allclose(np.asarray(z), want)
+    assert len(fake.launches) == 1
 
 
 def test_a_compiled_kernel_that_is_a_link_or_misnamed_is_not_loaded(flagship, tmp_path, monkeypatch):
