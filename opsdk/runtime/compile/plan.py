@@ -31,7 +31,7 @@ from opsdk.runtime.compile.sendrecv import RECV, SEND
 from opsdk.runtime.compile.memory import (SMALL_BYTES, fresh_slots, peak_bytes, plan_donations,
                                           plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
-from opsdk.runtime.devices import device_of
+from opsdk.runtime.devices import device_of, get_device
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import release
@@ -65,6 +65,9 @@ class Plan:
     pool_keys: tuple = ()  # per slot: the pool key its value goes back under, or None
     peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes; serial)
     peak_known: bool = True  # False when some value's size is known only at run time
+    # fed slot -> the one device whose array may be fed there as it is: only `_send`s to that
+    # device read the slot and it is not fetched (a CuPy array fed for GPU readers stays there)
+    device_feeds: dict = field(default_factory=dict)
 
 
 class Slots:
@@ -190,9 +193,10 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
+    feed_slots = tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds)
     return Plan(
-        steps=tuple(steps), runs=runs, template=tuple(slots.template),
-        feed_slots=tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds),
+        steps=tuple(steps), runs=runs, template=tuple(slots.template), feed_slots=feed_slots,
+        device_feeds=_device_feeds(ops, reads, feed_slots, fetched),
         fetch_slots=tuple(fetch_slot[e] if isinstance(e, Tensor) else None
                           for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
@@ -206,6 +210,27 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         pooled=tuple(sorted(op.name for op in takes)), pool_keys=pool_keys,
         **peak_bytes(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
                                              if op.name in low.donated}))
+
+
+def _device_feeds(ops: list[Operation], reads: list, feed_slots: tuple, fetched: set) -> dict:
+    """Fed slots read only by `_send`s to one non-host device of this process, and not fetched:
+    an array of that device fed there needs no trip through the host (each `_recv` takes a value
+    that already lives on its device as it is). Slot -> that device."""
+    readers: dict[int, list[Operation]] = {}
+    for op, slots_read in zip(ops, reads):
+        for s in slots_read:
+            readers.setdefault(s, []).append(op)
+    out = {}
+    for _, slot in feed_slots:
+        ops_reading = readers.get(slot, [])
+        if slot in fetched or not ops_reading or any(op.type != SEND for op in ops_reading):
+            continue
+        targets = {op.attrs["recv_location"] for op in ops_reading}
+        if len(targets) == 1:
+            device = get_device(targets.pop())
+            if not device.is_host:
+                out[slot] = device
+    return out
 
 
 def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:

@@ -25,11 +25,17 @@ def _np_dtype(name: str) -> np.dtype:
     return dtype
 
 
-def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
+def check_feed(tensor: Tensor, value: Any, keep_on: Any = None) -> np.ndarray:
     """`value` as an array of the tensor's dtype; a contradiction of its static shape, a
     cross-kind dtype (float into int) or a value the dtype cannot hold (2**40 into int32, a
     finite float64 that overflows float32) is an error naming the tensor. Big-endian arrays are
-    converted to the native byte order (exact)."""
+    converted to the native byte order (exact). An array of device `keep_on` of the tensor's
+    dtype stays there, its shape checked (the plan reads it only on that device); any other
+    device array is copied to the host."""
+    if keep_on is not None and type(value) is not np.ndarray and keep_on.owns(value) and \
+            getattr(value, "dtype", None) == _np_dtype(tensor.dtype):
+        _check_shape(tensor, value)
+        return value
     try:
         array = value if type(value) is np.ndarray else _host_array(value)
     except OpsdkError as exc:
@@ -52,19 +58,25 @@ def check_feed(tensor: Tensor, value: Any) -> np.ndarray:
                                  f"cannot represent (e.g. {lost}); feed values in the range of "
                                  f"{tensor.dtype}, or make the placeholder wider")
         array = array.astype(tensor.dtype)
+    _check_shape(tensor, array)
+    return array
+
+
+def _check_shape(tensor: Tensor, array: Any) -> None:
     shape = tensor.shape
     if shape is not None and (array.ndim != len(shape) or any(
             d is not None and d != s for d, s in zip(shape, array.shape))):
         want = "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
         raise OpsdkError(f"feed for '{tensor.name}' has shape {list(array.shape)} but the tensor's "
                          f"shape is {want}")
-    return array
 
 
-def feed_checker(tensor: Tensor) -> Callable[[Any], Any]:
+def feed_checker(tensor: Tensor, keep_on: Any = None) -> Callable[[Any], Any]:
     """`check_feed` for one tensor, specialised once: a NumPy array of the tensor's exact dtype
     whose shape matches the static one passes with a type, dtype and shape comparison; anything
     else takes `check_feed` itself, so every conversion and error is the same."""
+    if keep_on is not None:
+        return lambda value: check_feed(tensor, value, keep_on)
     dtype, shape = _np_dtype(tensor.dtype), tensor.shape
     ndarray = np.ndarray
     known = () if shape is None else tuple(i for i, d in enumerate(shape) if d is not None)

@@ -208,13 +208,16 @@ class Session:
                         values[slot] = value
                 return structure, plan, values
         structure = self._structure(fetches, key)
-        feeds = self._feeds(feed_dict)
-        plan = self.plan_for(structure.elements, tuple(feeds))
+        raw = self._feed_values(feed_dict)
+        plan = self.plan_for(structure.elements, tuple(raw))
+        slots = dict(plan.feed_slots)
+        # A device array fed where only that device reads it stays there (plan.device_feeds).
+        feeds = {t: check_feed(t, v, plan.device_feeds.get(slots.get(t))) for t, v in raw.items()}
         graph = self.graph
         if key is not None and all(type(k) is Tensor and k.op.graph is graph for k in feed_dict):
-            slots = dict(plan.feed_slots)
             self._prepared.put(fast_key, (structure, plan, tuple(
-                (slots.get(k), feed_checker(k)) for k in feed_dict)))
+                (slots.get(k), feed_checker(k, plan.device_feeds.get(slots.get(k))))
+                for k in feed_dict)))
         values = list(plan.template)
         for tensor, slot in plan.feed_slots:
             values[slot] = feeds[tensor]
@@ -274,11 +277,12 @@ class Session:
             self._structures.put(key, structure)
         return structure
 
-    def _feeds(self, feed_dict: Mapping[Any, Any]) -> dict[Tensor, Any]:
+    def _feed_values(self, feed_dict: Mapping[Any, Any]) -> dict[Tensor, Any]:
+        """The fed values by tensor, as given (checked once the plan says where each is read)."""
         feeds: dict[Tensor, Any] = {}
         for key, value in feed_dict.items():
             if type(key) is Tensor and key.op.graph is self.graph:  # as_graph_element's answer
-                feeds[key] = check_feed(key, value)
+                feeds[key] = value
                 continue
             try:
                 element = self.graph.as_graph_element(key)
@@ -287,7 +291,7 @@ class Session:
             if isinstance(element, Operation):
                 raise OpsdkError(f"cannot feed node '{element.name}'; feed one of its tensors, "
                                  f"e.g. '{element.name}:0'")
-            feeds[element] = check_feed(element, value)
+            feeds[element] = value
         return feeds
 
     def _get_pool(self) -> ThreadPoolExecutor:
