@@ -156,11 +156,14 @@ from opsdk.v1.normalization import batch_normalization  # noqa: E402,F401 - tf.l
 
 
 def flatten(inputs: Any, name: Optional[str] = None, **unused: Any) -> Any:
-    """[batch, ...] -> [batch, product of the rest] (the rest must be known)."""
+    """[batch, ...] -> [batch, product of the rest]; the product is computed when the graph runs
+    where a size after the batch is known only then (as TF's reshape to [shape(x)[0], -1])."""
     x = _t(inputs)
-    rest = x.shape[1:] if x.shape is not None else None
-    if rest is None or any(d is None for d in rest):
-        raise OpsdkError(f"flatten: '{x.name}' needs known dims after the batch, has {x.shape}")
+    if x.shape is None:
+        raise OpsdkError(f"flatten: '{x.name}' needs a known rank")
+    rest = x.shape[1:]
+    if any(d is None for d in rest):
+        return _m.reshape_to(x, [(x, 0), -1], name=name)
     size = 1
     for d in rest:
         size *= d

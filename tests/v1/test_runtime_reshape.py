@@ -159,3 +159,14 @@ def test_a_run_time_shape_that_does_not_fit_names_the_op_and_the_shape():
             sess.run(y, {x: X})
     with pytest.raises(OpsdkError, match=r"reshape: argument 'shape' .* unknown length"):
         tf.reshape(x, tf.placeholder(tf.int32, [None]))
+
+
+def test_flatten_of_sizes_known_only_at_run_time():
+    x = tf.placeholder(tf.float32, [None, None, 4])
+    flat = tf.layers.flatten(x)
+    assert flat.get_shape().as_list() == [None, None]
+    [grad] = tf.gradients(tf.reduce_sum(flat * 3.0), [x])
+    with tf.Session() as sess:
+        got, got_grad = sess.run([flat, grad], {x: X})
+    np.testing.assert_array_equal(got, X.reshape(3, 20))
+    np.testing.assert_array_equal(got_grad, np.full(X.shape, 3.0, np.float32))
