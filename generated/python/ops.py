@@ -2672,7 +2672,7 @@ def reshape_dims(x, dims, *, shape=(), name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> x = rng.random(size=(2, 3)) < 0.5
-        >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
+        >>> dims = np.array([3, 2], dtype=np.int32)
         >>> reshape_dims(x, dims).dtype.name
         'bool'
     """
@@ -2698,8 +2698,8 @@ def reshape_dims_grad(x, dims, grad_y, *, name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> x = rng.random(size=(2, 3)) < 0.5
-        >>> dims = rng.integers(0, 2, size=(2,)).astype(np.int32)
-        >>> grad_y = rng.random(size=(None, None)) < 0.5
+        >>> dims = np.array([3, 2], dtype=np.int32)
+        >>> grad_y = rng.random(size=(2, 3)) < 0.5
         >>> reshape_dims_grad(x, dims, grad_y).shape
         (2, 3)
     """

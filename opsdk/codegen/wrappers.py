@@ -259,7 +259,7 @@ def _gradient_input_shapes(spec: OpSpec, forward: OpSpec, attrs: dict[str, Any])
         known[t.name] = known[f"grad_{t.name}"] = shape
     shapes = _input_shapes(spec, _example_env(spec, attrs))
     for name in shapes:
-        if known.get(name) is not None:
+        if _known(known.get(name)) is not None:  # a size known only when it runs: the default
             shapes[name] = known[name]
     return shapes
 
@@ -277,9 +277,15 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
     attrs = {a.name: _example_attr(a, list_lens) for a in spec.attrs}
     env = _example_env(spec, attrs)
     in_shapes = _gradient_input_shapes(spec, forward, attrs) if forward else _input_shapes(spec, env)
+    # Declared example values (`example:`), the forward op's for a gradient op's inputs of its name.
+    given = {**dict(forward.example if forward else ()), **dict(spec.example)}
+    in_shapes.update((name, _nested_shape(value)) for name, value in given.items() if name in in_shapes)
     lines = [">>> import numpy as np", ">>> rng = np.random.default_rng(0)"]
     for t in spec.inputs:
-        if t.is_list:
+        if t.name in given:
+            value = _as_list(given[t.name])
+            lines.append(f">>> {t.name} = np.array({value!r}, dtype=np.{spec.dtype_options(t)[0]})")
+        elif t.is_list:
             draw = _draw(spec, t, in_shapes[t.name][0])
             lines.append(f">>> {t.name} = [{draw} for _ in range({EXAMPLE_LIST_LEN})]")
         else:
@@ -293,6 +299,15 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
     call = f"{spec.name}({', '.join(args)})"
     shapes = _result_shapes(spec, env, in_shapes, attrs)
     return lines + _show_result(spec, call, shapes)
+
+
+def _nested_shape(value: Any) -> tuple:
+    return (len(value), *_nested_shape(value[0])) if isinstance(value, tuple) and value else (
+        (0,) if isinstance(value, tuple) else ())
+
+
+def _as_list(value: Any) -> Any:
+    return [_as_list(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _known(shape: Any) -> Any:

@@ -15,7 +15,8 @@ from .dtypes import is_differentiable_dtype
 from .elementwise import ElementwiseError, parse_expression
 from .errors import OpDefErrors
 from .located_yaml import YamlLoadError, YEntry, YMap, YNode, load_documents
-from .parse_extras import Paths, parse_gradcheck, parse_kernels, parse_reference, parse_shape_fn
+from .parse_extras import (Paths, parse_example, parse_gradcheck, parse_kernels, parse_reference,
+                           parse_shape_fn)
 from .parse_shape import parse_named_dims, parse_requires
 from .parse_signature import (Signature, check_output_ellipsis, parse_attrs, parse_tensors,
                               parse_type_attrs)
@@ -23,8 +24,8 @@ from .spec import STOP_GRADIENT, DerivedDim, GradCheckSpec, OpSpec, TypeAttr
 from .workspace import Workspace
 
 TOP_KEYS = ("op", "summary", "doc", "type_attrs", "attrs", "inputs", "outputs", "shape_fn", "gradient",
-            "differentiable", "kernels", "reference", "gradcheck", "stateful", "elementwise", "dims",
-            "requires")
+            "differentiable", "kernels", "reference", "example", "gradcheck", "stateful",
+            "elementwise", "dims", "requires")
 OP_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 
 
@@ -101,6 +102,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
     stateful = d.boolean(keys["stateful"].value, "stateful") if "stateful" in keys else False
     elementwise = _elementwise(keys.get("elementwise"), d, sig)
     requires = parse_requires(keys["requires"].value, d, sig) if "requires" in keys else ()
+    example = parse_example(keys["example"].value, d, sig.inputs) if "example" in keys else ()
     if d.count() != errors or name is None:
         return None
     return OpSpec(
@@ -109,7 +111,7 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
         outputs=tuple(sig.outputs), gradient=gradient, differentiable=differentiable, kernels=kernels,
         reference=reference, shape_fn=sig.shape_fn, gradcheck=gradcheck, location=d.location(node.line),
         workspace=root.resolve(), stateful=bool(stateful), namespace=namespace,
-        elementwise=elementwise,
+        elementwise=elementwise, example=example,
         gradient_location=d.location(gradient_line) if gradient_line else None,
         derived_dims=tuple(DerivedDim(name, dim.expr, dim.text, d.location(line))
                            for name, (dim, line) in sig.derived.items()),

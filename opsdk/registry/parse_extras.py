@@ -6,11 +6,11 @@ import ast
 import os
 import re
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .attrs import attr_value_problem, yaml_attr_value
 from .diagnostics import Diagnostics, clip, describe, did_you_mean, is_identifier
-from .located_yaml import YEntry, YMap, YNode, YSeq
+from .located_yaml import YEntry, YMap, YNode, YScalar, YSeq
 from .parse_launch import parse_launches
 from .parse_signature import Signature
 from .shapes import SymDim
@@ -153,6 +153,40 @@ def parse_reference(node: YNode, d: Diagnostics) -> Optional[str]:
         d.error(node.line, f"reference is not a Python expression: {exc.msg} (column {exc.offset})")
         return None
     return text
+
+
+def parse_example(node: YNode, d: Diagnostics, inputs: Sequence[TensorSpec]) -> tuple:
+    """`example: {input: value}`: values the docstring example gives those inputs instead of
+    random draws (numbers, or nested lists of them), for inputs whose values must agree with
+    each other, as a shape does with the tensor it reshapes. ((name, value), ...)."""
+    mapping = d.mapping(node, "example")
+    if mapping is None:
+        return ()
+    names = {t.name: t for t in inputs}
+    out = []
+    for entry in mapping.entries:
+        tensor = names.get(entry.key)
+        if tensor is None or tensor.is_list:
+            d.error(entry.key_line, f"example: '{entry.key}' is not an input of the op (give values "
+                                    f"for {', '.join(n for n, t in names.items() if not t.is_list)})")
+            continue
+        value = _example_value(entry.value)
+        if value is None:
+            d.error(entry.key_line, f"example: input '{entry.key}' must be a number or a nested list "
+                                    "of numbers, e.g. [3, 2]")
+            continue
+        out.append((entry.key, value))
+    return tuple(out)
+
+
+def _example_value(node: YNode) -> Any:
+    if isinstance(node, YScalar):
+        value = node.value
+        return value if isinstance(value, (int, float)) else None
+    if isinstance(node, YSeq):
+        items = [_example_value(item) for item in node.items]
+        return None if any(v is None for v in items) else tuple(items)
+    return None
 
 
 def parse_gradcheck(node: YNode, d: Diagnostics, attrs: Sequence[AttrSpec] = (),

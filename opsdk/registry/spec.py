@@ -233,6 +233,8 @@ class OpSpec:
     namespace: str = BUILTIN_NAMESPACE
     # `elementwise:` the scalar formula of the op's one output (registry.elementwise), or None.
     elementwise: Any = field(compare=False, default=None)
+    # `example:` ((input, value), ...): what the docstring example gives those inputs.
+    example: tuple = field(compare=False, default=())
     # `dims:`: named derived dims, in declaration order (each may read the ones before it).
     derived_dims: tuple[DerivedDim, ...] = ()
     # `requires:`: conditions on attrs a call must meet, in declaration order.
