@@ -54,6 +54,9 @@ def test_a_timeout_stops_an_endless_loop_on_a_pool_thread(registry):
 def test_close_from_another_thread_stops_the_run_and_returns(registry):
     g, x, fetch = _endless(registry, wide=True)
     sess = Session(g)
+    # The plan first: building it (on a GPU machine, CuPy's start too) once took longer than the
+    # wait below, and close() came before the run began.
+    sess.plan_for(fetch, (x,))
     errors: list = []
 
     def run():
