@@ -51,6 +51,49 @@ def test_threads_for_leaves_the_cores_other_threads_want(tmp_path):
         assert runnable == -1
 
 
+SPINNING = r"""
+#include <cstdio>
+#include "opsdk/kernel.h"
+int main() {
+    double sink = 0;
+#pragma omp parallel num_threads(2) reduction(+ : sink)
+    sink += omp_get_thread_num();
+    // OMP_WAIT_POLICY=active: the team's other thread spins now, waiting for the next loop.
+    const int own = opsdk::threads_detail::own_running();
+    const int others = opsdk::threads_detail::read_runnable();
+    std::printf("%d %d %d\n", own, others, opsdk::num_threads() + static_cast<int>(sink) * 0);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or not Path("/proc/self/task").is_dir(),
+                    reason="needs g++ and Linux's /proc")
+def test_this_processs_own_spinning_threads_are_not_other_work(tmp_path):
+    # Every second call of the flagship ran on one thread: the OpenMP team of the previous call,
+    # still spinning, counted as another runnable thread of the machine.
+    source = tmp_path / "spin.cc"
+    source.write_text(SPINNING)
+    subprocess.run(["g++", "-std=c++17", "-fopenmp", f"-I{INCLUDE}", str(source), "-o",
+                    str(tmp_path / "spin")], check=True)
+    env = {**os.environ, "OMP_WAIT_POLICY": "active", "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([str(tmp_path / "spin")], capture_output=True, text=True, check=True, env=env)
+    own, runnable, _ = map(int, out.stdout.split())
+    assert own >= 2  # the caller and the spinning team thread are seen as this process's
+    with open("/proc/loadavg") as f:
+        machine = int(f.read().split()[3].split("/")[0])
+    # The spinning thread is not counted as other work: what is left is the caller and the rest
+    # of the machine (read a moment later, so allow for what started meanwhile).
+    assert runnable <= machine + 1
+
+
+def test_python_counts_this_processs_running_threads():
+    from opsdk.runtime.kernels.threads import _runnable, own_running
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc/self/task (not Linux)")
+    assert own_running() >= 1  # the caller
+    assert _runnable() >= 1
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_intra_op_threads_must_be_a_positive_int(bad):
     graph = Graph()

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <dirent.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -98,8 +100,34 @@ inline int threads_for(int budget, int cores, int runnable) {
     return std::max(1, std::min(budget, cores - others));
 }
 
-// The machine's runnable threads now, from /proc/loadavg's fourth field ("running/total"); -1
-// where it cannot be read (not Linux).
+// This process's threads running now (state R in /proc/self/task/*/stat, the caller among
+// them); 0 where that cannot be read.
+inline int own_running() {
+    DIR* dir = opendir("/proc/self/task");
+    if (dir == nullptr) return 0;
+    int n = 0;
+    char path[96], buf[512];
+    while (const dirent* entry = readdir(dir)) {
+        if (entry->d_name[0] == '.') continue;
+        std::snprintf(path, sizeof path, "/proc/self/task/%.32s/stat", entry->d_name);
+        std::FILE* f = std::fopen(path, "r");
+        if (f == nullptr) continue;
+        const size_t len = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[len] = '\0';
+        const char* name_end = std::strrchr(buf, ')');  // "tid (name) S ...": a name may hold ')'
+        if (name_end != nullptr && name_end[1] == ' ' && name_end[2] == 'R') ++n;
+    }
+    closedir(dir);
+    return n;
+}
+
+// The machine's runnable threads now that are not this process's, plus the caller: the
+// machine's count from /proc/loadavg's fourth field ("running/total") less this process's
+// running threads but one. This process's own threads are left out because they are the ones a
+// loop would use: an OpenMP team still spinning after the previous loop counted as other work,
+// and every second call of a kernel ran on one thread (the flagship at half speed). -1 where
+// /proc/loadavg cannot be read (not Linux).
 inline int read_runnable() {
     std::FILE* f = std::fopen("/proc/loadavg", "r");
     if (f == nullptr) return -1;
@@ -107,7 +135,9 @@ inline int read_runnable() {
     int running = -1, total = 0;
     if (std::fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) running = -1;
     std::fclose(f);
-    return running;
+    if (running < 0) return -1;
+    const int own = own_running();
+    return own > 0 ? std::max(running - own + 1, 1) : running;
 }
 
 // read_runnable, read again at most every 10 ms (a read costs a few microseconds; a parallel

@@ -73,12 +73,35 @@ _blas = {"controllers": None, "threads": None, "checked": -1.0, "initial": None}
 
 
 def _runnable() -> int:
-    """Runnable threads of the machine (/proc/loadavg's fourth field); -1 where unreadable."""
+    """Runnable threads of the machine that are not this process's, plus the caller
+    (/proc/loadavg's fourth field less this process's running threads but one, as
+    opsdk::threads_detail::read_runnable counts them: an OpenMP team still spinning after the
+    previous loop is this process's, not other work); -1 where unreadable."""
     try:
         with open("/proc/loadavg") as f:
-            return int(f.read().split()[3].split("/")[0])
+            running = int(f.read().split()[3].split("/")[0])
     except (OSError, IndexError, ValueError):
         return -1
+    own = own_running()
+    return max(running - own + 1, 1) if own > 0 else running
+
+
+def own_running() -> int:
+    """This process's threads running now (state R in /proc/self/task/*/stat); 0 where unreadable."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    n = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                stat = f.read(512)
+        except OSError:
+            continue  # the thread ended meanwhile
+        end = stat.rfind(b")")  # "tid (name) S ...": a name may hold ')'
+        n += end >= 0 and stat[end + 2:end + 3] == b"R"
+    return n
 
 
 def threads_for(budget: int, cores: int, runnable: int) -> int:
