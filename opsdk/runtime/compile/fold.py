@@ -170,17 +170,22 @@ def _fold(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> tuple[Tens
     return consts
 
 
+def read_only(value: Any) -> Any:
+    """A constant's value as steps share it: a host array read-only (a view: whatever else holds
+    the array is left alone). Every step reads this one array and Session.run hands a read-only
+    value out as a copy, so a fetched result changed by its caller leaves the next run's alone."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
 def constant_node(program: Program, like: Operation, t: Tensor, value: Any,
                   location: Optional[str] = None) -> Tensor:
     """A `const` node of this program only, holding `value` for tensor `t`, at `like`'s location
     (or `location`)."""
-    array = value if hasattr(value, "shape") and hasattr(value, "dtype") else np.asarray(value)
-    if isinstance(array, np.ndarray) and array.flags.writeable:
-        # Every step reads this one array and Session.run hands a read-only value out as a copy:
-        # a fetched result changed by its caller must not change the next run's. A read-only
-        # view leaves whatever else holds the kernel's array alone.
-        array = array.view()
-        array.flags.writeable = False
+    array = read_only(value if hasattr(value, "shape") and hasattr(value, "dtype")
+                      else np.asarray(value))
     name = f"{t.op.name}/const_{t.index}"
     node = Operation(like.graph, "const", name, (), {"value": array}, {}, (), like.device, None,
                      like._id)

@@ -25,6 +25,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from opsdk.runtime.compile.fold import read_only
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
@@ -154,7 +155,10 @@ def _number(part: Partition, slots: Slots) -> dict[Operation, tuple[int, ...]]:
             t = op.outputs[0]
             if t not in fed:
                 value = op.attrs["value"]
-                slots.slot_of[t] = slots.new(_read_only(part.device.copy_from(value, device_of(value))), True)
+                # read-only here too: a constant copied from another device (a value folded on a
+                # GPU, fetched on the host) arrives as a fresh, writeable array
+                held = part.device.copy_from(value, device_of(value))
+                slots.slot_of[t] = slots.new(read_only(held), True)
             continue
         outs = []
         for t in op.outputs:
@@ -414,15 +418,3 @@ def _is_serial(pending: Sequence[int], successors: Sequence[Sequence[int]]) -> b
             if count[j] == 0:
                 ready.append(j)
     return True
-
-
-def _read_only(held: Any) -> Any:
-    """A constant's value as a slot holds it: a host array read-only (a view; what else holds the
-    array is left alone). Every step reads this one array and Session.run hands a read-only value
-    out as a copy, so a fetched constant changed by its caller leaves the next run's alone; this
-    holds too for a constant copied here from another device (a value folded on a GPU, fetched on
-    the host), which arrives as a fresh, writeable array."""
-    if isinstance(held, np.ndarray) and held.flags.writeable:
-        held = held.view()
-        held.flags.writeable = False
-    return held
