@@ -48,7 +48,7 @@ def _run(graph, fetch, feeds, fuse: bool):
     off = frozenset() if fuse else frozenset({"fuse"})
     with Session(graph, SessionConfig(passes_off=off)) as sess:
         sess.run(fetch, feeds)
-        assert wait_for_fused_kernels(120)
+        assert wait_for_fused_kernels(300)
         return sess.run(fetch, feeds), sess.explain(fetch, {k: None for k in feeds}, show=False)
 
 
@@ -108,14 +108,13 @@ def _graphs(draw):
     return dtype, scalars, program, fetch_two, seed
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
-@given(_graphs())
-def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
-    dtype, scalars, program, fetch_two, seed = case
+def random_graph(registry, case, where: str):
+    """The graph a `_graphs` case describes, on device `where`: (graph, every value, feeds)."""
+    dtype, scalars, program, _, seed = case
     rng = np.random.default_rng(seed)
     g = Graph()
     feeds = {}
-    with g.as_default(), device(CPU):
+    with g.as_default(), device(where):
         values = []
         for i, scalar in enumerate(scalars):
             shape = [1] if scalar else [N]
@@ -127,6 +126,14 @@ def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
             if all(a.shape == (1,) for a in args):  # keep every node of the region's shape
                 args[0] = values[0]
             values.append(apply_op(registry, op_name, args, {}))
+    return g, values, feeds
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_graphs())
+def test_random_elementwise_graphs_fused_equal_unfused(registry, case):
+    dtype, scalars, program, fetch_two, seed = case
+    g, values, feeds = random_graph(registry, case, CPU)
     fetches = [values[-1], values[len(values) // 2 + len(scalars) // 2]] if fetch_two else \
         values[-1]
     with np.errstate(all="ignore"):

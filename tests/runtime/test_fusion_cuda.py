@@ -19,17 +19,15 @@ from opsdk.runtime.autodiff.gradients import gradients
 from opsdk.runtime.compile.pipeline import compile_program, new_program
 from opsdk.runtime.compile.program import PlanOptions
 from opsdk.runtime.devices.cuda import CudaDevice
-from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.exec.session import Session
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels import fused
 from opsdk.runtime.kernels.fused import fusion_compiler, set_fusion_compiler, \
     wait_for_fused_kernels
+from test_fusion import N, _graphs, _run, random_graph
 
-N = 5000  # above the size under which regions stay unfused
 GPU = "/gpu:0"
-UNARY = ("neg", "exp", "tanh", "sigmoid", "abs", "square", "relu")
-BINARY = ("add", "sub", "mul", "maximum", "minimum")
 
 
 @pytest.fixture(autouse=True)
@@ -113,14 +111,6 @@ def test_without_the_cuda_compiler_gpu_regions_run_unfused_and_say_why_once(
 
 
 # -- on a GPU ------------------------------------------------------------------------------------
-def _run(graph, fetch, feeds, fuse: bool):
-    off = frozenset() if fuse else frozenset({"fuse"})
-    with Session(graph, SessionConfig(passes_off=off)) as sess:
-        sess.run(fetch, feeds)
-        assert wait_for_fused_kernels(300)
-        return sess.run(fetch, feeds), sess.explain(fetch, {k: None for k in feeds}, show=False)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gelu_is_one_fused_gpu_kernel_with_the_unfused_result(registry, cupy, dtype):
@@ -221,42 +211,12 @@ def test_while_the_gpu_kernel_compiles_the_region_runs_unfused(registry, cupy):
     np.testing.assert_allclose(before, after, rtol=1e-13)
 
 
-@st.composite
-def _graphs(draw):
-    """A random elementwise graph: a few inputs (full arrays or single values), unary and
-    binary builtin ops over earlier values, and one or two fetched values."""
-    dtype = draw(st.sampled_from(["float32", "float64"]))
-    scalars = [draw(st.booleans()) and i > 0 for i in range(draw(st.integers(1, 3)))]
-    program = []
-    for _ in range(draw(st.integers(2, 7))):
-        if draw(st.booleans()):
-            program.append((draw(st.sampled_from(UNARY)), (draw(st.integers(0, 50)),)))
-        else:
-            program.append((draw(st.sampled_from(BINARY)),
-                            (draw(st.integers(0, 50)), draw(st.integers(0, 50)))))
-    return dtype, scalars, program, draw(st.booleans()), draw(st.integers(0, 2 ** 16))
-
-
 @pytest.mark.gpu
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=_graphs())
 def test_random_elementwise_graphs_on_the_gpu_fused_equal_unfused(registry, cupy, case):
     dtype, scalars, program, fetch_two, seed = case
-    rng = np.random.default_rng(seed)
-    g = Graph()
-    feeds = {}
-    with g.as_default(), device(GPU):
-        values = []
-        for i, scalar in enumerate(scalars):
-            shape = [1] if scalar else [N]
-            x = placeholder(dtype, shape, name=f"x{i}")
-            feeds[x] = rng.normal(size=shape).astype(dtype)
-            values.append(x)
-        for op_name, picks in program:
-            args = [values[p % len(values)] for p in picks]
-            if all(a.shape == (1,) for a in args):  # keep every node of the region's shape
-                args[0] = values[0]
-            values.append(apply_op(registry, op_name, args, {}))
+    g, values, feeds = random_graph(registry, case, GPU)
     fetches = [values[-1], values[len(values) // 2]] if fetch_two else [values[-1]]
     with np.errstate(all="ignore"):
         got, _ = _run(g, fetches, feeds, fuse=True)
