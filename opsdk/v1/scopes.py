@@ -17,7 +17,7 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import tensors as _tensors
+from opsdk.v1 import graph_state, tensors as _tensors
 from opsdk.v1.dtypes import as_dtype, float32, name_of
 
 AUTO_REUSE = "auto_reuse"
@@ -84,13 +84,17 @@ def variable_scope(name_or_scope: Any = None, default_name: Optional[str] = None
         _stack.scopes.pop()
 
 
-_defaults: dict[tuple, int] = {}
+def _defaults() -> dict[tuple[str, str], int]:
+    """The default-named scopes opened so far in the default graph, by (outer scope, base).
+    Kept on the graph itself: a table keyed by the graph's id() would hand a freed graph's
+    counts to the next graph that CPython places at the same address."""
+    return graph_state.table(opsdk.get_default_graph(), "scope_defaults")
 
 
 def _unique_default(outer: str, base: str) -> str:
-    key = (id(opsdk.get_default_graph()), outer, base)
-    count = _defaults.get(key, 0)
-    _defaults[key] = count + 1
+    counts, key = _defaults(), (outer, base)
+    count = counts.get(key, 0)
+    counts[key] = count + 1
     return base if count == 0 else f"{base}_{count}"
 
 
@@ -98,18 +102,13 @@ def _restart_defaults(full: str) -> None:
     """Entering a scope by name numbers its default-named sub-scopes from the start again, as
     TF does: a discriminator built twice under `variable_scope("D", reuse=True)` gets the same
     `D/dense`, `D/dense_1` and so reuses its variables."""
-    graph = id(opsdk.get_default_graph())
-    for key in [k for k in _defaults if k[0] == graph and (
-            k[1] == full or k[1].startswith(full + "/"))]:
-        del _defaults[key]
+    counts = _defaults()
+    for key in [k for k in counts if k[0] == full or k[0].startswith(full + "/")]:
+        del counts[key]
 
 
 def _store(graph: Any) -> dict:
-    store = getattr(graph, "_tf1_variables", None)
-    if store is None:
-        store = {}
-        graph._tf1_variables = store
-    return store
+    return graph_state.table(graph, "variables")
 
 
 @contextlib.contextmanager

@@ -16,10 +16,12 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import graph_state
 
-# id(tensor) -> (tensor, decoder): tensors whose fetched array stands for something else
-# (a serialized Summary, a string constant); `Session.run` decodes them.
-_DECODERS: dict[int, tuple[Any, Callable[[Any], Any]]] = {}
+# Tensors whose fetched array stands for something else (a serialized Summary, a string
+# constant) have a decoder in their graph's "decoders" table, by tensor name; `Session.run`
+# decodes them. True once any graph has one (the common run skips the walk).
+_decoding = False
 
 
 class ConfigProto:
@@ -68,7 +70,7 @@ class Session(opsdk.Session):
             options: Any = None, run_metadata: Any = None) -> Any:
         """`opsdk.Session.run`, with TF's extra arguments accepted and summaries decoded."""
         result = super().run(fetches, _feeds(feed_dict))
-        return _decode(fetches, result) if _DECODERS else result
+        return _decode(fetches, result) if _decoding else result
 
     def as_default(self) -> "_DefaultContext":
         """Make this the default session inside a `with` block (does not close it after)."""
@@ -202,13 +204,15 @@ def _converted(value: Any, target: np.dtype) -> Any:
 
 def register_decoder(tensor: Any, decode: Callable[[Any], Any]) -> None:
     """Have `Session.run` hand out `decode(array)` whenever `tensor` is fetched."""
-    _DECODERS[id(tensor)] = (tensor, decode)
+    global _decoding
+    graph_state.table(tensor.graph, "decoders")[tensor.name] = decode
+    _decoding = True
 
 
 def _decode(fetch: Any, value: Any) -> Any:
-    entry = _DECODERS.get(id(fetch))
-    if entry is not None and entry[0] is fetch:
-        return entry[1](value)
+    if isinstance(fetch, opsdk.Tensor):
+        decode = graph_state.table(fetch.graph, "decoders").get(fetch.name)
+        return value if decode is None else decode(value)
     if isinstance(fetch, dict):
         return type(value)((k, _decode(fetch[k], v)) for k, v in value.items())
     if isinstance(fetch, (list, tuple)) and not hasattr(fetch, "_fields"):

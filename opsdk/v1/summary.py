@@ -15,11 +15,14 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import events, scopes, session as _session
+from opsdk.v1 import events, graph_state, scopes, session as _session
 from opsdk.v1.tensors import convert_to_tensor as _t
 from opsdk.v1 import misc as _misc
 
-_LAYOUTS: dict[int, list[tuple[str, str]]] = {}  # id(summary tensor) -> [(kind, tag)]
+
+def _layouts(graph: Any) -> dict[str, list[tuple[str, str]]]:
+    """The graph's summary tensors, by name: [(kind, tag)] of the pieces they concatenate."""
+    return graph_state.table(graph, "summary_layouts")
 
 
 def _piece(values: Any) -> Any:
@@ -29,7 +32,7 @@ def _piece(values: Any) -> Any:
 
 
 def _register(tensor: Any, layout: list, collections: Any) -> Any:
-    _LAYOUTS[id(tensor)] = layout
+    _layouts(tensor.graph)[tensor.name] = layout
     _session.register_decoder(tensor, lambda array: decode(layout, array))
     for key in (collections if collections is not None else [scopes.GraphKeys.SUMMARIES]):
         opsdk.get_default_graph().add_to_collection(key, tensor)
@@ -55,10 +58,12 @@ def merge(inputs: list, collections: Any = None, name: Optional[str] = None) -> 
     """One summary holding all of `inputs`."""
     layout = []
     for tensor in inputs:
-        if id(tensor) not in _LAYOUTS:
+        found = _layouts(tensor.graph).get(tensor.name) \
+            if isinstance(tensor, opsdk.Tensor) else None
+        if found is None:
             raise OpsdkError(f"summary.merge: '{getattr(tensor, 'name', tensor)}' is not a "
                              "summary made by tf.summary.scalar/histogram/merge")
-        layout.extend(_LAYOUTS[id(tensor)])
+        layout.extend(found)
     merged = _ops.concat(list(inputs), axis=0, name=name)
     return _register(merged, layout, collections if collections is not None else [])
 

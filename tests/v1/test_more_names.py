@@ -3,6 +3,9 @@ tf.contrib.seq2seq.sequence_loss, against NumPy."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -60,6 +63,38 @@ def test_reuse_variables_and_integer_one_hot_labels():
         np.testing.assert_allclose(sess.run(loss), [np.log1p(np.exp(-1.0))], rtol=1e-6)
     tf.reset_default_graph()
     assert tf.get_variable_scope().reuse is False  # a new graph, a fresh root scope
+
+
+def test_a_new_graph_numbers_default_scope_names_from_the_start():
+    # The counts once lived in a table keyed by id(graph): a graph freed and a new one made at
+    # the same address (CPython reuses them) started at "kmeans_1" (a flaky k-means test).
+    names = []
+    for _ in range(20):
+        with tf.Graph().as_default():
+            with tf.variable_scope(None, default_name="kmeans") as scope:
+                names.append(scope.name)
+        gc.collect()
+    assert names == ["kmeans"] * 20
+
+
+def test_summaries_merge_and_decode_per_graph_and_die_with_their_graph():
+    # Summary layouts and fetch decoders live on their graph: merging a tensor that is not a
+    # summary is refused, and nothing of a dropped graph stays alive in a module table.
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [3])
+        merged = tf.summary.merge([tf.summary.scalar("mean", tf.reduce_mean(x)),
+                                   tf.summary.histogram("x", x)])
+        word = tf.constant(b"opsdk")
+        with pytest.raises(OpsdkError, match="is not a summary made by"):
+            tf.summary.merge([tf.reduce_sum(x)])
+        with tf.Session() as sess:
+            got, text = sess.run([merged, word], {x: np.arange(3.0)})
+    assert isinstance(got, bytes) and b"mean" in got and text == b"opsdk"
+    alive = weakref.ref(graph)
+    del graph, x, merged, word, sess
+    gc.collect()
+    assert alive() is None
 
 
 def test_reentering_a_scope_by_name_numbers_its_default_names_again():
