@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import textwrap
@@ -161,6 +162,39 @@ def test_soft_placement_falls_back_and_logs_once_per_node(graph, caplog):
     logged = [r.getMessage() for r in caplog.records if "(node 'dist')" in r.getMessage()]
     assert logged == ["pairwise_manhattan (node 'dist'): placed on '/device:TEST:0', but op "
                       "'pairwise_manhattan' has no kernel for it; running it on /device:CPU:0"]
+
+
+def test_each_new_graph_logs_its_own_soft_placement():
+    # Logged nodes were once remembered by (id(graph), name): a new graph at a freed graph's
+    # address (CPython reuses them) stayed silent.
+    registry = load_registry()
+    counts = []
+    for _ in range(10):
+        with Graph().as_default():
+            x = placeholder("float32", [2, 3], name="x")
+            with device("/test:0"):
+                d = apply_op(registry, "pairwise_manhattan", [x, x], {}, name="dist")
+            handler = _Records()
+            logger = logging.getLogger("opsdk.placement")
+            logger.addHandler(handler)
+            try:
+                with Session(d.graph, HOST_FIRST) as sess:
+                    sess.run(d, {x: np.ones((2, 3), np.float32)})
+            finally:
+                logger.removeHandler(handler)
+            counts.append(sum("(node 'dist')" in m for m in handler.messages))
+            del x, d, sess
+        gc.collect()
+    assert counts == [1] * 10
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def test_without_soft_placement_a_missing_kernel_is_an_error_naming_everything(graph):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -27,7 +28,9 @@ from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.kernels.choice import choose_kernel, devices_text, kernel_kinds, runnable_somewhere
 
 log = logging.getLogger("opsdk.placement")
-_logged: set[tuple[int, str]] = set()
+# Per graph, the op names already warned about; weak, so a freed graph's id (which CPython
+# reuses) never silences a new graph's warnings.
+_logged: "weakref.WeakKeyDictionary[Graph, set[str]]" = weakref.WeakKeyDictionary()
 _logged_lock = threading.Lock()
 
 # Primitives whose device is that of their (first) input's producer.
@@ -170,11 +173,11 @@ def _kernel_devices(op: Operation) -> str:
 
 
 def _log_once(op: Operation, message: str) -> None:
-    key = (id(op.graph), op.name)
     with _logged_lock:
-        if key in _logged:
+        names = _logged.setdefault(op.graph, set())
+        if op.name in names:
             return
-        _logged.add(key)
+        names.add(op.name)
     log.warning(message)
 
 
