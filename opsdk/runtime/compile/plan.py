@@ -28,11 +28,11 @@ import numpy as np
 from opsdk.runtime.compile.fold import read_only
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
-from opsdk.runtime.compile.sendrecv import RECV, SEND
+from opsdk.runtime.compile.sendrecv import RECV, SEND, device_feeds
 from opsdk.runtime.compile.memory import (SMALL_BYTES, fresh_slots, peak_bytes, plan_donations,
                                           plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
-from opsdk.runtime.devices import device_of, get_device
+from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import release
@@ -200,7 +200,7 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     feed_slots = tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds)
     return Plan(
         steps=tuple(steps), runs=runs, template=tuple(slots.template), feed_slots=feed_slots,
-        device_feeds=_device_feeds(ops, reads, feed_slots, fetched),
+        device_feeds=device_feeds(ops, reads, feed_slots, fetched),
         fetch_slots=tuple(fetch_slot[e] if isinstance(e, Tensor) else None
                           for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
@@ -214,27 +214,6 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         pooled=tuple(sorted(op.name for op in takes)), pool_keys=pool_keys,
         **peak_bytes(ops, writes, frees, slots, {op.name for low in parts for op in low.ops
                                              if op.name in low.donated}))
-
-
-def _device_feeds(ops: list[Operation], reads: list, feed_slots: tuple, fetched: set) -> dict:
-    """Fed slots read only by `_send`s to one non-host device of this process, and not fetched:
-    an array of that device fed there needs no trip through the host (each `_recv` takes a value
-    that already lives on its device as it is). Slot -> that device."""
-    readers: dict[int, list[Operation]] = {}
-    for op, slots_read in zip(ops, reads):
-        for s in slots_read:
-            readers.setdefault(s, []).append(op)
-    out = {}
-    for _, slot in feed_slots:
-        ops_reading = readers.get(slot, [])
-        if slot in fetched or not ops_reading or any(op.type != SEND for op in ops_reading):
-            continue
-        targets = {op.attrs["recv_location"] for op in ops_reading}
-        if len(targets) == 1:
-            device = get_device(targets.pop())
-            if not device.is_host:
-                out[slot] = device
-    return out
 
 
 def _producers(parts: Sequence[Lowered], ops: list[Operation]) -> list[set[int]]:

@@ -96,3 +96,24 @@ register_primitive(Primitive(SEND, True, None, "sends its input to the matching 
                              prepare=_prepare_send, check=_check_send))
 register_primitive(Primitive(RECV, True, None, "receives the value of the matching _send",
                              prepare=_prepare_recv, check=_check_recv))
+
+
+def device_feeds(ops: list[Operation], reads: list, feed_slots: tuple, fetched: set) -> dict:
+    """Fed slots read only by `_send`s to one non-host device of this process, and not fetched:
+    an array of that device fed there needs no trip through the host (each `_recv` takes a value
+    that already lives on its device as it is). Slot -> that device."""
+    readers: dict[int, list[Operation]] = {}
+    for op, slots_read in zip(ops, reads):
+        for s in slots_read:
+            readers.setdefault(s, []).append(op)
+    out = {}
+    for _, slot in feed_slots:
+        ops_reading = readers.get(slot, [])
+        if slot in fetched or not ops_reading or any(op.type != SEND for op in ops_reading):
+            continue
+        targets = {op.attrs["recv_location"] for op in ops_reading}
+        if len(targets) == 1:
+            device = get_device(targets.pop())
+            if not device.is_host:
+                out[slot] = device
+    return out
