@@ -1,0 +1,90 @@
+"""The `_fused` node at run time: a region's generated kernel called over its inputs, and the
+region run member by member with the members' own kernels while that kernel compiles (or when
+the values' shapes known only at run time do not fit one pass). The fuse pass (compile/fuse.py)
+makes these nodes."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from opsdk.registry.elementwise import FusedKernel
+from opsdk.runtime.ir.context import in_context, node_label
+from opsdk.runtime.ir.graph import Operation
+from opsdk.runtime.ir.primitives import Primitive, register_primitive
+from opsdk.runtime.kernels.choice import bind_kernel
+from opsdk.runtime.kernels.fused import fused_call
+from opsdk.runtime.kernels.fused_cuda import cuda_fused_run
+from opsdk.runtime.kernels.threads import kernel_threads
+
+FUSED = "_fused"
+_PARALLEL_ELEMENTS = 1 << 16  # from here a fused kernel uses the cores
+
+
+def _prepare_fused(op: Operation, device: Any, options: Any):
+    kernel: FusedKernel = op.attrs["kernel"]
+    members: tuple[Operation, ...] = op.attrs["region"]
+    unfused = _unfused(op, members)
+    if op.attrs["target"] == "cuda":
+        return cuda_fused_run(kernel, device, unfused, len(op.outputs))
+    call = fused_call(kernel)
+    dtype = np.dtype(kernel.dtype)
+    arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
+    n_out = len(op.outputs)
+
+    def run(ctx: Any, node: Operation, inputs: list) -> tuple:
+        if call.fn is None:
+            return unfused(inputs)
+        values = [np.ascontiguousarray(v, dtype) for v in inputs]
+        shape = values[arrays[0]].shape
+        if any(values[i].shape != shape for i in arrays) or any(
+                values[i].size != 1 for i in range(len(values)) if i not in arrays):
+            return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
+        outs = [np.empty(shape, dtype) for _ in range(n_out)]
+        n = values[arrays[0]].size
+        call(values, outs, n, 0 if n < _PARALLEL_ELEMENTS else _threads())
+        return tuple(outs)
+    return run
+
+
+def _threads() -> int:
+    return kernel_threads()  # the session's budget
+
+
+def _unfused(node: Operation, members: tuple[Operation, ...]):
+    """The region run node by node with the members' own kernels (while the kernel compiles,
+    or when the values' shapes do not fit one pass); each value is dropped after its last
+    reader, as the executor would."""
+    kernel: FusedKernel = node.attrs["kernel"]
+    reads: tuple[tuple[str, ...], ...] = node.attrs["reads"]
+    calls = [bind_kernel(op.spec, choice, op.attrs, op.type_attrs)
+             for op, choice in zip(members, node.attrs["kernels"])]
+    wanted = kernel.outputs
+    last: dict[str, int] = {}
+    for k, names in enumerate(reads):
+        for name in names:
+            last[name] = k
+    drop = [[n for n in set(names) if last[n] == k and n not in wanted]
+            for k, names in enumerate(reads)]
+
+    def run(inputs: list) -> tuple:
+        env: dict[str, Any] = {f"in{i}": v for i, v in enumerate(inputs)}
+        for k, (op, call) in enumerate(zip(members, calls)):
+            try:
+                result = call([env[name] for name in reads[k]])
+            except Exception as exc:
+                raise in_context(node_label(op.type, op.name), exc) from exc
+            env[f"t{k}"] = result[0] if isinstance(result, (tuple, list)) else result
+            for name in drop[k]:
+                del env[name]
+        return tuple(env[name] for name in wanted)
+    return run
+
+
+def _check_fused(attrs: dict, outputs: list) -> Optional[str]:
+    return None if isinstance(attrs.get("kernel"), FusedKernel) else "no kernel description"
+
+
+register_primitive(Primitive(FUSED, False, None, "a region of elementwise nodes run as one kernel",
+                             prepare=_prepare_fused, check=_check_fused))
