@@ -8,7 +8,10 @@ with the alternatives.
    PyTorch is installed (reported absent otherwise).
 2. A chain of 1000 adds on 256x256 float32 (y = y + x), fused and unfused, per add, beside NumPy
    adding in place.
-3. Where CuPy sees a GPU (`--gpu`: these rows alone): the same GELU graph placed on the GPU, fed
+3. The mean square of a difference, reduce_mean(square(x - y)) over 16M float32 values: the
+   region ends in the reduction (its values summed as computed, never written), against the same
+   graph with the fuse pass off, NumPy's expression and torch's `((x - y) ** 2).mean()`.
+4. Where CuPy sees a GPU (`--gpu`: these rows alone): the same GELU graph placed on the GPU, fed
    a CuPy array, through Session.run fused (one generated CUDA kernel) and with the fuse pass
    off, against `torch.nn.functional.gelu(approximate="tanh")` on CUDA and CuPy's expression.
    The GELU node is fetched as an operation, so its result stays on the GPU as the others' do
@@ -127,6 +130,32 @@ def bench_chain(registry, length: int, repeats: int) -> None:
     row("NumPy in place", timed(numpy_in_place, repeats), fused[0], length)
 
 
+def bench_mean_square(registry, n: int, repeats: int) -> None:
+    g = Graph()
+    with g.as_default(), device("/cpu:0"):
+        x = placeholder("float32", [n], name="x")
+        y = placeholder("float32", [n], name="y")
+        r = apply_op(registry, "reduce_mean", [apply_op(registry, "square", [
+            apply_op(registry, "sub", [x, y], {})], {})], {})
+    rng = np.random.default_rng(0)
+    xs, ys = (rng.normal(size=n).astype(np.float32) for _ in range(2))
+    fused = session_time(g, r, {x: xs, y: ys}, True, repeats)
+    print(f"reduce_mean(square(x - y)), {n} float32")
+    row("opsdk Session.run, fused with its reduction", fused, fused[0])
+    row("opsdk Session.run, fuse pass off", session_time(g, r, {x: xs, y: ys}, False, repeats),
+        fused[0])
+    row("NumPy np.mean(np.square(x - y))", timed(lambda: np.mean(np.square(xs - ys)), repeats),
+        fused[0])
+    try:
+        import torch
+    except ImportError:
+        print("  torch ((x - y) ** 2).mean(): absent (PyTorch is not installed)")
+        return
+    tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
+    row(f"torch {torch.__version__} ((x - y) ** 2).mean()",
+        timed(lambda: ((tx - ty) ** 2).mean(), repeats), fused[0])
+
+
 def gpu_or_reason():
     """CuPy when it imports and sees a device, else (None, why not)."""
     try:
@@ -190,6 +219,7 @@ def main() -> None:
     if not args.gpu:
         bench_gelu(registry, args.size, args.repeats)
         bench_chain(registry, args.chain, args.repeats)
+        bench_mean_square(registry, args.size, args.repeats)
     cp, why = gpu_or_reason()
     if cp is None:
         print(f"GPU rows: skipped ({why})")

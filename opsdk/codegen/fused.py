@@ -71,13 +71,16 @@ def c_expr(expr: Expr, var=c_name, calls=CPU_CALLS) -> str:
 
 def render_fused_cpu(kernel: FusedKernel) -> str:
     """The C++ source of `kernel` for the CPU: `extern "C" void opsdk_fused(in, out, n, threads)`
-    with `in`/`out` arrays of data pointers (a scalar input points at its one value)."""
+    with `in`/`out` arrays of data pointers (a scalar input points at its one value); a kernel
+    ending in a reduction is `opsdk_fused_rows(in, out, rows, inner, threads)` instead, its last
+    output one value per row of `inner` elements."""
     problem = kernel_problem(kernel)
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
     loads, body, block = [], [], []
     arrays = {f"in{i}" for i, kind in enumerate(kernel.inputs) if kind == "array"}
     arrays.update(name for name, _ in kernel.steps)
+    written = kernel.outputs[:-1] if kernel.reduction else kernel.outputs
 
     def element(name: str) -> str:  # in the blocked loop: an array value's element j
         return f"{c_name(name)}[j]" if name in arrays else c_name(name)
@@ -96,12 +99,17 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
         body.append(f"const T {c_name(name)} = {c_expr(expr)};")
         block += [f"T {c_name(name)}[B];", "#pragma omp simd",
                   f"for (int j = 0; j < B; ++j) {c_name(name)}[j] = {c_expr(expr, element)};"]
-    body.extend(f"p_out{j}[i] = {c_name(name)};" for j, name in enumerate(kernel.outputs))
-    for j, name in enumerate(kernel.outputs):
+    body.extend(f"p_out{j}[i] = {c_name(name)};" for j, name in enumerate(written))
+    for j, name in enumerate(written):
         block += ["#pragma omp simd", f"for (int j = 0; j < B; ++j) p_out{j}[i0 + j] = {element(name)};"]
+    reduce = None
+    if kernel.reduction is not None:
+        kind, step = kernel.reduction
+        reduce = {"out": len(kernel.outputs) - 1, "value": c_name(step),
+                  "scale": "1.0 / static_cast<double>(inner)" if kind == "mean" else "1.0"}
     return environment().get_template("fused/fused_cpu.cc.j2").render(
         key=kernel.key(), ctype=CTYPES[kernel.dtype], loads=loads, stores=stores, body=body,
-        block=block,
+        block=block, reduce=reduce,
         exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS)
 
 
@@ -111,6 +119,8 @@ def render_fused_cuda(kernel: FusedKernel) -> str:
     and per output, a grid-stride loop over the n elements; with `vectorised` nonzero (every
     array 16-byte aligned) it moves 16-byte vectors, the last n % lanes elements one by one."""
     problem = kernel_problem(kernel)
+    if kernel.reduction is not None:
+        problem = "a reduction (regions on a GPU end before their reductions)"
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]

@@ -148,6 +148,10 @@ def _number(xp, truth, a, b):
 
 
 # ------------------------------------------------------------------------- fused kernels
+# The reductions a fused kernel may end in (FusedKernel.reduction).
+REDUCTIONS = ("sum", "mean")
+
+
 @dataclass(frozen=True)
 class FusedKernel:
     """One generated kernel for a region of elementwise nodes: pure data, which the runtime
@@ -156,12 +160,18 @@ class FusedKernel:
     `inputs`: per input, whether it is a full array ("array": one value per element) or a
     single value broadcast to every element ("scalar"). `steps`: `(name, expr)` in order, each
     expression over the inputs `in0, in1, ...` and earlier step names; `outputs`: the step
-    names written out, in order. Every value has type `dtype`."""
+    names written out, in order. Every value has type `dtype`.
+
+    `reduction`: None, or `(kind, step)` for a region that ends in a reduction (`sum` or `mean`)
+    of the value `step` over its trailing axes. Such a kernel runs over rows (the reduced
+    extent is a row's length, known at run time) and its last output is the reduced value, one
+    per row, named after the reduction's node rather than a step."""
 
     dtype: str
     inputs: tuple[str, ...]
     steps: tuple[tuple[str, Expr], ...]
     outputs: tuple[str, ...]
+    reduction: Optional[tuple[str, str]] = None
 
     def key(self) -> str:
         """A content key: the same kernel gives the same key in every process."""
@@ -180,6 +190,14 @@ def kernel_problem(kernel: FusedKernel) -> Optional[str]:
         if missing:
             return f"step {name} reads {', '.join(sorted(missing))} before it is computed"
         known.add(name)
-    if not kernel.outputs or set(kernel.outputs) - known:
+    written = kernel.outputs
+    if kernel.reduction is not None:
+        kind, step = kernel.reduction
+        if kind not in REDUCTIONS:
+            return f"reduction '{kind}': fused reductions are {', '.join(REDUCTIONS)}"
+        if step not in known:
+            return f"the reduction reads {step}, which no step computes"
+        written = kernel.outputs[:-1]
+    if not kernel.outputs or set(written) - known:
         return "an output that no step computes"
     return None

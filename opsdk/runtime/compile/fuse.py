@@ -11,7 +11,8 @@ read outside (or fetched); its kernel is the members' formulas composed (`FusedK
 compiled by the fusion compiler of the device's target (kernels/fused.py: C++ for the CPU;
 kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the background while the node runs the
 members' own kernels in order. Gradient graphs are fused the same way: their elementwise
-gradient ops declare formulas too.
+gradient ops declare formulas too. On the host a region may end in a sum or mean over trailing
+axes of one of its values (`_ending`): the kernel then reduces rows as it computes them.
 
 Switched off (`passes_off={"fuse"}`), every node runs unfused; where a device's compiler is
 missing (no g++ for the CPU, no NVRTC for a GPU; said once), that device's nodes do.
@@ -31,6 +32,9 @@ from opsdk.runtime.kernels.fused import fusion_compiler, fusion_problem, say_onc
 # On the host a region known to be smaller runs faster as separate NumPy calls; on a GPU each
 # unfused op is a kernel launch of its own, so regions of any size are fused there.
 MIN_ELEMENTS = 1 << 12
+# Builtin reductions a region on the host may end in, over trailing axes: the region's last
+# value is then summed as it is computed and never written out (FusedKernel.reduction).
+_REDUCTIONS = {"opsdk::reduce_sum": "sum", "opsdk::reduce_mean": "mean"}
 
 
 @dataclass
@@ -43,6 +47,8 @@ class Region:
     location: str = ""
     target: str = ""  # the fusion compiler of its device (`cpu`, `cuda`)
     after: set[int] = field(default_factory=set)  # ids of regions it reads through other nodes
+    # (trailing axes reduced, keepdims) once the region ends in a reduction: nothing joins after
+    reduced: Optional[tuple[int, bool]] = None
 
 
 def fuse_pass(program: Program) -> Program:
@@ -109,6 +115,27 @@ def _candidate(program: Program, op: Operation, blocked: set[str]) -> Optional[t
     return (out.dtype, out.shape, program.location[op])
 
 
+def _ending(program: Program, op: Operation, regions: list[Region],
+            region_of: dict) -> Optional[tuple[int, tuple[int, bool]]]:
+    """(region, (trailing axes, keepdims)) when `op` is a sum or mean over trailing axes of a
+    value of an open region on the host, which it may then end; else None."""
+    spec = op.spec
+    if spec is None or spec.qualified_name not in _REDUCTIONS or op.stateful \
+            or program.controls_of(op):
+        return None
+    (t,) = program.inputs_of(op)
+    r = region_of.get(t.op) if t not in program.feed_set else None
+    if r is None or regions[r].reduced is not None or regions[r].target != "cpu":
+        return None
+    region, rank = regions[r], len(regions[r].shape)
+    if tuple(t.shape) != tuple(region.shape) or op.outputs[0].dtype != region.dtype or rank == 0:
+        return None
+    axes = sorted({a % rank for a in op.attrs["axes"]}) if op.attrs["axes"] else list(range(rank))
+    if axes != list(range(rank - len(axes), rank)):
+        return None  # a leading or middle axis: its values are not contiguous rows
+    return r, (len(axes), bool(op.attrs["keepdims"]))
+
+
 def _regions(program: Program, blocked: set[str]) -> list[Region]:
     regions: list[Region] = []
     region_of: dict[Operation, int] = {}
@@ -117,6 +144,13 @@ def _regions(program: Program, blocked: set[str]) -> list[Region]:
         reads = [t.op for t in program.inputs_of(op) if t not in program.feed_set]
         reads += list(program.controls_of(op))
         through = set().union(*(depends.get(p, set()) for p in reads)) if reads else set()
+        ending = _ending(program, op, regions, region_of)
+        if ending is not None:
+            r, regions[r].reduced = ending
+            regions[r].ops.append(op)
+            region_of[op] = r
+            depends[op] = through | {r}
+            continue
         key = _candidate(program, op, blocked)
         joined = None if key is None else _join(program, op, key, regions, region_of, depends)
         if joined is None and key is not None:
@@ -138,7 +172,8 @@ def _join(program: Program, op: Operation, key: tuple, regions: list[Region],
     near = []
     for t in program.inputs_of(op):
         r = region_of.get(t.op) if t not in program.feed_set else None
-        if r is not None and (regions[r].dtype, regions[r].shape, regions[r].location) == key:
+        if r is not None and regions[r].reduced is None and (
+                regions[r].dtype, regions[r].shape, regions[r].location) == key:
             near.append(r)
     choices = [set(near)] + [{r} for r in sorted(set(near), reverse=True)] if near else []
     for targets in choices:
@@ -224,7 +259,14 @@ def _replace(program: Program, region: Region) -> Operation:
     inputs: list[Tensor] = []
     names: dict[Tensor, Var] = {}
     steps, reads = [], []
+    reduction = None
     for k, op in enumerate(members):
+        if region.reduced is not None and op is members[-1]:  # the reduction ending it
+            (t,) = program.inputs_of(op)
+            reads.append((names[t].name,))
+            reduction = (_REDUCTIONS[op.spec.qualified_name], names[t].name)
+            names[op.outputs[0]] = Var(f"t{k}")
+            continue
         env: dict[str, Any] = {}
         for spec_in, t in zip(op.spec.inputs, program.inputs_of(op)):
             if t not in names:
@@ -238,13 +280,15 @@ def _replace(program: Program, region: Region) -> Operation:
         names[op.outputs[0]] = Var(f"t{k}")
     read_outside = _read_outside(program, inside)
     outputs = [op.outputs[0] for op in members if op.outputs[0] in read_outside]
+    if reduction is not None and members[-1].outputs[0] not in outputs:
+        outputs.append(members[-1].outputs[0])  # the kernel's last output, always written
     kernel = FusedKernel(region.dtype, tuple("array" if tuple(t.shape) == tuple(region.shape)
                                              else "scalar" for t in inputs),
-                         tuple(steps), tuple(names[t].name for t in outputs))
+                         tuple(steps), tuple(names[t].name for t in outputs), reduction)
     last = members[-1]
     node = Operation(last.graph, FUSED, f"{last.name}/fused", tuple(inputs),
                      {"kernel": kernel, "target": region.target, "region": tuple(members),
-                      "reads": tuple(reads),
+                      "reads": tuple(reads), "reduced": region.reduced,
                       "kernels": tuple(program.kernel.get(op) for op in members)},
                      {}, (), last.device, None,
                      last._id)

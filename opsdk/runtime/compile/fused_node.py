@@ -32,6 +32,7 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
     dtype = np.dtype(kernel.dtype)
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
     n_out = len(op.outputs)
+    reduced = op.attrs.get("reduced")
 
     def run(ctx: Any, node: Operation, inputs: list) -> tuple:
         if call.fn is None:
@@ -41,9 +42,18 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
         if any(values[i].shape != shape for i in arrays) or any(
                 values[i].size != 1 for i in range(len(values)) if i not in arrays):
             return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
-        outs = [np.empty(shape, dtype) for _ in range(n_out)]
         n = values[arrays[0]].size
-        call(values, outs, n, 0 if n < _PARALLEL_ELEMENTS else _threads())
+        threads = 0 if n < _PARALLEL_ELEMENTS else _threads()
+        if reduced is None:
+            outs = [np.empty(shape, dtype) for _ in range(n_out)]
+            call(values, outs, n, threads)
+            return tuple(outs)
+        k, keepdims = reduced  # rows of the trailing k axes, one value each
+        rows_shape = shape[:len(shape) - k]
+        rows = int(np.prod(rows_shape, dtype=np.int64))
+        outs = [np.empty(shape, dtype) for _ in range(n_out - 1)]
+        outs.append(np.empty(rows_shape + (1,) * k if keepdims else rows_shape, dtype))
+        call(values, outs, rows, int(np.prod(shape[len(shape) - k:], dtype=np.int64)), threads)
         return tuple(outs)
     return run
 

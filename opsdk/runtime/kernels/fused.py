@@ -102,8 +102,13 @@ class FusedCall:
 
     def load(self, path: Any) -> None:
         lib = ctypes.CDLL(str(path))
-        fn = lib.opsdk_fused
-        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
+        if self.kernel.reduction is None:
+            fn = lib.opsdk_fused  # (in, out, n, threads)
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
+        else:
+            fn = lib.opsdk_fused_rows  # (in, out, rows, inner, threads)
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                           ctypes.c_int)
         fn.restype = None
         self.fn = fn
 
@@ -119,11 +124,13 @@ class FusedCall:
         say_once(f"fused {self.target} kernel {self.kernel.key()} failed to compile or load; its "
                  f"region runs unfused: {exc}")
 
-    def __call__(self, inputs: list, outputs: list, n: int, threads: int) -> None:
+    def __call__(self, inputs: list, outputs: list, *sizes: int) -> None:
+        """Run over `n` elements (`sizes` = n, threads), or for a kernel ending in a reduction
+        over `rows` rows of `inner` elements (`sizes` = rows, inner, threads)."""
         ins = (ctypes.c_void_p * len(inputs))(*[a.__array_interface__["data"][0] for a in inputs])
         outs = (ctypes.c_void_p * len(outputs))(*[a.__array_interface__["data"][0]
                                                   for a in outputs])
-        self.fn(ins, outs, n, threads)
+        self.fn(ins, outs, *sizes)
 
 
 def fused_call(kernel: FusedKernel, kind: type[FusedCall] = FusedCall, *args: Any) -> FusedCall:
