@@ -13,19 +13,11 @@ from opsdk.registry.elementwise import Apply, FusedKernel, Var, kernel_problem
 from opsdk.codegen.fused import render_fused_cpu, render_fused_cuda
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, device, placeholder
-from opsdk.runtime.kernels.fused import set_fusion_compiler
 
-from test_fusion import CPU, _graphs, _run, pytestmark, random_graph  # noqa: F401
+# _own_cache (autouse): each test's own kernel cache; pytestmark: skipped without a compiler
+from test_fusion import CPU, _graphs, _own_cache, _run, pytestmark, random_graph  # noqa: F401
 
 SHAPE = (30, 20, 50)
-
-
-@pytest.fixture(autouse=True)
-def _own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPSDK_FUSION_CACHE", str(tmp_path / "fused"))
-    set_fusion_compiler(None)
-    yield
-    set_fusion_compiler(None)
 
 
 def _mean_square(registry, dtype: str, reduction: str, axes: list, keepdims: bool,
