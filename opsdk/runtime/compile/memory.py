@@ -6,7 +6,7 @@ Memory)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, TYPE_CHECKING
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -15,12 +15,23 @@ from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import given_output_call, scalar_form
 
-if TYPE_CHECKING:
-    from opsdk.runtime.compile.plan import Slots
+
+class Slots:
+    """The slot numbering shared by the partitions lowered into one plan."""
+
+    def __init__(self) -> None:
+        self.template: list = []  # a value per constant slot, else None
+        self.is_const: list[bool] = []
+        self.slot_of: dict[Tensor, int] = {}
+
+    def new(self, value: Any = None, const: bool = False) -> int:
+        self.template.append(value)
+        self.is_const.append(const)
+        return len(self.template) - 1
 
 
 def peak_bytes(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], frees: Sequence,
-               slots: "Slots", donated: set[str]) -> dict:
+               slots: Slots, donated: set[str]) -> dict:
     """The peak bytes of step values alive at once in the serial order: each step's outputs
     appear (a donating step's output reuses its dead input's buffer), freed slots disappear."""
     size: dict[int, Optional[int]] = {}
@@ -39,7 +50,7 @@ def peak_bytes(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], free
     return {"peak_bytes": peak, "peak_known": not unknown}
 
 
-def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: "Slots",
+def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
                    reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
     """The memory planner's choice of which steps write into a donated input: a node whose op
     declares `inplace` for its output, run by a python kernel on the host, whose input of the

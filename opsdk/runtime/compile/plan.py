@@ -29,8 +29,8 @@ from opsdk.runtime.compile.fold import read_only
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND, device_feeds
-from opsdk.runtime.compile.memory import (SMALL_BYTES, fresh_slots, peak_bytes, plan_donations,
-                                          plan_takes, release_keys)
+from opsdk.runtime.compile.memory import (SMALL_BYTES, Slots, fresh_slots, peak_bytes,
+                                          plan_donations, plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
@@ -69,20 +69,6 @@ class Plan:
     # fed slot -> the one device whose array may be fed there as it is: only `_send`s to that
     # device read the slot and it is not fetched (a CuPy array fed for GPU readers stays there)
     device_feeds: dict = field(default_factory=dict)
-
-
-class Slots:
-    """The slot numbering shared by the partitions lowered into one plan."""
-
-    def __init__(self) -> None:
-        self.template: list = []  # a value per constant slot, else None
-        self.is_const: list[bool] = []
-        self.slot_of: dict[Tensor, int] = {}
-
-    def new(self, value: Any = None, const: bool = False) -> int:
-        self.template.append(value)
-        self.is_const.append(const)
-        return len(self.template) - 1
 
 
 @dataclass
