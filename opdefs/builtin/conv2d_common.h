@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -34,7 +35,7 @@ constexpr int kMaxVecs = 2;
 template <int NV>
 constexpr int tile_pixels() {
 #if defined(__AVX512F__)
-    return NV <= 2 ? 8 : 6;
+    return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;  // 24-26 accumulators
 #else
     return NV <= 1 ? 8 : 4;
 #endif
@@ -95,10 +96,29 @@ Valid padded_input(const Geometry& g, const T* x, std::vector<T>& copy) {
     return {g.n, hp, wp, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw};
 }
 
+// Scratch arrays that start on a cache line: the kernels' whole-vector loads of padded rows then
+// never straddle two lines (malloc's 16-byte alignment made every 64-byte load of such a row a
+// split load, which costs two).
+template <typename T>
+struct LineAllocator {
+    using value_type = T;
+    LineAllocator() = default;
+    template <typename U>
+    LineAllocator(const LineAllocator<U>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+    void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    template <typename U>
+    bool operator==(const LineAllocator<U>&) const { return true; }
+    template <typename U>
+    bool operator!=(const LineAllocator<U>&) const { return false; }
+};
+
+template <typename T> using LineVector = std::vector<T, LineAllocator<T>>;
+
 // rows x cols copied into rows x padded (padded >= cols), zeros after each row.
 template <typename T>
-std::vector<T> pad_rows(const T* a, int64_t rows, int64_t cols, int64_t padded) {
-    std::vector<T> out(static_cast<size_t>(rows * padded), T(0));
+LineVector<T> pad_rows(const T* a, int64_t rows, int64_t cols, int64_t padded) {
+    LineVector<T> out(static_cast<size_t>(rows * padded), T(0));
     for (int64_t r = 0; r < rows; ++r) std::copy(a + r * cols, a + (r + 1) * cols, out.data() + r * padded);
     return out;
 }
