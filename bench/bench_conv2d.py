@@ -7,11 +7,12 @@ torch.nn.functional.conv2d (channels_last, the same NHWC memory) and TensorFlow'
 
 Shapes are the layers of TF's deep-MNIST tutorial (batch 50) and a wider 3x3 layer. Each time is
 the median over repeats after a warm-up call; "gradient" is both input and filter gradients
-(torch: one autograd backward; TensorFlow: Conv2DBackpropInput and Conv2DBackpropFilter). GF/s counts 2 * n * oh * ow * kh * kw * c * o flops per pass
-(twice that for the gradient). The load average is printed before and after: the machine is
-shared, and a busy one slows every column alike only roughly; so each cell also shows the median
-CPU time of the process per call (all threads), which other processes inflate much less:
-with --threads 1 (OpenMP and torch on one thread) it is the fairest comparison on a busy machine.
+(torch: one autograd backward; TensorFlow: Conv2DBackpropInput and Conv2DBackpropFilter). GF/s
+counts 2 * n * oh * ow * kh * kw * c * o flops per pass (twice that for the gradient). The load
+average is printed before and after: the machine is shared, and a busy one slows every column
+alike only roughly; so each cell also shows the median CPU time of the process per call (all
+threads), which other processes inflate much less: with --threads 1 (OpenMP, torch and
+TensorFlow on one thread) it is the fairest comparison on a busy machine.
 """
 
 from __future__ import annotations
@@ -120,8 +121,9 @@ def tf_calls(case: Case, x, f, gy) -> dict:
     kw = dict(strides=[1, case.stride, case.stride, 1], padding="SAME" if case.same else "VALID")
 
     def gradient():
-        return (tf.raw_ops.Conv2DBackpropInput(input_sizes=x.shape, filter=tf_, out_backprop=tgy, **kw).numpy(),
-                tf.raw_ops.Conv2DBackpropFilter(input=tx, filter_sizes=f.shape, out_backprop=tgy, **kw).numpy())
+        ops = tf.raw_ops
+        return (ops.Conv2DBackpropInput(input_sizes=x.shape, filter=tf_, out_backprop=tgy, **kw).numpy(),
+                ops.Conv2DBackpropFilter(input=tx, filter_sizes=f.shape, out_backprop=tgy, **kw).numpy())
     return {"tf": (lambda: tf.raw_ops.Conv2D(input=tx, filter=tf_, **kw).numpy(), gradient)}
 
 
