@@ -1,15 +1,18 @@
-"""conv2d and its gradient (and max_pool's) on the CPU: opsdk's C++ kernel, its NumPy python kernel, and
-torch.nn.functional.conv2d (oneDNN, channels_last, the same NHWC memory), float32.
+"""conv2d and its gradient (and max_pool's) on the CPU: opsdk's C++ kernel, its NumPy python kernel
+(windows copied, then one BLAS GEMM: the GEMM lowering on the BLAS NumPy ships),
+torch.nn.functional.conv2d (channels_last, the same NHWC memory) and TensorFlow's raw NHWC ops
+(oneDNN), float32, where installed.
 
     .venv/bin/python bench/bench_conv2d.py [--repeats 15] [--threads 1] [--only mnist2 ...]
 
 Shapes are the layers of TF's deep-MNIST tutorial (batch 50) and a wider 3x3 layer. Each time is
 the median over repeats after a warm-up call; "gradient" is both input and filter gradients
-(torch: one autograd backward). GF/s counts 2 * n * oh * ow * kh * kw * c * o flops per pass
-(twice that for the gradient). The load average is printed before and after: the machine is
-shared, and a busy one slows every column alike only roughly; so each cell also shows the median
-CPU time of the process per call (all threads), which other processes inflate much less:
-with --threads 1 (OpenMP and torch on one thread) it is the fairest comparison on a busy machine.
+(torch: one autograd backward; TensorFlow: Conv2DBackpropInput and Conv2DBackpropFilter). GF/s
+counts 2 * n * oh * ow * kh * kw * c * o flops per pass (twice that for the gradient). The load
+average is printed before and after: the machine is shared, and a busy one slows every column
+alike only roughly; so each cell also shows the median CPU time of the process per call (all
+threads), which other processes inflate much less: with --threads 1 (OpenMP, torch and
+TensorFlow on one thread) it is the fairest comparison on a busy machine.
 """
 
 from __future__ import annotations
@@ -107,12 +110,29 @@ def torch_calls(case: Case, x, f, gy) -> dict:
     return {"torch": (forward, gradient)}
 
 
+def tf_calls(case: Case, x, f, gy) -> dict:
+    """TensorFlow's NHWC kernels (oneDNN on x86), run eagerly."""
+    import importlib.util
+    if importlib.util.find_spec("tensorflow") is None:
+        return {}
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+    tx, tf_, tgy = tf.constant(x), tf.constant(f), tf.constant(gy)
+    kw = dict(strides=[1, case.stride, case.stride, 1], padding="SAME" if case.same else "VALID")
+
+    def gradient():
+        ops = tf.raw_ops
+        return (ops.Conv2DBackpropInput(input_sizes=x.shape, filter=tf_, out_backprop=tgy, **kw).numpy(),
+                ops.Conv2DBackpropFilter(input=tx, filter_sizes=f.shape, out_backprop=tgy, **kw).numpy())
+    return {"tf": (lambda: tf.raw_ops.Conv2D(input=tx, filter=tf_, **kw).numpy(), gradient)}
+
+
 def run_case(case: Case, repeats: int) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((case.n, case.h, case.w, case.c), dtype=np.float32)
     f = rng.standard_normal((case.k, case.k, case.c, case.o), dtype=np.float32)
     gy = rng.standard_normal((case.n, *case.out, case.o), dtype=np.float32)
-    calls = {**opsdk_calls(case, x, f, gy), **torch_calls(case, x, f, gy)}
+    calls = {**opsdk_calls(case, x, f, gy), **torch_calls(case, x, f, gy), **tf_calls(case, x, f, gy)}
     for kind, index, flops in (("forward", 0, case.flops), ("gradient", 1, 2 * case.flops)):
         times = {name: median_time(pair[index], repeats) for name, pair in calls.items()}
         cells = "  ".join(f"{n}: {t * 1e3:7.2f} ms ({c * 1e3:7.2f} cpu) {flops / t / 1e9:6.1f} GF/s"
@@ -161,6 +181,13 @@ def main() -> None:
         try:
             import torch
             torch.set_num_threads(args.threads)
+        except ImportError:
+            pass
+        try:  # before TensorFlow's first op starts its thread pools
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+            import tensorflow as tf
+            tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+            tf.config.threading.set_inter_op_parallelism_threads(args.threads)
         except ImportError:
             pass
     print(f"load average before: {os.getloadavg()}")

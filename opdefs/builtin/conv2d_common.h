@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "opsdk/kernel.h"
@@ -34,7 +36,7 @@ constexpr int kMaxVecs = 2;
 template <int NV>
 constexpr int tile_pixels() {
 #if defined(__AVX512F__)
-    return NV <= 2 ? 8 : 6;
+    return NV == 1 ? 16 : NV == 2 ? 12 : NV == 3 ? 8 : 6;  // 24-26 accumulators
 #else
     return NV <= 1 ? 8 : 4;
 #endif
@@ -77,28 +79,75 @@ struct Valid {
     int64_t n, hp, wp, c, kh, kw, o, oh, ow, sh, sw;
 };
 
+// Scratch arrays that start on a cache line: the kernels' whole-vector loads of padded rows then
+// never straddle two lines (malloc's 16-byte alignment made every 64-byte load of such a row a
+// split load, which costs two).
+template <typename T>
+struct LineAllocator {
+    using value_type = T;
+    LineAllocator() = default;
+    template <typename U>
+    LineAllocator(const LineAllocator<U>&) {}
+    T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+    void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    // Sized without a value, elements are left unset (default-initialised), not zeroed: the
+    // padded copies write every element once, where zeroing first wrote them twice.
+    template <typename U>
+    void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
+    template <typename U, typename... A>
+    void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+    template <typename U>
+    bool operator==(const LineAllocator<U>&) const { return true; }
+    template <typename U>
+    bool operator!=(const LineAllocator<U>&) const { return false; }
+};
+
+template <typename T> using LineVector = std::vector<T, LineAllocator<T>>;
+
+// A row of `width` pixels of c channels: `count` pixels from src starting at pixel `at`, zeros
+// around them (src may be null when count is 0).
+template <typename T>
+inline void padded_row(T* dst, int64_t width, int64_t c, const T* src, int64_t at, int64_t count) {
+    if (count <= 0) {
+        std::fill(dst, dst + width * c, T(0));
+        return;
+    }
+    std::fill(dst, dst + at * c, T(0));
+    std::copy(src, src + count * c, dst + at * c);
+    std::fill(dst + (at + count) * c, dst + width * c, T(0));
+}
+
+// Rows per thread of a copy of `per_row` values: at least about a megabyte each, below which
+// waking a thread costs more than the copy it takes over.
+inline int64_t copy_grain(int64_t per_row) {
+    return std::max<int64_t>(1, (int64_t(1) << 18) / std::max<int64_t>(per_row, 1));
+}
+
 // The input of the convolution g as valid_conv reads it: x with TensorFlow's zeros around it
 // (g.top rows and g.left columns before, enough after for every window) copied into `copy`, or
 // x itself, `copy` left empty, when every window fits in x already. Needs g.oh, g.ow >= 1.
 template <typename T>
-Valid padded_input(const Geometry& g, const T* x, std::vector<T>& copy) {
+Valid padded_input(const Geometry& g, const T* x, LineVector<T>& copy) {
     const int64_t hp = (g.oh - 1) * g.sh + g.kh, wp = (g.ow - 1) * g.sw + g.kw;
     if (g.top == 0 && g.left == 0 && hp <= g.h && wp <= g.w)
         return {g.n, g.h, g.w, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw};
-    copy.assign(static_cast<size_t>(g.n * hp * wp * g.c), T(0));
-    const int64_t cols = std::min(g.w, wp - g.left);
-    for (int64_t b = 0; b < g.n; ++b)
-        for (int64_t ih = 0; ih < g.h && ih + g.top < hp; ++ih) {
-            const T* src = x + (b * g.h + ih) * g.w * g.c;
-            std::copy(src, src + cols * g.c, copy.data() + ((b * hp + ih + g.top) * wp + g.left) * g.c);
+    copy.resize(static_cast<size_t>(g.n * hp * wp * g.c));  // every element is written below
+    const int64_t cols = std::max<int64_t>(std::min(g.w, wp - g.left), 0);
+    opsdk::parallel_for(0, g.n * hp, copy_grain(wp * g.c), [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+            const int64_t b = r / hp, ih = r % hp - g.top;
+            const bool inside = ih >= 0 && ih < g.h;
+            padded_row(copy.data() + r * wp * g.c, wp, g.c, inside ? x + (b * g.h + ih) * g.w * g.c : nullptr,
+                       g.left, inside ? cols : 0);
         }
+    });
     return {g.n, hp, wp, g.c, g.kh, g.kw, g.o, g.oh, g.ow, g.sh, g.sw};
 }
 
 // rows x cols copied into rows x padded (padded >= cols), zeros after each row.
 template <typename T>
-std::vector<T> pad_rows(const T* a, int64_t rows, int64_t cols, int64_t padded) {
-    std::vector<T> out(static_cast<size_t>(rows * padded), T(0));
+LineVector<T> pad_rows(const T* a, int64_t rows, int64_t cols, int64_t padded) {
+    LineVector<T> out(static_cast<size_t>(rows * padded), T(0));
     for (int64_t r = 0; r < rows; ++r) std::copy(a + r * cols, a + (r + 1) * cols, out.data() + r * padded);
     return out;
 }

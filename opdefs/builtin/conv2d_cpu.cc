@@ -16,7 +16,7 @@ using conv2d_common::Geometry;
 
 template <typename T>
 void run(const Geometry& g, const T* x, const T* filter, T* y) {
-    std::vector<T> copy;
+    conv2d_common::LineVector<T> copy;
     const conv2d_common::Valid v = conv2d_common::padded_input(g, x, copy);
     conv2d_common::valid_conv<T>(v, copy.empty() ? x : copy.data(), filter, y);
 }

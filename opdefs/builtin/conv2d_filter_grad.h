@@ -3,10 +3,12 @@
 //
 //   grad_filter[di, dj, ci, :] = sum_{b, i, j} xpad[b, i*sh + di, j*sw + dj, ci] * grad_y[b, i, j, :]
 //
-// A register tile of P values t = dj * c + ci (side by side in a window row of NHWC) by NV
-// vectors of output channels, summed over every output pixel; threads split the (di, block of t)
-// rows of the filter gradient, each writes its own, and walk the output pixels in blocks of rows
-// small enough to stay in L2 while a thread's tiles pass over them.
+// A register tile of P taps k = (di, dj * c + ci) (flattened as conv2d_valid.h's tap_offsets)
+// by NV vectors of output channels, summed over every output pixel: per pixel, NV loads of
+// grad_y and P broadcasts of x for P * NV multiply-adds. Threads split the tiles of taps, each
+// writes its own rows of the gradient. They walk the output pixels in blocks of rows whose
+// grad_y (what every tile reloads per pixel) fits L1: with blocks of L2's size the loads of
+// grad_y, not the multiply-adds, set the pace.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "conv2d_common.h"
+#include "conv2d_valid.h"
 
 namespace conv2d_filter_grad {
 
@@ -21,26 +24,35 @@ using conv2d_common::lanes;
 using conv2d_common::Valid;
 using conv2d_common::Vec;
 
-// gfp[di, t0 .. t0 + P, ob ..] += the sum over output rows [r0, r1) (rows are (b, i)).
+#if defined(__AVX512F__)
+constexpr int kFilterTile = 6;  // taps per tile: 6 x 4 accumulators + 4 loads + 1 broadcast
+#else
+constexpr int kFilterTile = 4;  // 4 x 2 + 2 + 1 of 16 registers
+#endif
+
+// gfp[k0 .. k0 + P, ob ..] += the sum over output rows [r0, r1) (rows are (b, i)); tap k0 + p
+// of the pixel whose window starts at x + w lies at x + w + at[k0 + p].
 template <typename T, int P, int NV>
-inline void filter_tile(const Valid& g, const T* x, const T* gyp, int64_t opad, T* gfp, int64_t di,
-                        int64_t t0, int64_t ob, int64_t r0, int64_t r1) {
+inline void filter_tile(const Valid& g, const T* x, const int64_t* at, const T* gy, int64_t opad,
+                        T* gfp, int64_t k0, int64_t ob, int64_t r0, int64_t r1) {
     using V = Vec<T>;
     constexpr int W = lanes<T>();
-    T* out = gfp + (di * g.kw * g.c + t0) * opad + ob;
+    T* out = gfp + k0 * opad + ob;
     V acc[P][NV];
     for (int p = 0; p < P; ++p)
         for (int v = 0; v < NV; ++v) acc[p][v] = *reinterpret_cast<const V*>(out + p * opad + v * W);
     const int64_t step = g.sw * g.c;
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / g.oh, i = r % g.oh;
-        const T* xv = x + ((b * g.hp + i * g.sh + di) * g.wp) * g.c + t0;
-        const T* gv_row = gyp + r * g.ow * opad + ob;
-        for (int64_t j = 0; j < g.ow; ++j, xv += step, gv_row += opad) {
+        const T* row = x + (b * g.hp + i * g.sh) * g.wp * g.c;
+        const T* xp[P];
+        for (int p = 0; p < P; ++p) xp[p] = row + at[k0 + p];
+        const T* gv_row = gy + r * g.ow * opad + ob;
+        for (int64_t j = 0; j < g.ow; ++j, gv_row += opad) {
             V gv[NV];
             for (int v = 0; v < NV; ++v) gv[v] = *reinterpret_cast<const V*>(gv_row + v * W);
             for (int p = 0; p < P; ++p) {
-                const T s = xv[p];
+                const T s = xp[p][j * step];
                 for (int v = 0; v < NV; ++v) acc[p][v] += s * gv[v];
             }
         }
@@ -49,45 +61,53 @@ inline void filter_tile(const Valid& g, const T* x, const T* gyp, int64_t opad, 
         for (int v = 0; v < NV; ++v) *reinterpret_cast<V*>(out + p * opad + v * W) = acc[p][v];
 }
 
-constexpr int kFilterTile = 4;  // values of t per filter-gradient tile
-
-// Row `unit` of the filter gradient's work list, (di, a block of kFilterTile values of t), over
-// every output channel, summed over output rows [r0, r1).
-template <typename T>
-void filter_unit(const Valid& g, const T* x, const T* gyp, int64_t opad, T* gfp, int64_t unit,
-                 int64_t r0, int64_t r1) {
-    constexpr int W = lanes<T>();
-    const int64_t kwc = g.kw * g.c, blocks = (kwc + kFilterTile - 1) / kFilterTile;
-    const int64_t di = unit / blocks, t0 = unit % blocks * kFilterTile;
-    for (int64_t ob = 0; ob < opad; ob += conv2d_common::kMaxVecs * W) {
-        conv2d_common::with_vecs(std::min<int64_t>(conv2d_common::kMaxVecs, (opad - ob) / W), [&](auto nv) {
-            constexpr int NV = decltype(nv)::value;
-            if (t0 + kFilterTile <= kwc) {
-                filter_tile<T, kFilterTile, NV>(g, x, gyp, opad, gfp, di, t0, ob, r0, r1);
-            } else {
-                for (int64_t t = t0; t < kwc; ++t) filter_tile<T, 1, NV>(g, x, gyp, opad, gfp, di, t, ob, r0, r1);
-            }
-        });
+// Call f with the tile's taps, min(count, kFilterTile), as a compile-time constant.
+template <typename F>
+inline void with_taps(int64_t count, F&& f) {
+    switch (std::min<int64_t>(count, kFilterTile)) {
+        case 1: f(std::integral_constant<int, 1>{}); break;
+        case 2: f(std::integral_constant<int, 2>{}); break;
+        case 3: f(std::integral_constant<int, 3>{}); break;
+#if defined(__AVX512F__)
+        case 4: f(std::integral_constant<int, 4>{}); break;
+        case 5: f(std::integral_constant<int, 5>{}); break;
+#endif
+        default: f(std::integral_constant<int, kFilterTile>{}); break;
     }
+}
+
+// Tile `unit` of the taps (kFilterTile of them, fewer in the last), over every output channel,
+// summed over output rows [r0, r1).
+template <typename T>
+void filter_unit(const Valid& g, const T* x, const int64_t* at, const T* gy, int64_t opad, T* gfp,
+                 int64_t unit, int64_t r0, int64_t r1) {
+    constexpr int W = lanes<T>();
+    const int64_t k0 = unit * kFilterTile, taps = g.kh * g.kw * g.c;
+    with_taps(taps - k0, [&](auto p) {
+        for (int64_t ob = 0; ob < opad; ob += conv2d_common::kMaxVecs * W)
+            conv2d_common::with_vecs(std::min<int64_t>(conv2d_common::kMaxVecs, (opad - ob) / W), [&](auto nv) {
+                filter_tile<T, decltype(p)::value, decltype(nv)::value>(g, x, at, gy, opad, gfp, k0, ob, r0, r1);
+            });
+    });
 }
 
 template <typename T>
 void grad_filter(const Valid& g, const T* x, const T* gy, T* grad_f) {
-    const int64_t opad = conv2d_common::round_up(g.o, lanes<T>());
-    const std::vector<T> gyp = conv2d_common::pad_rows(gy, g.n * g.oh * g.ow, g.o, opad);
-    const int64_t kwc = g.kw * g.c;
-    const int64_t units = g.kh * ((kwc + kFilterTile - 1) / kFilterTile);
-    std::vector<T> gfp(static_cast<size_t>(g.kh * kwc * opad), T(0));
-    const int64_t rows = g.n * g.oh;
-    // Output rows per block: about 128 KiB of the padded output gradient.
-    const int64_t block = std::max<int64_t>(1, (128 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(g.ow * opad, 1));
+    const int64_t opad = conv2d_common::round_up(g.o, lanes<T>()), taps = g.kh * g.kw * g.c;
+    conv2d_common::LineVector<T> padded;  // grad_y with whole vectors of channels, unless it has them
+    if (opad != g.o) padded = conv2d_common::pad_rows(gy, g.n * g.oh * g.ow, g.o, opad);
+    const T* gyp = opad == g.o ? gy : padded.data();
+    const std::vector<int64_t> at = conv2d_common::tap_offsets(g);
+    const int64_t units = (taps + kFilterTile - 1) / kFilterTile, rows = g.n * g.oh;
+    conv2d_common::LineVector<T> gfp(static_cast<size_t>(taps * opad), T(0));
+    // Output rows per block: about 24 KiB of grad_y, which stays in L1 while a thread's tiles pass.
+    const int64_t block = std::max<int64_t>(1, (24 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(g.ow * opad, 1));
     const int64_t per_unit = rows * g.ow * kFilterTile * opad;
     opsdk::parallel_for(0, units, conv2d_common::grain(per_unit), [&](int64_t lo, int64_t hi) {
         for (int64_t r0 = 0; r0 < rows; r0 += block)
-            for (int64_t u = lo; u < hi; ++u) filter_unit<T>(g, x, gyp.data(), opad, gfp.data(), u, r0, std::min(rows, r0 + block));
+            for (int64_t u = lo; u < hi; ++u) filter_unit<T>(g, x, at.data(), gyp, opad, gfp.data(), u, r0, std::min(rows, r0 + block));
     });
-    for (int64_t r = 0; r < g.kh * kwc; ++r)
-        std::copy(gfp.data() + r * opad, gfp.data() + r * opad + g.o, grad_f + r * g.o);
+    for (int64_t k = 0; k < taps; ++k) std::copy(gfp.data() + k * opad, gfp.data() + k * opad + g.o, grad_f + k * g.o);
 }
 
 }  // namespace conv2d_filter_grad

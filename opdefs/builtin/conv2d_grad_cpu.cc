@@ -23,7 +23,7 @@ void run(const Geometry& g, const T* x, const T* filter, const T* gy, T* gx, T* 
     if (g.n * g.oh * g.ow == 0) {
         std::fill(gf, gf + g.kh * g.kw * g.c * g.o, T(0));  // an empty sum
     } else if (g.kh * g.kw * g.c * g.o > 0) {
-        std::vector<T> copy;
+        conv2d_common::LineVector<T> copy;
         const Valid fv = conv2d_common::padded_input(g, x, copy);
         conv2d_filter_grad::grad_filter<T>(fv, copy.empty() ? x : copy.data(), gy, gf);
     }

@@ -42,19 +42,19 @@ inline Phase phase(const Geometry& g, int64_t ph, int64_t pw) {
 
 // grad_y rows q0 - (mh - 1) .. q0 + nq - 1 and the matching columns, zeros outside grad_y.
 template <typename T>
-std::vector<T> phase_input(const Geometry& g, const Phase& p, const T* gy) {
+conv2d_common::LineVector<T> phase_input(const Geometry& g, const Phase& p, const T* gy) {
     const int64_t hin = p.nq + p.mh - 1, win = p.nr + p.mw - 1;
-    std::vector<T> out(static_cast<size_t>(g.n * hin * win * g.o), T(0));
-    for (int64_t b = 0; b < g.n; ++b)
-        for (int64_t u = 0; u < hin; ++u) {
-            const int64_t i = p.q0 + u - (p.mh - 1);
-            if (i < 0 || i >= g.oh) continue;
-            const int64_t j0 = std::max<int64_t>(p.r0 - (p.mw - 1), 0), j1 = std::min(p.r0 + p.nr, g.ow);
-            if (j0 >= j1) continue;
-            const T* src = gy + ((b * g.oh + i) * g.ow + j0) * g.o;
-            T* dst = out.data() + ((b * hin + u) * win + j0 - p.r0 + p.mw - 1) * g.o;
-            std::copy(src, src + (j1 - j0) * g.o, dst);
+    conv2d_common::LineVector<T> out(static_cast<size_t>(g.n * hin * win * g.o));  // all written below
+    const int64_t j0 = std::max<int64_t>(p.r0 - (p.mw - 1), 0), j1 = std::min(p.r0 + p.nr, g.ow);
+    opsdk::parallel_for(0, g.n * hin, conv2d_common::copy_grain(win * g.o), [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+            const int64_t b = r / hin, i = p.q0 + r % hin - (p.mh - 1);
+            const bool inside = i >= 0 && i < g.oh && j0 < j1;
+            conv2d_common::padded_row(out.data() + r * win * g.o, win, g.o,
+                                      inside ? gy + ((b * g.oh + i) * g.ow + j0) * g.o : nullptr,
+                                      j0 - p.r0 + p.mw - 1, inside ? j1 - j0 : 0);
         }
+    });
     return out;
 }
 
@@ -83,7 +83,7 @@ void input_gradient(const Geometry& g, const T* gy, const T* filter, T* gx) {
         for (int64_t pw = 0; pw < g.sw; ++pw) {
             const Phase p = phase(g, ph, pw);
             if (p.nq * p.nr == 0 || p.mh * p.mw == 0) continue;
-            const std::vector<T> in = phase_input(g, p, gy);
+            const conv2d_common::LineVector<T> in = phase_input(g, p, gy);
             const std::vector<T> taps = phase_filter(g, p, filter);
             const Valid v{g.n, p.nq + p.mh - 1, p.nr + p.mw - 1, g.o, p.mh, p.mw, g.c, p.nq, p.nr, 1, 1};
             if (!strided) {  // the one phase covers grad_x in order

@@ -25,7 +25,7 @@ void run(const conv2d_common::Geometry& g, const T* x, const T* filter, const T*
         std::fill(gf, gf + filter_size, T(0));
         return;
     }
-    std::vector<T> copy;
+    conv2d_common::LineVector<T> copy;
     const conv2d_common::Valid v = conv2d_common::padded_input(g, gy, copy);
     const T* image = copy.empty() ? gy : copy.data();
     conv2d_common::valid_conv<T>(v, image, filter, gx);

@@ -8,8 +8,17 @@
 //   output channels, each a dot product over the kw * c values of a window row, which lie side by
 //   side in NHWC: P + C vector loads for P * C multiply-adds, the lanes summed once at the end.
 //
-// Both run the window row di as one contiguous run t = dj * c + ci of kw * c values. Threads
-// split the output rows (b, i): each writes its own rows, no races.
+// The broadcast tiling runs over the taps flattened (tap k = (di, dj * c + ci), filter row k);
+// the dot tiling runs the window row di as one contiguous run t = dj * c + ci of kw * c values.
+//
+// How the broadcast tiling is blocked, and why (the deep-MNIST layers on one AVX-512 core): a
+// tile loads NV filter vectors per tap for P * NV multiply-adds, so the filter rows it streams
+// must come from L1. Threads split y's pixels (flat over n, oh, ow) into chunks whose sums
+// [pixels, opad] stay in L2; within a chunk the taps go in blocks whose filter rows fit L1, and
+// every tile of the chunk runs over a block before the next block adds to the sums. Tiles take
+// consecutive pixels across output rows (an offset per pixel), so a 14-pixel row wastes no tile
+// lanes. Sums are written in y itself when o is a whole number of vectors (a copy of a
+// 1-channel image's 32-channel output cost a third of its forward), else in a scratch array.
 #pragma once
 
 #include <algorithm>
@@ -20,64 +29,126 @@
 
 namespace conv2d_common {
 
-// y[b, i, j, ob ..] for pixels j0 .. j0 + P of row (b, i): the sum over di of the kw * c values of
-// the window's row di, which lie side by side in NHWC (t = dj * c + ci), times the matching rows of
-// the filter fp [kh, kw * c, opad].
+// The taps, flattened: tap k = di * kw * c + t is filter row k, and its value of the window that
+// starts at x + off lies at x + off + at[k] (at[k] = di * wp * c + t). One loop over a block of
+// taps [k0, k1), where nested loops over di and t ran the 5-value rows of a 1-channel image in
+// loops too short to pay for themselves.
+inline std::vector<int64_t> tap_offsets(const Valid& g) {
+    std::vector<int64_t> at(static_cast<size_t>(g.kh * g.kw * g.c));
+    for (int64_t di = 0, k = 0; di < g.kh; ++di)
+        for (int64_t t = 0; t < g.kw * g.c; ++t, ++k) at[k] = di * g.wp * g.c + t;
+    return at;
+}
+
+// Blocks of taps whose filter rows (row_bytes each) fill about 24 KiB of L1, of even sizes.
+inline std::vector<int64_t> tap_blocks(int64_t taps, int64_t row_bytes) {
+    const int64_t most = std::max<int64_t>(1, 24 * 1024 / std::max<int64_t>(row_bytes, 1));
+    const int64_t parts = (taps + most - 1) / most, size = (taps + parts - 1) / parts;
+    std::vector<int64_t> bounds;
+    for (int64_t k = 0; k < taps; k += size) bounds.push_back(k);
+    bounds.push_back(taps);
+    return bounds;
+}
+
+struct Taps {
+    std::vector<int64_t> at, blocks;  // tap_offsets, tap_blocks' bounds
+};
+
+// sums[p, ob ..] (+)= taps [k0, k1) of pixels p < P, whose windows start at x + off[p]; fp is
+// the filter [taps, opad] at column ob. The sums are [pixels, opad]: whole vectors.
 template <typename T, int P, int NV>
-inline void valid_tile(const Valid& g, const T* x, const T* fp, int64_t opad, T* y, int64_t b,
-                       int64_t i, int64_t j0, int64_t ob) {
+inline void block_tile(const int64_t* at, int64_t k0, int64_t k1, const T* x, const int64_t* off,
+                       const T* fp, int64_t opad, T* sums, bool first) {
     using V = Vec<T>;
     constexpr int W = lanes<T>();
-    const int64_t kwc = g.kw * g.c;
     V acc[P][NV];
     for (int p = 0; p < P; ++p)
-        for (int v = 0; v < NV; ++v) acc[p][v] = V{};
-    for (int64_t di = 0; di < g.kh; ++di) {
-        const T* xrow = x + ((b * g.hp + i * g.sh + di) * g.wp + j0 * g.sw) * g.c;
-        const T* xp[P];
-        for (int p = 0; p < P; ++p) xp[p] = xrow + p * g.sw * g.c;
-        const T* f = fp + di * kwc * opad + ob;
-        for (int64_t t = 0; t < kwc; ++t, f += opad) {
-            V fv[NV];
-            for (int v = 0; v < NV; ++v) fv[v] = *reinterpret_cast<const V*>(f + v * W);
-            for (int p = 0; p < P; ++p) {
-                const T s = xp[p][t];
-                for (int v = 0; v < NV; ++v) acc[p][v] += s * fv[v];
-            }
+        for (int v = 0; v < NV; ++v)
+            acc[p][v] = first ? V{} : *reinterpret_cast<const V*>(sums + p * opad + v * W);
+    const T* xp[P];
+    for (int p = 0; p < P; ++p) xp[p] = x + off[p];
+    const T* f = fp + k0 * opad;
+    for (int64_t k = k0; k < k1; ++k, f += opad) {
+        const int64_t a = at[k];
+        V fv[NV];
+        for (int v = 0; v < NV; ++v) fv[v] = *reinterpret_cast<const V*>(f + v * W);
+        for (int p = 0; p < P; ++p) {
+            const T s = xp[p][a];
+            for (int v = 0; v < NV; ++v) acc[p][v] += s * fv[v];
         }
     }
-    for (int p = 0; p < P; ++p) {
-        T* out = y + ((b * g.oh + i) * g.ow + j0 + p) * g.o + ob;
-        for (int v = 0; v < NV; ++v) store<T>(out + v * W, acc[p][v], g.o - ob - v * W);
+    for (int p = 0; p < P; ++p)
+        for (int v = 0; v < NV; ++v) *reinterpret_cast<V*>(sums + p * opad + v * W) = acc[p][v];
+}
+
+// block_tile over pixels [0, count) of a chunk: tiles of P, the rest in tiles of 4, 2 and 1.
+template <typename T, int NV>
+void block_pixels(const int64_t* at, int64_t k0, int64_t k1, const T* x, const int64_t* off,
+                  int64_t count, const T* fp, int64_t opad, T* sums) {
+    constexpr int P = tile_pixels<NV>();
+    const bool first = k0 == 0;
+    int64_t q = 0;
+    for (; q + P <= count; q += P) block_tile<T, P, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
+    for (; q + 4 <= count; q += 4) block_tile<T, 4, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
+    for (; q + 2 <= count; q += 2) block_tile<T, 2, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
+    if (q < count) block_tile<T, 1, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
+}
+
+// Pixels [q0, q0 + count) of the output (flat over n, oh, ow): where each one's window starts in
+// x. One division for the first pixel, then steps (a division per pixel cost as much as the
+// multiply-adds of a 1-channel image's pixel).
+inline void window_offsets(const Valid& g, int64_t q0, int64_t count, int64_t* off) {
+    int64_t j = q0 % g.ow, i = q0 / g.ow % g.oh, b = q0 / (g.ow * g.oh);
+    for (int64_t q = 0; q < count; ++q) {
+        off[q] = ((b * g.hp + i * g.sh) * g.wp + j * g.sw) * g.c;
+        if (++j == g.ow) {
+            j = 0;
+            if (++i == g.oh) i = 0, ++b;
+        }
     }
 }
 
-// Pixels [j, ow) of row (b, i) in tiles of P, then the rest in tiles of 4, 2 and 1.
-template <typename T, int NV>
-inline void valid_row(const Valid& g, const T* x, const T* fp, int64_t opad, T* y, int64_t b,
-                      int64_t i, int64_t ob) {
-    constexpr int P = tile_pixels<NV>();
-    int64_t j = 0;
-    for (; j + P <= g.ow; j += P) valid_tile<T, P, NV>(g, x, fp, opad, y, b, i, j, ob);
-    if (j + 4 <= g.ow && P > 4) valid_tile<T, 4, NV>(g, x, fp, opad, y, b, i, j, ob), j += 4;
-    if (j + 2 <= g.ow) valid_tile<T, 2, NV>(g, x, fp, opad, y, b, i, j, ob), j += 2;
-    if (j < g.ow) valid_tile<T, 1, NV>(g, x, fp, opad, y, b, i, j, ob);
-}
-
-// valid_tile over rows [lo, hi) of y; fp is the filter with its output channels padded to opad.
+// y's pixels [q0, q0 + count): every block of taps over every tile, per block of output channels,
+// into sums [count, opad]: y's own rows when o is a whole number of vectors, else `scratch`,
+// whose first o channels are then copied into y.
 template <typename T>
-void broadcast_rows(const Valid& g, const T* x, const T* fp, T* y, int64_t lo, int64_t hi) {
+void chunk_conv(const Valid& g, const Taps& taps, const T* x, const T* fp, int64_t q0,
+                int64_t count, std::vector<int64_t>& off, LineVector<T>& scratch, T* y) {
     constexpr int W = lanes<T>();
     const int64_t opad = round_up(g.o, W);
-    for (int64_t r = lo; r < hi; ++r) {
-        for (int64_t ob = 0; ob < g.o; ob += kMaxVecs * W) {
-            with_vecs((std::min(g.o, ob + kMaxVecs * W) - ob + W - 1) / W, [&](auto nv) {
-                valid_row<T, decltype(nv)::value>(g, x, fp, opad, y, r / g.oh, r % g.oh, ob);
-            });
-        }
-    }
+    off.resize(static_cast<size_t>(count));
+    window_offsets(g, q0, count, off.data());
+    if (opad != g.o) scratch.resize(static_cast<size_t>(count * opad));
+    T* sums = opad == g.o ? y + q0 * g.o : scratch.data();
+    for (int64_t ob = 0; ob < opad; ob += kMaxVecs * W)
+        with_vecs(std::min<int64_t>(kMaxVecs, (opad - ob) / W), [&](auto nv) {
+            for (size_t k = 0; k + 1 < taps.blocks.size(); ++k)
+                block_pixels<T, decltype(nv)::value>(taps.at.data(), taps.blocks[k], taps.blocks[k + 1], x,
+                                                     off.data(), count, fp + ob, opad, sums + ob);
+        });
+    if (opad == g.o) return;
+    for (int64_t q = 0; q < count; ++q) std::copy(sums + q * opad, sums + q * opad + g.o, y + (q0 + q) * g.o);
 }
 
+// The broadcast tiling over all of y: chunks of about 64 KiB of sums, split between threads.
+template <typename T>
+void broadcast_conv(const Valid& g, const T* filter, const T* x, T* y) {
+    constexpr int W = lanes<T>();
+    const int64_t opad = round_up(g.o, W), pixels = g.n * g.oh * g.ow;
+    const LineVector<T> fp = pad_rows(filter, g.kh * g.kw * g.c, g.o, opad);
+    const Taps taps{tap_offsets(g), tap_blocks(g.kh * g.kw * g.c, std::min<int64_t>(opad, kMaxVecs * W) * sizeof(T))};
+    const int64_t chunk = std::max<int64_t>(16, 64 * 1024 / int64_t(sizeof(T)) / opad);
+    const int64_t chunks = (pixels + chunk - 1) / chunk;
+    const int64_t per_chunk = chunk * opad * g.kh * g.kw * g.c;
+    opsdk::parallel_for(0, chunks, grain(per_chunk), [&](int64_t lo, int64_t hi) {
+        std::vector<int64_t> off;
+        LineVector<T> scratch;
+        for (int64_t k = lo; k < hi; ++k) {
+            const int64_t q0 = k * chunk;
+            chunk_conv<T>(g, taps, x, fp.data(), q0, std::min(chunk, pixels - q0), off, scratch, y);
+        }
+    });
+}
 
 #if defined(__AVX512F__)
 constexpr int kDotPixels = 4, kDotChannels = 4;  // 16 accumulators + 8 loads
@@ -154,15 +225,14 @@ std::vector<T> transposed(const T* filter, int64_t rows, int64_t o) {
 template <typename T>
 void valid_conv(const Valid& g, const T* x, const T* filter, T* y) {
     constexpr int W = lanes<T>();
-    const int64_t taps = g.kh * g.kw * g.c;
-    const int64_t per_row = g.ow * round_up(g.o, W) * taps;
     if (2 * g.o <= W && g.kw * g.c >= W) {
+        const int64_t taps = g.kh * g.kw * g.c;
         const std::vector<T> ft = transposed(filter, taps, g.o);
+        const int64_t per_row = g.ow * round_up(g.o, W) * taps;
         opsdk::parallel_for(0, g.n * g.oh, grain(per_row), [&](int64_t lo, int64_t hi) { dot_rows<T>(g, x, ft.data(), y, lo, hi); });
         return;
     }
-    const std::vector<T> fp = pad_rows(filter, taps, g.o, round_up(g.o, W));
-    opsdk::parallel_for(0, g.n * g.oh, grain(per_row), [&](int64_t lo, int64_t hi) { broadcast_rows<T>(g, x, fp.data(), y, lo, hi); });
+    broadcast_conv<T>(g, filter, x, y);
 }
 
 }  // namespace conv2d_common
