@@ -5,7 +5,9 @@
 - the null step's exchange written directly in Ray (driver -> ps and worker, ps -> worker value,
   worker -> ps gradient): the floor under opsdk's step;
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
-  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client);
+  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), with the
+  ps pushing the next step's values (the default) and with them read at each step's start
+  (`push_values=False`), alternating rounds of steps;
 - the bytes a sparse-embedding step sends against the dense table;
 - softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
 - the time from a killed ps task to the first successful step after the restore.
@@ -106,8 +108,9 @@ def ray_exchange(repeat: int) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
-def null_step(workers: int, repeat: int) -> float:
-    """Median ms of one synchronous step of `workers` replicas of the null model."""
+def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
+    """Median ms of one synchronous step of `workers` replicas of the null model, by
+    push_values (rounds of `repeat` steps, alternating, so that both see the same load)."""
     import opsdk.v1 as tf
     from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
 
@@ -122,21 +125,29 @@ def null_step(workers: int, repeat: int) -> float:
             train = ReplicatedOptimizer(tf.train.GradientDescentOptimizer(0.0), workers).minimize(
                 loss, var_list=[v])
             models.append((g, train, tf.global_variables_initializer()))
-    sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
-                               cluster_name=f"null{workers}") for w, m in enumerate(models)]
-    sessions[0].run(models[0][2])
-    times: dict[int, list] = {w: [] for w in range(workers)}
+    # Each kind has tasks of its own (a ps shared by both would see rounds go on without the
+    # other kind's workers, and drop their gradients as late), and its sessions live
+    # throughout: tasks end with the last handle to them.
+    by_push = {push: [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
+                                     cluster_name=f"null{workers}-{push}", push_values=push)
+                      for w, m in enumerate(models)] for push in (True, False)}
+    times: dict[bool, list] = {True: [], False: []}
+    for push in [True, False] * rounds:
+        sessions = by_push[push]
+        sessions[0].run(models[0][2])
+        mine: dict[int, list] = {w: [] for w in range(workers)}
 
-    def loop(w):
-        for _ in range(repeat + 3):
-            start = time.perf_counter()
-            sessions[w].run(models[w][1])
-            times[w].append(time.perf_counter() - start)
+        def loop(w):
+            for _ in range(repeat + 3):
+                start = time.perf_counter()
+                sessions[w].run(models[w][1])
+                mine[w].append(time.perf_counter() - start)
 
-    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    return statistics.median(times[0][3:]) * 1e3
+        threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        times[push] += mine[0][3:]
+    return {push: statistics.median(t) * 1e3 for push, t in times.items()}
 
 
 def sparse_bytes() -> tuple[int, int]:
@@ -198,8 +209,9 @@ def main() -> None:
     print(f"the null step's exchange in plain Ray (1 worker): {ray_exchange(args.repeat):.2f} "
           "ms (median)")
     for workers in (1, 2, 4):
-        print(f"sync-replica null step, {workers} worker(s): "
-              f"{null_step(workers, args.repeat):.2f} ms (median)")
+        ms = null_step(workers, args.repeat)
+        print(f"sync-replica null step, {workers} worker(s): {ms[True]:.2f} ms (median; "
+              f"{ms[False]:.2f} ms with values read at each step's start)")
     rt = ray_round_trip(args.repeat)
     print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms")
     if args.null_only:
