@@ -4,6 +4,9 @@
   again after the null steps: on a shared machine it drifts);
 - the null step's exchange written directly in Ray (driver -> ps and worker, ps -> worker value,
   worker -> ps gradient): the floor under opsdk's step;
+- a steady step's exchange written directly in Ray (the client calls the worker with the value
+  the ps returned last step, then the ps with the worker's result as argument, and waits for
+  both): the floor under opsdk's steady step (opsdk/dist/prefetch.py);
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
   gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), with the
   ps pushing the next step's values (the default) and with them read at each step's start
@@ -108,6 +111,33 @@ def ray_exchange(repeat: int) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
+class _Chain:
+    """The steady step's two calls: the worker computes from the pushed value, the ps applies
+    the gradient and returns the next value (threaded, like opsdk's tasks)."""
+
+    def worker(self, value):
+        return [{}, value + 1]
+
+    def ps(self, grad):
+        return [{}, grad * 0]
+
+
+def ray_chain(repeat: int) -> float:
+    """Median ms of a steady step's exchange in plain Ray (`_Chain`), one worker."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_concurrency=16)(_Chain)
+    ps, worker = actor.remote(), actor.remote()
+    value, times = np.float32(0), []
+    for _ in range(repeat + 3):
+        start = time.perf_counter()
+        fetched_w, grad = worker.worker.options(num_returns=2).remote(value)
+        fetched_p, value = ps.ps.options(num_returns=2).remote(grad)
+        ray.wait([fetched_w, fetched_p], num_returns=2)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[3:]) * 1e3
+
+
 def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
     """Median ms of one synchronous step of `workers` replicas of the null model, by
     push_values (rounds of `repeat` steps, alternating, so that both see the same load)."""
@@ -208,6 +238,8 @@ def main() -> None:
     print(f"Ray actor round trip (median): tiny {rt['tiny']:.2f} ms, 1 MiB {rt['1 MiB']:.2f} ms")
     print(f"the null step's exchange in plain Ray (1 worker): {ray_exchange(args.repeat):.2f} "
           "ms (median)")
+    print(f"a steady step's exchange in plain Ray (1 worker): {ray_chain(args.repeat):.2f} ms "
+          "(median)")
     for workers in (1, 2, 4):
         ms = null_step(workers, args.repeat)
         print(f"sync-replica null step, {workers} worker(s): {ms[True]:.2f} ms (median; "
