@@ -39,11 +39,13 @@ from opsdk.runtime.compile.sendrecv import SEND
 
 from opsdk.dist.cluster import task_of
 
+
 def pushed_sends(part: Any, task: str) -> tuple[list, list]:
     """The `_send`s of runtime partition `part` (on `task`) whose values may be pushed, and the
     `_dist_round` nodes of their variables (fed with the kept rounds in a steady step)."""
-    # Dense updates only: a sparse one writes rows in place, which a push leaving after the
-    # step's reply could catch half done (and a table is not worth sending whole each step).
+    # Dense updates only: a sparse one writes rows in place, which another client's step on
+    # the ps could do while Ray serialises the returned value (and a table is not worth
+    # sending whole each step); a dense update stores a new array.
     updated = {op.attrs["variable"] for op in part.ops
                if op.type == "_dist_apply" and not op.attrs["sparse"]}
     readers: Counter = Counter()
