@@ -8,7 +8,8 @@ Per (graph version, fetches, feeds) the master runs the runtime's pipeline with 
 task as the default task, so every node has a location; the partition pass gives one standalone
 graph per location, which the master groups by task, exports and registers on that task's actor
 once. A step starts every partition at once, with one call per task that also brings back its
-values; the first error (a node's, or a task that died) aborts the step on every task and is
+values (a steady step, opsdk/dist/prefetch.py, starts them in the order its values flow, each
+call taking the earlier calls' values as Ray arguments); the first error (a node's, or a task that died) aborts the step on every task and is
 raised naming the task. Nodes with no `/job:` device run on
 the session's own task; nothing runs in the client itself.
 

@@ -3,7 +3,8 @@
 The master (opsdk/dist/master.py) registers a partition once (an exported graph and the names
 of its feeds, fetches and targets), then starts each step with `run_step`. A `_send` whose
 receiver is another task calls that task's `deliver`; `_recv` waits in this task's
-`LocalRendezvous`. Pitfalls this module answers:
+`LocalRendezvous` (in a steady step values between tasks are the call's arguments and returns
+instead: opsdk/dist/prefetch.py). Pitfalls this module answers:
 
 - A threaded actor runs `max_concurrency` methods at once per concurrency group. Steps and
   deliveries run in separate groups, so however many steps wait in `_recv`, the delivery that
