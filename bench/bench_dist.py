@@ -4,8 +4,13 @@
   again after the null steps: on a shared machine it drifts);
 - the null step's exchange written directly in Ray (driver -> ps and worker, ps -> worker value,
   worker -> ps gradient): the floor under opsdk's step;
+- a steady step's exchange written directly in Ray (the client calls the worker with the value
+  the ps returned last step, then the ps with the worker's result as argument, and waits for
+  both): the floor under opsdk's steady step (opsdk/dist/prefetch.py);
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
-  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client);
+  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), with the
+  ps pushing the next step's values (the default) and with them read at each step's start
+  (`push_values=False`), alternating rounds of steps;
 - the bytes a sparse-embedding step sends against the dense table;
 - softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
 - the time from a killed ps task to the first successful step after the restore.
@@ -106,8 +111,36 @@ def ray_exchange(repeat: int) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
-def null_step(workers: int, repeat: int) -> float:
-    """Median ms of one synchronous step of `workers` replicas of the null model."""
+class _Chain:
+    """The steady step's two calls: the worker computes from the pushed value, the ps applies
+    the gradient and returns the next value (threaded, like opsdk's tasks)."""
+
+    def worker(self, value):
+        return [{}, value + 1]
+
+    def ps(self, grad):
+        return [{}, grad * 0]
+
+
+def ray_chain(repeat: int) -> float:
+    """Median ms of a steady step's exchange in plain Ray (`_Chain`), one worker."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_concurrency=16)(_Chain)
+    ps, worker = actor.remote(), actor.remote()
+    value, times = np.float32(0), []
+    for _ in range(repeat + 3):
+        start = time.perf_counter()
+        fetched_w, grad = worker.worker.options(num_returns=2).remote(value)
+        fetched_p, value = ps.ps.options(num_returns=2).remote(grad)
+        ray.wait([fetched_w, fetched_p], num_returns=2)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times[3:]) * 1e3
+
+
+def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
+    """Median ms of one synchronous step of `workers` replicas of the null model, by
+    push_values (rounds of `repeat` steps, alternating, so that both see the same load)."""
     import opsdk.v1 as tf
     from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
 
@@ -122,21 +155,29 @@ def null_step(workers: int, repeat: int) -> float:
             train = ReplicatedOptimizer(tf.train.GradientDescentOptimizer(0.0), workers).minimize(
                 loss, var_list=[v])
             models.append((g, train, tf.global_variables_initializer()))
-    sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
-                               cluster_name=f"null{workers}") for w, m in enumerate(models)]
-    sessions[0].run(models[0][2])
-    times: dict[int, list] = {w: [] for w in range(workers)}
+    # Each kind has tasks of its own (a ps shared by both would see rounds go on without the
+    # other kind's workers, and drop their gradients as late), and its sessions live
+    # throughout: tasks end with the last handle to them.
+    by_push = {push: [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
+                                     cluster_name=f"null{workers}-{push}", push_values=push)
+                      for w, m in enumerate(models)] for push in (True, False)}
+    times: dict[bool, list] = {True: [], False: []}
+    for push in [True, False] * rounds:
+        sessions = by_push[push]
+        sessions[0].run(models[0][2])
+        mine: dict[int, list] = {w: [] for w in range(workers)}
 
-    def loop(w):
-        for _ in range(repeat + 3):
-            start = time.perf_counter()
-            sessions[w].run(models[w][1])
-            times[w].append(time.perf_counter() - start)
+        def loop(w):
+            for _ in range(repeat + 3):
+                start = time.perf_counter()
+                sessions[w].run(models[w][1])
+                mine[w].append(time.perf_counter() - start)
 
-    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    return statistics.median(times[0][3:]) * 1e3
+        threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        times[push] += mine[0][3:]
+    return {push: statistics.median(t) * 1e3 for push, t in times.items()}
 
 
 def sparse_bytes() -> tuple[int, int]:
@@ -197,9 +238,12 @@ def main() -> None:
     print(f"Ray actor round trip (median): tiny {rt['tiny']:.2f} ms, 1 MiB {rt['1 MiB']:.2f} ms")
     print(f"the null step's exchange in plain Ray (1 worker): {ray_exchange(args.repeat):.2f} "
           "ms (median)")
+    print(f"a steady step's exchange in plain Ray (1 worker): {ray_chain(args.repeat):.2f} ms "
+          "(median)")
     for workers in (1, 2, 4):
-        print(f"sync-replica null step, {workers} worker(s): "
-              f"{null_step(workers, args.repeat):.2f} ms (median)")
+        ms = null_step(workers, args.repeat)
+        print(f"sync-replica null step, {workers} worker(s): {ms[True]:.2f} ms (median; "
+              f"{ms[False]:.2f} ms with values read at each step's start)")
     rt = ray_round_trip(args.repeat)
     print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms")
     if args.null_only:

@@ -107,6 +107,7 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
         step, shards = int(record["step"]), dict(record["shards"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise OpsdkError(f"{index}: not a readable checkpoint index ({exc})") from None
+    sess.forget_pushed()  # values pushed before the restore must not start the next step
     refs = {task: sess.actor(task).restore_shard.remote(str(index.parent / s["file"]),
                                                          s["sha256"])
             for task, s in shards.items()}

@@ -8,7 +8,8 @@ Per (graph version, fetches, feeds) the master runs the runtime's pipeline with 
 task as the default task, so every node has a location; the partition pass gives one standalone
 graph per location, which the master groups by task, exports and registers on that task's actor
 once. A step starts every partition at once, with one call per task that also brings back its
-values; the first error (a node's, or a task that died) aborts the step on every task and is
+values (a steady step, opsdk/dist/prefetch.py, starts them in the order its values flow, each
+call taking the earlier calls' values as Ray arguments); the first error (a node's, or a task that died) aborts the step on every task and is
 raised naming the task. Nodes with no `/job:` device run on
 the session's own task; nothing runs in the client itself.
 
@@ -34,7 +35,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
-from opsdk.dist.steps import DistributedStep, build_step
+from opsdk.dist.steps import Carry, DistributedStep, build_step
 
 _POLL_S = 0.05            # how often a waiting client checks for close() and Ctrl-C
 _ABORT_WAIT_S = 5.0       # how long an abort waits for the tasks' acknowledgements
@@ -47,12 +48,16 @@ class ClusterSession:
     `task`: the task of nodes with no `/job:` device (the worker this client drives).
     `address`: a Ray cluster to join (else RAY_ADDRESS, else the embedded local instance).
     `step_timeout`: seconds any step may take (every Recv and aggregation wait honours it).
-    `max_restarts`: how often Ray restarts a task that died."""
+    `max_restarts`: how often Ray restarts a task that died.
+    `push_values`: a ps sends the variables of a training step's next run at the end of this
+    one, off that run's critical path (opsdk/dist/prefetch.py); False reads them at each
+    step's start."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
                  config: Optional[SessionConfig] = None, cluster_name: str = "default",
-                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3):
+                 step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
+                 push_values: bool = True):
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
@@ -62,6 +67,7 @@ class ClusterSession:
         self.engine = engine.connect(address)
         self.cluster_name = cluster_name
         self.max_restarts = max_restarts
+        self.push_values = push_values
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -70,6 +76,9 @@ class ClusterSession:
         self._lock = threading.Lock()
         self._closed = False
         self._active: set[RunToken] = set()
+        # (step, what it pushed) when the last run pushed the values of its step's next run
+        # and nothing else has run since (opsdk/dist/prefetch.py); None otherwise.
+        self._pushed: Optional[tuple[DistributedStep, Carry]] = None
 
     # ------------------------------------------------------------------ tasks
     def actor(self, task: str) -> Any:
@@ -102,6 +111,13 @@ class ClusterSession:
         the next step registers the partitions a restarted task lost."""
         with self._lock:
             self._incarnations = self._introduce()
+            self._pushed = None
+
+    def forget_pushed(self) -> None:
+        """Start the next step in full: variables may have changed other than by the steps of
+        this session (a restore). Called by checkpoint.restore."""
+        with self._lock:
+            self._pushed = None
 
     # ------------------------------------------------------------------ running
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
@@ -131,18 +147,20 @@ class ClusterSession:
             if not self._incarnations:
                 self._incarnations = self._introduce()
             if step.registered_for != self._incarnations:
+                self._pushed = None
                 step.register(self.actor, self._incarnations, self._client, self.step_timeout)
         return step
 
     def _run_step(self, step: DistributedStep, feeds: dict, timeout: Optional[float]) -> dict:
         ray = engine.ray_module()
+        token = RunToken(timeout)
         with self._lock:
             self._steps_run += 1
             step_id = (self._client << 32) | self._steps_run
-        token = RunToken(timeout)
-        self._active.add(token)
-        refs = {step.start(task, self.actor(task), step_id, feeds, timeout): task
-                for task in step.tasks}
+            carry = self._take_pushed(step)
+            self._active.add(token)
+        refs, made, pushed = step.launch(self.actor, step_id, feeds, timeout, carry,
+                                         self.push_values)
         pending = list(refs)
         results: dict[str, list] = {}
         try:
@@ -150,7 +168,9 @@ class ClusterSession:
                 # All at once: one call when the step goes well; a failed task still shows
                 # within _POLL_S, and so do close(), Ctrl-C and the deadline.
                 ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_POLL_S)
-                for ref in ready:
+                # In launch order: in a steady step a task's failure fails the calls that took
+                # its values too, with its error; the first one names the task it came from.
+                for ref in sorted(ready, key=list(refs).index):
                     try:
                         results[refs[ref]] = ray.get(ref)
                     except Exception as exc:
@@ -160,11 +180,30 @@ class ClusterSession:
                     token.check("distributed step")
         except BaseException as exc:  # a task's error, close(), a deadline, Ctrl-C
             self._abort(step, step_id, str(exc) or type(exc).__name__)
-            _collect_quietly(ray, pending)
+            _collect_quietly(ray, [r for r in made if refs.get(r) not in results])
             raise
         finally:
-            self._active.discard(token)
+            with self._lock:
+                self._active.discard(token)
+        self._note_pushed(step, step_id, pushed)
         return step.collect(results)
+
+    def _take_pushed(self, step: DistributedStep) -> Optional[Carry]:
+        """What the previous run pushed for this run of `step`: if it was of the same step,
+        pushed, and nothing else ran since or runs now (under _lock)."""
+        last, self._pushed = self._pushed, None
+        if last is not None and last[0] is step and not self._active:
+            return last[1]
+        return None
+
+    def _note_pushed(self, step: DistributedStep, step_id: int, pushed: Optional[Carry]
+                     ) -> None:
+        """After a successful run: its pushed values serve the next run, unless another run
+        started meanwhile (it may have changed the variables after they were read)."""
+        with self._lock:
+            if (pushed is not None and not self._active
+                    and step_id == (self._client << 32) | self._steps_run):
+                self._pushed = (step, pushed)
 
     def _failed(self, step: DistributedStep, step_id: int, task: str, exc: BaseException
                 ) -> OpsdkError:

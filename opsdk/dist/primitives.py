@@ -91,6 +91,14 @@ def reset_accumulators(variables: Any) -> None:
             acc.dense, acc.sparse, acc.owners = [], [], {}
 
 
+def read_with_round(variables: Any, name: str) -> tuple:
+    """Variable `name`'s round and value, read together (no update between: an update holds
+    the accumulator's lock), as a worker reading both at its step's start would see them."""
+    acc = accumulator(variables, name)
+    with acc.cond:
+        return np.asarray(acc.round, np.int64), variables.read(name)
+
+
 def _round(ctx: Any, op: Any, inputs: list) -> tuple:
     acc = accumulator(ctx.variables, op.attrs["variable"])
     return (np.asarray(acc.round, np.int64),)

@@ -9,8 +9,9 @@ task build the plan; it runs again whenever a task's incarnation changed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -22,6 +23,8 @@ from opsdk.runtime.ir.graph import Graph, Operation
 
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist.partitions import op_digests, workspace_roots
+from opsdk.dist.prefetch import (PushPlan, StepMode, pushed_sends, rest_of, steady_partition,
+                                 task_order)
 
 _CUT_TYPES = ("_send", "_recv")
 
@@ -40,6 +43,33 @@ class LocationPart:
     digests: dict[str, str]
     workspaces: tuple[str, ...]
     key: Optional[tuple] = None
+    # Pushed values (opsdk/dist/prefetch.py): the steady variant's graph (None when this
+    # partition pushes nothing), its pushed `_send`s and its rounds (fed placeholder, variable).
+    steady: Any = None
+    pushed: list = field(default_factory=list)
+    rounds: list = field(default_factory=list)
+    push_plan: PushPlan = PushPlan()  # the full variant's; the steady one's feeds `rounds`
+
+    def graphs(self) -> list:
+        return [self.graph] + ([self.steady.graph] if self.steady is not None else [])
+
+    def make_push_plan(self) -> None:
+        """What this partition pushes, with the keys as now stamped."""
+        ops = {op.name: op for op in self.graph.operations}
+        self.push_plan = PushPlan(self.location, tuple(
+            (ops[n].inputs[0].op.name, rest_of(ops[n]), task_of(ops[n].attrs["recv_location"]))
+            for n in self.pushed))
+
+    def pushes_to(self) -> set[str]:
+        """The tasks this partition pushes values to."""
+        return {task_of(op.attrs["recv_location"]) for op in self.graph.operations
+                if op.name in self.pushed}
+
+    def sends_to(self, steady: bool) -> set[str]:
+        """The other tasks this partition's full or steady variant sends values to."""
+        graph = self.steady.graph if steady and self.steady is not None else self.graph
+        return {task_of(op.attrs["recv_location"]) for op in graph.operations
+                if op.type == SEND} - {self.task}
 
 
 class DistributedStep:
@@ -51,6 +81,16 @@ class DistributedStep:
         for part in parts:
             self.by_task.setdefault(part.task, []).append(part)
         self.registered_for: Optional[dict[str, int]] = None
+        tasks = self.by_task
+        self.outboxes = {t: tuple(sorted(set().union(*(p.sends_to(True) for p in tasks[t]))))
+                         for t in tasks}
+        self.push_to = {t: tuple(sorted(set().union(*(p.pushes_to() for p in tasks[t]))))
+                        for t in tasks}
+        self.has_rounds = {t: any(p.rounds for p in tasks[t]) for t in tasks}
+        # Steady steps run the tasks in this order, each started with the values of the ones
+        # before; None when the tasks' values go both ways even with pushed values.
+        self.steady_order = (task_order(self.outboxes)
+                             if any(self.push_to.values()) else None)
 
     @property
     def tasks(self) -> list[str]:
@@ -69,13 +109,24 @@ class DistributedStep:
         refs = {}
         for part in self.parts.values():
             shipments = tuple(ship(root) for root in part.workspaces)
-            for op in part.graph.operations:
-                if op.type in _CUT_TYPES:
-                    op.attrs["send_incarnation"] = incarnations[task_of(op.attrs["send_location"])]
+            for graph in part.graphs():
+                for op in graph.operations:
+                    if op.type in _CUT_TYPES:
+                        op.attrs["send_incarnation"] = incarnations[
+                            task_of(op.attrs["send_location"])]
+            part.make_push_plan()
             part.key = (client, id(self), part.location, hash(stamp))
-            refs[part.location] = actor_of(part.task).register.remote(
+            actor = actor_of(part.task)
+            refs[part.location] = actor.register.remote(
                 part.key, export_graph(part.graph), [n for _, n in part.feeds],
-                [n for _, n in part.fetches], part.targets, part.digests, shipments)
+                [n for _, n in part.fetches], part.targets, part.digests, shipments,
+                part.push_plan)
+            if part.steady is not None:
+                s = part.steady
+                refs[f"{part.location} (steady)"] = actor.register.remote(
+                    (*part.key, "steady"), export_graph(s.graph), list(s.feeds),
+                    list(s.fetches), list(s.targets), part.digests, shipments,
+                    dataclasses.replace(part.push_plan, rounds=tuple(part.rounds)))
         for location, ref in refs.items():
             try:
                 ray.get(ref, timeout=timeout)
@@ -85,13 +136,41 @@ class DistributedStep:
                                  ) from None
         self.registered_for = dict(incarnations)
 
-    def start(self, task: str, actor: Any, step_id: int, feeds: dict,
-                 timeout: Optional[float]) -> Any:
-        """Start every partition of `task` for step `step_id` in one call (an ObjectRef of the
-        list of their fetches)."""
-        parts = self.by_task[task]
-        values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
-        return actor.run_step.remote(tuple(p.key for p in parts), step_id, values, timeout)
+    def launch(self, actor_of: Callable[[str], Any], step_id: int, feeds: dict,
+               timeout: Optional[float], carry: Optional["Carry"], push: bool
+               ) -> tuple[dict, list, Optional["Carry"]]:
+        """Start step `step_id` on every task, one call each: all at once, values between
+        tasks delivered by the tasks; or, steady (`carry`: what the previous run of this step
+        pushed), in `steady_order`, each call taking the values of the calls before as Ray
+        arguments. Returns the refs of each task's fetches (ref -> task), every ref made, and
+        what this run pushes for the next (when `push`)."""
+        steady = carry is not None and self.steady_order is not None
+        push = push and self.steady_order is not None
+        fetch_refs, made = {}, []
+        outboxes: dict[str, list] = {}  # receiving task -> refs of values sent to it
+        nxt = Carry() if push else None
+        for task in (self.steady_order if steady else self.by_task):
+            parts = self.by_task[task]
+            values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
+            keys = tuple((*p.key, "steady") if steady and p.steady is not None else p.key
+                         for p in parts)
+            mode = StepMode(steady, self.outboxes[task] if steady else (),
+                            self.push_to[task] if push else (), push and self.has_rounds[task])
+            inbox = [*carry.pushes.get(task, ()), *outboxes.get(task, ())] if steady else []
+            rounds = carry.rounds.get(task) if steady else None
+            refs = actor_of(task).run_step.options(num_returns=mode.returns).remote(
+                (keys, step_id, values, timeout, dataclasses.astuple(mode)), rounds, *inbox)
+            refs = [refs] if mode.returns == 1 else list(refs)
+            made += refs
+            fetch_refs[refs[0]] = task
+            rest = iter(refs[1:])
+            for receiver in mode.outboxes:
+                outboxes.setdefault(receiver, []).append(next(rest))
+            for receiver in mode.pushes:
+                nxt.pushes.setdefault(receiver, []).append(next(rest))
+            if mode.rounds:
+                nxt.rounds[task] = next(rest)
+        return fetch_refs, made, nxt
 
     def collect(self, results: dict[str, list]) -> dict:
         """Fetched element -> value, from each task's results (None for an Operation)."""
@@ -101,6 +180,27 @@ class DistributedStep:
                 for element, name in part.fetches:
                     values[element] = got.get(name)
         return values
+
+
+@dataclass
+class Carry:
+    """What a run pushed for the next run of its step: refs of the values pushed to each task
+    and of each task's rounds read with them (Ray passes them on without the client reading
+    them)."""
+
+    pushes: dict = field(default_factory=dict)
+    rounds: dict = field(default_factory=dict)
+
+
+def _plan_pushes(part: LocationPart, runtime_part: Any) -> None:
+    """The steady variant of a partition that pushes values (opsdk/dist/prefetch.py)."""
+    sends, rounds = pushed_sends(runtime_part, part.task)
+    if not sends:
+        return
+    part.steady = steady_partition(runtime_part, sends, rounds).to_graph()
+    part.pushed = [s.name for s in sends]
+    fed = part.steady.feeds[len(runtime_part.feeds):]
+    part.rounds = [(name, r.attrs["variable"]) for name, r in zip(fed, rounds)]
 
 
 def check_devices(graph: Graph, cluster: ClusterSpec) -> None:
@@ -126,6 +226,7 @@ def build_step(graph: Graph, elements: list, feeds: tuple, options: Any,
             location, task_of(location), pg.graph, list(zip(part.feeds, pg.feeds)),
             list(zip(part.fetches, pg.fetches)), list(pg.targets), op_digests(ops),
             workspace_roots(ops)))
+        _plan_pushes(parts[-1], part)
     fetched = {e for p in parts for e, _ in p.fetches}
     missing = [e for e in elements if not isinstance(e, Operation) and e not in fetched]
     if missing:

@@ -3,7 +3,8 @@
 The master (opsdk/dist/master.py) registers a partition once (an exported graph and the names
 of its feeds, fetches and targets), then starts each step with `run_step`. A `_send` whose
 receiver is another task calls that task's `deliver`; `_recv` waits in this task's
-`LocalRendezvous`. Pitfalls this module answers:
+`LocalRendezvous` (in a steady step values between tasks are the call's arguments and returns
+instead: opsdk/dist/prefetch.py). Pitfalls this module answers:
 
 - A threaded actor runs `max_concurrency` methods at once per concurrency group. Steps and
   deliveries run in separate groups, so however many steps wait in `_recv`, the delivery that
@@ -39,6 +40,7 @@ from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.variable_store import VariableStore
 
 from opsdk.dist.cluster import task_of
+from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
 
 STEP_THREADS = 16      # steps of one task running at once (async workers share a ps)
 CONTROL_THREADS = 16   # deliveries, aborts and bookkeeping: never queued behind steps
@@ -74,11 +76,15 @@ class TaskRendezvous:
         if peer is None:
             raise OpsdkError(f"task {self.task} has no route to {destination} (sending "
                              f"'{key[1]}'); the master did not introduce it")
+        peer.deliver.remote(key, self.count(value))
+
+    def count(self, value: Any) -> np.ndarray:
+        """`value` as an array, counted as sent to another task."""
         value = np.asarray(value) if not isinstance(value, np.ndarray) else value
         with self._lock:
             self.bytes_sent += value.nbytes
             self.values_sent += 1
-        peer.deliver.remote(key, value)
+        return value
 
     def deliver(self, key: tuple, value: Any) -> None:
         """A value another task sent here."""
@@ -97,6 +103,10 @@ class TaskRendezvous:
             if step_id in self._ended:
                 return
             self._aborts.setdefault(step_id, error)
+            # A steady step's call that never ran here (the call whose values it took failed)
+            # never ends here: keep only the latest aborts.
+            while len(self._aborts) > _ENDED_KEPT:
+                self._aborts.pop(next(iter(self._aborts)))
         self.local.abort(step_id, error)
 
     def aborted(self, step_id: int) -> Optional[BaseException]:
@@ -119,6 +129,7 @@ class Partition:
 
     def __init__(self, plan: Any, feeds: list, fetches: list[str], receivers: int):
         self.plan = plan
+        self.push_plan = PushPlan()  # what it pushes (set on registration; prefetch.py)
         self.feeds = feeds          # the graph's placeholder tensors, in the master's order
         self.fetches = fetches      # tensor names whose values go back to the master
         # Each step waiting (in `_recv`, or for a round's other gradients) holds a thread;
@@ -138,6 +149,7 @@ class TaskState:
         self.partitions: dict[tuple, Partition] = {}
         self.workspaces: dict[str, str] = {}  # this node's copy of a workspace -> the master's
         self.tokens: dict[int, RunToken] = {}
+        self.steady_steps = 0  # steps run with pushed values (prefetch.py), for tests
         # A step's partitions beyond the first of this task run here (one call starts them all).
         self.runner = ThreadPoolExecutor(STEP_THREADS, thread_name_prefix="opsdk-parts")
         self.accumulators: dict[str, Any] = {}
@@ -179,6 +191,7 @@ class TaskState:
         return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
                 "partitions": len(self.partitions), "pending": r.local.pending(),
                 "workspaces": dict(self.workspaces), "steps": len(self.tokens),
+                "steady_steps": self.steady_steps,
                 "accumulators": accumulator_counts(self.variables)}
 
     def variable_values(self, names: Optional[list] = None) -> dict:
@@ -210,7 +223,8 @@ class TaskState:
 
     # ------------------------------------------------------------------ step group
     def register(self, key: tuple, graph_text: str, feeds: list, fetches: list,
-                 targets: list, digests: dict, shipments: tuple = ()) -> int:
+                 targets: list, digests: dict, shipments: tuple = (),
+                 push_plan: PushPlan = PushPlan()) -> int:
         """Build the plan of a partition (once per key) from its exported graph, resolving its
         ops in this node's copies of the shipped workspaces (opsdk/dist/shipping.py) besides
         the builtin ones and checking them against the master's `digests`; returns this task's
@@ -221,10 +235,12 @@ class TaskState:
             if key not in self.partitions:
                 roots = tuple(self._unpacked(s) for s in shipments)
                 try:
-                    self.partitions[key] = build_partition(self.task, roots, graph_text,
-                                                           feeds, fetches, targets, digests)
+                    part = build_partition(self.task, roots, graph_text, feeds, fetches,
+                                           targets, digests)
                 except OpsdkError as exc:
                     raise OpsdkError(self._as_master_sees_it(str(exc))) from None
+                part.push_plan = push_plan
+                self.partitions[key] = part
         return self.incarnation
 
     def _unpacked(self, shipment: Any) -> str:
@@ -245,25 +261,41 @@ class TaskState:
             message = message.replace(copy, origin)
         return message
 
-    def run_step(self, keys: tuple, step_id: int, feeds: tuple, timeout: Optional[float]
-                 ) -> list:
-        """Run this task's registered partitions of step `step_id` (all of them in one call,
-        `feeds[i]` the values of `keys[i]`'s); returns each one's fetched values by name. The
-        step ends here when they are done: nothing of it stays behind, a late delivery or
-        abort of it is dropped (the master sends no separate end)."""
+    def run_step(self, call: tuple, rounds: Optional[dict] = None, *inbox: list) -> Any:
+        """Run this task's registered partitions of step `step_id` (`call` is (keys, step_id,
+        feeds, timeout, mode): all of them in one call, `feeds[i]` the values of `keys[i]`'s,
+        in one argument as Ray serialises each argument on its own, 0.1 ms apiece on a loaded
+        machine); returns each one's fetched values by name, then
+        what `mode` asks for (opsdk/dist/prefetch.py): values for other tasks (a steady step;
+        `inbox` holds those from other tasks), pushed values and their rounds (`rounds`: the
+        ones kept when this steady step's values were pushed). The step ends here when they
+        are done: nothing of it stays behind, a late delivery or abort of it is dropped (the
+        master sends no separate end). `mode` is a StepMode's fields (a tuple: Ray pickles a
+        class instance by looking its module up, a quarter of a millisecond per call)."""
+        keys, step_id, feeds, timeout, mode = call
+        mode = StepMode(*mode)
+        if mode.steady:
+            with self._lock:
+                self.steady_steps += 1
         parts = [self._partition(key) for key in keys]
         token = RunToken(timeout)
         self.tokens[step_id] = token  # before the abort check: an abort sees one or the other
-        ctx = StepContext(self.variables, self, token, rendezvous=self.rendezvous,
-                          step_id=step_id)
+        outbox: dict[str, list] = {task: [] for task in mode.outboxes}
+        rendezvous = (SteadyRendezvous(self.rendezvous, dict(v for vs in inbox for v in vs),
+                                       outbox) if mode.steady else self.rendezvous)
+        ctx = StepContext(self.variables, self, token, rendezvous=rendezvous, step_id=step_id)
         others: list = []
         try:
             aborted = self.rendezvous.aborted(step_id)
             if aborted is not None:
                 raise aborted
+            feeds = tuple(self._with_rounds(p, f, rounds) for p, f in zip(parts, feeds))
             others = [self.runner.submit(_run, p, f, ctx) for p, f in zip(parts[1:], feeds[1:])]
             first = _run(parts[0], feeds[0], ctx)
-            return [first, *(f.result() for f in others)]
+            fetched = [first, *(f.result() for f in others)]
+            out = [fetched, *(outbox[t] for t in mode.outboxes)]
+            out += self._pushed(parts, mode) if mode.pushes else []
+            return out if mode.returns > 1 else fetched  # Ray: one return is the value itself
         except BaseException as exc:
             # Fail this step's other receivers here at once, not only when the master aborts.
             self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
@@ -273,6 +305,30 @@ class TaskState:
         finally:
             self.tokens.pop(step_id, None)
             self.rendezvous.end_step(step_id)
+
+    def _with_rounds(self, part: Partition, feeds: dict, rounds: Optional[dict]) -> dict:
+        """A steady partition's feeds with the rounds read when its values were pushed."""
+        plan = part.push_plan
+        if not plan.rounds:
+            return feeds
+        kept = (rounds or {}).get(plan.location)
+        if kept is None:
+            raise OpsdkError(f"task {self.task}: a steady step of {plan.location} came without "
+                             "the rounds read with its pushed values (a bug of the master)")
+        return {**feeds, **{name: kept[variable] for name, variable in plan.rounds}}
+
+    def _pushed(self, parts: list, mode: StepMode) -> list:
+        """The values of the next step, one list per task of `mode.pushes`, then (if asked)
+        the rounds read with them, by location."""
+        by_task: dict[str, list] = {task: [] for task in mode.pushes}
+        rounds: dict[str, dict] = {}
+        for part in parts:
+            if part.push_plan.pushes:
+                values, rounds[part.push_plan.location] = read_pushed(self.variables,
+                                                                      part.push_plan)
+                for task, pushed in values.items():
+                    by_task[task] += [(k, self.rendezvous.count(v)) for k, v in pushed]
+        return [by_task[t] for t in mode.pushes] + ([rounds] if mode.rounds else [])
 
     def _partition(self, key: tuple) -> Partition:
         part = self.partitions.get(key)
