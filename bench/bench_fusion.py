@@ -181,6 +181,7 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--gpu", action="store_true", help="the GPU rows alone")
+    parser.add_argument("--cpu", action="store_true", help="the CPU rows alone")
     args = parser.parse_args()
     flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
                   if line.startswith("flags")), [])
@@ -190,6 +191,8 @@ def main() -> None:
     if not args.gpu:
         bench_gelu(registry, args.size, args.repeats)
         bench_chain(registry, args.chain, args.repeats)
+    if args.cpu:
+        return
     cp, why = gpu_or_reason()
     if cp is None:
         print(f"GPU rows: skipped ({why})")
