@@ -111,24 +111,34 @@ def versions() -> dict:
     return found
 
 
+def kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def wait_within(proc: subprocess.Popen, timeout_s: float) -> tuple[int, object, bool]:
     """(status, rusage, timed out) of `proc`; past `timeout_s` its whole process group is killed
     (SIGTERM, then SIGKILL after 10 s), so a hung script or worker cannot block the suite."""
     deadline, signals = time.monotonic() + timeout_s, [signal.SIGKILL, signal.SIGTERM]
     timed_out = False
-    while True:
-        # wait4 rather than Popen.wait: the child's own peak resident memory comes with its status.
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            return status, usage, timed_out
-        if time.monotonic() > deadline and signals:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signals.pop())
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + 10
-        time.sleep(0.2)
+    try:
+        while True:
+            # wait4 rather than Popen.wait: the child's own peak memory comes with its status.
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                if timed_out:  # its workers may have outlived it: they go too
+                    kill_group(proc.pid, signal.SIGKILL)
+                return status, usage, timed_out
+            if time.monotonic() > deadline and signals:
+                timed_out = True
+                kill_group(proc.pid, signals.pop())
+                deadline = time.monotonic() + 10
+            time.sleep(0.2)
+    except BaseException:  # Ctrl-C: the script's group is a session of its own, so stop it here
+        kill_group(proc.pid, signal.SIGKILL)
+        raise
 
 
 def run_script(script: Script, mode: str, workdir: Path) -> dict:
