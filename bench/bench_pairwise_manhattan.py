@@ -174,18 +174,14 @@ def measure(impl: str, cases: list[Case], timing: Timing) -> list[Result]:
     return [Result(**r) for r in json.loads(proc.stdout.strip().splitlines()[-1])]
 
 
-def measure_all(impls: list[str], cases: list[Case], timing: Timing) -> list[list[Result]]:
-    """Each case's results, in the order of `impls`: case by case, so that a case's rows are
-    measured close together, then the implementations that share a process over all cases."""
-    by_impl = {impl: [] for impl in impls}
-    for case in cases:
-        for impl in impls:
-            if impl not in SHARED_PROCESS:
-                by_impl[impl] += measure(impl, [case], timing)
-    for impl in impls:
-        if impl in SHARED_PROCESS:
-            by_impl[impl] = measure(impl, cases, timing)
-    return [[by_impl[impl][i] for impl in impls] for i in range(len(cases))]
+def measure_all(impls: list[str], cases: list[Case], timing: Timing):
+    """Yield each case and its results in the order of `impls`: first the implementations that
+    share a process run over all cases, then case by case the others, so that a case's rows
+    are measured close together and each case is reported as soon as it is done."""
+    shared = {impl: measure(impl, cases, timing) for impl in impls if impl in SHARED_PROCESS}
+    for i, case in enumerate(cases):
+        yield case, [shared[impl][i] if impl in shared else measure(impl, [case], timing)[0]
+                     for impl in impls]
 
 
 # -- the table -----------------------------------------------------------------------------------
@@ -279,13 +275,12 @@ def main(argv: Optional[list[str]] = None) -> int:
           f"load average {os.getloadavg()[0]:.1f} (other work on the machine slows every row alike)")
     rows = []
     try:
-        cases = cases_for(args.quick)
-        measured = measure_all(list(args.only or IMPLS), cases, timing_for(args.quick, args.repeats))
-        for case, results in zip(cases, measured):
+        timing = timing_for(args.quick, args.repeats)
+        for case, results in measure_all(list(args.only or IMPLS), cases_for(args.quick), timing):
             print_table(case, results)
             rows += json_rows(case, results)
-        if args.json:
-            Path(args.json).write_text(json.dumps(rows, indent=1))
+            if args.json:  # case by case: a run stopped at its time limit keeps what it measured
+                Path(args.json).write_text(json.dumps(rows, indent=1))
     finally:
         if workspace is not None:
             shutil.rmtree(workspace, ignore_errors=True)
