@@ -101,8 +101,8 @@ def reset_peak() -> bool:
         return False
 
 
-# Timed calls per row, when --repeats does not fix them: as many as fit in the mode's budget after
-# the warm-up call, so that a call of seconds (TensorFlow at n=m=4096) is timed 3 times and one of
+# Timed calls per row, when --repeats does not fix them: calls go on until their times add up to
+# the mode's budget, so that a call of seconds (TensorFlow at n=m=4096) is timed 3 times and one of
 # microseconds up to the cap; never fewer than MIN_REPEATS, which a median and a spread need.
 MIN_REPEATS = 3
 ROW_TIMEOUT_S = 600  # a worker past this is killed and its row says so (a hang blocks nothing)
@@ -115,10 +115,11 @@ class Timing:
     budget_s: float = 2.0
     cap: int = 200
 
-    def calls(self, warmup_s: float) -> int:
+    def more(self, times: list[float]) -> bool:
+        """Whether to time another call after those that took `times`."""
         if self.repeats:
-            return self.repeats
-        return max(MIN_REPEATS, min(self.cap, int(self.budget_s / max(warmup_s, 1e-9))))
+            return len(times) < self.repeats
+        return len(times) < MIN_REPEATS or (sum(times) < self.budget_s and len(times) < self.cap)
 
 
 def worker(impl: str, cases: list[Case], timing: Timing) -> list[Result]:
@@ -139,12 +140,10 @@ def worker_case(impl: str, case: Case, timing: Timing) -> Result:
     # The first call measures memory: it allocates whatever the implementation needs.
     reset_peak()
     base = vm_kib("VmRSS")
-    start = time.perf_counter()
     fn()
-    warmup_s = time.perf_counter() - start
     peak = (vm_kib("VmHWM") - base) / 1024.0
     times, cpu = [], []
-    for _ in range(timing.calls(warmup_s)):
+    while timing.more(times):
         start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
