@@ -5,15 +5,15 @@
 
 Compares opsdk (the built CPU kernel, eager and through Session.run) with NumPy broadcasting (only
 where the n*m*p temporaries fit; the table says when skipped), SciPy's cdist(cityblock),
-torch.cdist(p=1) and, when installed (pip install tensorflow-cpu), TensorFlow: the broadcast
-|x - y| summed over p, blockwise over rows of x so its temporaries stay bounded, both as a tf.function
-and as a TF1 graph through tf.compat.v1.Session.run. The gradient is compared with torch autograd
-of cdist and TensorFlow's hand-vectorised gradient (same blocks). At n=m=4096 TensorFlow runs as
-the TF1 graph in float32 only unless --all (its calls take seconds of CPU each; the skipped rows
-say so). Each measurement runs in its own subprocess (TensorFlow's: one per implementation), so
-that its peak memory (VmHWM from /proc/self/status, which sees C++ allocations that tracemalloc
-cannot) is its own: the table shows the peak beyond what the process held once its inputs existed,
-the output included.
+torch.cdist(p=1) and, when installed (pip install tensorflow-cpu), TensorFlow: the broadcast |x-y|
+summed over p, blockwise over rows of x so its temporaries stay bounded, both as a tf.function and
+as a TF1 graph through tf.compat.v1.Session.run. The gradient is compared with torch autograd of
+cdist and TensorFlow's hand-vectorised gradient (same blocks). At n=m=4096 TensorFlow runs as the
+TF1 graph in float32 only unless --all (its calls take seconds of CPU each; the skipped rows say
+so). Each measurement runs in its own subprocess (TensorFlow's: one per implementation), so that
+its peak memory (VmHWM from /proc/self/status, which sees C++ allocations that tracemalloc cannot)
+is its own: the table shows the peak beyond what the process held once its inputs existed, the
+output included.
 Times are medians, min and max over the calls timed after one warm-up call: as many as fit in 2 s
 (0.5 s with --quick), at least 3 and at most 200 (5), so a call of seconds is timed 3 times; the
 table gives the count. GF/s counts 3*n*m*p flops. The CPU time column is the median process CPU

@@ -60,7 +60,8 @@ def fmt_s(value: Optional[float]) -> str:
     return f"{value * 1e3:.3f} ms" if value >= 1e-3 else f"{value * 1e6:.2f} us"
 
 
-def find_row(benchmarks: list[dict], script: str, case: str, impl: str) -> tuple[Optional[dict], str]:
+def find_row(benchmarks: list[dict], script: str, case: str,
+             impl: str) -> tuple[Optional[dict], str]:
     """(the row, "") or (None, why it is absent)."""
     entry = next((b for b in benchmarks if b["name"] == script), None)
     if entry is None:
