@@ -166,6 +166,9 @@ def run_script(script: Script, mode: str, workdir: Path) -> dict:
     entry = {"name": script.title, "command": " ".join(["python", f"bench/{name}.py", *args]),
              "returncode": proc.returncode, "seconds": round(seconds, 1), "timed_out": timed_out,
              "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+             # CPU seconds of the script and the workers it waited for: unlike the wall time,
+             # other work on the machine hardly changes it.
+             "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
              "load_before": load_before, "load_after": os.getloadavg()[0], "output": output}
     if script.takes_json and out_json.exists():
         entry["rows"] = json.loads(out_json.read_text())
@@ -203,11 +206,15 @@ def markdown(report: dict) -> str:
              *(f"- not run: {name} ({why})" for name, why in report.get("absent", {}).items()),
              ""]
     lines += headline_table(report["benchmarks"], m["gpu"]) + [""]
-    lines += ["| benchmark | exit | seconds | peak RSS | load before / after |", "|---|---|---|---|---|"]
+    lines += ["| benchmark | exit | seconds | CPU seconds | peak RSS | load before / after |",
+              "|---|---|---|---|---|---|"]
     for b in report["benchmarks"]:
         status = f"{b['returncode']}{' (timed out)' if b.get('timed_out') else ''}"
-        lines.append(f"| {b['name']} | {status} | {b['seconds']} | "
-                     f"{b.get('peak_rss_mib', '')} MiB | {b['load_before']:.1f} / {b['load_after']:.1f} |")
+        lines.append(f"| {b['name']} | {status} | {b['seconds']} | {b.get('cpu_s', '')} | "
+                     f"{b.get('peak_rss_mib', '')} MiB | {b['load_before']:.1f} / "
+                     f"{b['load_after']:.1f} |")
+    lines.append(f"| all | | {sum(b['seconds'] for b in report['benchmarks']):.0f} | "
+                 f"{sum(b.get('cpu_s', 0) for b in report['benchmarks']):.0f} | | |")
     for b in report["benchmarks"]:
         lines += ["", f"## {b['name']}", "", f"`{b['command']}`", ""]
         if b.get("rows"):

@@ -84,6 +84,24 @@ def test_a_script_within_its_limit_reports_its_rows(run_all, tmp_path, monkeypat
     assert entry["rows"] == [{"case": "c", "impl": "i", "median_s": 1.0}]
 
 
+BURN = """
+import subprocess, sys, time
+if sys.argv[1:] == ["worker"]:
+    start = time.process_time()
+    while time.process_time() - start < 0.5:
+        pass
+else:
+    subprocess.run([sys.executable, __file__, "worker"], check=True)
+"""
+
+
+def test_a_script_s_cpu_time_counts_its_workers(run_all, tmp_path, monkeypatch):
+    (tmp_path / "bench_burn.py").write_text(BURN)
+    monkeypatch.setattr(run_all, "BENCH", tmp_path)
+    entry = run_all.run_script(run_all.Script("bench_burn", timeout_s=60), "full", tmp_path)
+    assert entry["returncode"] == 0 and entry["cpu_s"] >= 0.5
+
+
 def pairwise_rows(torch_skipped: str = "") -> dict:
     case = "gradient n=1024 m=1024 p=256 float32"
     torch = ({"case": case, "impl": "torch.cdist", "skipped": torch_skipped} if torch_skipped else
