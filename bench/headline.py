@@ -112,8 +112,9 @@ def headline_table(benchmarks: list[dict], gpu: Optional[str]) -> list[str]:
              "Medians (min - max, n timed repeats after warm-up); each alternative from the same "
              "script's run.", "", "| work | opsdk | alternatives (same run) |", "|---|---|---|"]
     for figure in FIGURES:
-        mine, others = cells(figure, benchmarks)
-        lines.append(f"| {figure.work} | {mine} | {others} |".replace("\n", " "))
+        text = [cell.replace("|", "\\|").replace("\n", " ")  # a pipe would end the cell
+                for cell in (figure.work, *cells(figure, benchmarks))]
+        lines.append(f"| {' | '.join(text)} |")
     for script in GPU_SCRIPTS:
         ran = any(b["name"] == script for b in benchmarks)
         where = (f"see the {script} section below" if ran else

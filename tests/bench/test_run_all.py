@@ -135,6 +135,8 @@ def test_every_figure_has_a_row_and_a_missing_measurement_says_absent(headline):
     gelu = next(line for line in rows if "GELU" in line)
     assert "absent: bench_elementwise was not run" in gelu
     assert all("absent: no GPU" in line for line in rows if line.startswith("| GPU"))
+    cells = [line.replace("\\|", "").count("|") for line in rows]
+    assert cells == [4] * len(rows), "a cell's own '|' ends it (TF1's '|x-y|' row)"
 
 
 def test_every_figure_names_a_row_its_script_writes(headline):
