@@ -63,8 +63,13 @@ SCRIPTS = (
     Script("bench_overhead", ("--quick",), ("--quick",), True),
     Script("bench_executor"),
     Script("bench_fusion", ("--cpu", "--repeats", "5"), ("--cpu", "--repeats", "3")),
-    Script("bench_jax_ffi", ("--quick",), ("--quick",)),
-    Script("bench_dist", ("--null-only",), ("--null-only", "--repeat", "10")),
+    Script("bench_jax_ffi", ("--quick",), ("--quick",),
+           leaves_out=("n=m=128 and n=m=1024", "--quick runs n=m=16 and 512; the script "
+                       "without it runs them all")),
+    Script("bench_dist", ("--null-only",), ("--null-only", "--repeat", "10"),
+           leaves_out=("sparse-embedding bytes, softmax throughput, recovery from a killed ps",
+                       "Ray clusters started and killed for each; the script without --null-only "
+                       "runs them")),
     Script("bench_build", ("--repeats", "3", "--no-torch"), ("--quick", "--no-torch"), False, 600,
            leaves_out=("torch cpp_extension.load, cold and after a header edit",
                        "two fresh compiles of 50 s or more each; `python bench/bench_build.py "
