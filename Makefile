@@ -37,8 +37,13 @@ test: build
 # The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only; every script
 # in bench/ runs, and bench/results/ gets results.md and results.json (bench/README.md).
 # BENCH_ARGS=--quick for each script's quick mode.
-bench: build
+# The alternatives are installed once per change of the declared versions (a stamp, like setup's).
+BENCH_STAMP := $(VENV)/.opsdk-bench-installed
+$(BENCH_STAMP): $(STAMP) pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt --no-build-isolation -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: build $(BENCH_STAMP)
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 # The API reference from the docstrings (docs/api/README.md); a pdoc warning (a module that is

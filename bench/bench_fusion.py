@@ -210,6 +210,7 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--gpu", action="store_true", help="the GPU rows alone")
+    parser.add_argument("--cpu", action="store_true", help="the CPU rows alone")
     args = parser.parse_args()
     flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
                   if line.startswith("flags")), [])
@@ -220,6 +221,8 @@ def main() -> None:
         bench_gelu(registry, args.size, args.repeats)
         bench_chain(registry, args.chain, args.repeats)
         bench_mean_square(registry, args.size, args.repeats)
+    if args.cpu:
+        return
     cp, why = gpu_or_reason()
     if cp is None:
         print(f"GPU rows: skipped ({why})")

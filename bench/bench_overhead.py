@@ -1,6 +1,6 @@
 """Per-call overheads of opsdk next to raw pybind11, PyTorch, NumPy and TensorFlow, in one run.
 
-    .venv/bin/python bench/bench_overhead.py [--quick] [--only call fwdbwd chain]
+    .venv/bin/python bench/bench_overhead.py [--quick] [--only call fwdbwd chain] [--json FILE]
 
 Three measurements, each printed as a table of medians (µs) and ratios; nothing asserts a timing:
 
@@ -20,6 +20,7 @@ before and after, since other work on a shared machine slows every row.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -73,10 +74,26 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
 
 @dataclass(frozen=True)
 class Row:
-    """One implementation's median time per unit (call, step or op), or why it was not timed."""
+    """One implementation's times per unit (call, step or op), one per timed loop, or why it was
+    not timed (`note` of a row without times)."""
     name: str
-    seconds: Optional[float] = None
+    times: tuple[float, ...] = ()
     note: str = ""
+
+    @property
+    def seconds(self) -> Optional[float]:
+        """The median over the loops."""
+        return statistics.median(self.times) if self.times else None
+
+    def as_json(self, case: str) -> dict:
+        if not self.times:
+            return {"case": case, "impl": self.name, "skipped": self.note}
+        return {"case": case, "impl": self.name, "median_s": self.seconds, "min_s": min(self.times),
+                "max_s": max(self.times), "repeats": len(self.times), "note": self.note}
+
+
+# Every table printed, as rows for --json.
+REPORTED: list[dict] = []
 
 
 @dataclass(frozen=True)
@@ -90,8 +107,8 @@ class Skip(Exception):
     """An alternative that cannot run here (not installed, failed to build); says why."""
 
 
-def median_per_call(fn: Callable[[], object], settings: Settings, calls: Optional[int] = None) -> float:
-    """Median over `settings.repeats` loops of the seconds one call of `fn` takes (warm)."""
+def per_call(fn: Callable[[], object], settings: Settings, calls: Optional[int] = None) -> list[float]:
+    """The seconds one call of `fn` takes (warm), in each of `settings.repeats` loops."""
     n = calls or settings.calls
     fn()
     per_loop = []
@@ -100,7 +117,7 @@ def median_per_call(fn: Callable[[], object], settings: Settings, calls: Optiona
         for _ in range(n):
             fn()
         per_loop.append((time.perf_counter() - start) / n)
-    return statistics.median(per_loop)
+    return per_loop
 
 
 def timed_row(name: str, make: Callable[[], Callable[[], object]], settings: Settings,
@@ -110,7 +127,7 @@ def timed_row(name: str, make: Callable[[], Callable[[], object]], settings: Set
         fn = make()
     except Skip as why:
         return Row(name, note=str(why))
-    return Row(name, median_per_call(fn, settings, calls) / per, note)
+    return Row(name, tuple(t / per for t in per_call(fn, settings, calls)), note)
 
 
 def print_rows(title: str, rows: list[Row], base: str, unit: str = "us") -> None:
@@ -119,6 +136,7 @@ def print_rows(title: str, rows: list[Row], base: str, unit: str = "us") -> None
     from rich.markup import escape
     from rich.table import Table
 
+    REPORTED.extend(r.as_json(title) for r in rows)
     ref = next((r.seconds for r in rows if r.name == base and r.seconds), None)
     table = Table(title=escape(title), title_justify="left")
     for col in ("implementation", f"median {unit}", f"time / {base}", "note"):
@@ -292,19 +310,22 @@ def tf1_fwdbwd(x, y) -> Callable:
     return lambda: sess.run([z, gx, gy], feed)
 
 
+FWDBWD_TITLE = ("forward + backward, x 4x3, y 5x3 float32, fetch [z, gx, gy] "
+                "(µs per step; target <= 10 us)")
+FWDBWD_ROWS = ("opsdk Session.run", "torch autograd cdist(p=1).sum().backward()",
+               "TF1 Session.run (broadcast |x-y|, tf.gradients)")
+
+
 def bench_fwdbwd(settings: Settings) -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, (4, 3)).astype(np.float32)
     y = rng.uniform(-2, 2, (5, 3)).astype(np.float32)
     check_fwdbwd_agree(x, y)
     calls = max(settings.calls // 10, 50)
-    rows = [timed_row("opsdk Session.run", lambda: opsdk_fwdbwd(x, y), settings, calls=calls),
-            timed_row("torch autograd cdist(p=1).sum().backward()", lambda: torch_fwdbwd(x, y),
-                      settings, calls=calls),
-            timed_row("TF1 Session.run (broadcast |x-y|, tf.gradients)", lambda: tf1_fwdbwd(x, y),
-                      settings, calls=calls)]
-    print_rows("forward + backward, x 4x3, y 5x3 float32, fetch [z, gx, gy] "
-               "(µs per step; target <= 10 us)", rows, "opsdk Session.run")
+    makers = (opsdk_fwdbwd, torch_fwdbwd, tf1_fwdbwd)
+    rows = [timed_row(name, lambda make=make: make(x, y), settings, calls=calls)
+            for name, make in zip(FWDBWD_ROWS, makers)]
+    print_rows(FWDBWD_TITLE, rows, FWDBWD_ROWS[0])
 
 
 def check_fwdbwd_agree(x, y) -> None:
@@ -406,6 +427,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer calls and repeats")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these measurements")
     parser.add_argument("--chain", type=int, default=1000, help="length of the add chain")
+    parser.add_argument("--json", help="also write every row to this JSON file")
     args = parser.parse_args(argv)
     settings = Settings(calls=2000, repeats=5) if args.quick else Settings(calls=20000, repeats=9)
     print(f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f} at the start")
@@ -417,6 +439,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if "chain" in chosen:
         bench_chain(settings, args.chain)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    if args.json:
+        Path(args.json).write_text(json.dumps(REPORTED, indent=1))
     return 0
 
 

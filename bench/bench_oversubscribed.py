@@ -9,6 +9,7 @@ machine as it is and then with `--busy` processes beside it that spin on a core 
 here, stopped after). For each it prints the wall time and the CPU time of the steps, and CPU
 time / (wall time x threads used): near 1 where every thread works, above 1.3 where threads spin
 or wait for one another. Compare the two frameworks within one run only (the load changes).
+The steps are timed in 5 runs of equal length: the median, min and max time per step over them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -50,8 +52,12 @@ def framework(name: str):
     return tf
 
 
+CHUNKS = 5  # the steps are timed in this many runs of equal length: median, min and max per step
+
+
 def measure(name: str, steps: int) -> dict:
-    """Wall and CPU seconds of `steps` training steps after 20 warm-up steps, in this process."""
+    """Wall and CPU seconds of `steps` training steps after 20 warm-up steps, in this process,
+    and the seconds per step of each of CHUNKS equal runs of them (median, min, max)."""
     tf = framework(name)
     graph = tf.Graph()
     with graph.as_default():
@@ -62,10 +68,16 @@ def measure(name: str, steps: int) -> dict:
         for _ in range(20):
             sess.run(train_op, feed)
         start, start_cpu = time.perf_counter(), time.process_time()
-        for _ in range(steps):
-            sess.run(train_op, feed)
+        per_step, each = [], max(steps // CHUNKS, 1)
+        for _ in range(CHUNKS):
+            chunk = time.perf_counter()
+            for _ in range(each):
+                sess.run(train_op, feed)
+            per_step.append((time.perf_counter() - chunk) / each)
         wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    return {"wall_s": wall, "cpu_s": cpu, "ms_per_step": wall / steps * 1e3}
+    return {"median_s": statistics.median(per_step), "min_s": min(per_step),
+            "max_s": max(per_step), "repeats": CHUNKS, "steps": each * CHUNKS, "wall_s": wall,
+            "cpu_s": cpu, "ms_per_step": wall / (each * CHUNKS) * 1e3}
 
 
 def in_process(name: str, steps: int) -> dict:
@@ -76,6 +88,11 @@ def in_process(name: str, steps: int) -> dict:
     if out.returncode != 0:
         return {"skipped": (out.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def case_label(machine: str) -> str:
+    """The rows' case: the step, and the machine it ran on ("as it is", "4 busy processes")."""
+    return f"autoencoder step, {machine}"
 
 
 def spin() -> None:
@@ -95,6 +112,7 @@ def run_all(steps: int, busy: int) -> list[dict]:
     cores = os.cpu_count() or 1
     rows = []
     for label, spinners in (("as it is", 0), (f"{busy} busy processes", busy)):
+        label = case_label(label)
         procs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(spinners)]
         for p in procs:
             p.start()
@@ -102,8 +120,8 @@ def run_all(steps: int, busy: int) -> list[dict]:
             time.sleep(1.0 if procs else 0.0)
             for name in frameworks():
                 result = in_process(name, steps)
-                rows.append({"framework": name, "machine": label, "load": os.getloadavg()[0],
-                             "cores": cores, **result})
+                rows.append({"case": label, "impl": name,
+                             "load": os.getloadavg()[0], "cores": cores, **result})
         finally:
             for p in procs:
                 p.terminate()
@@ -115,13 +133,14 @@ def run_all(steps: int, busy: int) -> list[dict]:
 def print_rows(rows: list[dict]) -> None:
     print(f"{'machine':22s} {'framework':14s} {'ms/step':>9s} {'CPU/wall':>9s} {'vs TF':>7s}  load")
     for r in rows:
+        machine = r["case"].split(", ", 1)[1]
         if "skipped" in r:
-            print(f"{r['machine']:22s} {r['framework']:14s} skipped: {r['skipped']}")
+            print(f"{machine:22s} {r['impl']:14s} skipped: {r['skipped']}")
             continue
-        tf = next((t for t in rows if t["machine"] == r["machine"]
-                   and t["framework"] == "tf compat.v1" and "wall_s" in t), None)
-        ratio = f"{r['wall_s'] / tf['wall_s']:.2f}x" if tf else "-"
-        print(f"{r['machine']:22s} {r['framework']:14s} {r['ms_per_step']:9.2f} "
+        tf = next((t for t in rows if t["case"] == r["case"]
+                   and t["impl"] == "tf compat.v1" and "wall_s" in t), None)
+        ratio = f"{r['ms_per_step'] / tf['ms_per_step']:.2f}x" if tf else "-"
+        print(f"{machine:22s} {r['impl']:14s} {r['ms_per_step']:9.2f} "
               f"{r['cpu_s'] / r['wall_s']:9.2f} {ratio:>7s}  {r['load']:.1f}")
 
 

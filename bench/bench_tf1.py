@@ -1,12 +1,14 @@
-"""TF1 training steps per second: the seeds' sample program, an MLP (784-256-256-10, Adam,
-batch 128) and the deep-MNIST CNN (batch 50), under opsdk.v1 and, when installed, TensorFlow's
-compat.v1, side by side.
+"""TF1 training steps per second: the seeds' sample program, two MLPs (784-256-256-10, Adam,
+batch 128; 784-512-512-10, Adam, batch 256) and the deep-MNIST CNN (batch 50), under opsdk.v1 and,
+when installed, TensorFlow's compat.v1, side by side; the wider MLP also as PyTorch eager code
+(the same layers, loss and optimizer), when torch is installed.
 
     .venv/bin/python bench/bench_tf1.py [--steps 300] [--repeats 5] [--same-process]
 
 Prints the median steps/s of each, their ratio, and the load average (a shared machine). Each
-(model, framework) pair runs in a process of its own, as a user runs one program: their thread
-pools (OpenBLAS, OpenMP, TensorFlow's) then cannot touch the other's figure. opsdk runs twice: as
+framework runs in a process of its own (its models one after another: one import of TensorFlow,
+about 6 s of CPU, serves them all), as a user runs one program: their thread pools (OpenBLAS,
+OpenMP, TensorFlow's, torch's) then cannot touch the other's figure. opsdk runs twice: as
 imported, and after `opsdk.tune_process()` (the opt-in process settings, opsdk/_process.py).
 `--same-process` runs all in this one (the tuned row then tunes the process for the rows after it).
 """
@@ -37,18 +39,47 @@ def sample_program(tf, batch: int = 10):
     return train_op, feed
 
 
-def mlp(tf, batch: int = 128):
+def mlp(tf, batch: int = 128, width: int = 256):
     x = tf.placeholder(tf.float32, [None, 784])
     y = tf.placeholder(tf.float32, [None, 10])
     h = x
-    for width in (256, 256):
+    for _ in range(2):
         w = tf.Variable(tf.truncated_normal([int(h.get_shape()[1]), width], stddev=0.05))
         h = tf.nn.relu(tf.matmul(h, w) + tf.Variable(tf.zeros([width])))
-    logits = tf.matmul(h, tf.Variable(tf.truncated_normal([256, 10], stddev=0.05)))
+    logits = tf.matmul(h, tf.Variable(tf.truncated_normal([width, 10], stddev=0.05)))
     loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
     train_op = tf.train.AdamOptimizer(1e-3).minimize(loss)
     labels = np.eye(10, dtype=np.float32)[np.random.randint(0, 10, batch)]
     return train_op, {x: np.random.rand(batch, 784).astype(np.float32), y: labels}
+
+
+def mlp_wide(tf):
+    return mlp(tf, batch=256, width=512)
+
+
+def torch_mlp_wide(steps: int, repeats: int) -> list[float]:
+    """steps/s of mlp_wide's step written as PyTorch eager code: forward, backward, Adam."""
+    import torch
+    layers = [torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512),
+              torch.nn.ReLU(), torch.nn.Linear(512, 10, bias=False)]
+    model = torch.nn.Sequential(*layers)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.rand(256, 784)
+    labels = torch.randint(0, 10, (256,))
+
+    def step():
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), labels).backward()
+        optimizer.step()
+    for _ in range(20):
+        step()
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        rates.append(steps / (time.perf_counter() - start))
+    return rates
 
 
 def cnn(tf, batch: int = 50):
@@ -102,7 +133,10 @@ def backends(only: str = "") -> dict:
 
 
 MODELS = (("sample program", sample_program, 1), ("MLP 784-256-256-10", mlp, 1),
+          ("MLP 784-512-512-10, batch 256", mlp_wide, 8),
           ("deep-MNIST CNN", cnn, 20))  # a CNN step is ~100x an MLP step: fewer of them
+TORCH = "torch eager"
+TORCH_MODELS = {"MLP 784-512-512-10, batch 256": torch_mlp_wide}  # the models torch also runs
 
 
 TUNED = "opsdk.v1 tune_process()"  # after the opt-in process settings (opsdk/_process.py)
@@ -112,12 +146,16 @@ def _framework_names() -> list[str]:
     names = ["opsdk.v1", TUNED]
     if importlib.util.find_spec("tensorflow") is not None:
         names.append("tf compat.v1")
+    if importlib.util.find_spec("torch") is not None:
+        names.append(TORCH)
     return names
 
 
 def _one(framework: str, model: str, steps: int, repeats: int) -> list[float]:
     """steps/s of one (framework, model) pair per repeat, here or in a fresh process."""
     build = {label: fn for label, fn, _ in MODELS}[model]
+    if framework == TORCH:
+        return TORCH_MODELS[model](steps, repeats)
     if framework == TUNED:
         import opsdk
         opsdk.tune_process()
@@ -125,12 +163,18 @@ def _one(framework: str, model: str, steps: int, repeats: int) -> list[float]:
     return steps_per_second(backends(only=framework)[framework], build, steps, repeats)
 
 
-def _in_process(framework: str, model: str, steps: int, repeats: int) -> list[float]:
+def _models(framework: str, steps: int, repeats: int) -> dict[str, list[float]]:
+    """steps/s per repeat of every model `framework` runs, one after another in this process."""
+    return {label: _one(framework, label, max(steps // fewer, 5), repeats)
+            for label, _, fewer in MODELS if framework != TORCH or label in TORCH_MODELS}
+
+
+def _in_process(framework: str, steps: int, repeats: int) -> dict[str, list[float]]:
+    """_models in a fresh process: one import of the framework serves all its models."""
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import bench_tf1; "
-            "print(json.dumps(bench_tf1._one(sys.argv[2], sys.argv[3], int(sys.argv[4]), "
-            "int(sys.argv[5]))))")
+            "print(json.dumps(bench_tf1._models(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))")
     out = subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)),
-                          framework, model, str(steps), str(repeats)],
+                          framework, str(steps), str(repeats)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -139,22 +183,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--json", help="also write the rows (ms per step) to this JSON file")
+    parser.add_argument("--json", help="also write the rows (seconds per step) to this JSON file")
     parser.add_argument("--same-process", action="store_true",
                         help="run every framework in this process (their thread pools meet)")
     args = parser.parse_args()
     names = _framework_names()
     print(f"load average before: {os.getloadavg()}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}; "
-          f"{'one process' if args.same_process else 'a process per row'}")
-    run = _one if args.same_process else _in_process
+          f"{'one process' if args.same_process else 'a process per framework'}")
+    run = _models if args.same_process else _in_process
+    measured = {name: run(name, args.steps, args.repeats) for name in names}
     rows = []
-    for label, build, fewer in MODELS:
-        every = {name: run(name, label, max(args.steps // fewer, 5), args.repeats)
-                 for name in names}
+    for label, _, _ in MODELS:
+        every = {name: measured[name][label] for name in names if label in measured[name]}
         rates = {name: statistics.median(r) for name, r in every.items()}
-        rows += [{"model": label, "framework": name, "median_ms": 1e3 / statistics.median(r),
-                  "min_ms": 1e3 / max(r), "max_ms": 1e3 / min(r), "repeats": len(r),
+        rows += [{"case": label, "impl": name, "median_s": 1 / statistics.median(r),
+                  "min_s": 1 / max(r), "max_s": 1 / min(r), "repeats": len(r),
                   "load": os.getloadavg()[0]} for name, r in every.items()]
         line = "  ".join(f"{n}: {r:8.1f} steps/s ({1e3 / r:.3f} ms)" for n, r in rates.items())
         ratio = (f"  opsdk/tf = {rates['opsdk.v1'] / rates['tf compat.v1']:.2f}"
