@@ -68,9 +68,32 @@ def mul(xp, x, y, out=None):
     return _array(xp, xp.multiply(x, y, out=out))
 
 
+def _halves(grad_x, grad_y):
+    """The `partial` of a binary op's gradient kernel whose two outputs are computed apart: the
+    one read alone when the other is read by nobody (compile/steps.py:partial_kernel), as the
+    gradient of `x * c` or `x ** 2` with respect to a constant."""
+    def partial(needed):
+        if needed == (True, False):
+            return lambda xp, *inputs: (grad_x(xp, *inputs), None)
+        if needed == (False, True):
+            return lambda xp, *inputs: (None, grad_y(xp, *inputs))
+        return None
+    return partial
+
+
+def _mul_grad_x(xp, x, y, grad_z):
+    return unbroadcast(xp, xp.multiply(grad_z, y), x.shape)
+
+
+def _mul_grad_y(xp, x, y, grad_z):
+    return unbroadcast(xp, xp.multiply(grad_z, x), y.shape)
+
+
 def mul_grad(xp, x, y, grad_z):
-    return (unbroadcast(xp, xp.multiply(grad_z, y), x.shape),
-            unbroadcast(xp, xp.multiply(grad_z, x), y.shape))
+    return _mul_grad_x(xp, x, y, grad_z), _mul_grad_y(xp, x, y, grad_z)
+
+
+mul_grad.partial = _halves(_mul_grad_x, _mul_grad_y)
 
 
 @_scalar_form(operator.truediv)
@@ -80,21 +103,46 @@ def div(xp, x, y, out=None):
 
 def div_grad(xp, x, y, grad_z):
     gx = xp.divide(grad_z, y)
-    gy = xp.negative(xp.multiply(gx, xp.divide(x, y)))
-    return unbroadcast(xp, gx, x.shape), unbroadcast(xp, gy, y.shape)
+    return unbroadcast(xp, gx, x.shape), _div_y_of(xp, x, y, gx)
+
+
+def _div_y_of(xp, x, y, gx):
+    """d/dy of x / y from grad_z / y (grad_x before it is summed)."""
+    return unbroadcast(xp, xp.negative(xp.multiply(gx, xp.divide(x, y))), y.shape)
+
+
+def _div_grad_x(xp, x, y, grad_z):
+    return unbroadcast(xp, xp.divide(grad_z, y), x.shape)
+
+
+def _div_grad_y(xp, x, y, grad_z):
+    return _div_y_of(xp, x, y, xp.divide(grad_z, y))
+
+
+div_grad.partial = _halves(_div_grad_x, _div_grad_y)
 
 
 def pow_(xp, x, y):  # trailing _: not the builtin
     return _array(xp, xp.power(x, y))
 
 
-def pow_grad(xp, x, y, z, grad_z):
-    gx = xp.multiply(grad_z, xp.multiply(y, xp.power(x, y - 1)))
+def _pow_grad_x(xp, x, y, z, grad_z):
+    return unbroadcast(xp, xp.multiply(grad_z, xp.multiply(y, xp.power(x, y - 1))), x.shape)
+
+
+def _pow_grad_y(xp, x, y, z, grad_z):
     # d/dy x**y = log(x) x**y, defined for x > 0; elsewhere the gradient is taken as 0.
     positive = x > 0
     safe_x = xp.where(positive, x, xp.ones_like(x))
     gy = xp.where(positive, xp.multiply(grad_z, xp.multiply(xp.log(safe_x), z)), xp.zeros_like(z))
-    return unbroadcast(xp, gx, x.shape), unbroadcast(xp, gy, y.shape)
+    return unbroadcast(xp, gy, y.shape)
+
+
+def pow_grad(xp, x, y, z, grad_z):
+    return _pow_grad_x(xp, x, y, z, grad_z), _pow_grad_y(xp, x, y, z, grad_z)
+
+
+pow_grad.partial = _halves(_pow_grad_x, _pow_grad_y)
 
 
 def maximum(xp, x, y):

@@ -190,3 +190,30 @@ def test_only_the_read_outputs_of_a_partial_kernel_are_computed(graph, registry,
         np.testing.assert_allclose(sess.run(gx, {x: xs}),
                                    np.ones((2, 4)) @ np.arange(12.0).reshape(3, 4).T)
         assert calls == [1]
+
+
+@pytest.mark.parametrize("op, unread", [("pow", "_pow_grad_y"), ("mul", "_mul_grad_y"),
+                                        ("div", "_div_y_of")])
+def test_a_binary_gradient_skips_the_half_of_a_constant(graph, registry, monkeypatch, op,
+                                                          unread):
+    # d/dc of x ** c (the log term), x * c or x / c, for a constant c: read by nobody, so not
+    # computed (the autoencoder's tf.pow(x - h, 2) spent a quarter of its step on it).
+    from opsdk.runtime.autodiff.gradients import gradients
+    from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+    from opsdk.runtime.kernels.choice import choose_kernel
+    calls = []
+    kernel_globals = choose_kernel(registry.get(f"{op}_grad"), kind="python").fn.__globals__
+    half = kernel_globals[unread]
+    monkeypatch.setitem(kernel_globals, unread, lambda *a: calls.append(1) or half(*a))
+    x = placeholder("float64", [2, 3], name="x")
+    w = Variable(np.linspace(0.5, 2.0, 6).reshape(2, 3), name="w")
+    c = np.full((2, 3), 2.0)
+    z = apply_op(registry, op, [w - x, apply_op(registry, "identity", [c], {})], {})
+    (gw,) = gradients(apply_op(registry, "reduce_sum", [z], {}), [w])
+    xs = np.full((2, 3), 0.25)
+    d = np.linspace(0.5, 2.0, 6).reshape(2, 3) - xs
+    want = {"pow": 2 * d, "mul": c, "div": 1 / c}[op]
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        np.testing.assert_allclose(sess.run(gw, {x: xs}), want)
+    assert calls == []
