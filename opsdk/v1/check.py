@@ -87,7 +87,7 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
     losses = tuple(float(m.group(1)) for m in _LOSS.finditer(done.stdout))
     if done.returncode == 0:
         return Outcome(path.name, True, seconds, losses)
-    folder = path.parent
+    folder = path.resolve().parent  # where the subprocess runs it from: its frames name it
     cause = (Cause("signal", "killed from outside") if done.returncode < 0
              else cause_of(done.stderr, folder, backend))
     return Outcome(path.name, False, seconds, losses,

@@ -80,3 +80,12 @@ def test_the_check_reports_causes_and_the_programs_line_in_a_folder_named_opsdk(
 
 def test_the_summary_is_empty_when_every_program_ran():
     assert causes_summary([Outcome("p.py", True, 1.0)]) == ""
+
+
+def test_a_linked_program_is_blamed_where_it_lives(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "real" / "p.py").write_text("import tensorflow as tf\n\nraise KeyError('w')\n")
+    (tmp_path / "linked" / "p.py").symlink_to(tmp_path / "real" / "p.py")
+    [outcome] = check_folder(tmp_path / "linked", timeout=120)
+    assert outcome.cause.kind == "program" and 'p.py", line 3' in outcome.failure
