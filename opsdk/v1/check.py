@@ -7,7 +7,9 @@ Each `*.py` of FOLDER runs in its own subprocess, with `import tensorflow as tf`
 `opsdk.v1` and, where TensorFlow is installed, once more by its `compat.v1` (graph mode), side
 by side in one table (--against-tf: TensorFlow alone; --opsdk-only: opsdk alone). The numbers a
 program prints after `loss` or `cost` (`loss: 0.5`, `cost= 0.5`) are collected, so that both
-learning curves can be compared; `ran` means it exited with status 0.
+learning curves can be compared; `ran` means it exited with status 0. Each failure is
+given its cause (opsdk/v1/check_causes.py): the framework's, or the program's or its
+environment's (a removed NumPy argument, a missing folder or package), which no framework fixes.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+from opsdk.v1.check_causes import FRAMEWORK, Cause, cause_of, program_line
 
 # Runs a program with `tensorflow` bound to the chosen module, then exits with its status.
 _SHIM = """
@@ -54,13 +58,15 @@ _LOSS = re.compile(r"(?:loss|cost)\s*[:=]\s*\[?\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?
 
 @dataclass(frozen=True)
 class Outcome:
-    """One program's run: `ok`, its losses printed, and the first failure when not ok."""
+    """One program's run: `ok`, its losses printed, and the first failure and its cause when
+    not ok."""
 
     program: str
     ok: bool
     seconds: float
     losses: tuple[float, ...] = field(default_factory=tuple)
     failure: Optional[str] = None
+    cause: Optional[Cause] = None
 
 
 def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> Outcome:
@@ -75,18 +81,22 @@ def run_program(path: Path, timeout: float = 300.0, backend: str = "opsdk") -> O
                               capture_output=True, text=True, timeout=timeout, env=env,
                               cwd=path.parent)
     except subprocess.TimeoutExpired:
-        return Outcome(path.name, False, timeout, failure=f"timed out after {timeout:.0f} s")
+        return Outcome(path.name, False, timeout, failure=f"timed out after {timeout:.0f} s",
+                       cause=Cause("timeout", "too slow for --timeout, or waiting"))
     seconds = time.perf_counter() - start
     losses = tuple(float(m.group(1)) for m in _LOSS.finditer(done.stdout))
     if done.returncode == 0:
         return Outcome(path.name, True, seconds, losses)
+    folder = path.resolve().parent  # where the subprocess runs it from: its frames name it
+    cause = (Cause("signal", "killed from outside") if done.returncode < 0
+             else cause_of(done.stderr, folder, backend))
     return Outcome(path.name, False, seconds, losses,
-                   first_failure(done.stderr, done.returncode))
+                   first_failure(done.stderr, done.returncode, folder), cause)
 
 
-def first_failure(stderr: str, returncode: int = 1) -> str:
-    """The exception line of a traceback, with the program's last line that led to it; for a
-    program killed by a signal (no traceback), the signal."""
+def first_failure(stderr: str, returncode: int = 1, folder: Optional[Path] = None) -> str:
+    """The exception line of a traceback, with the program's last line that led to it (a line of
+    a file in `folder`); for a program killed by a signal (no traceback), the signal."""
     lines = [l for l in stderr.strip().splitlines() if l.strip()]
     if returncode < 0:
         name = _signal_name(-returncode)
@@ -95,9 +105,8 @@ def first_failure(stderr: str, returncode: int = 1) -> str:
         return f"killed by signal {name}{why}{last}"
     if not lines:
         return f"exited with status {returncode} and printed nothing"
-    where = [l.strip() for l in lines if l.strip().startswith("File ") and "opsdk" not in l
-             and "<string>" not in l and "runpy" not in l]
-    return lines[-1] + (f"  ({where[-1]})" if where else "")
+    where = program_line(stderr, folder) if folder is not None else None
+    return lines[-1] + (f"  ({where})" if where else "")
 
 
 def _signal_name(number: int) -> str:
@@ -135,6 +144,21 @@ def print_table(ours: list[Outcome], theirs: Optional[list[Outcome]],
         for who, failed in ((label, o), ("TensorFlow", t)):
             if failed is not None and not failed.ok:
                 print(f"{'':{width}s}    {who}: {failed.failure}")
+                if failed.cause is not None:
+                    print(f"{'':{width}s}      cause: {failed.cause.text}")
+
+
+def causes_summary(outcomes: list[Outcome], backend: str = "opsdk") -> str:
+    """'; of the 3 others: 2 the programs' own, 1 the environment's' (empty when all ran)."""
+    who = FRAMEWORK[backend]
+    words = {"framework": f"errors inside {who}", "refused": f"refused by {who}",
+             "program": "the programs' own", "environment": "the environment's",
+             "timeout": "timed out", "signal": "killed by a signal", "unknown": "of unknown cause"}
+    kinds = [o.cause.kind if o.cause else "unknown" for o in outcomes if not o.ok]
+    if not kinds:
+        return ""
+    counts = ", ".join(f"{kinds.count(k)} {text}" for k, text in words.items() if k in kinds)
+    return f"; of the {len(kinds)} others: {counts}"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -163,7 +187,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     print_table(outcomes, theirs, "TensorFlow compat.v1" if args.against_tf else "opsdk.v1")
     ran = sum(o.ok for o in outcomes)
     print(f"{ran} of {len(outcomes)} programs ran" + (" under TensorFlow's compat.v1" if
-                                                      args.against_tf else ""))
+                                                      args.against_tf else "")
+          + causes_summary(outcomes, "tf" if args.against_tf else "opsdk"))
     if theirs is not None:
         both = {o.program for o in theirs if o.ok}
         print(f"TensorFlow's compat.v1 ran {len(both)} of {len(theirs)}; opsdk.v1 ran "

@@ -191,6 +191,16 @@ class Variable(opsdk.Variable):
     def read_value(self) -> Any:
         return self.read()
 
+    def value(self) -> Any:
+        """The value as TF1's resource variables read it: a new read at each call, so inside
+        `control_dependencies(ops)` it runs after `ops`; elsewhere the variable's one value node
+        (docs/tf1.md)."""
+        return self.read()
+
+    def _as_graph_element(self) -> Any:
+        # The variable itself, wherever it is named (gradients, fetches, savers): not a read
+        return self.op.outputs[0]
+
     def load(self, value: Any, session: Any = None) -> None:
         """Set the value in `session` directly."""
         _session._session_for(f"load of '{self.name}'", session).variables.assign(

@@ -87,3 +87,38 @@ def test_a_moving_average_after_a_step_matches_tensorflow():
     tf1 = pytest.importorskip("tensorflow").compat.v1
     tf1.disable_eager_execution()
     assert _averaged_after_a_step(tf) == _averaged_after_a_step(tf1)
+
+
+def _values_read_after_a_step(v1):
+    """`v.value()` called inside `control_dependencies([inc])`, fetched alone and in an op, then
+    once outside the block: TF 1.15's resource variables (and compat.v1's) make a new read at
+    each `value()` call, so the reads inside run after `inc` and the one outside waits for
+    nothing."""
+    graph = v1.Graph()
+    with graph.as_default():
+        v = v1.Variable(1.0)
+        inc = v1.assign_add(v, 1.0)
+        with v1.control_dependencies([inc]):
+            alone, doubled = v.value(), v.value() * 2.0
+        outside = v.value()
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            return [float(sess.run(t)) for t in (alone, doubled, outside)]
+
+
+def test_value_called_under_control_dependencies_reads_after_them():
+    # each fetch inside the block adds one first: 2, then 3 doubled; outside, v stays 3
+    assert _values_read_after_a_step(tf) == [2.0, 6.0, 3.0]
+
+
+def test_value_under_control_dependencies_matches_tensorflow():
+    tf1 = pytest.importorskip("tensorflow").compat.v1
+    tf1.disable_eager_execution()
+    assert _values_read_after_a_step(tf) == _values_read_after_a_step(tf1)
+
+
+def test_value_outside_control_dependencies_is_the_variable_node():
+    v = tf.Variable(1.0)
+    assert v.value() is v.op.outputs[0]
+    with tf.control_dependencies([tf.no_op()]):
+        assert v.value() is not v.op.outputs[0] and v.value().op.type == "read_variable"

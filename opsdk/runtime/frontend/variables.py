@@ -72,11 +72,12 @@ class Variable:
         """The value as read by a node made here: `value()` is one node for every reader, read
         when a step first needs it, so inside `control_dependencies(ops)` a `read_variable`
         node reads it after `ops` instead (gradients pass through it to the variable)."""
-        graph = get_default_graph()
+        # the node itself, not value(): a subclass may make value() a read (opsdk.v1 does)
+        graph, current = get_default_graph(), self.op.outputs[0]
         if graph is not self.graph or not graph._control_inputs(()):
-            return self.value()
+            return current
         node = graph.unique_name(name or f"{self.op.name.rsplit('/', 1)[-1]}/read")
-        return graph.create_op("read_variable", [self.value()], {"variable": self.op.name},
+        return graph.create_op("read_variable", [current], {"variable": self.op.name},
                                [(self.shape, self.dtype)], name=node,
                                reserved_name=True).outputs[0]
 
