@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Skip: an alternative that cannot run here (not installed, failed to build), saying why.
+from pairwise_impls import Skip, import_tf  # noqa: E402 (found through the path above)
+
 # The raw baselines: what a hand-written pybind11 extension does for this op on 1x1 inputs, without
 # opsdk's checks. `l1_array_t` is the idiomatic form (py::array_t arguments, which pybind11 passes
 # through PyArray_FromAny on every call); `l1_array` takes py::array (a type check, no conversion),
@@ -103,10 +106,6 @@ class Settings:
     repeats: int
 
 
-class Skip(Exception):
-    """An alternative that cannot run here (not installed, failed to build); says why."""
-
-
 def per_call(fn: Callable[[], object], settings: Settings, calls: Optional[int] = None) -> list[float]:
     """The seconds one call of `fn` takes (warm), in each of `settings.repeats` loops."""
     n = calls or settings.calls
@@ -164,16 +163,6 @@ def import_torch():
     except ImportError:
         raise Skip("torch not installed (pip install '.[bench]')") from None
     return torch
-
-
-def import_tf():
-    """TensorFlow, or Skip with the reason (it is not a dependency: pip install tensorflow-cpu)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import tensorflow as tf
-    except ImportError:
-        raise Skip("TensorFlow not installed (pip install tensorflow-cpu)") from None
-    return tf
 
 
 # -- 1. one tiny call ---------------------------------------------------------------------------

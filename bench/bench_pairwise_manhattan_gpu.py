@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pairwise_impls import torch_cdist  # noqa: E402 (found through the path above)
 
 
 @dataclass(frozen=True)
@@ -143,13 +146,7 @@ def torch_impl(case: Case, x, y, g) -> Optional[Callable[[], object]]:
         return None
     if not torch.cuda.is_available():
         return None
-    tx, ty, tg = (torch.as_tensor(a, device="cuda") for a in (x, y, g))
-    if case.kind == "forward":
-        return lambda: torch.cdist(tx, ty, p=1)
-    tx.requires_grad_(True)
-    ty.requires_grad_(True)
-    tz = torch.cdist(tx, ty, p=1)
-    return lambda: torch.autograd.grad(tz, (tx, ty), tg, retain_graph=True)
+    return torch_cdist(torch, case.kind, *(torch.as_tensor(a, device="cuda") for a in (x, y, g)))
 
 
 def check_correctness(cp, kernels) -> bool:

@@ -126,8 +126,13 @@ def make_torch(case: Case, x, y, g):
         import torch
     except ImportError:
         raise Skip("torch not installed (pip install torch==2.13.0)") from None
-    tx, ty, tg = (torch.from_numpy(a) for a in (x, y, g))
-    if case.kind == "forward":
+    return torch_cdist(torch, case.kind, *(torch.from_numpy(a) for a in (x, y, g)))
+
+
+def torch_cdist(torch, kind: str, tx, ty, tg) -> Callable[[], object]:
+    """torch.cdist(p=1) of tensors tx, ty (on any device), or for kind 'gradient' its backward
+    against tg through autograd, as a zero-argument call."""
+    if kind == "forward":
         return lambda: torch.cdist(tx, ty, p=1)
     tx.requires_grad_(True)
     ty.requires_grad_(True)
