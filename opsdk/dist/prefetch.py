@@ -35,7 +35,7 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
-from opsdk.runtime.compile.sendrecv import SEND
+from opsdk.runtime.compile.sendrecv import SEND, key_of
 
 from opsdk.dist.cluster import task_of
 
@@ -78,8 +78,7 @@ def steady_partition(part: Any, sends: list, rounds: list) -> Any:
 
 def rest_of(op: Any) -> tuple:
     """A `_send`/`_recv`'s rendezvous key without the step id."""
-    a = op.attrs
-    return (a["tensor_name"], a["send_location"], a["recv_location"], a["send_incarnation"])
+    return key_of(op, 0)[1:]
 
 
 @dataclasses.dataclass(frozen=True)
