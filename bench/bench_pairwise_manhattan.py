@@ -47,25 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pairwise_impls import (ALL_ENV, CEILING, CEILING_ENV, IMPLS,  # noqa: E402  (no package)
-                            Skip, build_ceiling, use_flagship_copy)
-
-
-@dataclass(frozen=True)
-class Case:
-    """One problem: `kind` is forward or gradient, of `dtype` (float32 or float64)."""
-    kind: str
-    n: int
-    m: int
-    p: int
-    dtype: str = "float32"
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind} n={self.n} m={self.m} p={self.p} {self.dtype}"
-
-    @property
-    def flops(self) -> float:
-        return 3.0 * self.n * self.m * self.p
+                            Case, Skip, build_ceiling, use_flagship_copy)
 
 
 @dataclass(frozen=True)

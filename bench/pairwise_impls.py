@@ -11,11 +11,9 @@ import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional
-
-if TYPE_CHECKING:
-    from bench_pairwise_manhattan import Case
+from typing import Callable, Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -23,6 +21,24 @@ ROOT = Path(__file__).resolve().parents[1]
 NUMPY_BUDGET_BYTES = 2 << 30
 # TensorFlow has no L1 cdist: its rows broadcast over blocks of x's rows of at most this much.
 TF_BLOCK_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class Case:
+    """One problem: `kind` is forward or gradient, of `dtype` (float32 or float64)."""
+    kind: str
+    n: int
+    m: int
+    p: int
+    dtype: str = "float32"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} n={self.n} m={self.m} p={self.p} {self.dtype}"
+
+    @property
+    def flops(self) -> float:
+        return 3.0 * self.n * self.m * self.p
 
 
 # -- the flagship in a workspace of its own (--portable, --flagship-from) -----------------------
