@@ -155,8 +155,11 @@ class KMeans:
             chosen = _normalized(chosen)
         keep = _ops.cast(initialized.value(), dtype=points.dtype)
         new = keep * centers.value() + (1.0 - keep) * chosen  # exactly one of them
-        done = opsdk.constant(np.asarray(True).reshape(initialized.shape))
-        return scopes.group(centers.assign(new), initialized.assign(done))
+        # `done` depends on no read: without the edge, a step could set the flag before `keep`
+        # reads it, and keep the zero centers (all points in one cluster).
+        with opsdk.control_dependencies([new]):
+            done = opsdk.constant(np.asarray(True).reshape(initialized.shape))
+            return scopes.group(centers.assign(new), initialized.assign(done))
 
     def _initial_centers(self, points: Any) -> Any:
         init = self._initial

@@ -101,6 +101,39 @@ def test_random_init_takes_distinct_rows_and_init_op_runs_once():
     assert sorted(map(tuple, first)) == sorted(map(tuple, points))  # every row, once
 
 
+def _upstream(op):
+    """Every op that `op` waits for, by data or control edges."""
+    seen, todo = set(), [op]
+    while todo:
+        current = todo.pop()
+        for parent in [t.op for t in current.inputs] + list(current.control_inputs):
+            if parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return seen
+
+
+@pytest.mark.parametrize("mini_batch", [False, True])
+def test_every_write_of_a_step_waits_for_the_reads_of_its_variable(mini_batch):
+    # A write that a read of the same step does not precede is a race: the init op's flag
+    # assignment once ran before the read deciding whether to keep the centers (on a GPU
+    # machine every point then ended in one cluster).
+    with tf.Graph().as_default() as graph:
+        x = tf.placeholder(tf.float32, [None, 3])
+        kmeans = factorization.KMeans(x, 3, initial_clusters="kmeans_plus_plus",
+                                      use_mini_batch=mini_batch)
+        _, _, _, _, init_op, train_op = kmeans.training_graph()
+    for step in (init_op, train_op):
+        ops = _upstream(step)
+        writes = [op for op in ops if op.type == "assign"]
+        assert writes
+        for write in writes:
+            reads = [op for op in ops if op.type == "variable"
+                     and op.name == write.attrs["variable"]]
+            before = _upstream(write)
+            assert all(read in before for read in reads), (step.name, write.name)
+
+
 def _numpy_distances(x, c, metric):
     if metric == "manhattan":
         return np.abs(x[:, None] - c[None]).sum(-1)
