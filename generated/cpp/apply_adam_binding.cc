@@ -126,7 +126,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
     } else {
         Arg arg;
         out_var_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 0), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_adam: output 'var_out'", arg);
-        opsdk::glue::check_apart(arg, a.var, "apply_adam: output 'var_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.m, "apply_adam: output 'var_out'", "m", -1);
         opsdk::glue::check_apart(arg, a.v, "apply_adam: output 'var_out'", "v", -1);
         opsdk::glue::check_apart(arg, a.beta1_power, "apply_adam: output 'var_out'", "beta1_power", -1);
@@ -144,7 +143,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         Arg arg;
         out_m_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 1), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_adam: output 'm_out'", arg);
         opsdk::glue::check_apart(arg, a.var, "apply_adam: output 'm_out'", "var", -1);
-        opsdk::glue::check_apart(arg, a.m, "apply_adam: output 'm_out'", "m", -1);
         opsdk::glue::check_apart(arg, a.v, "apply_adam: output 'm_out'", "v", -1);
         opsdk::glue::check_apart(arg, a.beta1_power, "apply_adam: output 'm_out'", "beta1_power", -1);
         opsdk::glue::check_apart(arg, a.beta2_power, "apply_adam: output 'm_out'", "beta2_power", -1);
@@ -162,7 +160,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         out_v_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 2), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_adam: output 'v_out'", arg);
         opsdk::glue::check_apart(arg, a.var, "apply_adam: output 'v_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.m, "apply_adam: output 'v_out'", "m", -1);
-        opsdk::glue::check_apart(arg, a.v, "apply_adam: output 'v_out'", "v", -1);
         opsdk::glue::check_apart(arg, a.beta1_power, "apply_adam: output 'v_out'", "beta1_power", -1);
         opsdk::glue::check_apart(arg, a.beta2_power, "apply_adam: output 'v_out'", "beta2_power", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_adam: output 'v_out'", "lr", -1);

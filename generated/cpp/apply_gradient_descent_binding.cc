@@ -68,7 +68,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
     } else {
         Arg arg;
         out_var_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 0), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_gradient_descent: output 'var_out'", arg);
-        opsdk::glue::check_apart(arg, a.var, "apply_gradient_descent: output 'var_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.alpha, "apply_gradient_descent: output 'var_out'", "alpha", -1);
         opsdk::glue::check_apart(arg, a.delta, "apply_gradient_descent: output 'var_out'", "delta", -1);
     }

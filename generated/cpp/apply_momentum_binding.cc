@@ -85,7 +85,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
     } else {
         Arg arg;
         out_var_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 0), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_momentum: output 'var_out'", arg);
-        opsdk::glue::check_apart(arg, a.var, "apply_momentum: output 'var_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.accum, "apply_momentum: output 'var_out'", "accum", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_momentum: output 'var_out'", "lr", -1);
         opsdk::glue::check_apart(arg, a.grad, "apply_momentum: output 'var_out'", "grad", -1);
@@ -98,7 +97,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         Arg arg;
         out_accum_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 1), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_momentum: output 'accum_out'", arg);
         opsdk::glue::check_apart(arg, a.var, "apply_momentum: output 'accum_out'", "var", -1);
-        opsdk::glue::check_apart(arg, a.accum, "apply_momentum: output 'accum_out'", "accum", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_momentum: output 'accum_out'", "lr", -1);
         opsdk::glue::check_apart(arg, a.grad, "apply_momentum: output 'accum_out'", "grad", -1);
         opsdk::glue::check_apart(arg, a.momentum, "apply_momentum: output 'accum_out'", "momentum", -1);

@@ -110,7 +110,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
     } else {
         Arg arg;
         out_var_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 0), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_rms_prop: output 'var_out'", arg);
-        opsdk::glue::check_apart(arg, a.var, "apply_rms_prop: output 'var_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.ms, "apply_rms_prop: output 'var_out'", "ms", -1);
         opsdk::glue::check_apart(arg, a.mom, "apply_rms_prop: output 'var_out'", "mom", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_rms_prop: output 'var_out'", "lr", -1);
@@ -126,7 +125,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         Arg arg;
         out_ms_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 1), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_rms_prop: output 'ms_out'", arg);
         opsdk::glue::check_apart(arg, a.var, "apply_rms_prop: output 'ms_out'", "var", -1);
-        opsdk::glue::check_apart(arg, a.ms, "apply_rms_prop: output 'ms_out'", "ms", -1);
         opsdk::glue::check_apart(arg, a.mom, "apply_rms_prop: output 'ms_out'", "mom", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_rms_prop: output 'ms_out'", "lr", -1);
         opsdk::glue::check_apart(arg, a.rho, "apply_rms_prop: output 'ms_out'", "rho", -1);
@@ -142,7 +140,6 @@ py::object run(const Args& a, const Dims& dims, const Attrs& attrs, const int* c
         out_mom_out = opsdk::glue::given_output(PyTuple_GET_ITEM(given.ptr(), 2), codes[0], opsdk::glue::with_batch(dims.batch, {}), "apply_rms_prop: output 'mom_out'", arg);
         opsdk::glue::check_apart(arg, a.var, "apply_rms_prop: output 'mom_out'", "var", -1);
         opsdk::glue::check_apart(arg, a.ms, "apply_rms_prop: output 'mom_out'", "ms", -1);
-        opsdk::glue::check_apart(arg, a.mom, "apply_rms_prop: output 'mom_out'", "mom", -1);
         opsdk::glue::check_apart(arg, a.lr, "apply_rms_prop: output 'mom_out'", "lr", -1);
         opsdk::glue::check_apart(arg, a.rho, "apply_rms_prop: output 'mom_out'", "rho", -1);
         opsdk::glue::check_apart(arg, a.momentum, "apply_rms_prop: output 'mom_out'", "momentum", -1);

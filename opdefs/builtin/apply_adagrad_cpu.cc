@@ -8,8 +8,9 @@ namespace opsdk_op_apply_adagrad {
 namespace detail {
 
 template <typename T, typename A>
-void update(const T* __restrict var, const T* __restrict accum, const T* __restrict grad,
-            T* __restrict var_out, T* __restrict accum_out, int64_t lo, int64_t hi, A lr) {
+void update(const T* var, const T* accum, const T* __restrict grad,
+            T* var_out, T* accum_out, int64_t lo, int64_t hi, A lr) {
+#pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
         const A g = grad[i];
         const A a = A(accum[i]) + g * g;

@@ -7,10 +7,11 @@ namespace opsdk_op_apply_adam {
 namespace detail {
 
 template <typename T, typename A>
-void update(const T* __restrict var, const T* __restrict m, const T* __restrict v,
-            const T* __restrict grad, T* __restrict var_out, T* __restrict m_out,
-            T* __restrict v_out, int64_t lo, int64_t hi, A beta1, A beta2, A eps, A lr_t) {
+void update(const T* var, const T* m, const T* v,
+            const T* __restrict grad, T* var_out, T* m_out,
+            T* v_out, int64_t lo, int64_t hi, A beta1, A beta2, A eps, A lr_t) {
     const A one = 1;
+#pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
         const A g = grad[i];
         const A m1 = beta1 * A(m[i]) + (one - beta1) * g;

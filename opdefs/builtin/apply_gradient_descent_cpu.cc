@@ -8,8 +8,9 @@ namespace opsdk_op_apply_gradient_descent {
 namespace detail {
 
 template <typename T, typename A>
-void update(const T* __restrict var, const T* __restrict delta, T* __restrict var_out,
+void update(const T* var, const T* __restrict delta, T* var_out,
             int64_t lo, int64_t hi, A alpha) {
+#pragma omp simd
     for (int64_t i = lo; i < hi; ++i) var_out[i] = T(A(var[i]) - alpha * A(delta[i]));
 }
 

@@ -8,10 +8,11 @@ namespace opsdk_op_apply_rms_prop {
 namespace detail {
 
 template <typename T, typename A>
-void update(const T* __restrict var, const T* __restrict ms, const T* __restrict mom,
-            const T* __restrict grad, T* __restrict var_out, T* __restrict ms_out,
-            T* __restrict mom_out, int64_t lo, int64_t hi, A lr, A rho, A momentum, A eps) {
+void update(const T* var, const T* ms, const T* mom,
+            const T* __restrict grad, T* var_out, T* ms_out,
+            T* mom_out, int64_t lo, int64_t hi, A lr, A rho, A momentum, A eps) {
     const A one = 1;
+#pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
         const A g = grad[i];
         const A s = rho * A(ms[i]) + (one - rho) * g * g;

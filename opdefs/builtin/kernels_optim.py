@@ -18,8 +18,8 @@ def ones_like(xp, x):
 zeros_like.shape_only = ones_like.shape_only = True
 
 
-def apply_gradient_descent(xp, var, alpha, delta):
-    return xp.asarray(var - alpha * delta)
+def apply_gradient_descent(xp, var, alpha, delta, out=None):
+    return xp.asarray(xp.subtract(var, alpha * delta, out=out))
 
 
 def apply_momentum(xp, var, accum, lr, grad, momentum, use_nesterov):

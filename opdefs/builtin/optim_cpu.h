@@ -2,10 +2,12 @@
 // slots and the gradient, elementwise, split over the cores.
 //
 // The arithmetic follows kernels_optim.py step by step in the variable's dtype (float16 in float,
-// as NumPy computes it), so the compiled and the python kernel agree to rounding. The loops
-// vectorise: each kernel loops in a function whose pointers are __restrict (outputs are fresh
-// arrays; a lambda capture would lose the qualifier), and kernels are compiled
-// with -fno-math-errno, so sqrt and division have vector forms.
+// as NumPy computes it), so the compiled and the python kernel agree to rounding. Each output may
+// be its own input's array (`inplace` in optim.yaml: the runtime updates a variable nobody else
+// holds in place, train/update.py): element i is read before it is written and no other element
+// is touched, so `#pragma omp simd` (no dependence between iterations) holds where __restrict
+// would not; the gradient, never an output's buffer, stays __restrict. Kernels are compiled with
+// -fno-math-errno, so sqrt and division have vector forms.
 #pragma once
 
 #include <cmath>
