@@ -3,6 +3,8 @@ re-implementation of the same rule on the same gradients; slots, global_step and
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -199,3 +201,54 @@ def test_a_0d_variable_trains_through_the_compiled_updates(graph, registry, make
             got = sess.run(w)
             assert np.shape(got) == ()
             np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(UPDATE_INPUTS))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(7,), (300, 257)])
+def test_compiled_updates_in_place_equal_out_of_place(name, dtype, shape):
+    # optim.yaml declares each output `inplace` of its input: the runtime hands a compiled update
+    # the variable's and slots' own arrays as its outputs (train/update.py).
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel, given_output_call
+    spec = load_registry().get(name)
+    try:
+        choice = choose_kernel(spec, kind="cpu")
+    except OpsdkError as exc:
+        pytest.skip(f"the cpu kernel of {name} is not built ({exc})")
+    arrays, scalars, attrs = UPDATE_INPUTS[name]
+    rng = np.random.default_rng(1)
+    values = {a: rng.uniform(0.1, 1.0, shape).astype(dtype) for a in arrays}
+    values.update({k: np.asarray(v, dtype) for k, v in scalars.items()})
+    args = [values[t.name] for t in spec.inputs]
+    want = choice.fn(*args, *attrs.values())
+    want = want if isinstance(want, tuple) else (want,)
+    owned = [values[o.inplace[0]] for o in spec.outputs]
+    given = given_output_call(spec, choice, attrs, {})
+    given(args, tuple(owned))
+    for w, got in zip(want, owned, strict=True):
+        np.testing.assert_array_equal(got, w)
+
+
+def test_training_updates_a_variable_in_place_unless_something_holds_it(graph, registry):
+    big = np.random.default_rng(2).standard_normal((64, 48))  # above the step's kept small slots
+    w = Variable(big, name="w")
+    x = placeholder("float64", [None, 64], name="x")
+    loss = apply_op(registry, "reduce_sum", [apply_op(registry, "square", [x @ w], {})], {})
+    train = AdamOptimizer(0.01).minimize(loss)
+    feed = {x: np.random.default_rng(3).standard_normal((5, 64))}
+    with Session(graph) as sess:
+        sess.run(global_variables_initializer())
+        sess.run(train, feed)
+        first = weakref.ref(sess.variables._values["w"])  # not a reference that would hold it
+        sess.run(train, feed)
+        assert sess.variables._values["w"] is first()  # written in place: nothing else held it
+        assert not first().flags.writeable
+        held = sess.variables.read("w")
+        kept = held.copy()
+        sess.run(train, feed)
+        np.testing.assert_array_equal(held, kept)  # a held array is never written
+        assert sess.variables._values["w"] is not held
+        fetched = sess.run(w)
+        sess.run(train, feed)
+        assert not np.array_equal(fetched, sess.run(w))

@@ -6,12 +6,19 @@ read-modify-write of a variable never interleaves with another write of it: an o
 update of a variable, its slots and its shared state (train/update.py) is one transaction, and
 threads (or a distributed executor's asynchronous workers on one store) running train steps at
 once lose no update. A transaction takes its locks in name order, so two transactions over
-overlapping sets cannot deadlock. Stored values are never changed in place (a write replaces
-the array), so a plain `read` needs no lock: it sees the value before or after a write, whole.
+overlapping sets cannot deadlock.
+
+In-place updates. A write normally replaces the array. An optimizer's update may instead write
+into the stored array itself when nothing else holds it (`Transaction.take`: no step value, no
+fetched or saved value, no view refers to it; TensorFlow's update kernels write their variable in
+place too), which saves allocating and faulting in fresh memory every step. So a `read` takes the
+variable's lock: a reader never holds an array while it is being written, and an array a reader
+holds is never taken.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Callable, Iterable, Optional
 
@@ -32,14 +39,18 @@ class VariableStore:
     def read(self, name: str, device: Optional[Device] = None) -> Any:
         """The current value (as an array of `device` when given); an uninitialised variable is
         an error saying what to run."""
-        try:
-            value = self._values[name]
-        except KeyError:
-            raise OpsdkError(f"variable '{name}' is not initialised; run "
-                             "global_variables_initializer() first") from None
+        with self._lock_of(name):
+            value = self._current(name)
         if device is None or device.owns(value):
             return value
         return device.copy_from(value, device_of(value))
+
+    def _current(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise OpsdkError(f"variable '{name}' is not initialised; run "
+                             "global_variables_initializer() first") from None
 
     def host_values(self) -> dict[str, np.ndarray]:
         """Every initialised variable's value as a NumPy array (what a checkpoint stores), taken
@@ -61,7 +72,7 @@ class VariableStore:
     def update(self, name: str, value: Any, fn: Callable) -> Any:
         """`fn(current, value)` stored atomically (concurrent assign_add steps do not lose updates)."""
         with self._lock_of(name):
-            new = fn(self.read(name), value)
+            new = fn(self._current(name), value)
             new = new.astype(value.dtype, copy=False) if hasattr(new, "astype") else np.asarray(
                 new, dtype=value.dtype)
             _freeze(new)
@@ -123,7 +134,22 @@ class Transaction:
     def read(self, name: str, device: Optional[Device] = None) -> Any:
         """The variable's value; it must be one of the transaction's names."""
         self._check(name)
-        return self.store.read(name, device)
+        value = self.store._current(name)
+        if device is None or device.owns(value):
+            return value
+        return device.copy_from(value, device_of(value))
+
+    def take(self, name: str) -> Optional[np.ndarray]:
+        """The stored array itself, made writeable, when nothing but the store holds it (a host
+        array owning its memory, contiguous), for a kernel to update in place; else None. The
+        caller writes it back with `write(name, array, fresh=True)`, which freezes it again."""
+        self._check(name)
+        value = self.store._values.get(name)
+        if type(value) is not np.ndarray or value.base is not None or \
+                not value.flags.c_contiguous or sys.getrefcount(value) != _ONLY_THE_STORE:
+            return None
+        value.flags.writeable = True
+        return value
 
     def write(self, name: str, value: Any, fresh: bool = False) -> Any:
         """Store `value` (as `VariableStore.assign` does) inside the transaction."""
@@ -149,3 +175,15 @@ def _stored(value: Any, fresh: bool) -> Any:
 def _freeze(value: Any) -> None:
     if isinstance(value, np.ndarray):
         value.flags.writeable = False
+
+
+def _references_of_a_stored_value() -> int:
+    """What `sys.getrefcount` says in `Transaction.take` of a value only the store holds (the
+    dict's reference, the local name, the call's argument: the count differs between Python
+    versions, so it is measured the same way once)."""
+    values = {"x": np.empty(1)}
+    value = values.get("x")
+    return sys.getrefcount(value)
+
+
+_ONLY_THE_STORE = _references_of_a_stored_value()

@@ -27,7 +27,7 @@ from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Tensor
-from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel
+from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, given_output_call
 
 OP_TYPE = "apply_updates"
 
@@ -122,25 +122,58 @@ def _prepare(op: Operation, device: Device, options: Any):
                                             a["op_attrs"]):
         spec = registry.get(name)
         choice = choose_kernel(spec, device)
-        call = bind_kernel(spec, choice, normalize_attrs(spec, dict(pairs)), {})
-        calls.append((call, tuple(owned), tuple(reads), at, at + n, choice.kind != "python"))
+        attrs = normalize_attrs(spec, dict(pairs))
+        call = bind_kernel(spec, choice, attrs, {})
+        # Updates in place only where every output may be its own input's array (optim.yaml's
+        # `inplace`) and the kernel takes given outputs (a built one).
+        in_place = len(spec.outputs) == len(owned) and choice.kind != "python" and all(
+            o.inplace == (i.name,) for o, i in zip(spec.outputs, spec.inputs))
+        given = given_output_call(spec, choice, attrs, {}) if in_place else None
+        calls.append((call, given, tuple(owned), tuple(reads), at, at + n,
+                      choice.kind != "python"))
         at += n
     scalings = tuple(zip(a["scale_variables"], a["scale_factors"]))
     xp = device.xp
-    names = [v for _, owned, reads, *_ in calls for v in (*owned, *reads)]
+    names = [v for _, _, owned, reads, *_ in calls for v in (*owned, *reads)]
     names = VariableStore.ordered([*names, *(v for v, _ in scalings)])
 
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
         with ctx.variables.transaction(names) as tx:
-            for call, owned, reads, start, stop, fresh in calls:
+            for call, given, owned, reads, start, stop, fresh in calls:
+                outs = _taken(tx, owned) if given is not None else None
                 current = [tx.read(v, device) for v in (*owned, *reads)]
-                for var, new in zip(owned, call([*current, *inputs[start:stop]])):
+                args = [*current, *inputs[start:stop]]
+                results = call(args) if outs is None else _in_place(given, args, outs)
+                for var, new in zip(owned, results):
                     tx.write(var, new, fresh)
             for var, factor in scalings:
                 value = tx.read(var, device)
                 tx.write(var, xp.asarray(value * xp.asarray(factor, value.dtype)), fresh=True)
         return ()
     return run
+
+
+def _taken(tx: Any, owned: Sequence[str]) -> Optional[tuple]:
+    """The owned variables' arrays, when the store alone holds every one of them."""
+    outs = []
+    for name in owned:
+        array = tx.take(name)
+        if array is None:
+            for taken in outs:  # refrozen: this update writes fresh arrays instead
+                taken.flags.writeable = False
+            return None
+        outs.append(array)
+    return tuple(outs)
+
+
+def _in_place(given: Any, args: list, outs: tuple) -> tuple:
+    try:
+        given(args, outs)
+    except BaseException:
+        for array in outs:
+            array.flags.writeable = False
+        raise
+    return outs
 
 
 def _not_prepared(ctx: Any, op: Operation, inputs: list) -> tuple:
