@@ -310,3 +310,22 @@ def test_a_region_member_fetched_as_an_operation_or_waited_for_runs_fused(regist
     exported = part.to_graph()  # a task's graph names the member it must run
     assert exported.targets == ("exp",)
     assert [o.type for o in exported.graph.operations].count("exp") == 1
+
+
+def test_a_region_starts_only_at_a_node_whose_inputs_one_pass_can_read(registry):
+    # A bias add (a [C] input over [n, C]) once started a region whose kernel read the bias as
+    # one value: every step then found the shapes unfit and ran the region unfused after all.
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [512, 32], name="x")
+        b = placeholder("float32", [32], name="b")
+        y = op("exp", op("relu", op("add", x, b)))
+    rng = np.random.default_rng(0)
+    feeds = {x: rng.normal(size=(512, 32)).astype(np.float32), b: rng.normal(size=32).astype(np.float32)}
+    got, explanation = _run(g, y, feeds, fuse=True)
+    want, _ = _run(g, y, feeds, fuse=False)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    lines = explanation.lines_of("fuse")
+    assert len(lines) == 1 and lines[0].startswith("relu, exp -> exp/fused"), lines

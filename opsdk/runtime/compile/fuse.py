@@ -153,7 +153,8 @@ def _regions(program: Program, blocked: set[str]) -> list[Region]:
             continue
         key = _candidate(program, op, blocked)
         joined = None if key is None else _join(program, op, key, regions, region_of, depends)
-        if joined is None and key is not None:
+        if joined is None and key is not None and all(
+                _fits(t, key[1]) for t in program.inputs_of(op)):  # what one pass can read
             joined = len(regions)
             regions.append(Region(dtype=key[0], shape=key[1], location=key[2],
                                   target=program.device[op].fusion_target, after=set(through)))
