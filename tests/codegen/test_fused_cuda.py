@@ -358,3 +358,71 @@ def test_the_rows_kernels_sum_every_row_for_the_launches_chosen(dtype, kind, tmp
         eps = 1e-6 if dtype == "float32" else 1e-13
         np.testing.assert_allclose(got, want, rtol=eps, atol=eps, err_msg=case)
     assert seen == {(True, False), (False, False), (False, True)}  # every kind of launch ran
+
+
+class _HostCupy:
+    """The part of CuPy a fused GPU call uses, over NumPy arrays, its "GPU" of `sms` SMs running
+    the kernels built by _host_rows_kernel: the runtime's launcher (kernels/fused_cuda.py) then
+    runs end to end without a GPU, its arguments passed as the kernels declare them."""
+
+    def __init__(self, lib, kernel: FusedKernel, sms: int):
+        from types import SimpleNamespace
+
+        self.lib, self.kernel, self.launches = lib, kernel, []
+        gpu = SimpleNamespace(id=0, attributes={"MultiProcessorCount": sms})
+        self.cuda = SimpleNamespace(Device=lambda: gpu)
+        self.asarray, self.ascontiguousarray, self.empty = np.asarray, np.ascontiguousarray, \
+            np.empty
+
+    def RawModule(self, path):  # noqa: N802 - CuPy's name
+        from types import SimpleNamespace
+
+        return SimpleNamespace(get_function=lambda name: self._function(name))
+
+    def _function(self, name: str):
+        n_in, n_out = len(self.kernel.inputs), len(self.kernel.outputs)
+
+        def launch(grid, block, args):
+            self.launches.append((name, grid[0]))
+            if name == "opsdk_fused_rows":
+                ins, outs, (rows, inner, chunk, parts, group, partial) = \
+                    args[:n_in], args[n_in:n_in + n_out], args[n_in + n_out:]
+                hung = self.lib.rows(_pointers(ins), _pointers(outs), int(rows), int(inner),
+                                     int(chunk), int(parts), int(group), partial.ctypes.data,
+                                     grid[0], block[0])
+            else:
+                partial, out, rows, inner, parts = args
+                hung = self.lib.finish(partial.ctypes.data, out.ctypes.data, int(rows),
+                                       int(inner), int(parts), grid[0], block[0])
+            assert hung == 0, f"{name} hung"
+        return launch
+
+
+@pytest.mark.parametrize("shape, reduced", [((3, 2, 5), (2, True)), ((1, 20000), (1, False)),
+                                            ((4, 0), (1, False)), ((0, 7), (1, True)),
+                                            ((2, 3), (2, False))])
+def test_the_runtime_s_launch_of_a_reduction_computes_each_row(tmp_path, shape, reduced):
+    """kernels/fused_cuda.py's CudaFusedCall on the host's stand-in for CuPy: the output shapes,
+    the arguments of both kernels, and the finishing launch for a row split across blocks."""
+    from types import SimpleNamespace
+
+    from opsdk.runtime.kernels.fused import rows_of
+    from opsdk.runtime.kernels.fused_cuda import CudaFusedCall, rows_launch
+
+    kernel = _scaled_sum("float64", "mean")
+    lib = _host_rows_kernel(kernel, tmp_path)
+    host = _HostCupy(lib, kernel, sms=1)
+    call = CudaFusedCall(kernel, 90)
+    call.load(tmp_path / "rows.so")
+    x = np.random.default_rng(5).normal(size=shape)
+    (total,) = call(SimpleNamespace(xp=host), [x, 0.25], 1, reduced)
+    rows, inner, _ = rows_of(shape, reduced)
+    axes = tuple(range(len(shape) - reduced[0], len(shape)))
+    with np.errstate(invalid="ignore"):  # the mean of an empty row is NaN, as NumPy's
+        want = np.sum(np.tanh(x) * 0.25, axis=axes, keepdims=reduced[1]) / inner
+    assert total.shape == want.shape
+    np.testing.assert_allclose(total, want, rtol=1e-13, atol=1e-15)
+    split = rows_launch(rows, inner, 1).parts > 1
+    assert [name for name, _ in host.launches] == (
+        [] if rows == 0 else ["opsdk_fused_rows"] + ["opsdk_fused_rows_finish"] * split)
+    assert split == (shape == (1, 20000))

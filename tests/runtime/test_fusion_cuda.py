@@ -425,3 +425,47 @@ def test_random_gpu_regions_ending_in_a_reduction_equal_unfused(registry, cupy, 
     scale /= terms.size if mean else 1
     eps = 1e-6 if dtype == "float32" else 1e-13
     np.testing.assert_allclose(got, want, rtol=0, atol=eps * (scale + 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["sum", "mean"])
+def test_a_fused_gpu_reduction_call_reads_views_single_values_and_empty_rows(cupy, kind):
+    """The rows kernel called directly: a view at an offset, a single value given as a host
+    scalar, rows over one and two trailing axes, no rows at all and rows of no elements (a sum
+    of nothing is 0, a mean NaN, as NumPy's); shapes that do not fit one pass give None."""
+    from opsdk.runtime.devices import get_device
+    from opsdk.runtime.kernels.fused_cuda import cuda_fused_call
+
+    expr = substitute(parse_expression("tanh(x) * s", frozenset({"x", "s"})),
+                      {"x": Var("in0"), "s": Var("in1")})
+    kernel = FusedKernel("float32", ("array", "scalar"), (("t0", expr),), ("t0", "t1"),
+                         (kind, "t0"))
+    gpu = get_device(GPU)
+    call = cuda_fused_call(kernel, gpu)
+    assert wait_for_fused_kernels(300) and call.ready, call.failed
+    s = np.float32(0.5)
+    flat = cupy.asarray(np.random.default_rng(2).normal(size=6 * 7 * 3001 + 1).astype(np.float32))
+    for x, reduced in ((flat[1:].reshape(6, 7, 3001), (1, False)),
+                       (flat[1:].reshape(6, 7, 3001), (2, True)),
+                       (cupy.ones((0, 5), cupy.float32), (1, False)),
+                       (cupy.ones((3, 0), cupy.float32), (1, True))):
+        values, total = call(gpu, [x, s], 2, reduced)
+        terms = np.tanh(cupy.asnumpy(x)) * s
+        np.testing.assert_allclose(cupy.asnumpy(values), terms, rtol=1e-6, atol=1e-6)
+        axes = tuple(range(x.ndim - reduced[0], x.ndim))
+        want = terms.astype(np.float64).sum(axis=axes, keepdims=reduced[1])
+        # The terms have both signs and NumPy's tanh may differ from CUDA's by an ulp: bound
+        # the error by the terms' total, not the (possibly cancelling) sum.
+        scale = np.abs(terms).astype(np.float64).sum(axis=axes, keepdims=reduced[1])
+        if kind == "mean":
+            count = int(np.prod(x.shape[x.ndim - reduced[0]:]))
+            with np.errstate(invalid="ignore"):
+                want, scale = want / count, scale / max(count, 1)
+        assert total.shape == want.shape and total.dtype == np.float32
+        got = cupy.asnumpy(total)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        known = ~np.isnan(want)
+        error = np.abs(got - want)[known]
+        assert np.all(error <= 1e-6 * (scale + np.abs(want))[known]), (reduced, error.max())
+    x = flat[1:].reshape(6, 7, 3001)
+    assert call(gpu, [x, cupy.ones(2, cupy.float32)], 2, (1, False)) is None
