@@ -2,7 +2,7 @@
 host, the region's last value is summed as it is computed, and results equal the unfused graph's
 (within float tolerance: the fused kernel sums in double); a reduction over a leading axis, or a
 value read after the reduction is left out. GPU regions ending in a reduction:
-tests/runtime/test_fusion_cuda.py and tests/codegen/test_fused_cuda.py."""
+tests/runtime/test_fusion_cuda_reductions.py and tests/codegen/test_fused_cuda_rows.py."""
 
 from __future__ import annotations
 
