@@ -72,6 +72,7 @@ def test_nvrtc_compiles_a_region_ending_in_a_reduction(make, kind, dtype):
 # reach a barrier) rather than stopping the test process.
 ROWS_PRELUDE = """
 #include <math.h>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -86,7 +87,7 @@ static thread_local Dim3 blockIdx, threadIdx;
 static Dim3 blockDim, gridDim;
 struct float4 { float x, y, z, w; };
 struct double2 { double x, y; };
-static bool hung = false;
+static std::atomic<bool> hung{false};
 struct Barrier {
   std::mutex m; std::condition_variable cv; unsigned count = 0, arrived = 0, generation = 0;
   void wait() {
