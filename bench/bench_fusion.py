@@ -17,6 +17,11 @@ with the alternatives.
    The GELU node is fetched as an operation, so its result stays on the GPU as the others' do
    (fetching the tensor copies it to the host: that row is printed too). Each GPU time is wall
    time around the call and a device-wide synchronisation. Without a GPU it says so (exit 0).
+5. With the GPU rows: reduce_mean(square(x - y)) over 16M float32 values on the GPU, fed CuPy
+   arrays, through Session.run fused (one generated rows kernel, the squares never written) and
+   with the fuse pass off, against CuPy's `cp.mean(cp.square(x - y))` and torch's
+   `((x - y) ** 2).mean()` on CUDA. The mean is fetched as an operation (it stays on the GPU);
+   fetching the tensor (one value copied to the host) is printed too.
 
 Prints medians (and min/max) of timed runs after a warm-up, the ratios, the load average and the
 CPU's SIMD flags; nothing here asserts a timing.
@@ -131,12 +136,7 @@ def bench_chain(registry, length: int, repeats: int) -> None:
 
 
 def bench_mean_square(registry, n: int, repeats: int) -> None:
-    g = Graph()
-    with g.as_default(), device("/cpu:0"):
-        x = placeholder("float32", [n], name="x")
-        y = placeholder("float32", [n], name="y")
-        r = apply_op(registry, "reduce_mean", [apply_op(registry, "square", [
-            apply_op(registry, "sub", [x, y], {})], {})], {})
+    g, x, y, r = mean_square_graph(registry, n, "/cpu:0")
     rng = np.random.default_rng(0)
     xs, ys = (rng.normal(size=n).astype(np.float32) for _ in range(2))
     fused = session_time(g, r, {x: xs, y: ys}, True, repeats)
@@ -204,6 +204,49 @@ def bench_gelu_gpu(registry, cp, n: int, repeats: int) -> None:
         timed(lambda: torch.nn.functional.gelu(t, approximate="tanh"), repeats, sync), fused[0])
 
 
+def mean_square_graph(registry, n: int, where: str):
+    g = Graph()
+    with g.as_default(), device(where):
+        x = placeholder("float32", [n], name="x")
+        y = placeholder("float32", [n], name="y")
+        r = apply_op(registry, "reduce_mean", [apply_op(registry, "square", [
+            apply_op(registry, "sub", [x, y], {})], {})], {})
+    return g, x, y, r
+
+
+def bench_mean_square_gpu(registry, cp, n: int, repeats: int) -> None:
+    g, x, y, r = mean_square_graph(registry, n, "/gpu:0")
+    rng = np.random.default_rng(0)
+    xs, ys = (cp.asarray(rng.normal(size=n).astype(np.float32)) for _ in range(2))
+    feeds = {x: xs, y: ys}
+    sync = cp.cuda.Device().synchronize
+    print(f"reduce_mean(square(x - y)), {n} float32 on the GPU, Session.run fed CuPy arrays")
+    fused = session_time(g, r.op, feeds, True, repeats, sync)
+    with Session(g) as sess:
+        got = float(sess.run(r, feeds))
+    exact = float(cp.mean(cp.square(xs.astype(cp.float64) - ys.astype(cp.float64))))
+    print(f"  relative difference from the float64 mean: {abs(got - exact) / exact:.3g}")
+    row("opsdk Session.run, fused with its reduction", fused, fused[0])
+    row("opsdk Session.run, fuse pass off", session_time(g, r.op, feeds, False, repeats, sync),
+        fused[0])
+    row("opsdk Session.run, fused, fetching the mean (to host)",
+        session_time(g, r, feeds, True, repeats, sync), fused[0])
+    row(f"CuPy {cp.__version__} cp.mean(cp.square(x - y))",
+        timed(lambda: cp.mean(cp.square(xs - ys)), repeats, sync), fused[0])
+    try:
+        import torch
+    except ImportError:
+        print("  torch ((x - y) ** 2).mean() on CUDA: absent (PyTorch is not installed)")
+        return
+    if not torch.cuda.is_available():
+        print(f"  torch ((x - y) ** 2).mean() on CUDA: absent (torch {torch.__version__} has no "
+              "CUDA)")
+        return
+    tx, ty = torch.from_dlpack(xs), torch.from_dlpack(ys)
+    row(f"torch {torch.__version__} ((x - y) ** 2).mean(), CUDA",
+        timed(lambda: ((tx - ty) ** 2).mean(), repeats, sync), fused[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=1 << 24)
@@ -228,6 +271,7 @@ def main() -> None:
         print(f"GPU rows: skipped ({why})")
         return
     bench_gelu_gpu(registry, cp, args.size, args.repeats)
+    bench_mean_square_gpu(registry, cp, args.size, args.repeats)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ GPU_TESTS=(tests/runtime/test_cuda_eager.py tests/runtime/test_cuda_jit.py tests
            tests/runtime/test_mnist_on_device.py tests/gradcheck/test_author_ops.py
            tests/codegen/test_build_cuda_dev.py tests/codegen/test_build_cuda_optional.py
            tests/codegen/test_nvrtc.py tests/codegen/test_build_cuda.py tests/runtime/test_fusion.py
-           tests/runtime/test_fusion_cuda.py tests/codegen/test_fused_cuda.py)
+           tests/runtime/test_fusion_cuda.py tests/codegen/test_fused_cuda.py
+           tests/runtime/test_fusion_cuda_reductions.py tests/codegen/test_fused_cuda_rows.py)
 parallel=()
 "$py" -c "import xdist" 2>/dev/null && parallel=(-n "${GPU_CHECK_WORKERS:-8}")
 stage tests 200 "$py" -m pytest -q -rfEs -p no:cacheprovider "${parallel[@]}" "${GPU_TESTS[@]}"

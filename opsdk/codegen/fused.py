@@ -117,19 +117,28 @@ def render_fused_cuda(kernel: FusedKernel) -> str:
     """The CUDA source of `kernel` for NVRTC: `extern "C" __global__ void opsdk_fused(in0, ...,
     out0, ..., n, vectorised)`, one pointer per input (a scalar input points at its one value)
     and per output, a grid-stride loop over the n elements; with `vectorised` nonzero (every
-    array 16-byte aligned) it moves 16-byte vectors, the last n % lanes elements one by one."""
+    array 16-byte aligned) it moves 16-byte vectors, the last n % lanes elements one by one.
+
+    A kernel ending in a reduction is `opsdk_fused_rows(in0, ..., out0, ..., rows, inner, chunk,
+    parts, group, partial)` instead, its last output one value per row of `inner` elements, and
+    `opsdk_fused_rows_finish(partial, out, rows, inner, parts)`, which adds the partial sums of
+    rows split into `parts` pieces (kernels/fused_cuda.py chooses the launch)."""
     problem = kernel_problem(kernel)
-    if kernel.reduction is not None:
-        problem = "a reduction (regions on a GPU end before their reductions)"
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
     params = [f"const T* __restrict__ in{i}" for i in range(len(kernel.inputs))]
     params += [f"T* __restrict__ out{j}" for j in range(len(kernel.outputs))]
+    written = kernel.outputs[:-1] if kernel.reduction else kernel.outputs
     vector, lanes = CUDA_VECTORS[kernel.dtype]
+    reduce = None
+    if kernel.reduction is not None:
+        kind, step = kernel.reduction
+        reduce = {"out": f"out{len(kernel.outputs) - 1}", "value": c_name(step),
+                  "scale": "1.0 / static_cast<double>(inner)" if kind == "mean" else "1.0"}
     return environment().get_template("fused/fused_cuda.cu.j2").render(
         key=kernel.key(), ctype=CTYPES[kernel.dtype], vector=vector, lanes=lanes,
-        params=params,
+        params=params, reduce=reduce,
         scalars=[f"const T {c_name(f'in{i}')} = in{i}[0];"
                  for i, kind in enumerate(kernel.inputs) if kind == "scalar"],
         vector_loads=[f"Pack p_in{i}; p_in{i}.v = reinterpret_cast<const Vec*>(in{i})[j];"
@@ -138,8 +147,8 @@ def render_fused_cuda(kernel: FusedKernel) -> str:
         loads=[f"const T {c_name(f'in{i}')} = in{i}[i];" for i in arrays],
         steps=[f"const T {c_name(name)} = {c_expr(expr, calls=CUDA_CALLS)};"
                for name, expr in kernel.steps],
-        packs=[f"Pack p_out{j};" for j in range(len(kernel.outputs))],
-        lane_stores=[f"p_out{j}.s[k] = {c_name(name)};" for j, name in enumerate(kernel.outputs)],
+        packs=[f"Pack p_out{j};" for j in range(len(written))],
+        lane_stores=[f"p_out{j}.s[k] = {c_name(name)};" for j, name in enumerate(written)],
         vector_stores=[f"reinterpret_cast<Vec*>(out{j})[j] = p_out{j}.v;"
-                       for j in range(len(kernel.outputs))],
-        stores=[f"out{j}[i] = {c_name(name)};" for j, name in enumerate(kernel.outputs)])
+                       for j in range(len(written))],
+        stores=[f"out{j}[i] = {c_name(name)};" for j, name in enumerate(written)])

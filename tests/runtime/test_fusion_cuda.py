@@ -65,8 +65,9 @@ def pretend_gpu(monkeypatch):
 
 
 def _fused_program(graph, fetch, feeds):
+    fetches = fetch if isinstance(fetch, list) else [fetch]
     with graph.as_default():
-        program = compile_program(new_program([fetch], feeds, PlanOptions()))
+        program = compile_program(new_program(fetches, feeds, PlanOptions()))
     return program, [op for op in program.ops if op.type == "_fused"]
 
 

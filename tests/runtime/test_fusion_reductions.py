@@ -1,7 +1,8 @@
 """Fused regions that end in a reduction: a sum or mean over trailing axes joins the region on the
 host, the region's last value is summed as it is computed, and results equal the unfused graph's
-(within float tolerance: the fused kernel sums in double); a reduction over a leading axis, one
-on a GPU region, or a value read after the reduction is left out."""
+(within float tolerance: the fused kernel sums in double); a reduction over a leading axis, or a
+value read after the reduction is left out. GPU regions ending in a reduction:
+tests/runtime/test_fusion_cuda_reductions.py and tests/codegen/test_fused_cuda_rows.py."""
 
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def _kernel(reduction) -> FusedKernel:
     return FusedKernel("float32", ("array",), (("t0", square),), ("t0", "t1"), reduction)
 
 
-def test_a_reduction_kernel_is_checked_and_rendered_for_the_cpu_only():
+def test_a_reduction_kernel_is_checked_and_rendered_for_both_targets():
     good = _kernel(("mean", "t0"))
     assert kernel_problem(good) is None
     source = render_fused_cpu(good)
@@ -123,5 +124,6 @@ def test_a_reduction_kernel_is_checked_and_rendered_for_the_cpu_only():
         "reduction 'max': fused reductions are sum, mean"
     assert kernel_problem(_kernel(("sum", "t5"))) == \
         "the reduction reads t5, which no step computes"
-    with pytest.raises(ValueError, match="a reduction"):
-        render_fused_cuda(good)
+    assert "opsdk_fused_rows(" in render_fused_cuda(good)
+    with pytest.raises(ValueError, match="reduction 'max'"):
+        render_fused_cuda(_kernel(("max", "t0")))

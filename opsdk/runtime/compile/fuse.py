@@ -11,8 +11,9 @@ read outside (or fetched); its kernel is the members' formulas composed (`FusedK
 compiled by the fusion compiler of the device's target (kernels/fused.py: C++ for the CPU;
 kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the background while the node runs the
 members' own kernels in order. Gradient graphs are fused the same way: their elementwise
-gradient ops declare formulas too. On the host a region may end in a sum or mean over trailing
-axes of one of its values (`_ending`): the kernel then reduces rows as it computes them.
+gradient ops declare formulas too. A region may end in a sum or mean over trailing axes of one
+of its values (`_ending`), on the host and on a GPU alike: the kernel then reduces rows as it
+computes them.
 
 Switched off (`passes_off={"fuse"}`), every node runs unfused; where a device's compiler is
 missing (no g++ for the CPU, no NVRTC for a GPU; said once), that device's nodes do.
@@ -32,8 +33,8 @@ from opsdk.runtime.kernels.fused import fusion_compiler, fusion_problem, say_onc
 # On the host a region known to be smaller runs faster as separate NumPy calls; on a GPU each
 # unfused op is a kernel launch of its own, so regions of any size are fused there.
 MIN_ELEMENTS = 1 << 12
-# Builtin reductions a region on the host may end in, over trailing axes: the region's last
-# value is then summed as it is computed and never written out (FusedKernel.reduction).
+# Builtin reductions a region may end in, over trailing axes: the region's last value is then
+# summed as it is computed and never written out (FusedKernel.reduction).
 _REDUCTIONS = {"opsdk::reduce_sum": "sum", "opsdk::reduce_mean": "mean"}
 
 
@@ -118,15 +119,16 @@ def _candidate(program: Program, op: Operation, blocked: set[str]) -> Optional[t
 def _ending(program: Program, op: Operation, regions: list[Region],
             region_of: dict) -> Optional[tuple[int, tuple[int, bool]]]:
     """(region, (trailing axes, keepdims)) when `op` is a sum or mean over trailing axes of a
-    value of an open region on the host, which it may then end; else None."""
+    value of an open region at its own location, which it may then end; else None."""
     spec = op.spec
     if spec is None or spec.qualified_name not in _REDUCTIONS or op.stateful \
             or program.controls_of(op):
         return None
     (t,) = program.inputs_of(op)
     r = region_of.get(t.op) if t not in program.feed_set else None
-    if r is None or regions[r].reduced is not None or regions[r].target != "cpu":
-        return None
+    if r is None or regions[r].reduced is not None \
+            or program.location[op] != regions[r].location:
+        return None  # a reduction placed elsewhere runs there, not inside the region's kernel
     region, rank = regions[r], len(regions[r].shape)
     if tuple(t.shape) != tuple(region.shape) or op.outputs[0].dtype != region.dtype or rank == 0:
         return None

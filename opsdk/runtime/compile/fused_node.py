@@ -14,7 +14,7 @@ from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.kernels.choice import bind_kernel
-from opsdk.runtime.kernels.fused import fused_call
+from opsdk.runtime.kernels.fused import fused_call, rows_of
 from opsdk.runtime.kernels.fused_cuda import cuda_fused_run
 from opsdk.runtime.kernels.threads import kernel_threads
 
@@ -26,13 +26,13 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
     kernel: FusedKernel = op.attrs["kernel"]
     members: tuple[Operation, ...] = op.attrs["region"]
     unfused = _unfused(op, members)
+    reduced = op.attrs.get("reduced")
     if op.attrs["target"] == "cuda":
-        return cuda_fused_run(kernel, device, unfused, len(op.outputs))
+        return cuda_fused_run(kernel, device, unfused, len(op.outputs), reduced)
     call = fused_call(kernel)
     dtype = np.dtype(kernel.dtype)
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
     n_out = len(op.outputs)
-    reduced = op.attrs.get("reduced")
 
     def run(ctx: Any, node: Operation, inputs: list) -> tuple:
         if call.fn is None:
@@ -48,12 +48,10 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
             outs = [np.empty(shape, dtype) for _ in range(n_out)]
             call(values, outs, n, threads)
             return tuple(outs)
-        k, keepdims = reduced  # rows of the trailing k axes, one value each
-        rows_shape = shape[:len(shape) - k]
-        rows = int(np.prod(rows_shape, dtype=np.int64))
+        rows, inner, reduced_shape = rows_of(shape, reduced)  # one value per row
         outs = [np.empty(shape, dtype) for _ in range(n_out - 1)]
-        outs.append(np.empty(rows_shape + (1,) * k if keepdims else rows_shape, dtype))
-        call(values, outs, rows, int(np.prod(shape[len(shape) - k:], dtype=np.int64)), threads)
+        outs.append(np.empty(reduced_shape, dtype))
+        call(values, outs, rows, inner, threads)
         return tuple(outs)
     return run
 

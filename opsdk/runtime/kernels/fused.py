@@ -18,6 +18,8 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Optional, Protocol
 
+import numpy as np
+
 from opsdk.registry.callables import entry_point
 from opsdk.registry.elementwise import FusedKernel
 
@@ -131,6 +133,17 @@ class FusedCall:
         outs = (ctypes.c_void_p * len(outputs))(*[a.__array_interface__["data"][0]
                                                   for a in outputs])
         self.fn(ins, outs, *sizes)
+
+
+def rows_of(shape: tuple, reduced: tuple[int, bool]) -> tuple[int, int, tuple]:
+    """(rows, inner, the reduced output's shape) of a kernel ending in a reduction over the
+    trailing `k` axes of values of `shape` (`reduced` = (k, keepdims)): one output per row of
+    `inner` elements."""
+    k, keepdims = reduced
+    outer = tuple(shape[:len(shape) - k])
+    rows = int(np.prod(outer, dtype=np.int64))
+    inner = int(np.prod(shape[len(shape) - k:], dtype=np.int64))
+    return rows, inner, outer + (1,) * k if keepdims else outer
 
 
 def fused_call(kernel: FusedKernel, kind: type[FusedCall] = FusedCall, *args: Any) -> FusedCall:
