@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from math import factorial
 
-from opsdk.registry.elementwise import Apply, Expr, FusedKernel, Num, Var, kernel_problem
+from opsdk.registry.elementwise import input_period, Apply, Expr, FusedKernel, Num, Var, kernel_problem
 
 from .render import environment
 
@@ -69,6 +69,20 @@ def c_expr(expr: Expr, var=c_name, calls=CPU_CALLS) -> str:
     raise ValueError(f"no C translation for '{op}'")
 
 
+def _period_input(i: int, period: int, ctype: str, loads: list, body: list, block: list) -> None:
+    """The lines reading input i, whose element i is its value i % period: one at a time by the
+    remainder; in the blocked loop from a copy extended by a block (e_in[k] = in[k % period]),
+    so that a block starting at any remainder loads contiguous values."""
+    b = 512 // (4 if ctype == "float" else 8)  # B of the template: eight 512-bit vectors
+    name = c_name(f"in{i}")
+    loads += [f"const T* __restrict__ p_in{i} = static_cast<const T*>(in[{i}]);",
+              f"T e_in{i}[{period + b}];",
+              f"for (int k = 0; k < {period + b}; ++k) e_in{i}[k] = p_in{i}[k % {period}];"]
+    body.append(f"const T {name} = p_in{i}[i % {period}];")
+    block += [f"T {name}[B];", f"const std::int64_t r_in{i} = i0 % {period};", "#pragma omp simd",
+              f"for (int j = 0; j < B; ++j) {name}[j] = e_in{i}[r_in{i} + j];"]
+
+
 def render_fused_cpu(kernel: FusedKernel) -> str:
     """The C++ source of `kernel` for the CPU: `extern "C" void opsdk_fused(in, out, n, threads)`
     with `in`/`out` arrays of data pointers (a scalar input points at its one value); a kernel
@@ -78,7 +92,7 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
     loads, body, block = [], [], []
-    arrays = {f"in{i}" for i, kind in enumerate(kernel.inputs) if kind == "array"}
+    arrays = {f"in{i}" for i, kind in enumerate(kernel.inputs) if kind != "scalar"}
     arrays.update(name for name, _ in kernel.steps)
     written = kernel.outputs[:-1] if kernel.reduction else kernel.outputs
 
@@ -91,8 +105,10 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
             body.append(f"const T {c_name(f'in{i}')} = p_in{i}[i];")
             block += [f"T {c_name(f'in{i}')}[B];", "#pragma omp simd",
                       f"for (int j = 0; j < B; ++j) {c_name(f'in{i}')}[j] = p_in{i}[i0 + j];"]
-        else:
+        elif kind == "scalar":
             loads.append(f"const T {c_name(f'in{i}')} = static_cast<const T*>(in[{i}])[0];")
+        else:
+            _period_input(i, input_period(kind), CTYPES[kernel.dtype], loads, body, block)
     stores = [f"T* __restrict__ p_out{j} = static_cast<T*>(out[{j}]);"
               for j in range(len(kernel.outputs))]
     for name, expr in kernel.steps:

@@ -157,8 +157,9 @@ class FusedKernel:
     """One generated kernel for a region of elementwise nodes: pure data, which the runtime
     builds and a compiler (found through an entry point; docs/internals.md) turns into code.
 
-    `inputs`: per input, whether it is a full array ("array": one value per element) or a
-    single value broadcast to every element ("scalar"). `steps`: `(name, expr)` in order, each
+    `inputs`: per input, whether it is a full array ("array": one value per element), a
+    single value broadcast to every element ("scalar"), or M values repeating along the
+    elements ("period:M": element i reads value i % M; a [C] bias over [n, C]). `steps`: `(name, expr)` in order, each
     expression over the inputs `in0, in1, ...` and earlier step names; `outputs`: the step
     names written out, in order. Every value has type `dtype`.
 
@@ -178,12 +179,21 @@ class FusedKernel:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:24]
 
 
+def input_period(kind: str) -> Optional[int]:
+    """M of a "period:M" input kind (M >= 2), else None."""
+    head, _, tail = kind.partition(":")
+    if head != "period" or not tail.isdigit() or int(tail) < 2:
+        return None
+    return int(tail)
+
+
 def kernel_problem(kernel: FusedKernel) -> Optional[str]:
     """Why the description cannot be a kernel (None when it can): checked before compiling."""
     if kernel.dtype not in FLOAT_TYPES:
         return f"dtype {kernel.dtype}: fused kernels are float32 or float64"
-    if any(kind not in ("array", "scalar") for kind in kernel.inputs):
-        return "an input kind other than 'array' or 'scalar'"
+    if any(kind not in ("array", "scalar") and input_period(kind) is None
+           for kind in kernel.inputs):
+        return "an input kind other than 'array', 'scalar' or 'period:M' (M >= 2)"
     known = {f"in{i}" for i in range(len(kernel.inputs))}
     for name, expr in kernel.steps:
         missing = names_in(expr) - known

@@ -313,19 +313,66 @@ def test_a_region_member_fetched_as_an_operation_or_waited_for_runs_fused(regist
 
 
 def test_a_region_starts_only_at_a_node_whose_inputs_one_pass_can_read(registry):
-    # A bias add (a [C] input over [n, C]) once started a region whose kernel read the bias as
-    # one value: every step then found the shapes unfit and ran the region unfused after all.
+    # A column ([n, 1] over [n, C]) is neither the region's shape, one value nor its trailing
+    # axes. Such an input once started a region whose kernel read it as one value: every step
+    # then found the shapes unfit and ran the region unfused after all.
     def op(name, *args):
         return apply_op(registry, name, list(args), {})
     g = Graph()
     with g.as_default(), device(CPU):
         x = placeholder("float32", [512, 32], name="x")
-        b = placeholder("float32", [32], name="b")
+        b = placeholder("float32", [512, 1], name="b")
         y = op("exp", op("relu", op("add", x, b)))
     rng = np.random.default_rng(0)
-    feeds = {x: rng.normal(size=(512, 32)).astype(np.float32), b: rng.normal(size=32).astype(np.float32)}
+    feeds = {x: rng.normal(size=(512, 32)).astype(np.float32),
+             b: rng.normal(size=(512, 1)).astype(np.float32)}
     got, explanation = _run(g, y, feeds, fuse=True)
     want, _ = _run(g, y, feeds, fuse=False)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     lines = explanation.lines_of("fuse")
     assert len(lines) == 1 and lines[0].startswith("relu, exp -> exp/fused"), lines
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, bias", [
+    ((50, 28, 28, 32), (32,)),       # a conv layer's bias add
+    ((37, 33), (33,)),               # a period that does not divide a block, a ragged tail
+    ((5, 7, 3), (7, 3)),             # two trailing axes
+    ((300, 3), (1, 3)),              # leading 1s
+    ((3, 4096), (4096,)),            # the longest period kept
+])
+def test_a_bias_of_the_trailing_axes_is_read_in_the_fused_pass(registry, dtype, shape, bias):
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder(dtype, [None, *shape[1:]], name="x")  # the batch known only at run time
+        b = placeholder(dtype, list(bias), name="b")
+        h = op("relu", op("add", x, b))
+        y = op("mul", op("sub", h, b), op("tanh", h))
+        total = apply_op(registry, "reduce_sum", [op("square", op("add", y, b))],
+                         {"axes": [-1], "keepdims": False})
+    rng = np.random.default_rng(1)
+    feeds = {x: rng.normal(size=shape).astype(dtype), b: rng.normal(size=bias).astype(dtype)}
+    got, explanation = _run(g, [y, total], feeds, fuse=True)
+    want, _ = _run(g, [y, total], feeds, fuse=False)
+    lines = explanation.lines_of("fuse")
+    assert len(lines) == 1 and "add, relu" in lines[0] and "/fused" in lines[0], lines
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for g_, w_ in zip(got, want):
+        np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
+
+
+def test_a_bias_longer_than_the_kept_period_is_not_fused(registry):
+    from opsdk.runtime.compile.fuse import MAX_PERIOD
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [2, MAX_PERIOD + 1], name="x")
+        b = placeholder("float32", [MAX_PERIOD + 1], name="b")
+        y = op("exp", op("relu", op("add", x, b)))
+    feeds = {x: np.ones((2, MAX_PERIOD + 1), np.float32), b: np.ones(MAX_PERIOD + 1, np.float32)}
+    got, explanation = _run(g, y, feeds, fuse=True)
+    assert explanation.lines_of("fuse")[0].startswith("relu, exp -> exp/fused")
+    np.testing.assert_allclose(got, np.exp(2.0), rtol=1e-6)

@@ -33,6 +33,9 @@ from opsdk.runtime.kernels.fused import fusion_compiler, fusion_problem, say_onc
 # On the host a region known to be smaller runs faster as separate NumPy calls; on a GPU each
 # unfused op is a kernel launch of its own, so regions of any size are fused there.
 MIN_ELEMENTS = 1 << 12
+# The most values of an input repeating along a host region (a bias of the trailing axes): the
+# kernel keeps a copy of them, a block longer, on its stack.
+MAX_PERIOD = 4096
 # Builtin reductions a region may end in, over trailing axes: the region's last value is then
 # summed as it is computed and never written out (FusedKernel.reduction).
 _REDUCTIONS = {"opsdk::reduce_sum": "sum", "opsdk::reduce_mean": "mean"}
@@ -155,8 +158,8 @@ def _regions(program: Program, blocked: set[str]) -> list[Region]:
             continue
         key = _candidate(program, op, blocked)
         joined = None if key is None else _join(program, op, key, regions, region_of, depends)
-        if joined is None and key is not None and all(
-                _fits(t, key[1]) for t in program.inputs_of(op)):  # what one pass can read
+        if joined is None and key is not None and all(  # inputs one pass can read
+                _fits(t, key[1], program.device[op].fusion_target) for t in program.inputs_of(op)):
             joined = len(regions)
             regions.append(Region(dtype=key[0], shape=key[1], location=key[2],
                                   target=program.device[op].fusion_target, after=set(through)))
@@ -197,18 +200,34 @@ def _may_join(targets: set, outside: list, key: tuple, regions: list[Region],
     input fits the region's shape and none depends on them, nor does one target on another."""
     for t in outside:
         upstream = depends.get(t.op, set())
-        if not _fits(t, key[1]) or upstream & targets:
+        if not _fits(t, key[1], regions[min(targets)].target) or upstream & targets:
             return False
         if any(regions[r].after & targets for r in upstream):  # r reads a target: r -> t -> r
             return False
     return not any(regions[r].after & targets for r in targets)
 
 
-def _fits(t: Tensor, shape: tuple) -> bool:
-    """An outside input may be of the region's shape, or hold a single value."""
+def _fits(t: Tensor, shape: tuple, target: Optional[str]) -> bool:
+    """An outside input may be of the region's shape, hold a single value, or, on the host, be
+    the region's trailing axes (a bias: its values repeat along the region's elements)."""
     if t.shape is None:
         return False
-    return tuple(t.shape) == tuple(shape) or (None not in t.shape and _size(t.shape) == 1)
+    if tuple(t.shape) == tuple(shape) or (None not in t.shape and _size(t.shape) == 1):
+        return True
+    return target == "cpu" and _period(t.shape, shape) is not None
+
+
+def _period(small: tuple, shape: tuple) -> Optional[int]:
+    """M when `small`, leading 1s aside, is `shape`'s known trailing axes holding M values, from
+    2 to MAX_PERIOD; else None."""
+    dims = list(small)
+    while dims and dims[0] == 1:
+        dims.pop(0)
+    if not dims or None in dims or len(dims) > len(shape) or len(dims) == len(shape) \
+            or tuple(dims) != tuple(shape[len(shape) - len(dims):]):
+        return None
+    m = _size(dims)
+    return m if 2 <= m <= MAX_PERIOD else None
 
 
 def _merge(regions: list[Region], region_of: dict, depends: dict, src: int, dst: int) -> None:
@@ -221,6 +240,13 @@ def _merge(regions: list[Region], region_of: dict, depends: dict, src: int, dst:
         if src in deps:
             deps.discard(src)
             deps.add(dst)
+
+
+def _kind(t: Tensor, shape: tuple) -> str:
+    """How the kernel reads outside input `t` (FusedKernel.inputs)."""
+    if tuple(t.shape) == tuple(shape):
+        return "array"
+    return "scalar" if _size(t.shape) == 1 else f"period:{_period(t.shape, shape)}"
 
 
 def _size(shape: tuple) -> int:
@@ -285,8 +311,7 @@ def _replace(program: Program, region: Region) -> Operation:
     outputs = [op.outputs[0] for op in members if op.outputs[0] in read_outside]
     if reduction is not None and members[-1].outputs[0] not in outputs:
         outputs.append(members[-1].outputs[0])  # the kernel's last output, always written
-    kernel = FusedKernel(region.dtype, tuple("array" if tuple(t.shape) == tuple(region.shape)
-                                             else "scalar" for t in inputs),
+    kernel = FusedKernel(region.dtype, tuple(_kind(t, region.shape) for t in inputs),
                          tuple(steps), tuple(names[t].name for t in outputs), reduction)
     last = members[-1]
     node = Operation(last.graph, FUSED, f"{last.name}/fused", tuple(inputs),

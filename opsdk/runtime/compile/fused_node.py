@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from opsdk.registry.elementwise import FusedKernel
+from opsdk.registry.elementwise import FusedKernel, input_period
 from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
@@ -32,15 +32,17 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
     call = fused_call(kernel)
     dtype = np.dtype(kernel.dtype)
     arrays = [i for i, kind in enumerate(kernel.inputs) if kind == "array"]
+    # per input, how many values it must hold: None for an array, 1 for a scalar, M for a period
+    sizes = [None if kind == "array" else input_period(kind) or 1 for kind in kernel.inputs]
     n_out = len(op.outputs)
 
     def run(ctx: Any, node: Operation, inputs: list) -> tuple:
-        if call.fn is None:
+        if call.fn is None or not arrays:
             return unfused(inputs)
         values = [np.ascontiguousarray(v, dtype) for v in inputs]
         shape = values[arrays[0]].shape
         if any(values[i].shape != shape for i in arrays) or any(
-                values[i].size != 1 for i in range(len(values)) if i not in arrays):
+                size is not None and values[i].size != size for i, size in enumerate(sizes)):
             return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
         n = values[arrays[0]].size
         threads = 0 if n < _PARALLEL_ELEMENTS else _threads()
