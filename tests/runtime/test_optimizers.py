@@ -230,6 +230,7 @@ def test_compiled_updates_in_place_equal_out_of_place(name, dtype, shape):
         np.testing.assert_array_equal(got, w)
 
 
+@pytest.mark.usefixtures("host_default")  # the host's compiled updates: a GPU's are not in place
 def test_training_updates_a_variable_in_place_unless_something_holds_it(graph, registry):
     big = np.random.default_rng(2).standard_normal((64, 48))  # above the step's kept small slots
     w = Variable(big, name="w")
