@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import time
 import shutil
 import subprocess
 import threading
@@ -153,6 +154,7 @@ def test_fused_kernels_take_the_free_cores(monkeypatch):
     """A fused kernel gets the cores other runnable threads leave (the budget when none do), the
     rule the C++ loops follow; OPSDK_THREADS_IGNORE_LOAD=1 gives it the whole budget."""
     from opsdk.runtime.kernels import threads
+    monkeypatch.setitem(threads._blas, "last", -1.0)  # no product of OpenBLAS's just before
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     monkeypatch.setattr(threads, "_runnable", lambda: 3)  # this thread and two others
     threads._fused["checked"] = -1.0
@@ -172,3 +174,24 @@ def test_python_and_cpp_thread_counts_agree():
     from opsdk.runtime.kernels.threads import threads_for
     assert [threads_for(2, 2, 1), threads_for(2, 2, 2), threads_for(2, 2, 6),
             threads_for(4, 64, 10), threads_for(16, 8, 3)] == [2, 1, 1, 4, 6]
+
+
+def test_fused_kernels_leave_the_cores_of_openblas_workers_still_spinning(monkeypatch):
+    """After a product on n OpenBLAS threads its n - 1 workers spin for a while (this process's
+    threads, which the runnable count leaves out): a fused kernel then takes n - 1 threads less,
+    and the whole budget once they sleep."""
+    from opsdk.runtime.kernels import threads
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "_runnable", lambda: 1)
+    monkeypatch.setitem(threads._blas, "threads", 3)
+    monkeypatch.setitem(threads._blas, "checked", time.monotonic() + 60)  # no recheck now
+    threads._fused["checked"] = -1.0
+    threads.blas_threads()  # a product is about to run
+    assert threads.spinning_blas_workers() == 2
+    assert threads.kernel_threads() == 2
+    monkeypatch.setitem(threads._blas, "last", time.monotonic() - threads._BLAS_SPIN_S - 0.01)
+    assert threads.spinning_blas_workers() == 0
+    assert threads.kernel_threads() == 4
+    monkeypatch.setitem(threads._blas, "threads", 1)  # a product on one thread leaves none
+    threads.blas_threads()
+    assert threads.kernel_threads() == 4
