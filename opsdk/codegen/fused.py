@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from math import factorial
 
-from opsdk.registry.elementwise import input_period, Apply, Expr, FusedKernel, Num, Var, kernel_problem
+from opsdk.registry.elementwise import (Apply, Expr, FusedKernel, Num, Var, input_period,
+                                       kernel_problem)
 
 from .render import environment
 

@@ -123,14 +123,21 @@ struct double2 { double x, y; };
 """
 
 
-def _host_kernel(kernel: FusedKernel, folder):
-    """The kernel's CUDA source built as a host library with `run(in, out, n, vectorised,
-    blocks, threads)`, which runs every (block, thread) of that grid in turn."""
+def host_toolchain_and_pointers(kernel: FusedKernel):
+    """The host's C++ toolchain (skips without one) and the kernel's arguments taken from the
+    `in`/`out` pointer arrays of a host driver."""
     tc = find_toolchain("cpu")
     if tc is None:
         pytest.skip("no C++ compiler")
     args = [f"static_cast<const T*>(in[{i}])" for i in range(len(kernel.inputs))]
     args += [f"static_cast<T*>(out[{j}])" for j in range(len(kernel.outputs))]
+    return tc, args
+
+
+def _host_kernel(kernel: FusedKernel, folder):
+    """The kernel's CUDA source built as a host library with `run(in, out, n, vectorised,
+    blocks, threads)`, which runs every (block, thread) of that grid in turn."""
+    tc, args = host_toolchain_and_pointers(kernel)
     driver = f"""
 extern "C" void run(const void* const* in, void* const* out, long long n, int vectorised,
                     unsigned blocks, unsigned threads) {{

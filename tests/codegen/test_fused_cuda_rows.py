@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from opsdk.build import fusion_cuda
-from opsdk.build.toolchain import find_toolchain
 from opsdk.codegen.fused import render_fused_cuda
 from opsdk.registry.elementwise import FusedKernel, Var, parse_expression, substitute
 # _own_cache (autouse): each test's own kernel cache
-from test_fused_cuda import _own_cache, _pointers, needs_nvrtc  # noqa: F401
+from test_fused_cuda import (_own_cache, _pointers, host_toolchain_and_pointers,  # noqa: F401
+                             needs_nvrtc)
 
 
 def _mean_square(dtype: str, kind: str) -> FusedKernel:
@@ -129,11 +129,7 @@ def _host_rows_kernel(kernel: FusedKernel, folder):
     """The rows kernels of `kernel` built as a host library: `rows(in, out, rows, inner, chunk,
     parts, group, partial, blocks, threads)` and `finish(partial, out, rows, inner, parts,
     blocks, threads)`, each returning 1 when the threads hung."""
-    tc = find_toolchain("cpu")
-    if tc is None:
-        pytest.skip("no C++ compiler")
-    args = [f"static_cast<const T*>(in[{i}])" for i in range(len(kernel.inputs))]
-    args += [f"static_cast<T*>(out[{j}])" for j in range(len(kernel.outputs))]
+    tc, args = host_toolchain_and_pointers(kernel)
     driver = f"""
 extern "C" int rows(const void* const* in, void* const* out, long long rows, long long inner,
                     long long chunk, int parts, int group, double* partial, unsigned blocks,

@@ -18,7 +18,8 @@ from opsdk.runtime.devices.cuda import CudaDevice
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels.fused import fusion_compiler, wait_for_fused_kernels
-from test_fusion import _graphs, _run, random_graph
+from test_fusion import _graphs, _run
+from test_fusion_reductions import check_random_region_ending_in_a_reduction
 # _own_cache (autouse): each test's own kernel cache; pretend_gpu: placement sees a GPU
 from test_fusion_cuda import GPU, _fused_program, _own_cache, pretend_gpu  # noqa: F401
 
@@ -202,26 +203,9 @@ def test_gradients_through_a_fused_gpu_reduction_equal_the_unfused_ones(registry
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=_graphs(), mean=st.booleans())
 def test_random_gpu_regions_ending_in_a_reduction_equal_unfused(registry, cupy, case, mean):
-    """The CPU's hypothesis test (tests/runtime/test_fusion_reductions.py) on the GPU: one row of
-    N elements, split across blocks and finished."""
-    dtype = case[0]
-    g, values, feeds = random_graph(registry, case, GPU)
-    with g.as_default(), device(GPU):
-        r = apply_op(registry, "reduce_mean" if mean else "reduce_sum", [values[-1]], {})
-    with np.errstate(all="ignore"):
-        (got,), explanation = _run(g, [r], feeds, fuse=True)
-        (want,), _ = _run(g, [r], feeds, fuse=False)
-    if any(line.endswith("nothing fused") for line in explanation.lines_of("fuse")):
-        return  # a one-node region: nothing to compare
-    (terms,), _ = _run(g, [values[-1]], feeds, fuse=False)
-    with np.errstate(all="ignore"):
-        scale = float(np.sum(np.abs(terms.astype(np.float64))))
-    if not np.isfinite(scale):
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-        return
-    scale /= terms.size if mean else 1
-    eps = 1e-6 if dtype == "float32" else 1e-13
-    np.testing.assert_allclose(got, want, rtol=0, atol=eps * (scale + 1))
+    """The CPU's hypothesis test on the GPU: one row of N elements, split across blocks and
+    finished."""
+    check_random_region_ending_in_a_reduction(registry, case, mean, GPU)
 
 
 @pytest.mark.gpu

@@ -89,9 +89,15 @@ def test_both_kernel_paths_agree_rows_shared_and_a_row_shared(registry):
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=_graphs(), mean=st.booleans())
 def test_random_regions_ending_in_a_reduction_equal_unfused(registry, case, mean):
+    check_random_region_ending_in_a_reduction(registry, case, mean, CPU)
+
+
+def check_random_region_ending_in_a_reduction(registry, case, mean, where):
+    """A `_graphs` region on `where` ending in a sum or mean: fused equals unfused, within the
+    rounding of its terms."""
     dtype = case[0]
-    g, values, feeds = random_graph(registry, case, CPU)
-    with g.as_default(), device(CPU):
+    g, values, feeds = random_graph(registry, case, where)
+    with g.as_default(), device(where):
         r = apply_op(registry, "reduce_mean" if mean else "reduce_sum", [values[-1]], {})
     with np.errstate(all="ignore"):
         (got,), explanation = _run(g, [r], feeds, fuse=True)

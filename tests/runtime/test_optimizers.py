@@ -158,24 +158,31 @@ UPDATE_INPUTS = {  # op: (per-variable-shaped inputs, scalar inputs, attrs)
 }
 
 
-@pytest.mark.parametrize("name", sorted(UPDATE_INPUTS))
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
-@pytest.mark.parametrize("shape", [(), (7,), (300, 257)])  # 300 x 257: split over the threads
-def test_compiled_updates_match_their_python_kernels(name, dtype, shape):
+def _compiled_update(name, dtype, shape, seed):
+    """(spec, the cpu kernel's choice, its inputs in order, attrs, the input values by name) for
+    update op `name`; skips where the kernel is not built."""
     from opsdk.registry import load_registry
     from opsdk.runtime.kernels.choice import choose_kernel
     spec = load_registry().get(name)
     try:
-        compiled = choose_kernel(spec, kind="cpu").fn
+        choice = choose_kernel(spec, kind="cpu")
     except OpsdkError as exc:
         pytest.skip(f"the cpu kernel of {name} is not built ({exc})")
     arrays, scalars, attrs = UPDATE_INPUTS[name]
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     values = {a: rng.uniform(0.1, 1.0, shape).astype(dtype) for a in arrays}
     values.update({k: np.asarray(v, dtype) for k, v in scalars.items()})
-    args = [values[t.name] for t in spec.inputs]
+    return spec, choice, [values[t.name] for t in spec.inputs], attrs, values
+
+
+@pytest.mark.parametrize("name", sorted(UPDATE_INPUTS))
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("shape", [(), (7,), (300, 257)])  # 300 x 257: split over the threads
+def test_compiled_updates_match_their_python_kernels(name, dtype, shape):
+    from opsdk.runtime.kernels.choice import choose_kernel
+    spec, choice, args, attrs, _ = _compiled_update(name, dtype, shape, 0)
     expected = choose_kernel(spec, kind="python").fn(np, *args, **attrs)
-    got = compiled(*args, *attrs.values())  # a compiled kernel takes its attrs after the inputs
+    got = choice.fn(*args, *attrs.values())  # a compiled kernel takes its attrs after the inputs
     expected = expected if isinstance(expected, tuple) else (expected,)
     got = got if isinstance(got, tuple) else (got,)
     tol = {"float16": 2e-3, "float32": 2e-6, "float64": 1e-14}[dtype]
@@ -209,18 +216,8 @@ def test_a_0d_variable_trains_through_the_compiled_updates(graph, registry, make
 def test_compiled_updates_in_place_equal_out_of_place(name, dtype, shape):
     # optim.yaml declares each output `inplace` of its input: the runtime hands a compiled update
     # the variable's and slots' own arrays as its outputs (train/update.py).
-    from opsdk.registry import load_registry
-    from opsdk.runtime.kernels.choice import choose_kernel, given_output_call
-    spec = load_registry().get(name)
-    try:
-        choice = choose_kernel(spec, kind="cpu")
-    except OpsdkError as exc:
-        pytest.skip(f"the cpu kernel of {name} is not built ({exc})")
-    arrays, scalars, attrs = UPDATE_INPUTS[name]
-    rng = np.random.default_rng(1)
-    values = {a: rng.uniform(0.1, 1.0, shape).astype(dtype) for a in arrays}
-    values.update({k: np.asarray(v, dtype) for k, v in scalars.items()})
-    args = [values[t.name] for t in spec.inputs]
+    from opsdk.runtime.kernels.choice import given_output_call
+    spec, choice, args, attrs, values = _compiled_update(name, dtype, shape, 1)
     want = choice.fn(*args, *attrs.values())
     want = want if isinstance(want, tuple) else (want,)
     owned = [values[o.inplace[0]] for o in spec.outputs]
