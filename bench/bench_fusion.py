@@ -11,13 +11,16 @@ with the alternatives.
 3. The mean square of a difference, reduce_mean(square(x - y)) over 16M float32 values: the
    region ends in the reduction (its values summed as computed, never written), against the same
    graph with the fuse pass off, NumPy's expression and torch's `((x - y) ** 2).mean()`.
-4. Where CuPy sees a GPU (`--gpu`: these rows alone): the same GELU graph placed on the GPU, fed
+4. A conv layer's bias add and ReLU, relu(x + b) with x [50, 28, 28, 32] and b [32] float32 (the
+   deep-MNIST CNN's first layer): the bias is read in the fused pass (a `period:32` input),
+   against the fuse pass off, NumPy's `np.maximum(x + b, 0)` and torch's `torch.relu(x + b)`.
+5. Where CuPy sees a GPU (`--gpu`: these rows alone): the same GELU graph placed on the GPU, fed
    a CuPy array, through Session.run fused (one generated CUDA kernel) and with the fuse pass
    off, against `torch.nn.functional.gelu(approximate="tanh")` on CUDA and CuPy's expression.
    The GELU node is fetched as an operation, so its result stays on the GPU as the others' do
    (fetching the tensor copies it to the host: that row is printed too). Each GPU time is wall
    time around the call and a device-wide synchronisation. Without a GPU it says so (exit 0).
-5. With the GPU rows: reduce_mean(square(x - y)) over 16M float32 values on the GPU, fed CuPy
+6. With the GPU rows: reduce_mean(square(x - y)) over 16M float32 values on the GPU, fed CuPy
    arrays, through Session.run fused (one generated rows kernel, the squares never written) and
    with the fuse pass off, against CuPy's `cp.mean(cp.square(x - y))` and torch's
    `((x - y) ** 2).mean()` on CUDA. The mean is fetched as an operation (it stays on the GPU);
@@ -156,6 +159,31 @@ def bench_mean_square(registry, n: int, repeats: int) -> None:
         timed(lambda: ((tx - ty) ** 2).mean(), repeats), fused[0])
 
 
+def bench_bias_relu(registry, repeats: int, shape=(50, 28, 28, 32)) -> None:
+    g = Graph()
+    with g.as_default(), device("/cpu:0"):
+        x = placeholder("float32", [None, *shape[1:]], name="x")
+        b = placeholder("float32", [shape[-1]], name="b")
+        y = apply_op(registry, "relu", [apply_op(registry, "add", [x, b], {})], {})
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=shape).astype(np.float32)
+    bs = rng.normal(size=shape[-1]).astype(np.float32)
+    fused = session_time(g, y, {x: xs, b: bs}, True, repeats)
+    print(f"relu(x + b), x {list(shape)} and b [{shape[-1]}] float32")
+    row("opsdk Session.run, fused (b a period input)", fused, fused[0])
+    row("opsdk Session.run, fuse pass off", session_time(g, y, {x: xs, b: bs}, False, repeats),
+        fused[0])
+    row("NumPy np.maximum(x + b, 0)", timed(lambda: np.maximum(xs + bs, 0), repeats), fused[0])
+    try:
+        import torch
+    except ImportError:
+        print("  torch.relu(x + b): absent (PyTorch is not installed)")
+        return
+    tx, tb = torch.from_numpy(xs), torch.from_numpy(bs)
+    row(f"torch {torch.__version__} torch.relu(x + b)", timed(lambda: torch.relu(tx + tb), repeats),
+        fused[0])
+
+
 def gpu_or_reason():
     """CuPy when it imports and sees a device, else (None, why not)."""
     try:
@@ -264,6 +292,7 @@ def main() -> None:
         bench_gelu(registry, args.size, args.repeats)
         bench_chain(registry, args.chain, args.repeats)
         bench_mean_square(registry, args.size, args.repeats)
+        bench_bias_relu(registry, args.repeats)
     if args.cpu:
         return
     cp, why = gpu_or_reason()
