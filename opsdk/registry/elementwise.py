@@ -159,9 +159,9 @@ class FusedKernel:
 
     `inputs`: per input, whether it is a full array ("array": one value per element), a
     single value broadcast to every element ("scalar"), or M values repeating along the
-    elements ("period:M": element i reads value i % M; a [C] bias over [n, C]). `steps`: `(name, expr)` in order, each
-    expression over the inputs `in0, in1, ...` and earlier step names; `outputs`: the step
-    names written out, in order. Every value has type `dtype`.
+    elements ("period:M": element i reads value i % M; a [C] bias over [n, C]). `steps`:
+    `(name, expr)` in order, each expression over the inputs `in0, in1, ...` and earlier step
+    names; `outputs`: the step names written out, in order. Every value has type `dtype`.
 
     `reduction`: None, or `(kind, step)` for a region that ends in a reduction (`sum` or `mean`)
     of the value `step` over its trailing axes. Such a kernel runs over rows (the reduced

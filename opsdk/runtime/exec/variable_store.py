@@ -41,9 +41,7 @@ class VariableStore:
         an error saying what to run."""
         with self._lock_of(name):
             value = self._current(name)
-        if device is None or device.owns(value):
-            return value
-        return device.copy_from(value, device_of(value))
+        return _on(device, value)
 
     def _current(self, name: str) -> Any:
         try:
@@ -134,10 +132,7 @@ class Transaction:
     def read(self, name: str, device: Optional[Device] = None) -> Any:
         """The variable's value; it must be one of the transaction's names."""
         self._check(name)
-        value = self.store._current(name)
-        if device is None or device.owns(value):
-            return value
-        return device.copy_from(value, device_of(value))
+        return _on(device, self.store._current(name))
 
     def take(self, name: str) -> Optional[np.ndarray]:
         """The stored array itself, made writeable, when nothing but the store holds it (a host
@@ -162,6 +157,13 @@ class Transaction:
         if not self._held or name not in self._members:
             raise OpsdkError(f"variable '{name}' is not locked by this transaction (it holds "
                              f"{', '.join(self.names) or 'none'})")
+
+
+def _on(device: Optional[Device], value: Any) -> Any:
+    """`value` as an array of `device` (itself when it is one already, or no device is asked)."""
+    if device is None or device.owns(value):
+        return value
+    return device.copy_from(value, device_of(value))
 
 
 def _stored(value: Any, fresh: bool) -> Any:

@@ -86,10 +86,11 @@ def _blas_spin_s() -> float:
 _BLAS_SPIN_S = _blas_spin_s()
 
 
-def spinning_blas_workers() -> int:
+def spinning_blas_workers(now: Optional[float] = None) -> int:
     """OpenBLAS workers of this process still spinning after its last product (0 after the spin
-    time): they hold cores that a parallel loop's threads would wait for."""
-    if time.monotonic() - _blas["last"] >= _BLAS_SPIN_S:
+    time; `now`: time.monotonic() when the caller has it): they hold cores that a parallel
+    loop's threads would wait for."""
+    if (time.monotonic() if now is None else now) - _blas["last"] >= _BLAS_SPIN_S:
         return 0
     return max((_blas["threads"] or _blas["initial"] or 1) - 1, 0)
 
@@ -179,8 +180,8 @@ def kernel_threads() -> int:
     # OpenBLAS's spinning workers are this process's threads, which the runnable count below
     # leaves out: beside them a two-thread loop waited for its descheduled half (the MLP
     # 784-512-512-10's fused bias and relu, right after a product: steps of 5.5 or 13 ms).
-    budget = max(budget - spinning_blas_workers(), 1)
     now = time.monotonic()
+    budget = max(budget - spinning_blas_workers(now), 1)
     if now - _fused["checked"] >= _RECHECK_S:
         _fused["checked"], _fused["runnable"] = now, _runnable()
     runnable = _fused["runnable"]

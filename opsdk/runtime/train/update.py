@@ -159,8 +159,7 @@ def _taken(tx: Any, owned: Sequence[str]) -> Optional[tuple]:
     for name in owned:
         array = tx.take(name)
         if array is None:
-            for taken in outs:  # refrozen: this update writes fresh arrays instead
-                taken.flags.writeable = False
+            _refreeze(outs)  # this update writes fresh arrays instead
             return None
         outs.append(array)
     return tuple(outs)
@@ -170,10 +169,15 @@ def _in_place(given: Any, args: list, outs: tuple) -> tuple:
     try:
         given(args, outs)
     except BaseException:
-        for array in outs:
-            array.flags.writeable = False
+        _refreeze(outs)
         raise
     return outs
+
+
+def _refreeze(arrays: Sequence[Any]) -> None:
+    """Taken arrays that stay the store's as they were: read-only again."""
+    for array in arrays:
+        array.flags.writeable = False
 
 
 def _not_prepared(ctx: Any, op: Operation, inputs: list) -> tuple:
