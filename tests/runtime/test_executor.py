@@ -137,19 +137,47 @@ def _wide(registry):
     return x, [apply_op(registry, "counted_add", [x, x], {}, name=f"b{i}") for i in range(3)]
 
 
-def test_auto_step_mode_times_both_ways_then_keeps_one(graph, registry, hooks):
-    from opsdk.runtime.exec.step_mode import TRIALS
+def test_auto_step_mode_times_both_ways_twice_then_keeps_one(graph, registry, hooks):
+    from opsdk.runtime.exec.step_mode import RECHECK_AFTER, TRIALS
     x, outs = _wide(registry)
+
+    def run():
+        for got in sess.run(outs, {x: [1.0, 2.0, 3.0]}):
+            np.testing.assert_array_equal(got, [2.0, 4.0, 6.0])
     with Session(graph, config=SessionConfig(constant_folding=False, cse=False)) as sess:
         plan = sess.plan_for(outs, (x,))
         assert not plan.inline
         mode = sess._modes[id(plan)]
         for _ in range(1 + 2 * TRIALS):  # a warm-up run, then each way TRIALS times
             assert mode.decided is None
-            for got in sess.run(outs, {x: [1.0, 2.0, 3.0]}):
-                np.testing.assert_array_equal(got, [2.0, 4.0, 6.0])
-        assert mode.decided in (True, False)
+            run()
+        assert mode.decided in (True, False) and not mode.final
         assert sess._pool is not None  # the concurrent runs used it
+        for _ in range(RECHECK_AFTER):  # in the chosen mode, every run counted
+            assert mode.decided is not None and not mode.final
+            run()
+        for _ in range(2 * TRIALS):  # each way again, no warm-up run this time
+            assert mode.decided is None
+            run()
+        assert mode.decided in (True, False) and mode.final
+        choice = mode.decided
+        for _ in range(2 * RECHECK_AFTER):
+            run()
+        assert mode.decided is choice
+
+
+def test_each_mode_is_judged_by_its_fastest_run():
+    """Other work only adds time: concurrent runs of 2 s, most of them disturbed (50 s), still
+    beat steady inline runs of 3 s, where a median would have chosen inline."""
+    from opsdk.runtime.exec.step_mode import TRIALS, StepMode
+    mode = StepMode()
+    mode.record(False, 1.0)  # the warm-up run
+    for i in range(TRIALS):
+        assert mode.inline() is False
+        mode.record(False, 50.0 if i <= TRIALS // 2 else 2.0)
+        assert mode.inline() is True
+        mode.record(True, 3.0)
+    assert mode.decided is False
 
 
 @pytest.mark.parametrize("step_mode, pool_used", [("inline", False), ("concurrent", True)])

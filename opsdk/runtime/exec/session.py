@@ -164,7 +164,8 @@ class Session:
             use_intra_op_threads(self.config.intra_op_threads)
         structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
         mode = None if plan.inline else self._modes[id(plan)]
-        if timeout is None and not plan.rendezvous and (mode is None or mode.decided is True):
+        if timeout is None and not plan.rendezvous and (
+                mode is None or (mode.decided and mode.final)):
             # the common small step, or one whose timing chose to run in order: the caller's
             # thread, the shared token and context, nothing to time
             run_slots(plan, values, self._inline_ctx, None)
@@ -183,7 +184,7 @@ class Session:
                               LocalRendezvous() if plan.rendezvous else None, next(self._steps),
                               self.buffers)
             run_slots(plan, values, ctx, pool)
-            if mode is not None and mode.decided is None:
+            if mode is not None and not mode.final:
                 mode.record(inline, time.perf_counter() - start)
         finally:
             active.discard(token)
