@@ -126,6 +126,27 @@ def test_a_session_sets_the_budget_on_the_threads_running_its_steps():
     assert seen["threads"] == 1
 
 
+@pytest.mark.parametrize("intra, workers, want", [(None, 1, None), (4, 1, 2), (4, 3, 1), (8, 3, 2),
+                                                   (1, 1, 1), (16, 15, 1)])
+def test_pool_threads_share_the_budget_with_the_callers(intra, workers, want):
+    """Each pool thread gets the budget / (workers + 1), at least 1 (None: the cores)."""
+    from opsdk.runtime.kernels.threads import pool_thread_budget
+    if want is None:
+        want = max(1, (os.cpu_count() or 1) // 2)
+    assert pool_thread_budget(intra, workers) == want
+
+
+def test_a_sessions_pool_threads_get_their_share():
+    graph = Graph()
+    with graph.as_default():
+        placeholder("float32", [None], name="x")
+    with Session(graph, config=SessionConfig(intra_op_threads=4, inter_op_threads=1)) as sess:
+        assert sess._get_pool().submit(_openmp_threads_here).result() == 2
+    with Session(graph, config=SessionConfig(inter_op_threads=3)) as sess:
+        want = max(1, (os.cpu_count() or 1) // 4)
+        assert sess._get_pool().submit(_openmp_threads_here).result() == want
+
+
 def test_blas_threads_follow_the_free_cores(monkeypatch):
     """NumPy's OpenBLAS gets one thread while others keep the cores busy, the budget after."""
     from opsdk.runtime.kernels import threads

@@ -36,7 +36,8 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
 from opsdk.runtime.kernels.buffers import BufferPool, default_pool_bytes
-from opsdk.runtime.kernels.threads import check_intra_op_threads, use_intra_op_threads
+from opsdk.runtime.kernels.threads import (check_intra_op_threads, pool_thread_budget,
+                                           use_intra_op_threads)
 
 if TYPE_CHECKING:
     from opsdk.runtime.frontend.variables import Variable
@@ -296,14 +297,14 @@ class Session:
         return feeds
 
     def _get_pool(self) -> ThreadPoolExecutor:
+        # The caller's thread keeps the session's budget (it runs chains and every inline step);
+        # each pool thread gets its share (pool_thread_budget).
         with self._lock:
             if self._pool is None:
                 workers = self.config.inter_op_threads or max(1, (os.cpu_count() or 2) - 1)
-                intra = self.config.intra_op_threads
                 self._pool = ThreadPoolExecutor(
-                    workers, thread_name_prefix="opsdk-step",
-                    initializer=None if intra is None else use_intra_op_threads,
-                    initargs=() if intra is None else (intra,))
+                    workers, thread_name_prefix="opsdk-step", initializer=use_intra_op_threads,
+                    initargs=(pool_thread_budget(self.config.intra_op_threads, workers),))
             return self._pool
 
     # --------------------------------------------------------------------------- lifetime
