@@ -75,6 +75,7 @@ __all__ = [
     'floor',
     'gather',
     'gather_grad',
+    'gemm',
     'greater',
     'greater_equal',
     'identity',
@@ -1418,6 +1419,40 @@ def gather_grad(params, indices, grad_y, *, axis=0, name=None):
         (2, 3)
     """
     return _apply('gather_grad', [params, indices, grad_y], {'axis': axis}, name)
+
+
+def gemm(a, b, *, transpose_a=0, transpose_b=0, name=None):
+    r"""BLAS's matrix product with transposes, c = op(a) @ op(b), on the session's thread budget (the host kernels of matmul and matmul_grad call it).
+
+    op(a) is a^T where transpose_a is 1, else a; likewise op(b). The contracted sizes must agree
+    (the kernels check them). The built cpu kernel splits c into one panel per thread of the
+    session's budget (opsdk::parallel_for) and runs a single-threaded OpenBLAS gemm on each: the
+    library of the scipy-openblas32 package, a copy of its own, apart from NumPy's, loaded by
+    opsdk/runtime/kernels/host_blas.py. A step's products then share the one OpenMP pool with
+    every other compiled kernel, instead of NumPy's BLAS threads, whose workers spin after a product
+    and hold the cores the next kernel waits for (docs/internals.md, Threads). Without that library
+    the kernel runs a plain loop. Not differentiable: graphs use matmul, whose kernels call this.
+
+    Args:
+        a: float32 or float64, shape [a0, a1].
+        b: float32 or float64, shape [b0, b1].
+        transpose_a: int, default 0, one of 0, 1. 1: multiply by a's transpose
+        transpose_b: int, default 0, one of 0, 1. 1: multiply by b's transpose
+        name: the node's name when called inside a graph.
+
+    Returns:
+        c: float32 or float64, shape [transpose_a * a1 + (1 - transpose_a) * a0, transpose_b * b0 +
+            (1 - transpose_b) * b1].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> a = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
+        >>> b = np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32)
+        >>> gemm(a, b).shape
+        (2, 2)
+    """
+    return _apply('gemm', [a, b], {'transpose_a': transpose_a, 'transpose_b': transpose_b}, name)
 
 
 def greater(x, y, *, name=None):

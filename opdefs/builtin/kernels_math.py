@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 
+from opsdk.runtime.kernels.host_blas import product as _host_product
 from opsdk.runtime.kernels.threads import blas_threads
 
 
@@ -271,8 +272,23 @@ def where_grad(xp, cond, x, y, grad_z):
 # ---- matmul --------------------------------------------------------------------------------
 
 def matmul(xp, x, y):
+    z = _host_product(x, y)
+    if z is not None:
+        return z
     _blas_threads(xp)
     return _array(xp, xp.matmul(x, y))
+
+
+def gemm(xp, a, b, transpose_a, transpose_b):
+    """op(a) @ op(b), through NumPy (the gemm op's python kernel, also the GPUs')."""
+    _blas_threads(xp)
+    a = a.T if transpose_a else a
+    b = b.T if transpose_b else b
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"op(a) is {a.shape[0]} x {a.shape[1]} but op(b) is {b.shape[0]} x "
+                         f"{b.shape[1]} (transpose_a={transpose_a}, transpose_b={transpose_b}): "
+                         "the contracted sizes must agree")
+    return _array(xp, xp.matmul(a, b))
 
 
 def matmul_grad(xp, x, y, grad_z):
@@ -287,11 +303,17 @@ def _blas_threads(xp):
 
 
 def _grad_x(xp, y, grad_z):
+    gx = _host_product(grad_z, y, tb=True)
+    if gx is not None:
+        return gx
     _blas_threads(xp)
     return _array(xp, xp.matmul(grad_z, xp.swapaxes(y, -1, -2)))
 
 
 def _grad_y(xp, x, grad_z):
+    gy = _host_product(x, grad_z, ta=True)
+    if gy is not None:
+        return gy
     _blas_threads(xp)
     return _array(xp, xp.matmul(xp.swapaxes(x, -1, -2), grad_z))
 

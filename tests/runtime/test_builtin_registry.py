@@ -20,6 +20,8 @@ NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_e
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
+# Building blocks that kernels call: graphs differentiate matmul, whose kernels call gemm.
+KERNEL_BLOCKS = {"gemm"}
 STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
          "fill_dims", "floor", "ceil", "round"}
 
@@ -49,7 +51,7 @@ def test_differentiability_policy(registry):
             assert spec.gradient is None, f"{spec.name} should declare gradient: null"
         elif spec.name in STOPS:
             assert spec.stops_gradient
-        elif spec.name in NO_GRADIENT or spec.name in OPTIMIZER_UPDATES:
+        elif spec.name in NO_GRADIENT or spec.name in OPTIMIZER_UPDATES or spec.name in KERNEL_BLOCKS:
             assert spec.gradient is None
         else:
             assert spec.gradient_op, f"{spec.name} takes floats but has no gradient op"
