@@ -46,16 +46,27 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
             return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
         n = values[arrays[0]].size
         threads = 0 if n < _PARALLEL_ELEMENTS else _threads()
+        pool = getattr(ctx, "buffers", None)
         if reduced is None:
-            outs = [np.empty(shape, dtype) for _ in range(n_out)]
+            outs = [_buffer(pool, device, dtype, shape) for _ in range(n_out)]
             call(values, outs, n, threads)
             return tuple(outs)
         rows, inner, reduced_shape = rows_of(shape, reduced)  # one value per row
-        outs = [np.empty(shape, dtype) for _ in range(n_out - 1)]
-        outs.append(np.empty(reduced_shape, dtype))
+        outs = [_buffer(pool, device, dtype, shape) for _ in range(n_out - 1)]
+        outs.append(_buffer(pool, device, dtype, reduced_shape))
         call(values, outs, rows, inner, threads)
         return tuple(outs)
     return run
+
+
+def _buffer(pool: Any, device: Any, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """An output buffer from the session's pool (a dead value of this device, dtype and shape
+    that nothing else holds; the plan gives fused outputs back to it, compile/memory.py), or a
+    new one. The kernel writes every element. A fresh array each step page-faulted its memory
+    in anew: the TF1 autoencoder's region of three 800 kB outputs took 1.29 ms a call, 0.39 ms
+    with glibc keeping freed memory."""
+    buf = None if pool is None else pool.take((device.name, dtype, shape))
+    return np.empty(shape, dtype) if buf is None else buf
 
 
 def _threads() -> int:

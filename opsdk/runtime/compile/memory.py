@@ -133,17 +133,38 @@ def plan_takes(part: Partition, ops: Sequence[Operation], kernels: dict,
     return out
 
 
+def fused_takes(part: Partition, ops: Sequence[Operation]) -> dict[Operation, tuple]:
+    """The host's fused nodes (compile/fused_node.py): they take their output buffers from the
+    session's pool themselves, by the shape of the values they run on, and their outputs go back
+    to it when they die. Node -> a pool key per output: (device, dtype, shape), the shape None
+    where the plan does not know it or it is small (buffers.release then uses the value's own,
+    and keeps none of a small one)."""
+    from opsdk.runtime.compile.fused_node import FUSED
+
+    out: dict[Operation, tuple] = {}
+    if not part.device.is_host:
+        return out
+    for op in ops:
+        if op.type == FUSED and op.attrs.get("target") != "cuda":
+            # A shape the plan does not know (a batch of None) is the value's own at release.
+            out[op] = tuple(pool_key(part.device, t) or (part.device.name, np.dtype(t.dtype), None)
+                            for t in op.outputs)
+    return out
+
+
 def release_keys(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], devices: Sequence,
-                 keep: set, wanted: set, n_slots: int) -> tuple:
+                 keep: set, wanted: set, n_slots: int, pooled: Optional[dict] = None) -> tuple:
     """Per slot the pool key its value goes back under when it dies, or None: outputs of
-    declared ops on the host (never a feed, constant, fetched or small slot, nor a variable's
-    or another primitive's value) of a key some step of the plan takes."""
+    declared ops, and of the fused nodes in `pooled` (node -> their keys, fused_takes), on the
+    host (never a feed, constant, fetched or small slot, nor a variable's or another
+    primitive's value) of a key some step of the plan takes."""
     keys: list = [None] * n_slots
+    pooled = pooled or {}
     for op, outs, device in zip(ops, writes, devices):
-        if op.spec is None or not device.is_host:
+        if (op.spec is None and op not in pooled) or not device.is_host:
             continue
-        for t, s in zip(op.outputs, outs):
-            key = pool_key(device, t)
+        for i, (t, s) in enumerate(zip(op.outputs, outs)):
+            key = pooled[op][i] if op in pooled else pool_key(device, t)
             if key is not None and key in wanted and s not in keep:
                 keys[s] = key
     return tuple(keys)

@@ -29,8 +29,8 @@ from opsdk.runtime.compile.fold import read_only
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND, device_feeds
-from opsdk.runtime.compile.memory import (SMALL_BYTES, Slots, fresh_slots, peak_bytes,
-                                          plan_donations, plan_takes, release_keys)
+from opsdk.runtime.compile.memory import (SMALL_BYTES, Slots, fresh_slots, fused_takes,
+                                          peak_bytes, plan_donations, plan_takes, release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
@@ -85,6 +85,7 @@ class Lowered:
     fetched: set[int] = field(default_factory=set)
     donated: set[str] = field(default_factory=set)  # nodes writing into a dead input's buffer
     takes: dict = field(default_factory=dict)  # node -> pool keys of the outputs it takes
+    fused_takes: dict = field(default_factory=dict)  # the fused nodes among them
 
 
 def lower(program: Program) -> Plan:
@@ -111,6 +112,8 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     low.donated = {op.name for op in donations}
     takes = plan_takes(part, low.ops, kernels, donations)
     low.takes = {op: keys for op, (keys, _) in takes.items()}
+    low.fused_takes = fused_takes(part, low.ops)
+    low.takes.update(low.fused_takes)
     for op, r in zip(low.ops, reads):
         outs = out_slots[op]
         low.steps.append(make_step(op, kernels.get(op), part.device, part.inputs_of(op),
@@ -178,8 +181,10 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     frees, readers = _lifetimes(reads, writes, keep, len(slots.template))
     takes = {op: keys for low in parts for op, keys in low.takes.items()}
     device_of_op = {op: low.part.device for low in parts for op in low.ops}
+    pooled = {op: keys for low in parts for op, keys in low.fused_takes.items()}
     pool_keys = release_keys(ops, writes, [device_of_op[op] for op in ops], keep,
-                             {k for keys in takes.values() for k in keys}, len(slots.template))
+                             {k for keys in takes.values() for k in keys}, len(slots.template),
+                             pooled)
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}

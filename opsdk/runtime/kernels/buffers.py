@@ -93,14 +93,23 @@ _refs = sys.getrefcount
 _ndarray = np.ndarray
 
 
+# A value of at most this many bytes is not worth keeping (compile/memory.py SMALL_BYTES).
+_SMALL = 4096
+
+
 def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> None:
-    """Release slot `slot`'s value, giving it to `pool` when nothing else can reach it."""
+    """Release slot `slot`'s value, giving it to `pool` when nothing else can reach it. A key
+    whose shape is None (a value whose shape the plan does not know) takes the value's own."""
     buf = values[slot]
     values[slot] = None
     if (pool is not None and type(buf) is _ndarray and _refs(buf) == 2  # `buf` and refs' arg
             and buf.base is None and buf.flags.writeable and buf.flags.c_contiguous
-            and buf.shape == key[2] and buf.dtype == key[1]):
-        pool.give(key, buf)
+            and buf.dtype == key[1]):
+        if key[2] is None:
+            if buf.nbytes > _SMALL:
+                pool.give((key[0], key[1], buf.shape), buf)
+        elif buf.shape == key[2]:
+            pool.give(key, buf)
 
 
 def take_all(pool: Any, keys: tuple) -> tuple:
