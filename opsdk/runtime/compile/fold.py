@@ -74,6 +74,9 @@ def fold_pass(program: Program) -> Program:
     fold_program(program, options.constant_folding, options.cse)
     program.note("fold_cse", f"folded: {', '.join(op.name for op in program.folded) or 'nothing'}")
     program.note("fold_cse", f"merged: {', '.join(op.name for op in program.merged) or 'nothing'}")
+    if program.rewritten:
+        program.note("fold_cse", "rewritten: " + ", ".join(
+            f"{op.name} ({op.type}) -> {new.type}" for op, new in program.rewritten))
     return program
 
 
@@ -86,6 +89,8 @@ def fold_off(program: Program) -> Program:
 def fold_program(program: Program, fold: bool, cse: bool) -> None:
     """Walk the program's nodes once (see the module docstring); `program.ops` keeps what stays."""
     rw = _Rewrite(program)
+    read = ({t for op in program.ops for t in program.inputs_of(op)}
+            | {e for e in program.fetches if isinstance(e, Tensor)})
     for op in program.ops:
         rw.rewire(op)
         if op.type == "const":
@@ -101,6 +106,12 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
             rw.replace(op, None, _fold(rw, op, inputs))
             program.folded.append(op)
             continue
+        if fold and op.type in _SQUARES:
+            square = _as_square(program, op, inputs, read)
+            if square is not None:
+                rw.replace(op, square, square.outputs + op.outputs[len(square.outputs):])
+                program.rewritten.append((op, square))
+                op = square
         rw.kept.append(op)
         if key is not None:
             rw.seen[key] = op
@@ -108,6 +119,43 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
         if isinstance(e, Tensor) and e in rw.tensor:
             program.fetched[e] = rw.tensor[e]
     program.ops = _without_dead_constants(program, rw.kept)
+
+
+# pow(x, 2) and its gradient become square and square_grad, as TensorFlow's arithmetic
+# optimizer rewrites Pow(x, 2) to Square: NumPy's power with a float exponent is a general pow per
+# element, and square is an elementwise op the fuse pass joins with its neighbours (the TF1
+# autoencoder's loss reduce_mean(pow(x - y, 2)) is then one kernel, its gradient another).
+_SQUARES = {"pow": "square", "pow_grad": "square_grad"}
+
+
+def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...],
+               read: set) -> Optional[Operation]:
+    """The square (square_grad) node standing for `op`, a pow (pow_grad) whose exponent is a
+    constant 2 of a single element that broadcasts to nothing larger than x (so the result has
+    x's shape), where nobody reads pow_grad's gradient for the exponent; else None."""
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel
+
+    x, y = inputs[0], inputs[1]
+    const = y.op if y.op.type == "const" else None
+    value = None if const is None else const.attrs.get("value")
+    if (value is None or not hasattr(value, "shape") or np.size(value) != 1
+            or np.ndim(value) > len(x.shape or ()) or x.shape is None or y.dtype != x.dtype
+            or float(np.asarray(value).reshape(())) != 2.0):
+        return None
+    if op.type == "pow_grad" and (len(op.outputs) != 2 or op.outputs[1] in read):
+        return None
+    spec = load_registry(None).get(_SQUARES[op.type])
+    args = (x,) if op.type == "pow" else (x, inputs[3])
+    node = Operation(op.graph, spec.name, f"{op.name}/{spec.name}", args, {}, {}, (), op.device,
+                     spec, op._id)
+    node.outputs = (Tensor(node, 0, op.outputs[0].shape, op.outputs[0].dtype),)
+    program.inputs[node] = args
+    program.controls[node] = program.controls_of(op)
+    program.location[node] = program.location[op]
+    program.device[node] = program.device[op]
+    program.kernel[node] = choose_kernel(spec, program.device[op])
+    return node
 
 
 def _const(rw: _Rewrite, op: Operation, cse: bool) -> None:

@@ -55,6 +55,7 @@ class Program:
     kernel: dict[Operation, KernelChoice] = field(default_factory=dict)
     folded: list[Operation] = field(default_factory=list)  # set by fold_cse (for explain)
     merged: list[Operation] = field(default_factory=list)
+    rewritten: list = field(default_factory=list)  # (node, the node standing for it): fold_cse
     partitions: Any = None  # set by the partition pass: location -> compile.partition.Partition
     report: dict[str, list[str]] = field(default_factory=dict)
 
