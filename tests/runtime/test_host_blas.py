@@ -41,6 +41,14 @@ SIZES = [
 ]
 
 
+def _python(code: str, **env: str) -> str:
+    """What `code` prints, run in a process of its own (from the checkout, `env` added)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120, env={**os.environ, **env})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 def _operands(rng, m, n, k, ta, tb, dtype):
     a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
     b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
@@ -93,10 +101,7 @@ def test_without_openblas_loaded_the_kernel_runs_its_loop():
         except AttributeError:
             print("loop")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "loop"
+    assert _python(code) == "loop"
 
 
 def test_which_products_take_the_host_path():
@@ -171,10 +176,7 @@ def test_loading_the_library_leaves_numpys_blas_threads_alone():
         assert [i["num_threads"] for i in ours] == [1], ours
         print("ok")
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert _python(code) == "ok"
 
 
 def test_opsdk_host_gemm_0_sends_every_product_to_numpy():
@@ -185,7 +187,4 @@ def test_opsdk_host_gemm_0_sends_every_product_to_numpy():
         print(host_blas.product(big, big) is None)
     """)
     for value, want in (("0", "True"), ("1", "False")):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             cwd=ROOT, timeout=120, env={**os.environ, "OPSDK_HOST_GEMM": value})
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.strip() == want, value
+        assert _python(code, OPSDK_HOST_GEMM=value) == want, value
