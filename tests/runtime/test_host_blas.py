@@ -188,3 +188,30 @@ def test_opsdk_host_gemm_0_sends_every_product_to_numpy():
     """)
     for value, want in (("0", "True"), ("1", "False")):
         assert _python(code, OPSDK_HOST_GEMM=value) == want, value
+
+
+@pytest.mark.parametrize("dtype,tol", [(np.float32, 1e-4), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape,bias", [((50, 28, 28, 32), (32,)), ((2000, 7, 64), (7, 64)),
+                                        ((3, 5, 4), (5, 4)), ((600, 3000), (1, 3000))])
+def test_a_bias_gradient_sums_rows_on_the_host_path(monkeypatch, shape, bias, dtype, tol):
+    """add's gradient for a bias of trailing axes: the sum over the leading axes, as the product
+    ones @ rows where it is large enough (counted), else NumPy's sum; equal either way. A bias
+    with a leading 1 ([1, 3000]) reduces an axis of its own too: NumPy's sum."""
+    from opdefs.builtin.kernels_math import add_grad
+    calls = []
+    real = host_blas._gemm_call
+
+    def counting(dt, ta, tb):
+        call = real(dt, ta, tb)
+        return lambda values: (calls.append(values[0].shape), call(values))[1]
+    monkeypatch.setattr(host_blas, "_gemm_call", counting)
+    rng = np.random.default_rng(len(shape))
+    grad = rng.standard_normal(shape).astype(dtype)
+    x, b = np.zeros(shape, dtype), np.zeros(bias, dtype)
+    gx, gb = add_grad(np, x, b, grad)
+    want = grad.astype(np.float64).reshape(-1, int(np.prod(bias))).sum(0).reshape(bias)
+    assert gx is grad and gb.shape == bias and gb.dtype == dtype
+    np.testing.assert_allclose(gb, want, rtol=tol, atol=tol * np.sqrt(grad.size / np.prod(bias)))
+    rows = grad.size // int(np.prod(bias))
+    on_path = bias[0] != 1 and 2 * grad.size >= host_blas.MIN_FLOPS
+    assert calls == ([(1, rows)] if on_path else [])
