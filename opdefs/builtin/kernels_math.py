@@ -13,6 +13,7 @@ one (+ - * / and negation), so both ways give the same bits.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as _np
@@ -62,9 +63,7 @@ def _row_sums(grad, lead):
     if (not isinstance(grad, _np.ndarray) or grad.dtype not in (_np.float32, _np.float64)
             or 2 * grad.size < MIN_FLOPS):
         return None  # small (an empty one among them): NumPy's sum
-    rows = 1
-    for d in grad.shape[:lead]:
-        rows *= d
+    rows = math.prod(grad.shape[:lead])
     ones = _ONES.get(grad.dtype)
     if ones is None or ones.size < rows:
         ones = _np.ones(max(rows, 1), grad.dtype)

@@ -13,6 +13,7 @@ float32), the ones CuPy's kernels call, so the fused kernel computes what the un
 from __future__ import annotations
 
 from math import factorial
+from typing import Optional
 
 from opsdk.registry.elementwise import (Apply, Expr, FusedKernel, Num, Var, input_period,
                                        kernel_problem)
@@ -71,22 +72,25 @@ def c_expr(expr: Expr, var=c_name, calls=CPU_CALLS) -> str:
 
 
 def _period_input(i: int, period: int, ctype: str, loads: list, body: list, block: list,
-                  chunk: list, rows_body: list) -> None:
-    """The lines reading input i, whose element i is its value i % period: one at a time by the
-    remainder; in the blocked loop, and in the rows kernel's chunks of B elements, from a copy
-    extended by a block (e_in[k] = in[k % period]), so that a block starting at any remainder
-    loads contiguous values (one remainder per block: a remainder per element made a reduction
-    over a bias-added region three times slower than the same region without the bias)."""
+                  chunk: Optional[list]) -> None:
+    """The lines reading input i, whose element i is its value i % period: in the blocked loop,
+    and in the rows kernel's chunks of B elements (`chunk`, the lines run once per chunk; None
+    for a kernel without a reduction), from a copy extended by a block (e_in[k] = in[k %
+    period]), so that a block starting at any remainder loads contiguous values; one element at
+    a time by the remainder in the elementwise kernel's tail. One remainder per element made a
+    reduction over a bias-added region three times slower than the same region without it."""
     b = 512 // (4 if ctype == "float" else 8)  # B of the template: eight 512-bit vectors
     name = c_name(f"in{i}")
     loads += [f"const T* __restrict__ p_in{i} = static_cast<const T*>(in[{i}]);",
               f"T e_in{i}[{period + b}];",
               f"for (int k = 0; k < {period + b}; ++k) e_in{i}[k] = p_in{i}[k % {period}];"]
-    body.append(f"const T {name} = p_in{i}[i % {period}];")
     block += [f"T {name}[B];", f"const std::int64_t r_in{i} = i0 % {period};", "#pragma omp simd",
               f"for (int j = 0; j < B; ++j) {name}[j] = e_in{i}[r_in{i} + j];"]
-    chunk.append(f"const std::int64_t r_in{i} = i0 % {period};")
-    rows_body.append(f"const T {name} = e_in{i}[r_in{i} + (i - i0)];")
+    if chunk is None:
+        body.append(f"const T {name} = p_in{i}[i % {period}];")
+    else:
+        chunk.append(f"const std::int64_t r_in{i} = i0 % {period};")
+        body.append(f"const T {name} = e_in{i}[r_in{i} + (i - i0)];")
 
 
 def render_fused_cpu(kernel: FusedKernel) -> str:
@@ -98,7 +102,8 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
     if problem is not None:
         raise ValueError(f"fused kernel {kernel.key()}: {problem}")
     loads, body, block = [], [], []
-    chunk, rows_body = [], []  # the rows kernel's: per chunk of B elements, per element
+    # the rows kernel's lines per chunk of B elements
+    chunk: Optional[list] = [] if kernel.reduction else None
     arrays = {f"in{i}" for i, kind in enumerate(kernel.inputs) if kind != "scalar"}
     arrays.update(name for name, _ in kernel.steps)
     written = kernel.outputs[:-1] if kernel.reduction else kernel.outputs
@@ -110,23 +115,19 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
         if kind == "array":
             loads.append(f"const T* __restrict__ p_in{i} = static_cast<const T*>(in[{i}]);")
             body.append(f"const T {c_name(f'in{i}')} = p_in{i}[i];")
-            rows_body.append(body[-1])
             block += [f"T {c_name(f'in{i}')}[B];", "#pragma omp simd",
                       f"for (int j = 0; j < B; ++j) {c_name(f'in{i}')}[j] = p_in{i}[i0 + j];"]
         elif kind == "scalar":
             loads.append(f"const T {c_name(f'in{i}')} = static_cast<const T*>(in[{i}])[0];")
         else:
-            _period_input(i, input_period(kind), CTYPES[kernel.dtype], loads, body, block,
-                          chunk, rows_body)
+            _period_input(i, input_period(kind), CTYPES[kernel.dtype], loads, body, block, chunk)
     stores = [f"T* __restrict__ p_out{j} = static_cast<T*>(out[{j}]);"
               for j in range(len(kernel.outputs))]
     for name, expr in kernel.steps:
         body.append(f"const T {c_name(name)} = {c_expr(expr)};")
-        rows_body.append(body[-1])
         block += [f"T {c_name(name)}[B];", "#pragma omp simd",
                   f"for (int j = 0; j < B; ++j) {c_name(name)}[j] = {c_expr(expr, element)};"]
     body.extend(f"p_out{j}[i] = {c_name(name)};" for j, name in enumerate(written))
-    rows_body.extend(f"p_out{j}[i] = {c_name(name)};" for j, name in enumerate(written))
     for j, name in enumerate(written):
         block += ["#pragma omp simd", f"for (int j = 0; j < B; ++j) p_out{j}[i0 + j] = {element(name)};"]
     reduce = None
@@ -136,7 +137,7 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
                   "scale": "1.0 / static_cast<double>(inner)" if kind == "mean" else "1.0"}
     return environment().get_template("fused/fused_cpu.cc.j2").render(
         key=kernel.key(), ctype=CTYPES[kernel.dtype], loads=loads, stores=stores, body=body,
-        block=block, reduce=reduce, chunk=chunk, rows_body=rows_body,
+        block=block, reduce=reduce, chunk=chunk or [],
         exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS)
 
 

@@ -89,8 +89,6 @@ def fold_off(program: Program) -> Program:
 def fold_program(program: Program, fold: bool, cse: bool) -> None:
     """Walk the program's nodes once (see the module docstring); `program.ops` keeps what stays."""
     rw = _Rewrite(program)
-    read = ({t for op in program.ops for t in program.inputs_of(op)}
-            | {e for e in program.fetches if isinstance(e, Tensor)})
     for op in program.ops:
         rw.rewire(op)
         if op.type == "const":
@@ -107,7 +105,7 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
             program.folded.append(op)
             continue
         if fold and op.type in _SQUARES:
-            square = _as_square(program, op, inputs, read)
+            square = _as_square(program, op, inputs)
             if square is not None:
                 rw.replace(op, square, square.outputs + op.outputs[len(square.outputs):])
                 program.rewritten.append((op, square))
@@ -128,8 +126,7 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
 _SQUARES = {"pow": "square", "pow_grad": "square_grad"}
 
 
-def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...],
-               read: set) -> Optional[Operation]:
+def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[Operation]:
     """The square (square_grad) node standing for `op`, a pow (pow_grad) whose exponent is a
     constant 2 of a single element that broadcasts to nothing larger than x (so the result has
     x's shape), where nobody reads pow_grad's gradient for the exponent; else None."""
@@ -137,13 +134,12 @@ def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...],
     from opsdk.runtime.kernels.choice import choose_kernel
 
     x, y = inputs[0], inputs[1]
-    const = y.op if y.op.type == "const" else None
-    value = None if const is None else const.attrs.get("value")
-    if (value is None or not hasattr(value, "shape") or np.size(value) != 1
-            or np.ndim(value) > len(x.shape or ()) or x.shape is None or y.dtype != x.dtype
-            or float(np.asarray(value).reshape(())) != 2.0):
+    value = y.op.attrs.get("value") if y.op.type == "const" else None
+    # A NumPy array or scalar, or a device's array (a constant folded on a GPU): duck-typed.
+    if (value is None or x.shape is None or y.dtype != x.dtype or not hasattr(value, "shape")
+            or value.size != 1 or value.ndim > len(x.shape) or float(value.reshape(())) != 2.0):
         return None
-    if op.type == "pow_grad" and (len(op.outputs) != 2 or op.outputs[1] in read):
+    if op.type == "pow_grad" and (len(op.outputs) != 2 or _read(program, op.outputs[1])):
         return None
     spec = load_registry(None).get(_SQUARES[op.type])
     args = (x,) if op.type == "pow" else (x, inputs[3])
@@ -156,6 +152,11 @@ def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...],
     program.device[node] = program.device[op]
     program.kernel[node] = choose_kernel(spec, program.device[op])
     return node
+
+
+def _read(program: Program, t: Tensor) -> bool:
+    """Whether a node of the program reads `t` or the caller fetches it."""
+    return t in program.fetches or any(t in program.inputs_of(op) for op in program.ops)
 
 
 def _const(rw: _Rewrite, op: Operation, cse: bool) -> None:

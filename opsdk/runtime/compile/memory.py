@@ -13,6 +13,7 @@ import numpy as np
 from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.buffers import SMALL_BYTES
 from opsdk.runtime.kernels.choice import given_output_call, scalar_form
 
 
@@ -94,9 +95,8 @@ def fresh_slots(ops: Sequence[Operation], kernels: dict, out_slots: dict) -> fro
     return frozenset(fresh)
 
 
-# Values of at most this many bytes (at 8 bytes an item) are never released, nor pooled: a
-# release saves nothing there and would cost a chain of scalar steps a third of its time.
-SMALL_BYTES = 4096
+# Values of at most SMALL_BYTES (kernels/buffers.py; at 8 bytes an item) are never released, nor
+# pooled: a release saves nothing there and would cost a chain of scalar steps a third of its time.
 
 
 def pool_key(device: Any, t: Tensor) -> Optional[tuple]:

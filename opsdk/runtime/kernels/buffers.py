@@ -93,8 +93,9 @@ _refs = sys.getrefcount
 _ndarray = np.ndarray
 
 
-# A value of at most this many bytes is not worth keeping (compile/memory.py SMALL_BYTES).
-_SMALL = 4096
+# A value of at most this many bytes is not worth keeping (the planner, compile/memory.py, counts
+# a static shape at 8 bytes an item against it; a release here, the value's own bytes).
+SMALL_BYTES = 4096
 
 
 def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> None:
@@ -106,7 +107,7 @@ def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> No
             and buf.base is None and buf.flags.writeable and buf.flags.c_contiguous
             and buf.dtype == key[1]):
         if key[2] is None:
-            if buf.nbytes > _SMALL:
+            if buf.nbytes > SMALL_BYTES:
                 pool.give((key[0], key[1], buf.shape), buf)
         elif buf.shape == key[2]:
             pool.give(key, buf)
