@@ -83,3 +83,16 @@ def test_the_gradient_of_a_read_exponent_keeps_pow_grad(registry):
     assert "pow_grad) -> square_grad" not in notes
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fed_constant_exponent_is_the_fed_value(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [3], name="x")
+        e = constant(2.0, dtype="float32")
+        y = apply_op(registry, "pow", [x, e], {})
+    xs = np.array([1.0, 2.0, 3.0], np.float32)
+    with Session(g) as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: xs, e: np.float32(3.0)}), [1.0, 8.0, 27.0])
+        assert "rewritten" not in str(sess.explain(y, {x: xs, e: np.float32(3.0)}, show=False))
+        np.testing.assert_array_equal(sess.run(y, {x: xs}), [1.0, 4.0, 9.0])

@@ -134,7 +134,8 @@ def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> O
     from opsdk.runtime.kernels.choice import choose_kernel
 
     x, y = inputs[0], inputs[1]
-    value = y.op.attrs.get("value") if y.op.type == "const" else None
+    # A fed exponent is the fed value, whatever the constant holds.
+    value = y.op.attrs.get("value") if y.op.type == "const" and y not in program.feed_set else None
     # A NumPy array or scalar, or a device's array (a constant folded on a GPU): duck-typed.
     if (value is None or x.shape is None or y.dtype != x.dtype or not hasattr(value, "shape")
             or value.size != 1 or value.ndim > len(x.shape) or float(value.reshape(())) != 2.0):
