@@ -25,7 +25,8 @@ def _graph(registry, exponent, wrt_exponent=False):
         w = Variable(WV, name="w")
         e = exponent()
         d = apply_op(registry, "sub", [apply_op(registry, "matmul", [x, w], {}), x], {})
-        loss = apply_op(registry, "reduce_mean", [apply_op(registry, "pow", [d, e], {}, name="p")], {})
+        p = apply_op(registry, "pow", [d, e], {}, name="p")
+        loss = apply_op(registry, "reduce_mean", [p], {})
         grads = gradients(loss, [w, e] if wrt_exponent else [w])
         init = global_variables_initializer()
     return g, x, init, [loss, *grads]
