@@ -55,6 +55,7 @@ __all__ = [
     'concat_grad',
     'conv2d',
     'conv2d_grad',
+    'conv2d_grad_filter',
     'conv2d_transpose',
     'conv2d_transpose_grad',
     'cos',
@@ -927,6 +928,38 @@ def conv2d_grad(x, filter, grad_y, *, stride_h=1, stride_w=1, same=1, name=None)
         ((2, 3, 4, 5), (6, 7, 5, 8))
     """
     return _apply('conv2d_grad', [x, filter, grad_y], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
+
+
+def conv2d_grad_filter(x, filter, grad_y, *, stride_h=1, stride_w=1, same=1, name=None):
+    r"""conv2d_grad's gradient with respect to the filter alone.
+
+    The compile pipeline's fold pass runs it in place of a conv2d_grad whose grad_x nobody reads
+    (a first layer, whose input needs no gradient), as TensorFlow's graph holds
+    Conv2DBackpropFilter without Conv2DBackpropInput there: the input gradient is half the work.
+    filter is read for its shape alone.
+
+    Args:
+        x: float16 or float32 or float64, shape [n, h, w, c].
+        filter: float16 or float32 or float64, shape [kh, kw, c, o]. its shape alone is read
+        grad_y: float16 or float32 or float64, shape [n, oh, ow, o]. shaped like conv2d's y
+        stride_h: int, default 1, >= 1. the forward op's stride_h
+        stride_w: int, default 1, >= 1. the forward op's stride_w
+        same: int, default 1, one of 0, 1. the forward op's same
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_filter: float16 or float32 or float64, shape [kh, kw, c, o].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[[1], [2], [3]], [[4], [5], [6]], [[7], [8], [9]]]], dtype=np.float16)
+        >>> filter = np.array([[[[1]], [[0]]], [[[0]], [[1]]]], dtype=np.float16)
+        >>> grad_y = np.array([[[[1], [0], [0]], [[0], [1], [0]], [[0], [0], [1]]]], dtype=np.float16)
+        >>> conv2d_grad_filter(x, filter, grad_y).shape
+        (2, 2, 1, 1)
+    """
+    return _apply('conv2d_grad_filter', [x, filter, grad_y], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
 def conv2d_transpose(x, filter, *, stride_h=1, stride_w=1, same=1, extra_h=0, extra_w=0, name=None):

@@ -6,7 +6,8 @@
 // A register tile of P taps k = (di, dj * c + ci) (flattened as conv2d_valid.h's tap_offsets)
 // by NV vectors of output channels, summed over every output pixel: per pixel, NV loads of
 // grad_y and P broadcasts of x for P * NV multiply-adds. Threads split the tiles of taps, each
-// writes its own rows of the gradient. They walk the output pixels in blocks of rows whose
+// writes its own rows of the gradient (or, with too few tiles to split evenly, the output rows,
+// each into a gradient of its own, added at the end). They walk the output pixels in blocks of rows whose
 // grad_y (what every tile reloads per pixel) fits L1: with blocks of L2's size the loads of
 // grad_y, not the multiply-adds, set the pace.
 #pragma once
@@ -103,11 +104,49 @@ void grad_filter(const Valid& g, const T* x, const T* gy, T* grad_f) {
     // Output rows per block: about 24 KiB of grad_y, which stays in L1 while a thread's tiles pass.
     const int64_t block = std::max<int64_t>(1, (24 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(g.ow * opad, 1));
     const int64_t per_unit = rows * g.ow * kFilterTile * opad;
-    opsdk::parallel_for(0, units, conv2d_common::grain(per_unit), [&](int64_t lo, int64_t hi) {
-        for (int64_t r0 = 0; r0 < rows; r0 += block)
-            for (int64_t u = lo; u < hi; ++u) filter_unit<T>(g, x, at.data(), gyp, opad, gfp.data(), u, r0, std::min(rows, r0 + block));
-    });
+    // Threads split the tiles of taps, unless they are too few to split evenly: a 1-channel
+    // image's 25 taps are 5 tiles, 18 taps for one thread against 7 for the other. Then each
+    // thread sums a part of the output rows into a gradient of its own, and the parts are added.
+    const int64_t threads = opsdk::num_threads();
+    const int64_t most = std::min(taps, (units + threads - 1) / threads * kFilterTile);  // one thread's taps
+    const bool by_rows = threads > 1 && rows >= threads * block && units * per_unit > (int64_t(1) << 22) &&
+                         10 * taps < 9 * threads * most;
+    if (!by_rows) {
+        opsdk::parallel_for(0, units, conv2d_common::grain(per_unit), [&](int64_t lo, int64_t hi) {
+            for (int64_t r0 = 0; r0 < rows; r0 += block)
+                for (int64_t u = lo; u < hi; ++u) filter_unit<T>(g, x, at.data(), gyp, opad, gfp.data(), u, r0, std::min(rows, r0 + block));
+        });
+    } else {
+        std::vector<conv2d_common::LineVector<T>> parts(static_cast<size_t>(threads - 1));
+        opsdk::parallel_for(0, threads, 1, [&](int64_t lo, int64_t hi) {
+            for (int64_t part = lo; part < hi; ++part) {
+                T* sums = gfp.data();
+                if (part > 0) {
+                    parts[part - 1].assign(static_cast<size_t>(taps * opad), T(0));
+                    sums = parts[part - 1].data();
+                }
+                const int64_t end = rows * (part + 1) / threads;
+                for (int64_t r0 = rows * part / threads; r0 < end; r0 += block)
+                    for (int64_t u = 0; u < units; ++u) filter_unit<T>(g, x, at.data(), gyp, opad, sums, u, r0, std::min(end, r0 + block));
+            }
+        });
+        for (const auto& part : parts)
+            for (int64_t k = 0; k < taps * opad; ++k) gfp[k] += part[k];
+    }
     for (int64_t k = 0; k < taps; ++k) std::copy(gfp.data() + k * opad, gfp.data() + k * opad + g.o, grad_f + k * g.o);
+}
+
+// The filter gradient of the convolution g (TensorFlow's padding, not done yet): x padded as
+// conv2d's forward reads it, then grad_filter; an empty sum where y has no pixels.
+template <typename T>
+void filter_gradient(const conv2d_common::Geometry& g, const T* x, const T* gy, T* grad_f) {
+    if (g.n * g.oh * g.ow == 0) {
+        std::fill(grad_f, grad_f + g.kh * g.kw * g.c * g.o, T(0));
+    } else if (g.kh * g.kw * g.c * g.o > 0) {
+        conv2d_common::LineVector<T> copy;
+        const Valid fv = conv2d_common::padded_input(g, x, copy);
+        grad_filter<T>(fv, copy.empty() ? x : copy.data(), gy, grad_f);
+    }
 }
 
 }  // namespace conv2d_filter_grad

@@ -4,7 +4,8 @@
 //   grad_x = stride-1 convolutions of grad_y with the filter's taps flipped and transposed, one
 //            per phase of the strides (conv2d_input_grad.h), run by conv2d_valid.h again.
 //
-// The filter gradient is conv2d_filter_grad.h's (shared with conv2d_transpose_grad).
+// The filter gradient is conv2d_filter_grad.h's (shared with conv2d_transpose_grad and
+// conv2d_grad_filter, which the fold pass runs where nothing reads grad_x).
 #include "conv2d_grad_op.h"
 
 #include "conv2d_common.h"
@@ -16,17 +17,10 @@ namespace opsdk_op_conv2d_grad {
 namespace detail {
 
 using conv2d_common::Geometry;
-using conv2d_common::Valid;
 
 template <typename T>
 void run(const Geometry& g, const T* x, const T* filter, const T* gy, T* gx, T* gf) {
-    if (g.n * g.oh * g.ow == 0) {
-        std::fill(gf, gf + g.kh * g.kw * g.c * g.o, T(0));  // an empty sum
-    } else if (g.kh * g.kw * g.c * g.o > 0) {
-        conv2d_common::LineVector<T> copy;
-        const Valid fv = conv2d_common::padded_input(g, x, copy);
-        conv2d_filter_grad::grad_filter<T>(fv, copy.empty() ? x : copy.data(), gy, gf);
-    }
+    conv2d_filter_grad::filter_gradient<T>(g, x, gy, gf);
     if (g.n * g.h * g.w * g.c == 0) return;
     conv2d_input_grad::input_gradient<T>(g, gy, filter, gx);
 }

@@ -65,14 +65,21 @@ def conv2d(xp, x, filter, stride_h, stride_w, same):
 
 
 def conv2d_grad(xp, x, filter, grad_y, stride_h, stride_w, same):
+    grad_filter = conv2d_grad_filter(xp, x, filter, grad_y, stride_h, stride_w, same)
+    strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
+    kh, kw = filter.shape[0], filter.shape[1]
+    cols = xp.tensordot(grad_y, filter, axes=([3], [3]))  # [n, oh, ow, kh, kw, c]
+    grad_x = _scatter(xp, cols, x.shape, kh, kw, strides, padding, x.dtype)
+    return xp.ascontiguousarray(grad_x), grad_filter
+
+
+def conv2d_grad_filter(xp, x, filter, grad_y, stride_h, stride_w, same):
     strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"
     kh, kw = filter.shape[0], filter.shape[1]
     padded, oh, ow, _, _ = _padded(xp, x, kh, kw, strides, padding, 0)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)
     grad_filter = xp.tensordot(win, grad_y, axes=([0, 1, 2], [0, 1, 2])).astype(x.dtype)
-    cols = xp.tensordot(grad_y, filter, axes=([3], [3]))  # [n, oh, ow, kh, kw, c]
-    grad_x = _scatter(xp, cols, x.shape, kh, kw, strides, padding, x.dtype)
-    return xp.ascontiguousarray(grad_x), xp.ascontiguousarray(grad_filter)
+    return xp.ascontiguousarray(grad_filter)
 
 
 def _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same):

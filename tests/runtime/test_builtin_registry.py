@@ -20,8 +20,9 @@ NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_e
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
-# Building blocks that kernels call: graphs differentiate matmul, whose kernels call gemm.
-KERNEL_BLOCKS = {"gemm"}
+# Building blocks that kernels call (graphs differentiate matmul, whose kernels call gemm) or
+# that compile passes put in the place of a gradient op (the fold pass's conv2d_grad_filter).
+KERNEL_BLOCKS = {"gemm", "conv2d_grad_filter"}
 STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
          "fill_dims", "floor", "ceil", "round"}
 

@@ -104,12 +104,13 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
             rw.replace(op, None, _fold(rw, op, inputs))
             program.folded.append(op)
             continue
-        if fold and op.type in _SQUARES:
-            square = _as_square(program, op, inputs)
-            if square is not None:
-                rw.replace(op, square, square.outputs + op.outputs[len(square.outputs):])
-                program.rewritten.append((op, square))
-                op = square
+        if fold and op.type in _REWRITES:
+            rewrite = _REWRITES[op.type](program, op, inputs)
+            if rewrite is not None:
+                new, stand_ins = rewrite
+                rw.replace(op, new, stand_ins)
+                program.rewritten.append((op, new))
+                op = new
         rw.kept.append(op)
         if key is not None:
             rw.seen[key] = op
@@ -125,14 +126,15 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
 # autoencoder's loss reduce_mean(pow(x - y, 2)) is then one kernel, its gradient another).
 _SQUARES = {"pow": "square", "pow_grad": "square_grad"}
 
+# A rewrite's result: the node standing for the one rewritten, and per output of that one the
+# tensor its readers read instead (an unread output stays itself).
+_Rewritten = tuple[Operation, tuple[Tensor, ...]]
 
-def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[Operation]:
+
+def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
     """The square (square_grad) node standing for `op`, a pow (pow_grad) whose exponent is a
     constant 2 of a single element that broadcasts to nothing larger than x (so the result has
     x's shape), where nobody reads pow_grad's gradient for the exponent; else None."""
-    from opsdk.registry import load_registry
-    from opsdk.runtime.kernels.choice import choose_kernel
-
     x, y = inputs[0], inputs[1]
     # A fed exponent is the fed value, whatever the constant holds.
     value = y.op.attrs.get("value") if y.op.type == "const" and y not in program.feed_set else None
@@ -142,17 +144,44 @@ def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> O
         return None
     if op.type == "pow_grad" and (len(op.outputs) != 2 or _read(program, op.outputs[1])):
         return None
-    spec = load_registry(None).get(_SQUARES[op.type])
     args = (x,) if op.type == "pow" else (x, inputs[3])
-    node = Operation(op.graph, spec.name, f"{op.name}/{spec.name}", args, {}, {}, (), op.device,
-                     spec, op._id)
-    node.outputs = (Tensor(node, 0, op.outputs[0].shape, op.outputs[0].dtype),)
+    node = _standing_for(program, op, _SQUARES[op.type], args, {}, {}, op.outputs[:1])
+    return node, node.outputs + op.outputs[1:]  # the exponent's gradient: unread
+
+
+def _filter_only(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+    """The conv2d_grad_filter node standing for `op`, a conv2d_grad whose grad_x nobody reads
+    (a first layer's: its input needs no gradient), as TensorFlow's graph holds
+    Conv2DBackpropFilter alone there; else None. The input gradient is half the work."""
+    if len(op.outputs) != 2 or _read(program, op.outputs[0]):
+        return None
+    node = _standing_for(program, op, "conv2d_grad_filter", inputs, dict(op.attrs),
+                         dict(op.type_attrs), op.outputs[1:])
+    return node, op.outputs[:1] + node.outputs  # grad_x: unread
+
+
+def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Tensor, ...],
+                  attrs: dict, type_attrs: dict, like: tuple[Tensor, ...]) -> Operation:
+    """A node of `op_type` in `op`'s place (its device, location, control inputs), reading
+    `args`, with outputs shaped as the tensors `like`."""
+    from opsdk.registry import load_registry
+    from opsdk.runtime.kernels.choice import choose_kernel
+
+    spec = load_registry(None).get(op_type)
+    node = Operation(op.graph, spec.name, f"{op.name}/{spec.name}", args, attrs, type_attrs, (),
+                     op.device, spec, op._id)
+    node.outputs = tuple(Tensor(node, i, t.shape, t.dtype) for i, t in enumerate(like))
     program.inputs[node] = args
     program.controls[node] = program.controls_of(op)
     program.location[node] = program.location[op]
     program.device[node] = program.device[op]
     program.kernel[node] = choose_kernel(spec, program.device[op])
     return node
+
+
+# The rewrites of the fold pass, by node type: each returns a _Rewritten, or None where it does
+# not apply.
+_REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_only}
 
 
 def _read(program: Program, t: Tensor) -> bool:
