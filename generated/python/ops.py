@@ -54,6 +54,7 @@ __all__ = [
     'concat',
     'concat_grad',
     'conv2d',
+    'conv2d_bias',
     'conv2d_grad',
     'conv2d_grad_filter',
     'conv2d_transpose',
@@ -899,6 +900,43 @@ def conv2d(x, filter, *, stride_h=1, stride_w=1, same=1, name=None):
         (2, 3, 4, 8)
     """
     return _apply('conv2d', [x, filter], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
+
+
+def conv2d_bias(x, filter, bias, *, stride_h=1, stride_w=1, same=1, relu=1, name=None):
+    r"""conv2d of x with filter, plus bias [o] on every pixel, then ReLU where relu is 1.
+
+    The compile pipeline's fold pass runs it in place of relu(conv2d(x, filter) + bias) where
+    nothing else reads the convolution or the sum (their gradients' shape reads aside), as
+    TensorFlow's grappler fuses Conv2D, BiasAdd and Relu: the kernel adds the bias and applies ReLU
+    to each chunk of y as it is summed, where the add and relu after conv2d passed over y again.
+
+    Args:
+        x: float16 or float32 or float64, shape [n, h, w, c]. images [batch, height, width,
+            channels]
+        filter: float16 or float32 or float64, shape [kh, kw, c, o]. [kh, kw, channels,
+            out_channels]
+        bias: float16 or float32 or float64, shape [o].
+        stride_h: int, default 1, >= 1. conv2d's stride_h
+        stride_w: int, default 1, >= 1. conv2d's stride_w
+        same: int, default 1, one of 0, 1. conv2d's same
+        relu: int, default 1, one of 0, 1. 1: max(., 0) after the bias
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: float16 or float32 or float64, shape [n, same * ((h + stride_h - 1) // stride_h) + (1 -
+            same) * ((h - kh) // stride_h + 1 + 2 * min(h - kh, 0)), same * ((w + stride_w - 1) //
+            stride_w) + (1 - same) * ((w - kw) // stride_w + 1 + 2 * min(w - kw, 0)), o].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3, 4, 5)).astype(np.float16)
+        >>> filter = rng.uniform(-2.0, 2.0, size=(6, 7, 5, 8)).astype(np.float16)
+        >>> bias = rng.uniform(-2.0, 2.0, size=(8,)).astype(np.float16)
+        >>> conv2d_bias(x, filter, bias).shape
+        (2, 3, 4, 8)
+    """
+    return _apply('conv2d_bias', [x, filter, bias], {'stride_h': stride_h, 'stride_w': stride_w, 'same': same, 'relu': relu}, name)
 
 
 def conv2d_grad(x, filter, grad_y, *, stride_h=1, stride_w=1, same=1, name=None):

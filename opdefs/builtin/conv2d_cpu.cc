@@ -10,18 +10,6 @@
 #include "conv2d_valid.h"
 
 namespace opsdk_op_conv2d {
-namespace detail {
-
-using conv2d_common::Geometry;
-
-template <typename T>
-void run(const Geometry& g, const T* x, const T* filter, T* y) {
-    conv2d_common::LineVector<T> copy;
-    const conv2d_common::Valid v = conv2d_common::padded_input(g, x, copy);
-    conv2d_common::valid_conv<T>(v, copy.empty() ? x : copy.data(), filter, y);
-}
-
-}  // namespace detail
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& attrs) {
@@ -29,11 +17,11 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& attrs
         d.n, d.h, d.w, d.c, d.kh, d.kw, d.o, attrs.stride_h, attrs.stride_w, attrs.same != 0);
     if (g.n * g.oh * g.ow * g.o == 0) return;
     if constexpr (conv2d_common::is_vector_type<T>()) {
-        detail::run<T>(g, in.x.data, in.filter.data, out.y.data);
+        conv2d_common::forward<T>(g, in.x.data, in.filter.data, out.y.data);
     } else {
         std::vector<float> y(static_cast<size_t>(out.y.size()));
-        detail::run<float>(g, conv2d_common::to_float(in.x.data, in.x.size()).data(),
-                           conv2d_common::to_float(in.filter.data, in.filter.size()).data(), y.data());
+        conv2d_common::forward<float>(g, conv2d_common::to_float(in.x.data, in.x.size()).data(),
+                                      conv2d_common::to_float(in.filter.data, in.filter.size()).data(), y.data());
         conv2d_common::from_float(y, out.y.data);
     }
 }

@@ -108,6 +108,33 @@ inline void window_offsets(const Valid& g, int64_t q0, int64_t count, int64_t* o
     }
 }
 
+// What the forward adds to y's rows once they are summed, while they are in cache (conv2d_bias:
+// the bias, then ReLU): nothing by default.
+template <typename T>
+struct Epilogue {
+    const T* bias = nullptr;  // [o], or none
+    bool relu = false;
+};
+
+// y's rows [0, count) of o channels: + bias, then max(., 0) (a NaN stays NaN, as relu's does).
+// One loop per case, each a plain vector loop.
+template <typename T>
+inline void finish_rows(const Epilogue<T>& e, T* __restrict y, int64_t count, int64_t o) {
+    const T* __restrict bias = e.bias;
+    if (bias != nullptr && e.relu) {
+        for (int64_t q = 0; q < count; ++q, y += o)
+            for (int64_t k = 0; k < o; ++k) {
+                const T v = y[k] + bias[k];
+                y[k] = v < T(0) ? T(0) : v;
+            }
+    } else if (bias != nullptr) {
+        for (int64_t q = 0; q < count; ++q, y += o)
+            for (int64_t k = 0; k < o; ++k) y[k] += bias[k];
+    } else if (e.relu) {
+        for (int64_t k = 0; k < count * o; ++k) y[k] = y[k] < T(0) ? T(0) : y[k];
+    }
+}
+
 // y's pixels [q0, q0 + count): every block of taps over every tile, per block of output channels,
 // into sums [count, opad]: y's own rows when o is a whole number of vectors, else `scratch`,
 // whose first o channels are then copied into y.
@@ -132,7 +159,7 @@ void chunk_conv(const Valid& g, const Taps& taps, const T* x, const T* fp, int64
 
 // The broadcast tiling over all of y: chunks of about 64 KiB of sums, split between threads.
 template <typename T>
-void broadcast_conv(const Valid& g, const T* filter, const T* x, T* y) {
+void broadcast_conv(const Valid& g, const T* filter, const T* x, T* y, const Epilogue<T>& e) {
     constexpr int W = lanes<T>();
     const int64_t opad = round_up(g.o, W), pixels = g.n * g.oh * g.ow;
     const LineVector<T> fp = pad_rows(filter, g.kh * g.kw * g.c, g.o, opad);
@@ -145,7 +172,9 @@ void broadcast_conv(const Valid& g, const T* filter, const T* x, T* y) {
         LineVector<T> scratch;
         for (int64_t k = lo; k < hi; ++k) {
             const int64_t q0 = k * chunk;
-            chunk_conv<T>(g, taps, x, fp.data(), q0, std::min(chunk, pixels - q0), off, scratch, y);
+            const int64_t count = std::min(chunk, pixels - q0);
+            chunk_conv<T>(g, taps, x, fp.data(), q0, count, off, scratch, y);
+            finish_rows(e, y + q0 * g.o, count, g.o);
         }
     });
 }
@@ -201,13 +230,14 @@ inline void dot_pixels(const Valid& g, const T* x, const T* ft, T* y, int64_t b,
     for (; k < g.o; ++k) dot_tile<T, P, 1>(g, x, ft, y, b, i, j0, k);
 }
 
-// dot_tile over rows [lo, hi) of y.
+// dot_tile over rows [lo, hi) of y, each row finished by the epilogue.
 template <typename T>
-void dot_rows(const Valid& g, const T* x, const T* ft, T* y, int64_t lo, int64_t hi) {
+void dot_rows(const Valid& g, const T* x, const T* ft, T* y, int64_t lo, int64_t hi, const Epilogue<T>& e) {
     for (int64_t r = lo; r < hi; ++r) {
         int64_t j = 0;
         for (; j + kDotPixels <= g.ow; j += kDotPixels) dot_pixels<T, kDotPixels>(g, x, ft, y, r / g.oh, r % g.oh, j);
         for (; j < g.ow; ++j) dot_pixels<T, 1>(g, x, ft, y, r / g.oh, r % g.oh, j);
+        finish_rows(e, y + r * g.ow * g.o, g.ow, g.o);
     }
 }
 
@@ -221,18 +251,28 @@ std::vector<T> transposed(const T* filter, int64_t rows, int64_t o) {
 }
 
 // y [n, oh, ow, o] = the convolution of x [n, hp, wp, c] (padded already) with filter
-// [kh, kw, c, o]. The dot tiling when o leaves most of a vector empty and a window row fills one.
+// [kh, kw, c, o], then the epilogue e. The dot tiling when o leaves most of a vector empty and a
+// window row fills one.
 template <typename T>
-void valid_conv(const Valid& g, const T* x, const T* filter, T* y) {
+void valid_conv(const Valid& g, const T* x, const T* filter, T* y, const Epilogue<T>& e = {}) {
     constexpr int W = lanes<T>();
     if (2 * g.o <= W && g.kw * g.c >= W) {
         const int64_t taps = g.kh * g.kw * g.c;
         const std::vector<T> ft = transposed(filter, taps, g.o);
         const int64_t per_row = g.ow * round_up(g.o, W) * taps;
-        opsdk::parallel_for(0, g.n * g.oh, grain(per_row), [&](int64_t lo, int64_t hi) { dot_rows<T>(g, x, ft.data(), y, lo, hi); });
+        opsdk::parallel_for(0, g.n * g.oh, grain(per_row), [&](int64_t lo, int64_t hi) { dot_rows<T>(g, x, ft.data(), y, lo, hi, e); });
         return;
     }
-    broadcast_conv<T>(g, filter, x, y);
+    broadcast_conv<T>(g, filter, x, y, e);
+}
+
+// conv2d's forward, TensorFlow's padding not done yet (conv2d_cpu.cc, conv2d_bias_cpu.cc): x
+// copied with the padding's zeros where a window needs them, then valid_conv.
+template <typename T>
+void forward(const Geometry& g, const T* x, const T* filter, T* y, const Epilogue<T>& e = {}) {
+    LineVector<T> copy;
+    const Valid v = padded_input(g, x, copy);
+    valid_conv<T>(v, copy.empty() ? x : copy.data(), filter, y, e);
 }
 
 }  // namespace conv2d_common

@@ -64,6 +64,11 @@ def conv2d(xp, x, filter, stride_h, stride_w, same):
     return xp.ascontiguousarray(xp.tensordot(win, filter, axes=([3, 4, 5], [0, 1, 2])).astype(x.dtype))
 
 
+def conv2d_bias(xp, x, filter, bias, stride_h, stride_w, same, relu):
+    y = conv2d(xp, x, filter, stride_h, stride_w, same) + bias
+    return xp.ascontiguousarray(xp.maximum(y, xp.zeros_like(y)) if relu else y)
+
+
 def conv2d_grad(xp, x, filter, grad_y, stride_h, stride_w, same):
     grad_filter = conv2d_grad_filter(xp, x, filter, grad_y, stride_h, stride_w, same)
     strides, padding = (stride_h, stride_w), "SAME" if same else "VALID"

@@ -14,8 +14,10 @@ FORWARD_SHAPES = {"pairwise_manhattan": [(6, 4), (5, 4)], "conv2d": [(2, 5, 5, 3
                   "max_pool": [(2, 6, 6, 3)], "avg_pool": [(2, 6, 6, 3)], "relu": [(3, 4)],
                   "conv2d_transpose": [(2, 4, 4, 3), (3, 3, 2, 3)],
                   "gemm": [(3, 4), (4, 5)],  # not differentiable: matmul's kernels call it
-                  # not differentiable: the fold pass's stand-in for conv2d_grad
+                  # not differentiable: the fold pass's stand-ins for conv2d_grad, and for
+                  # conv2d with its bias add and ReLU
                   "conv2d_grad_filter": [(2, 5, 5, 3), (3, 3, 3, 4), (2, 5, 5, 4)],
+                  "conv2d_bias": [(2, 5, 5, 3), (3, 3, 3, 4), (4,)],
                   # optimizer updates (not differentiable): the variable's shape and scalars
                   "apply_gradient_descent": [(3, 4), (), (3, 4)],
                   "apply_momentum": [(3, 4), (3, 4), (), (3, 4), ()],

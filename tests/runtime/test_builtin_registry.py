@@ -21,8 +21,9 @@ NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_e
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}
 # Building blocks that kernels call (graphs differentiate matmul, whose kernels call gemm) or
-# that compile passes put in the place of a gradient op (the fold pass's conv2d_grad_filter).
-KERNEL_BLOCKS = {"gemm", "conv2d_grad_filter"}
+# that compile passes put in the place of other nodes (the fold pass's conv2d_grad_filter for a
+# gradient op, conv2d_bias for a convolution, its bias add and ReLU).
+KERNEL_BLOCKS = {"gemm", "conv2d_grad_filter", "conv2d_bias"}
 STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
          "fill_dims", "floor", "ceil", "round"}
 

@@ -105,7 +105,7 @@ def fold_program(program: Program, fold: bool, cse: bool) -> None:
             program.folded.append(op)
             continue
         if fold and op.type in _REWRITES:
-            rewrite = _REWRITES[op.type](program, op, inputs)
+            rewrite = _REWRITES[op.type](rw, op, inputs)
             if rewrite is not None:
                 new, stand_ins = rewrite
                 rw.replace(op, new, stand_ins)
@@ -131,10 +131,11 @@ _SQUARES = {"pow": "square", "pow_grad": "square_grad"}
 _Rewritten = tuple[Operation, tuple[Tensor, ...]]
 
 
-def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+def _as_square(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
     """The square (square_grad) node standing for `op`, a pow (pow_grad) whose exponent is a
     constant 2 of a single element that broadcasts to nothing larger than x (so the result has
     x's shape), where nobody reads pow_grad's gradient for the exponent; else None."""
+    program = rw.program
     x, y = inputs[0], inputs[1]
     # A fed exponent is the fed value, whatever the constant holds.
     value = y.op.attrs.get("value") if y.op.type == "const" and y not in program.feed_set else None
@@ -149,15 +150,74 @@ def _as_square(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> O
     return node, node.outputs + op.outputs[1:]  # the exponent's gradient: unread
 
 
-def _filter_only(program: Program, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+def _filter_only(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
     """The conv2d_grad_filter node standing for `op`, a conv2d_grad whose grad_x nobody reads
     (a first layer's: its input needs no gradient), as TensorFlow's graph holds
     Conv2DBackpropFilter alone there; else None. The input gradient is half the work."""
-    if len(op.outputs) != 2 or _read(program, op.outputs[0]):
+    if len(op.outputs) != 2 or _read(rw.program, op.outputs[0]):
         return None
-    node = _standing_for(program, op, "conv2d_grad_filter", inputs, dict(op.attrs),
+    node = _standing_for(rw.program, op, "conv2d_grad_filter", inputs, dict(op.attrs),
                          dict(op.type_attrs), op.outputs[1:])
     return node, op.outputs[:1] + node.outputs  # grad_x: unread
+
+
+# Nodes that may read the convolution's output and the biased sum that conv2d_bias replaces,
+# by the input they read it as: add's and bias_add's gradients read their inputs' shapes alone,
+# and relu_grad(x, grad_y) reads where x > 0, which is where relu(x) > 0.
+_SHAPE_READERS = {"add_grad": (0, 1), "bias_add_grad": (0,)}
+_SIGN_READERS = {"relu_grad": (0,)}
+
+
+def _conv_bias_relu(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+    """The conv2d_bias node standing for `op`, a relu of conv2d(x, filter) + bias (add or
+    bias_add, bias of shape [o]), as TensorFlow's grappler fuses Conv2D, BiasAdd and Relu; else
+    None. Only where nothing else reads the convolution or the sum: their gradients' reads of
+    shapes and signs then read the relu's output, equal in both. The conv2d and add nodes,
+    visited already, leave the program."""
+    program = rw.program
+    (a,) = inputs
+    add = a.op
+    if add.type not in ("add", "bias_add") or add not in rw.kept or a in program.feed_set:
+        return None
+    pair = program.inputs_of(add)
+    convs = [i for i, t in enumerate(pair) if t.op.type == "conv2d" and t.op in rw.kept]
+    if len(convs) != 1 or (add.type == "bias_add" and convs[0] != 0):
+        return None
+    c, b = pair[convs[0]], pair[1 - convs[0]]
+    conv = c.op
+    if (c.shape is None or len(c.shape) != 4 or a.shape != c.shape or c.shape[3] is None
+            or b.shape != (c.shape[3],) or not (c.dtype == b.dtype == a.dtype)
+            or c in program.feed_set or len({program.device[n] for n in (conv, add, op)}) != 1
+            or len({program.location[n] for n in (conv, add, op)}) != 1):
+        return None
+    if not (_only_readers(program, c, add, _SHAPE_READERS) and _only_readers(program, a, op, _SIGN_READERS)):
+        return None
+    attrs = {k: conv.attrs[k] for k in ("stride_h", "stride_w", "same") if k in conv.attrs}
+    node = _standing_for(program, op, "conv2d_bias", (program.inputs_of(conv)[0], program.inputs_of(conv)[1], b),
+                         {**attrs, "relu": 1}, dict(conv.type_attrs), op.outputs)
+    program.controls[node] = tuple(dict.fromkeys(
+        program.controls_of(conv) + program.controls_of(add) + program.controls_of(op)))
+    for gone, t in ((conv, c), (add, a)):
+        rw.kept.remove(gone)
+        for key in [k for k, v in rw.seen.items() if v is gone]:
+            del rw.seen[key]
+        rw.replace(gone, node, (node.outputs[0],))
+        program.rewritten.append((gone, node))
+    return node, node.outputs
+
+
+def _only_readers(program: Program, t: Tensor, reader: Operation, others: dict[str, tuple[int, ...]]) -> bool:
+    """Whether nobody fetches `t` and every node reading it is `reader` or one of `others`'
+    types reading it only as the inputs listed."""
+    if t in program.fetches:
+        return False
+    for op in program.ops:
+        if op is reader:
+            continue
+        at = [i for i, u in enumerate(program.inputs_of(op)) if u is t]
+        if at and not set(at) <= set(others.get(op.type, ())):
+            return False
+    return True
 
 
 def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Tensor, ...],
@@ -181,7 +241,8 @@ def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Ten
 
 # The rewrites of the fold pass, by node type: each returns a _Rewritten, or None where it does
 # not apply.
-_REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_only}
+_REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_only,
+             "relu": _conv_bias_relu}
 
 
 def _read(program: Program, t: Tensor) -> bool:
