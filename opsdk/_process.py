@@ -30,6 +30,10 @@ def tune_process() -> dict:
     """Make opsdk's process-wide settings (OpenMP's idle threads sleep; glibc keeps freed
     arrays) where the environment has not chosen otherwise. Returns what was set, by name.
 
+    Sleeping OpenMP threads make way for NumPy's own BLAS threads; where the host's products run
+    on the kernels' threads (the default, docs/internals.md) they cost each parallel loop a
+    wake-up instead, and small training steps run slower.
+
     >>> import opsdk; opsdk.tune_process()      # doctest: +SKIP
     {'OMP_WAIT_POLICY': 'PASSIVE', 'mallopt': True}
     """
