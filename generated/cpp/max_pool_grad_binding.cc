@@ -106,6 +106,7 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
               int64_t attr_stride_h,
               int64_t attr_stride_w,
               int64_t attr_same,
+              int64_t attr_relu,
               py::args given
               ) -> py::object {
         if (!given.empty() && given.size() != 1) {
@@ -127,7 +128,7 @@ PYBIND11_MODULE(OPSDK_MODULE_NAME, m) {
         Dims dims;
         int codes[1] = {0};
         check_inputs(a, dims, codes);
-        const Attrs attrs{ attr_ksize_h, attr_ksize_w, attr_stride_h, attr_stride_w, attr_same };
+        const Attrs attrs{ attr_ksize_h, attr_ksize_w, attr_stride_h, attr_stride_w, attr_same, attr_relu };
         switch (codes[0]) {
             case 9:  // float16
                 return run<opsdk::half>(a, dims, attrs, codes, given);

@@ -86,7 +86,9 @@ ffi::Error call(ffi::RemainingArgs args, ffi::RemainingRets rets, ffi::Dictionar
     if (attr_stride_w.has_error()) return attr_stride_w.error();
     auto attr_same = given.get<int64_t>("same");
     if (attr_same.has_error()) return attr_same.error();
-    const Attrs attrs{ *attr_ksize_h, *attr_ksize_w, *attr_stride_h, *attr_stride_w, *attr_same };
+    auto attr_relu = given.get<int64_t>("relu");
+    if (attr_relu.has_error()) return attr_relu.error();
+    const Attrs attrs{ *attr_ksize_h, *attr_ksize_w, *attr_stride_h, *attr_stride_w, *attr_same, *attr_relu };
     auto code_values = given.get<ffi::Span<const int64_t>>("codes");
     if (code_values.has_error()) return code_values.error();
     if (code_values->size() != 1) {

@@ -21,6 +21,7 @@ struct Attrs {
     int64_t stride_h;
     int64_t stride_w;
     int64_t same;
+    int64_t relu;  // 1: grad_y counts only where y > 0
 };
 
 // Sizes of the symbolic dims, bound from the inputs before the kernel runs.

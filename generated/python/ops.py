@@ -1934,8 +1934,13 @@ def max_pool(x, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=No
     return _apply('max_pool', [x], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
 
 
-def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):
+def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, relu=0, name=None):
     r"""Gradient of max_pool (each window's gradient to its first maximum, in row-major order; the C++ kernel finds it as the first value equal to y, which must be max_pool's output).
+
+    With relu=1, a window's gradient counts only where its maximum y is positive: the gradient of
+    max_pool(relu(.)) through both, as relu_grad of this op's result with relu's output would give
+    (a window's maximum is the value at the position it picks). The compile pipeline's fold pass
+    sets it in place of that relu_grad, which then makes no pass of its own over grad_x.
 
     Args:
         x: float16 or float32 or float64, shape [n, h, w, c].
@@ -1946,6 +1951,7 @@ def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2,
         stride_h: int, default 2, >= 1.
         stride_w: int, default 2, >= 1.
         same: int, default 0, one of 0, 1.
+        relu: int, default 0, one of 0, 1. 1: grad_y counts only where y > 0
         name: the node's name when called inside a graph.
 
     Returns:
@@ -1960,7 +1966,7 @@ def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2,
         >>> max_pool_grad(x, y, grad_y).shape
         (2, 3, 4, 5)
     """
-    return _apply('max_pool_grad', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same}, name)
+    return _apply('max_pool_grad', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same, 'relu': relu}, name)
 
 
 def maximum(x, y, *, name=None):

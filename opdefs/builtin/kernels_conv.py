@@ -99,8 +99,10 @@ def max_pool(xp, x, ksize_h, ksize_w, stride_h, stride_w, same):
     return xp.ascontiguousarray(win.max(axis=(3, 4)))
 
 
-def max_pool_grad(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same):
+def max_pool_grad(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same, relu=0):
     (kh, kw), strides, padding = _window_attrs(ksize_h, ksize_w, stride_h, stride_w, same)
+    if relu:
+        grad_y = xp.where(y > 0, grad_y, xp.zeros_like(grad_y))
     padded, oh, ow, _, _ = _padded(xp, x, kh, kw, strides, padding, -np.inf)
     win = _windows(xp, padded, oh, ow, kh, kw, strides)
     n, c = x.shape[0], x.shape[3]

@@ -19,9 +19,11 @@ namespace detail {
 
 using conv2d_common::Geometry;
 
-// grad_x of image b; taken: scratch of c flags.
+// grad_x of image b; taken, kept: scratch of c values each. relu: a window's gradient counts
+// only where its maximum is positive.
 template <typename T>
-void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_t b, T* taken) {
+void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_t b, T* taken, T* kept,
+           bool relu) {
     const T* xb = x + b * g.h * g.w * g.c;
     T* gxb = gx + b * g.h * g.w * g.c;
     std::fill(gxb, gxb + g.h * g.w * g.c, T(0));
@@ -34,6 +36,10 @@ void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_
             const int64_t at = ((b * g.oh + i) * g.ow + j) * g.c;
             const T* best = y + at;
             const T* grad = gy + at;
+            if (relu) {  // the window's gradient where its maximum is positive, once per window
+                for (int64_t k = 0; k < g.c; ++k) kept[k] = best[k] > T(0) ? grad[k] : T(0);
+                grad = kept;
+            }
             std::fill(taken, taken + g.c, T(0));
             for (int64_t ih = h0; ih < h1; ++ih)
                 for (int64_t iw = w0; iw < w1; ++iw) {
@@ -50,7 +56,7 @@ void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_
 }
 
 template <typename T>
-void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx) {
+void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, bool relu) {
     if (g.oh * g.ow == 0) {
         std::fill(gx, gx + g.n * g.h * g.w * g.c, T(0));
         return;
@@ -58,8 +64,8 @@ void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx) {
     const int64_t touched = 2 * (g.h * g.w + g.oh * g.ow) * g.c;  // x and grad_x, y and grad_y
     opsdk::parallel_for(0, g.n, conv2d_common::copy_grain(touched),
                         [&](int64_t lo, int64_t hi) {
-        std::vector<T> taken(static_cast<size_t>(g.c));
-        for (int64_t b = lo; b < hi; ++b) image<T>(g, x, y, gy, gx, b, taken.data());
+        std::vector<T> taken(static_cast<size_t>(g.c)), kept(static_cast<size_t>(g.c));
+        for (int64_t b = lo; b < hi; ++b) image<T>(g, x, y, gy, gx, b, taken.data(), kept.data(), relu);
     });
 }
 
@@ -75,12 +81,12 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& a) {
                   << g.oh << " x " << g.ow << " for this x, window, strides and padding");
     if (out.grad_x.size() == 0) return;
     if constexpr (conv2d_common::is_vector_type<T>()) {
-        detail::run<T>(g, in.x.data, in.y.data, in.grad_y.data, out.grad_x.data);
+        detail::run<T>(g, in.x.data, in.y.data, in.grad_y.data, out.grad_x.data, a.relu != 0);
     } else {
         std::vector<float> gx(static_cast<size_t>(out.grad_x.size()));
         detail::run<float>(g, conv2d_common::to_float(in.x.data, in.x.size()).data(),
                            conv2d_common::to_float(in.y.data, in.y.size()).data(),
-                           conv2d_common::to_float(in.grad_y.data, in.grad_y.size()).data(), gx.data());
+                           conv2d_common::to_float(in.grad_y.data, in.grad_y.size()).data(), gx.data(), a.relu != 0);
         conv2d_common::from_float(gx, out.grad_x.data);
     }
 }

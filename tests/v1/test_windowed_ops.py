@@ -60,18 +60,22 @@ def test_max_pool_kernels_agree_on_ties(attrs):
                                atol=1e-6)
 
 
+@pytest.mark.parametrize("relu", [0, 1])
 @pytest.mark.parametrize("attrs", [POOL_ATTRS[0], POOL_ATTRS[-1], POOL_ATTRS[13]],
                          ids=lambda a: "-".join(map(str, a.values())))
-def test_max_pool_kernels_agree_on_both_threads(attrs):
+def test_max_pool_kernels_agree_on_both_threads(attrs, relu):
     # Enough images that the threads split them (the deep-MNIST layers' sizes), windows that
-    # overlap and windows that SAME's padding clips: each thread zeroes its own images.
+    # overlap and windows that SAME's padding clips: each thread zeroes its own images. With
+    # relu=1, the windows whose maximum is 0 (all of image 1) pass no gradient.
     x = np.maximum(rng.standard_normal((20, 28, 28, 32)), 0).astype(np.float32)
+    x[1] = 0.0
     y = ops.max_pool(x, **attrs)
     np.testing.assert_array_equal(y, python_kernels.max_pool(np, x, **attrs))
     gy = rng.standard_normal(y.shape).astype(np.float32)
-    np.testing.assert_allclose(ops.max_pool_grad(x, y, gy, **attrs),
-                               python_kernels.max_pool_grad(np, x, y, gy, **attrs), rtol=1e-6,
-                               atol=1e-6)
+    got = ops.max_pool_grad(x, y, gy, relu=relu, **attrs)
+    np.testing.assert_allclose(got, python_kernels.max_pool_grad(np, x, y, gy, relu=relu, **attrs),
+                               rtol=1e-6, atol=1e-6)
+    assert (got[1] == 0).all() if relu else (got[1] != 0).any()
 
 
 def test_gradient_kernels_check_the_sizes_they_are_given():

@@ -206,6 +206,34 @@ def _conv_bias_relu(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     return node, node.outputs
 
 
+def _relu_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+    """The max_pool_grad node (relu=1) standing for `op`, a relu_grad(r, max_pool_grad(r', y,
+    grad_y)) where r' is r, or the relu of r: the gradient of max_pool(relu(.)) through both.
+    A window's gradient lands where the window's maximum lies, so it survives relu_grad exactly
+    when that maximum y is positive, which max_pool_grad checks per window, saving relu_grad's
+    pass over grad_x; else None. Only where nothing else reads the pool's gradient."""
+    program = rw.program
+    r, g = inputs
+    pool = g.op
+    if pool.type != "max_pool_grad" or pool not in rw.kept or pool.attrs.get("relu", 0) or g in program.feed_set:
+        return None
+    x = program.inputs_of(pool)[0]
+    if not (x is r or (x.op.type == "relu" and program.inputs_of(x.op)[0] is r)):
+        return None
+    if (not _only_readers(program, g, op, {}) or program.device[pool] != program.device[op]
+            or program.location[pool] != program.location[op]):
+        return None
+    node = _standing_for(program, op, "max_pool_grad", program.inputs_of(pool), {**pool.attrs, "relu": 1},
+                         dict(pool.type_attrs), op.outputs)
+    program.controls[node] = tuple(dict.fromkeys(program.controls_of(pool) + program.controls_of(op)))
+    rw.kept.remove(pool)
+    for key in [k for k, v in rw.seen.items() if v is pool]:
+        del rw.seen[key]
+    rw.replace(pool, node, (node.outputs[0],))
+    program.rewritten.append((pool, node))
+    return node, node.outputs
+
+
 def _only_readers(program: Program, t: Tensor, reader: Operation, others: dict[str, tuple[int, ...]]) -> bool:
     """Whether nobody fetches `t` and every node reading it is `reader` or one of `others`'
     types reading it only as the inputs listed."""
@@ -242,7 +270,7 @@ def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Ten
 # The rewrites of the fold pass, by node type: each returns a _Rewritten, or None where it does
 # not apply.
 _REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_only,
-             "relu": _conv_bias_relu}
+             "relu": _conv_bias_relu, "relu_grad": _relu_into_pool}
 
 
 def _read(program: Program, t: Tensor) -> bool:
