@@ -50,9 +50,10 @@ WV = rng.standard_normal((3, 3, 3, 8)).astype(np.float32)
 BV = rng.standard_normal(8).astype(np.float32)
 
 
-def _run(registry, fold, add="add", also=None, bias_first=False):
+def _run(registry, fold, add="add", also=None, bias_first=False, waits=False):
     """relu(conv2d(x, w) + b) summed, with its gradients for w, b and x; `also` names a tensor
-    the graph fetches besides ("conv" or "sum")."""
+    the graph fetches besides ("conv" or "sum"); `waits`: the square runs after the conv node
+    (a control input)."""
     g = Graph()
     with g.as_default():
         x = placeholder("float32", [None, 10, 9, 3], name="x")
@@ -60,7 +61,9 @@ def _run(registry, fold, add="add", also=None, bias_first=False):
         c = apply_op(registry, "conv2d", [x, w], {}, name="conv")
         s = apply_op(registry, add, [b, c] if bias_first else [c, b], {}, name="sum")
         r = apply_op(registry, "relu", [s], {}, name="relu")
-        loss = apply_op(registry, "reduce_sum", [apply_op(registry, "square", [r], {})], {})
+        with g.control_dependencies([c.op] if waits else []):
+            sq = apply_op(registry, "square", [r], {})
+        loss = apply_op(registry, "reduce_sum", [sq], {})
         fetches = [loss, *gradients(loss, [w, b, x])] + ([{"conv": c, "sum": s}[also]] if also else [])
         init = global_variables_initializer()
     with Session(g, SessionConfig(constant_folding=fold)) as sess:
@@ -80,10 +83,10 @@ def test_conv_bias_relu_is_one_node_with_equal_results(registry, add, bias_first
         np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("also", ["conv", "sum"])
-def test_a_fetched_convolution_or_sum_keeps_the_nodes(registry, also):
-    got, notes = _run(registry, True, also=also)
-    want, _ = _run(registry, False, also=also)
+@pytest.mark.parametrize("also,waits", [("conv", False), ("sum", False), (None, True)])
+def test_a_fetched_or_awaited_convolution_or_sum_keeps_the_nodes(registry, also, waits):
+    got, notes = _run(registry, True, also=also, waits=waits)
+    want, _ = _run(registry, False, also=also, waits=waits)
     assert "conv2d_bias" not in notes
     for mine, theirs in zip(got, want):
         np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-3)

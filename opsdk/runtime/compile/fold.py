@@ -190,7 +190,8 @@ def _conv_bias_relu(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
             or c in program.feed_set or len({program.device[n] for n in (conv, add, op)}) != 1
             or len({program.location[n] for n in (conv, add, op)}) != 1):
         return None
-    if not (_only_readers(program, c, add, _SHAPE_READERS) and _only_readers(program, a, op, _SIGN_READERS)):
+    if (not (_only_readers(program, c, add, _SHAPE_READERS) and _only_readers(program, a, op, _SIGN_READERS))
+            or _waited_for(program, (conv, add))):
         return None
     attrs = {k: conv.attrs[k] for k in ("stride_h", "stride_w", "same") if k in conv.attrs}
     node = _standing_for(program, op, "conv2d_bias", (program.inputs_of(conv)[0], program.inputs_of(conv)[1], b),
@@ -221,7 +222,7 @@ def _relu_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     if not (x is r or (x.op.type == "relu" and program.inputs_of(x.op)[0] is r)):
         return None
     if (not _only_readers(program, g, op, {}) or program.device[pool] != program.device[op]
-            or program.location[pool] != program.location[op]):
+            or program.location[pool] != program.location[op] or _waited_for(program, (pool,))):
         return None
     node = _standing_for(program, op, "max_pool_grad", program.inputs_of(pool), {**pool.attrs, "relu": 1},
                          dict(pool.type_attrs), op.outputs)
@@ -246,6 +247,12 @@ def _only_readers(program: Program, t: Tensor, reader: Operation, others: dict[s
         if at and not set(at) <= set(others.get(op.type, ())):
             return False
     return True
+
+
+def _waited_for(program: Program, nodes: tuple[Operation, ...]) -> bool:
+    """Whether some node has a control input among `nodes`: a rewrite that removes them would
+    leave it waiting for a node that is gone (one visited already keeps its control inputs)."""
+    return any(c in nodes for op in program.ops for c in program.controls_of(op))
 
 
 def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Tensor, ...],
