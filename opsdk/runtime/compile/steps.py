@@ -22,7 +22,7 @@ from opsdk.runtime.ir.context import in_context, node_label
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.primitives import PRIMITIVES, assign_fresh
 from opsdk.runtime.ir.tensor import Tensor
-from opsdk.runtime.kernels.buffers import take_all
+from opsdk.runtime.kernels.buffers import owns_memory, take_all
 from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
 from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
                                           kernel_call, scalar_form)
@@ -145,7 +145,7 @@ def _donating_run(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int, d: i
     def run(v: list, ctx: Any) -> None:
         buf = v[slot]
         try:
-            if (type(buf) is ndarray and buf.base is None and buf.flags.writeable
+            if (type(buf) is ndarray and owns_memory(buf) and buf.flags.writeable
                     and refs(buf) == 3):  # v's entry, `buf` and refs' own argument
                 v[o] = fn(xp, *[v[i] for i in ins], out=buf)
             else:

@@ -26,6 +26,7 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.devices import Device, device_of, to_host
+from opsdk.runtime.kernels.buffers import owns_memory
 
 
 class VariableStore:
@@ -140,7 +141,7 @@ class Transaction:
         caller writes it back with `write(name, array, fresh=True)`, which freezes it again."""
         self._check(name)
         value = self.store._values.get(name)
-        if type(value) is not np.ndarray or value.base is not None or \
+        if type(value) is not np.ndarray or not owns_memory(value) or \
                 not value.flags.c_contiguous or sys.getrefcount(value) != _ONLY_THE_STORE:
             return None
         value.flags.writeable = True

@@ -6,7 +6,7 @@ is what those steps and releases call at run time.
 
 What keeps a live buffer out of the pool: a value is given back only when the slot list held
 the last reference to it (`sys.getrefcount`: no view of it, no fetch, no variable, no second
-slot of an `identity`), it owns its memory (`base is None`), is writeable (a variable's stored
+slot of an `identity`), it owns its memory (`owns_memory`), is writeable (a variable's stored
 array is read-only) and C-contiguous, and has the slot's static dtype and shape. A buffer taken
 from the pool is popped under the pool's lock, so two runs of one session on two threads never
 hold the same one. The pool is bounded: it keeps at most `max_bytes` in all and `per_key`
@@ -15,6 +15,8 @@ buffers of one key; a buffer that does not fit goes back to the allocator.
 
 from __future__ import annotations
 
+import ctypes
+import datetime
 import os
 import sys
 import threading
@@ -92,6 +94,23 @@ class BufferPool:
 _refs = sys.getrefcount
 _ndarray = np.ndarray
 
+# The compiled kernels' glue allocates outputs of 64 KiB and more on a 64-byte boundary, owned by
+# a capsule of this name as the array's base (opsdk/include/opsdk/glue.h: empty).
+_ALIGNED = b"opsdk.aligned"
+_capsule_type = type(datetime.datetime_CAPI)
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.argtypes = (ctypes.py_object,)
+_capsule_name.restype = ctypes.c_char_p
+
+
+def owns_memory(buf: np.ndarray) -> bool:
+    """Whether host array `buf` owns its memory: NumPy's own (no base), or the glue's aligned
+    allocation (a base that is that capsule, which nothing else holds: a view of `buf` holds
+    `buf` itself, so the caller's reference count of `buf` sees it). A foreign capsule (memory
+    another library shares) is not ours to reuse."""
+    base = buf.base
+    return base is None or (type(base) is _capsule_type and _capsule_name(base) == _ALIGNED)
+
 
 # A value of at most this many bytes is not worth keeping (the planner, compile/memory.py, counts
 # a static shape at 8 bytes an item against it; a release here, the value's own bytes).
@@ -104,7 +123,7 @@ def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> No
     buf = values[slot]
     values[slot] = None
     if (pool is not None and type(buf) is _ndarray and _refs(buf) == 2  # `buf` and refs' arg
-            and buf.base is None and buf.flags.writeable and buf.flags.c_contiguous
+            and owns_memory(buf) and buf.flags.writeable and buf.flags.c_contiguous
             and buf.dtype == key[1]):
         if key[2] is None:
             if buf.nbytes > SMALL_BYTES:

@@ -1,0 +1,73 @@
+"""Outputs of 64 KiB and more from a built cpu kernel's glue start on a 64-byte boundary, their
+memory owned by the glue's capsule (opsdk/include/opsdk/glue.h: empty); the buffer pool, donation
+and in-place updates treat them as owning their memory, and their views keep them out of the
+pool as a view of any array does (docs/internals.md, Aligned outputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from opsdk import ops
+from opsdk.registry import load_registry
+from opsdk.runtime.exec.session import Session, SessionConfig
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.kernels.buffers import BufferPool, owns_memory, release
+from opsdk.runtime.kernels.choice import choose_kernel
+
+pytestmark = pytest.mark.usefixtures("host_default")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built_relu_grad():
+    if choose_kernel(load_registry().get("relu_grad")).kind != "cpu":
+        pytest.fail("relu_grad's cpu kernel is not built: run `opsdk build`")
+
+
+def _relu_grad(shape, dtype=np.float32):
+    x = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    return ops.relu_grad(x, x)
+
+
+@pytest.mark.parametrize("shape,dtype", [((256, 256), np.float32), ((128, 65), np.float64),
+                                         ((3, 129, 43), np.float32)])
+def test_large_outputs_start_on_a_cache_line_and_own_their_memory(shape, dtype):
+    out = _relu_grad(shape, dtype)
+    assert out.nbytes >= 64 * 1024
+    assert out.ctypes.data % 64 == 0 and out.base is not None and owns_memory(out)
+    assert out.flags.c_contiguous and out.flags.writeable and out.flags.aligned
+    small = _relu_grad((8, 8))
+    assert small.base is None and owns_memory(small)
+    assert not owns_memory(out[1:])  # a view
+
+
+def test_an_aligned_output_goes_to_the_pool_unless_a_view_holds_it():
+    pool = BufferPool(1 << 24)
+    key = ("/device:CPU:0", np.dtype("float32"), (256, 256))
+    values = [_relu_grad((256, 256))]
+    view = values[0][:4]
+    release(pool, key, values, 0)
+    assert pool.bytes == 0  # the view holds it
+    del view
+    values = [_relu_grad((256, 256))]
+    release(pool, key, values, 0)
+    assert pool.bytes == 256 * 256 * 4 and pool.take(key) is not None
+
+
+def test_a_session_reuses_aligned_outputs(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [256, 256], name="x")
+        a = apply_op(registry, "relu_grad", [x, x], {}, name="a")
+        b = apply_op(registry, "relu_grad", [a, a], {}, name="b")  # a read twice: not donated
+        c = apply_op(registry, "relu_grad", [b, a], {}, name="c")
+    feed = np.random.default_rng(1).standard_normal((256, 256)).astype(np.float32)
+    want = np.where(feed > 0, feed, 0)
+    with Session(g, SessionConfig(passes_off=frozenset({"fuse"}), buffer_pool_bytes=1 << 24)) as sess:
+        for _ in range(4):
+            got = sess.run(c, {x: feed})
+            np.testing.assert_array_equal(got, want)
+        taken = sess.buffers.taken
+    assert got.ctypes.data % 64 == 0
+    assert taken >= 1  # later runs took the aligned buffers earlier runs gave back
