@@ -198,12 +198,8 @@ def _conv_bias_relu(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
                          {**attrs, "relu": 1}, dict(conv.type_attrs), op.outputs)
     program.controls[node] = tuple(dict.fromkeys(
         program.controls_of(conv) + program.controls_of(add) + program.controls_of(op)))
-    for gone, t in ((conv, c), (add, a)):
-        rw.kept.remove(gone)
-        for key in [k for k, v in rw.seen.items() if v is gone]:
-            del rw.seen[key]
-        rw.replace(gone, node, (node.outputs[0],))
-        program.rewritten.append((gone, node))
+    _absorb(rw, conv, node)
+    _absorb(rw, add, node)
     return node, node.outputs
 
 
@@ -227,12 +223,18 @@ def _relu_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     node = _standing_for(program, op, "max_pool_grad", program.inputs_of(pool), {**pool.attrs, "relu": 1},
                          dict(pool.type_attrs), op.outputs)
     program.controls[node] = tuple(dict.fromkeys(program.controls_of(pool) + program.controls_of(op)))
-    rw.kept.remove(pool)
-    for key in [k for k, v in rw.seen.items() if v is pool]:
-        del rw.seen[key]
-    rw.replace(pool, node, (node.outputs[0],))
-    program.rewritten.append((pool, node))
+    _absorb(rw, pool, node)
     return node, node.outputs
+
+
+def _absorb(rw: _Rewrite, gone: Operation, node: Operation) -> None:
+    """Take `gone`, a node of one output visited and kept already, out of the program: `node`
+    (which computes what it fed on) stands for it, its output's readers read node's."""
+    rw.kept.remove(gone)
+    for key in [k for k, v in rw.seen.items() if v is gone]:
+        del rw.seen[key]
+    rw.replace(gone, node, (node.outputs[0],))
+    rw.program.rewritten.append((gone, node))
 
 
 def _only_readers(program: Program, t: Tensor, reader: Operation, others: dict[str, tuple[int, ...]]) -> bool:
