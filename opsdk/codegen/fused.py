@@ -22,10 +22,9 @@ from .render import environment
 
 CTYPES = {"float32": "float", "float64": "double"}
 # How each target spells the functions of the language ({0}, {1}: the arguments, of type T).
+# exp, tanh and sigmoid are overloaded for float and double (templates/fused/fused_cpu.cc.j2).
 CPU_CALLS = {
-    "exp": "static_cast<T>(opsdk_exp(static_cast<double>({0})))",
-    "tanh": "static_cast<T>(opsdk_tanh(static_cast<double>({0})))",
-    "sigmoid": "static_cast<T>(opsdk_sigmoid(static_cast<double>({0})))",
+    "exp": "opsdk_exp({0})", "tanh": "opsdk_tanh({0})", "sigmoid": "opsdk_sigmoid({0})",
     "sqrt": "std::sqrt({0})", "abs": "std::fabs({0})",
     "min": "opsdk_min<T>({0}, {1})", "max": "opsdk_max<T>({0}, {1})",
 }
@@ -38,6 +37,8 @@ CUDA_VECTORS = {"float32": ("float4", 4), "float64": ("double2", 2)}
 _COMPARE = ("<", "<=", ">", ">=", "==", "!=")
 # exp(r) for |r| <= ln2/2 by Horner from the r^12 term down (the template starts at 1/12!).
 EXP_COEFFICIENTS = tuple(repr(1.0 / factorial(k)) for k in range(11, -1, -1))
+# The float version's, from r^6 down (the template starts at 1/7!), as float literals.
+EXP_COEFFICIENTS_FLOAT = tuple(f"{1.0 / factorial(k):.9e}" for k in range(6, -1, -1))
 # tanh(a) = a * P(a^2) for small a: the odd Taylor coefficients from a^11 down to a^1.
 TANH_COEFFICIENTS = ("0.00359212803657248102", "-0.00886323552990219657",
                      "0.0218694885361552028", "-0.0539682539682539683",
@@ -138,7 +139,8 @@ def render_fused_cpu(kernel: FusedKernel) -> str:
     return environment().get_template("fused/fused_cpu.cc.j2").render(
         key=kernel.key(), ctype=CTYPES[kernel.dtype], loads=loads, stores=stores, body=body,
         block=block, reduce=reduce, chunk=chunk or [],
-        exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS)
+        exp_coefficients=EXP_COEFFICIENTS, tanh_coefficients=TANH_COEFFICIENTS,
+        exp_coefficients_float=EXP_COEFFICIENTS_FLOAT)
 
 
 def render_fused_cuda(kernel: FusedKernel) -> str:
