@@ -11,8 +11,7 @@ namespace opsdk_op_conv2d_bias {
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& attrs) {
-    const conv2d_common::Geometry g = conv2d_common::geometry(
-        d.n, d.h, d.w, d.c, d.kh, d.kw, d.o, attrs.stride_h, attrs.stride_w, attrs.same != 0);
+    const conv2d_common::Geometry g = conv2d_common::conv_geometry(d, attrs);
     if (g.n * g.oh * g.ow * g.o == 0) return;
     if constexpr (conv2d_common::is_vector_type<T>()) {
         conv2d_common::forward<T>(g, in.x.data, in.filter.data, out.y.data, {in.bias.data, attrs.relu != 0});

@@ -74,6 +74,24 @@ inline Geometry geometry(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh,
             pad_before(w, kw, sw, ow, same)};
 }
 
+// The geometry of a conv2d-family kernel from its bound dims and attrs (conv2d, conv2d_bias and
+// the gradients declare the same names).
+template <typename D, typename A>
+inline Geometry conv_geometry(const D& d, const A& attrs) {
+    return geometry(d.n, d.h, d.w, d.c, d.kh, d.kw, d.o, attrs.stride_h, attrs.stride_w, attrs.same != 0);
+}
+
+// The same for a gradient kernel, whose grad_y sizes (oh, ow) are bound from the array itself (an
+// input cannot compute them): checked against the forward's.
+template <typename D, typename A>
+inline Geometry gradient_geometry(const D& d, const A& attrs) {
+    const Geometry g = conv_geometry(d, attrs);
+    OPSDK_REQUIRE(g.oh == d.oh && g.ow == d.ow,
+                  "grad_y is " << d.oh << " x " << d.ow << " pixels but conv2d's y would be "
+                  << g.oh << " x " << g.ow << " for these x, filter, strides and padding");
+    return g;
+}
+
 // A convolution with its padding done: every window lies inside the (hp x wp) input.
 struct Valid {
     int64_t n, hp, wp, c, kh, kw, o, oh, ow, sh, sw;

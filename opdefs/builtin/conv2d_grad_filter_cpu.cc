@@ -9,12 +9,7 @@ namespace opsdk_op_conv2d_grad_filter {
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& attrs) {
-    const conv2d_common::Geometry g = conv2d_common::geometry(
-        d.n, d.h, d.w, d.c, d.kh, d.kw, d.o, attrs.stride_h, attrs.stride_w, attrs.same != 0);
-    // grad_y's sizes are bound from the array itself (an input cannot compute them): check them.
-    OPSDK_REQUIRE(g.oh == d.oh && g.ow == d.ow,
-                  "grad_y is " << d.oh << " x " << d.ow << " pixels but conv2d's y would be "
-                  << g.oh << " x " << g.ow << " for these x, filter, strides and padding");
+    const conv2d_common::Geometry g = conv2d_common::gradient_geometry(d, attrs);
     if (out.grad_filter.size() == 0) return;
     if constexpr (conv2d_common::is_vector_type<T>()) {
         conv2d_filter_grad::filter_gradient<T>(g, in.x.data, in.grad_y.data, out.grad_filter.data);
