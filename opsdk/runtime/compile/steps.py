@@ -145,7 +145,7 @@ def _donating_run(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int, d: i
     def run(v: list, ctx: Any) -> None:
         buf = v[slot]
         try:
-            if (type(buf) is ndarray and owns_memory(buf) and buf.flags.writeable
+            if (type(buf) is ndarray and (buf.base is None or owns_memory(buf)) and buf.flags.writeable
                     and refs(buf) == 3):  # v's entry, `buf` and refs' own argument
                 v[o] = fn(xp, *[v[i] for i in ins], out=buf)
             else:

@@ -123,8 +123,8 @@ def release(pool: Optional[BufferPool], key: Key, values: list, slot: int) -> No
     buf = values[slot]
     values[slot] = None
     if (pool is not None and type(buf) is _ndarray and _refs(buf) == 2  # `buf` and refs' arg
-            and owns_memory(buf) and buf.flags.writeable and buf.flags.c_contiguous
-            and buf.dtype == key[1]):
+            and (buf.base is None or owns_memory(buf))  # the common case without a call
+            and buf.flags.writeable and buf.flags.c_contiguous and buf.dtype == key[1]):
         if key[2] is None:
             if buf.nbytes > SMALL_BYTES:
                 pool.give((key[0], key[1], buf.shape), buf)
