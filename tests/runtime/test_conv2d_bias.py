@@ -12,11 +12,12 @@ from opdefs.builtin import kernels_conv as python_kernels
 from opsdk import ops
 from opsdk.registry import load_registry
 from opsdk.runtime.autodiff.gradients import gradients
-from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, placeholder
 from opsdk.runtime.kernels.choice import choose_kernel
+
+from test_pow_square import run_and_explain
 
 rng = np.random.default_rng(5)
 
@@ -66,11 +67,7 @@ def _run(registry, fold, add="add", also=None, bias_first=False, waits=False):
         loss = apply_op(registry, "reduce_sum", [sq], {})
         fetches = [loss, *gradients(loss, [w, b, x])] + ([{"conv": c, "sum": s}[also]] if also else [])
         init = global_variables_initializer()
-    with Session(g, SessionConfig(constant_folding=fold)) as sess:
-        sess.run(init)
-        values = sess.run(fetches, {x: XV})
-        notes = str(sess.explain(fetches, {x: XV}, show=False))
-    return values, notes
+    return run_and_explain(g, init, fetches, {x: XV}, fold)
 
 
 @pytest.mark.parametrize("add,bias_first", [("add", False), ("add", True), ("bias_add", False)])

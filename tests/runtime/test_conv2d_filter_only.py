@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from opsdk.runtime.autodiff.gradients import gradients
-from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, placeholder
+
+from test_pow_square import run_and_explain
 
 rng = np.random.default_rng(0)
 XV = rng.standard_normal((4, 12, 11, 1)).astype(np.float32)
@@ -28,11 +29,7 @@ def _run(registry, fold, wrt_x, attrs):
         loss = apply_op(registry, "reduce_sum", [apply_op(registry, "square", [y], {})], {})
         fetches = [loss, *gradients(loss, [w, x] if wrt_x else [w])]
         init = global_variables_initializer()
-    with Session(g, SessionConfig(constant_folding=fold)) as sess:
-        sess.run(init)
-        values = sess.run(fetches, {x: XV})
-        notes = str(sess.explain(fetches, {x: XV}, show=False))
-    return values, notes
+    return run_and_explain(g, init, fetches, {x: XV}, fold)
 
 
 @pytest.mark.parametrize("attrs", [{}, {"stride_h": 2, "stride_w": 3, "same": 0}])

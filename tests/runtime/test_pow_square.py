@@ -32,13 +32,17 @@ def _graph(registry, exponent, wrt_exponent=False):
     return g, x, init, [loss, *grads]
 
 
+def run_and_explain(graph, init, fetches, feed, fold):
+    """Run `init`, then `fetches` with `feed`, in a session with constant folding (and the fold
+    pass's rewrites) on or off: the values, and the session's explanation of that run."""
+    with Session(graph, SessionConfig(constant_folding=fold)) as sess:
+        sess.run(init)
+        return sess.run(fetches, feed), str(sess.explain(fetches, feed, show=False))
+
+
 def _run(registry, exponent, fold, wrt_exponent=False):
     g, x, init, fetches = _graph(registry, exponent, wrt_exponent)
-    with Session(g, SessionConfig(constant_folding=fold)) as sess:
-        sess.run(init)
-        values = sess.run(fetches, {x: XV})
-        notes = str(sess.explain(fetches, {x: XV}, show=False))
-    return values, notes
+    return run_and_explain(g, init, fetches, {x: XV}, fold)
 
 
 def _variable_two():

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from opsdk.runtime.autodiff.gradients import gradients
-from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, placeholder
+
+from test_pow_square import run_and_explain
 
 rng = np.random.default_rng(11)
 XV = rng.standard_normal((4, 12, 10, 3)).astype(np.float32)
@@ -40,11 +41,7 @@ def _run(registry, fold, conv, fetch_pool_grad=False):
         wrt = ([w, b] if conv else [x, v]) + ([r] if fetch_pool_grad else [])
         fetches = [loss, *gradients(loss, wrt)]  # r's gradient is the pool's
         init = global_variables_initializer()
-    with Session(g, SessionConfig(constant_folding=fold)) as sess:
-        sess.run(init)
-        values = sess.run(fetches, {x: XV})
-        notes = str(sess.explain(fetches, {x: XV}, show=False))
-    return values, notes
+    return run_and_explain(g, init, fetches, {x: XV}, fold)
 
 
 @pytest.mark.parametrize("conv", [True, False])
