@@ -19,6 +19,11 @@
 #include <string>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 #include "opsdk/kernel.h"
 
 namespace opsdk {
@@ -256,6 +261,26 @@ constexpr const char* kAlignedCapsule = "opsdk.aligned";
 
 inline void free_aligned(PyObject* capsule) { std::free(PyCapsule_GetPointer(capsule, kAlignedCapsule)); }
 
+// Outputs of at least this many bytes ask Linux for huge pages (transparent huge pages in their
+// "madvise" mode, the common default, serve only memory so marked), as NumPy's own allocator does
+// from the same size. A fresh 64 MiB output otherwise faults in 16,384 pages of 4 KiB one by one:
+// the flagship's forward at n=m=4096 spent about a tenth of its time there.
+constexpr int64_t kHugePagesFrom = int64_t(4) << 20;
+
+// Mark the whole pages of [data, data + size) for huge pages. Advice only: a kernel without
+// them, or with them off, leaves the memory as it was.
+inline void advise_huge_pages(void* data, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)size;
+#endif
+}
+
 // A new C-contiguous, writeable, uninitialised array: kernels write every element of an output.
 // `what` ("op: output 'z'") names it when a dim expression came out negative.
 inline py::array empty(int code, const int64_t* shape, int ndim, const char* what) {
@@ -284,6 +309,7 @@ inline py::array empty(int code, const int64_t* shape, int ndim, const char* wha
         Py_DECREF(descr);
         throw std::bad_alloc();
     }
+    if (bytes >= kHugePagesFrom) advise_huge_pages(data, size);
     PyObject* owner = PyCapsule_New(data, kAlignedCapsule, free_aligned);
     if (!owner) {
         std::free(data);
