@@ -6,8 +6,9 @@ float32, side by side with torch and NumPy.
 
 The chain also runs unfused (each add its own kernel, writing into its dead input's buffer), with
 and without the opt-in process settings (`opsdk.tune_process()`, opsdk/_process.py); GELU runs
-with them too (its fetched 64 MB result is a fresh array every run, which glibc otherwise maps and
-faults in anew).
+with them too (its fetched 64 MB result is lent to the caller and written again once dropped,
+docs/internals.md "Lent fetches"; before that it was a fresh array every run, which glibc maps and
+faults in anew, and the settings were what kept its memory).
 
 Each row runs in a process of its own after one warm-up call; it reports the median, min and max
 over the repeats and the peak memory of the repeats beyond what the process held after the

@@ -65,10 +65,12 @@ def test_results_with_the_pool_equal_those_without(registry, mode):
         np.testing.assert_array_equal(with_pool, without)
 
 
-def test_a_fetched_value_is_never_written_by_a_later_step_or_run(registry):
+# 32 x 32: fetched arrays too small to lend; 256 x 256 (512 KiB): lent (BufferPool.lend)
+@pytest.mark.parametrize("n", [32, 256])
+def test_a_fetched_value_is_never_written_by_a_later_step_or_run(registry, n):
     g = Graph()
     with g.as_default():
-        x = placeholder("float64", [32, 32], name="x")
+        x = placeholder("float64", [n, n], name="x")
         a = apply_op(registry, "exp", [x], {}, name="a")          # fetched
         view = apply_op(registry, "reshape", [a], {"shape": [-1]}, name="view")  # fetched view of a
         b = apply_op(registry, "neg", [x], {}, name="b")          # read twice: dies into the pool
@@ -81,7 +83,7 @@ def test_a_fetched_value_is_never_written_by_a_later_step_or_run(registry):
     runs = []
     with Session(g, _config(True)) as sess:
         for k in range(6):
-            value = np.full((32, 32), 0.1 * (k + 1))
+            value = np.full((n, n), 0.1 * (k + 1))
             fetched = sess.run(fetches, {x: value})
             runs.append((value, fetched, [f.copy() for f in fetched]))
         assert sess.buffers.given > 0  # the pool was in use, not idle
@@ -122,6 +124,76 @@ def test_concurrent_runs_of_one_session_share_no_live_buffer(registry, mode):
         taken = sess.buffers.taken
     assert errors == []
     assert taken > 0
+
+
+def _lent_graph(registry, n: int = 512):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [n, n], name="x")
+        a = apply_op(registry, "exp", [x], {}, name="a")  # takes its buffer from the pool
+    return g, x, a
+
+
+@pytest.mark.parametrize("mode", ["inline", "concurrent"])
+def test_a_fetched_array_the_caller_dropped_is_written_again_by_the_next_run(registry, mode):
+    """A large fetched array is lent: once the caller drops it, the next run writes its result
+    into the same memory instead of faulting in fresh pages."""
+    g, x, a = _lent_graph(registry)
+    feeds = [np.full((512, 512), 0.25 * k) for k in range(4)]
+    with Session(g, _config(True, step_mode=mode)) as sess:
+        first = sess.run(a, {x: feeds[0]})
+        address = first.__array_interface__["data"][0]
+        np.testing.assert_array_equal(first, np.exp(feeds[0]))
+        assert sess.buffers.lent == 1
+        del first
+        for value in feeds[1:]:
+            got = sess.run(a, {x: value})
+            np.testing.assert_array_equal(got, np.exp(value))
+            assert got.__array_interface__["data"][0] == address
+            del got
+        assert sess.buffers.reclaimed == 3
+
+
+def test_a_lent_array_the_caller_keeps_a_view_of_is_not_written_again(registry):
+    g, x, a = _lent_graph(registry)
+    with Session(g, _config(True)) as sess:
+        first = sess.run(a, {x: np.zeros((512, 512))})
+        part = first[1:, ::2]  # a view of a view: NumPy makes the lent array its base
+        del first
+        kept = sess.run([a, a], {x: np.ones((512, 512))})  # one slot fetched twice
+        assert kept[0] is kept[1]
+        for k in range(2, 6):
+            got = sess.run(a, {x: np.full((512, 512), float(k))})
+            np.testing.assert_array_equal(got, np.exp(float(k)))
+            assert not np.shares_memory(got, part) and not np.shares_memory(got, kept[0])
+            del got
+        np.testing.assert_array_equal(part, 1.0)  # exp(0), never overwritten
+        np.testing.assert_array_equal(kept[0], np.exp(1.0))
+        assert sess.buffers.reclaimed == 3  # the runs after the third reused its array
+
+
+def test_without_the_pool_a_fetched_array_owns_its_memory(registry):
+    g, x, a = _lent_graph(registry)
+    with Session(g, _config(False)) as sess:
+        got = sess.run(a, {x: np.zeros((512, 512))})
+    assert got.base is None or got.flags.owndata or type(got.base) is not np.ndarray
+
+
+def test_the_pool_remembers_no_more_lent_arrays_than_its_bounds():
+    pool = BufferPool(max_bytes=1000, per_key=2)
+    key = ("/device:CPU:0", np.dtype("float64"), (50,))
+    views = [pool.lend(key, np.zeros(50)) for _ in range(3)]
+    assert all(v.base is not None for v in views)
+    assert pool.lent_bytes == 800  # the oldest of three is forgotten: two per key
+    other = ("/device:CPU:0", np.dtype("float64"), (60,))
+    pool.lend(other, np.zeros(60))
+    assert pool.lent_bytes == 880  # 400 + 480: the oldest of all is forgotten for room
+    huge = np.zeros(200)
+    assert pool.lend(other, huge) is huge  # over max_bytes alone: handed out as it is
+    del views
+    assert pool.take(key) is not None and pool.take(key) is None  # the one still remembered
+    pool.clear()
+    assert pool.lent_bytes == 0 and pool.take(other) is None
 
 
 def test_a_value_something_else_holds_is_not_given_to_the_pool():

@@ -69,6 +69,9 @@ class Plan:
     # fed slot -> the one device whose array may be fed there as it is: only `_send`s to that
     # device read the slot and it is not fetched (a CuPy array fed for GPU readers stays there)
     device_feeds: dict = field(default_factory=dict)
+    # per fetched element: the name of the host device whose pooled step wrote it (its array
+    # is lent to the caller, kernels/buffers.py: BufferPool.lend), else None
+    fetch_lends: tuple = ()
 
 
 @dataclass
@@ -188,11 +191,16 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
+    # a fetched value a step of the plan writes into a buffer from the pool goes back there
+    lendable = {s: device_of_op[op].name for op, outs in zip(ops, writes) if op in takes
+                for s in outs}
     feed_slots = tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds)
     return Plan(
         steps=tuple(steps), runs=runs, template=tuple(slots.template), feed_slots=feed_slots,
         device_feeds=device_feeds(ops, reads, feed_slots, fetched),
         fetch_slots=tuple(fetch_slot[e] if isinstance(e, Tensor) else None
+                          for e in program.fetches),
+        fetch_lends=tuple(lendable.get(fetch_slot[e]) if isinstance(e, Tensor) else None
                           for e in program.fetches),
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),

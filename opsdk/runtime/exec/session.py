@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,7 @@ from opsdk.runtime.ir.device_names import DEFAULT_TASK, task_spec
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
-from opsdk.runtime.kernels.buffers import BufferPool, default_pool_bytes
+from opsdk.runtime.kernels.buffers import LEND_FROM, BufferPool, default_pool_bytes, owns_memory
 from opsdk.runtime.kernels.threads import (check_intra_op_threads, pool_thread_budget,
                                            use_intra_op_threads)
 
@@ -158,7 +159,11 @@ class Session:
 
         `timeout` (seconds): a run still going then stops at its next step or loop iteration
         with a CancelledError naming where it was; `close()` from another thread and Ctrl-C stop
-        a run the same way."""
+        a run the same way.
+
+        A large result (256 KiB or more) may come as a view of an array the session writes a
+        later run's result into once you have dropped the result and every view of it; until
+        then it is yours. With `SessionConfig(buffer_pool_bytes=0)` results own their memory."""
         if self._closed:
             raise OpsdkError("Session.run on a closed session; create a new Session")
         if self.config.intra_op_threads is not None:
@@ -171,7 +176,7 @@ class Session:
             # thread, the shared token and context, nothing to time
             run_slots(plan, values, self._inline_ctx, None)
             self.stats.runs += 1
-            return structure.rebuild(_fetched(values, plan.fetch_slots))
+            return structure.rebuild(_fetched(values, plan, self.buffers))
         inline = True if mode is None else mode.inline()
         pool = None if inline else self._get_pool()
         token = RunToken(timeout)
@@ -190,7 +195,7 @@ class Session:
         finally:
             active.discard(token)
         self.stats.runs += 1
-        return structure.rebuild(_fetched(values, plan.fetch_slots))
+        return structure.rebuild(_fetched(values, plan, self.buffers))
 
     def _prepare(self, fetches: Any, feed_dict: Mapping[Any, Any]) -> tuple:
         """(fetch structure, plan, the plan's slot list with the fed values in place). A run
@@ -341,13 +346,31 @@ def _fetch_key(fetches: Any) -> Optional[tuple]:
     return None
 
 
-def _fetched(values: list, slots: tuple) -> list:
+_refs = sys.getrefcount
+
+
+def _fetched(values: list, plan: Plan, pool: Optional[BufferPool]) -> list:
     """The value of each fetched slot (None for an Operation); a read-only array (a constant,
-    a variable's stored value: shared by every step) is handed out as a copy."""
+    a variable's stored value: shared by every step) is handed out as a copy. A large array a
+    pooled step wrote, which only its slot holds, is lent: the caller gets a view of it and the
+    pool takes it back once the caller has dropped that and every view of it (kernels/buffers.py:
+    BufferPool.lend)."""
     out = []
-    for slot in slots:
+    lends = plan.fetch_lends if pool is not None else ()
+    handed: Optional[dict] = None  # slot -> the view lent for it (a slot fetched twice)
+    for i, slot in enumerate(plan.fetch_slots):
         value = None if slot is None else values[slot]
-        if isinstance(value, np.ndarray) and not value.flags.writeable:
-            value = value.copy()
+        if isinstance(value, np.ndarray):
+            if not value.flags.writeable:
+                value = value.copy()
+            elif lends and lends[i] is not None:
+                if handed is not None and slot in handed:
+                    value = handed[slot]
+                elif (value.nbytes >= LEND_FROM and _refs(value) == 3  # the slot, `value`, arg
+                        and value.flags.c_contiguous and owns_memory(value)):
+                    value = pool.lend((lends[i], value.dtype, value.shape), value)
+                    values[slot] = value
+                    handed = handed or {}
+                    handed[slot] = value
         out.append(value)
     return out

@@ -11,6 +11,16 @@ array is read-only) and C-contiguous, and has the slot's static dtype and shape.
 from the pool is popped under the pool's lock, so two runs of one session on two threads never
 hold the same one. The pool is bounded: it keeps at most `max_bytes` in all and `per_key`
 buffers of one key; a buffer that does not fit goes back to the allocator.
+
+Fetched arrays are the caller's, so their memory used to go back to the allocator when the caller
+dropped them, and a large one came back from the system as fresh pages on the next step, every
+page faulted in anew (a 64 MiB GELU output: 15 ms a step with its memory reused; 23 ms, or on
+some steps 80-110 ms of system time in this project's virtual machines, with fresh pages). So a
+fetched array of at least `LEND_FROM` bytes written by a step that takes from the pool is *lent*
+(`lend`): the caller gets a view of it and the pool remembers the array; `take` hands the array
+out again once no view of it is left (its reference count says only the pool holds it). An array
+lent stays the caller's for as long as they keep it or any view of it; the pool remembers at most
+`per_key` lent arrays of one key and `max_bytes` of them in all, forgetting the oldest first.
 """
 
 from __future__ import annotations
@@ -31,6 +41,9 @@ Key = tuple
 
 DEFAULT_MAX_BYTES = 128 << 20
 PER_KEY = 16
+# Fetched arrays of at least this many bytes are lent (smaller ones come from the allocator's
+# free lists without a page fault)
+LEND_FROM = 256 << 10
 
 
 def default_pool_bytes() -> int:
@@ -58,14 +71,19 @@ class BufferPool:
         self.bytes = 0  # held now
         self.taken = 0  # buffers handed to steps (for tests and tuning)
         self.given = 0  # buffers kept when a value died
+        self.lent = 0  # fetched arrays lent (lend)
+        self.reclaimed = 0  # lent arrays handed out again once the caller dropped them
+        self.lent_bytes = 0  # remembered lent arrays, in all
         self._free: dict[Key, list] = {}
+        self._lent: dict[Key, list] = {}  # key -> lent arrays, oldest first
+        self._lent_order: list = []  # (key, id) of every remembered lent array, oldest first
         self._lock = threading.Lock()
 
     def take(self, key: Key) -> Optional[np.ndarray]:
         """A buffer of `key` that nobody else holds, or None (the kernel allocates)."""
         free = self._free.get(key)
         if not free:  # the common miss costs no lock
-            return None
+            return self._reclaim(key) if key in self._lent else None
         with self._lock:
             if not free:
                 return None
@@ -73,6 +91,58 @@ class BufferPool:
             self.bytes -= buf.nbytes
             self.taken += 1
         return buf
+
+    def lend(self, key: Key, buf: np.ndarray) -> np.ndarray:
+        """The array to hand the caller for fetched array `buf` (which owns its memory and which
+        nothing but the caller's slot holds: checked by the caller): a view of it, `buf` being
+        remembered to be taken again once the view and every view of it are gone; or `buf`
+        itself where the bounds leave no room."""
+        n = buf.nbytes
+        if n > self.max_bytes:
+            return buf
+        with self._lock:
+            lent = self._lent.setdefault(key, [])
+            while len(lent) >= self.per_key or self.lent_bytes + n > self.max_bytes:
+                self._forget_oldest(key if len(lent) >= self.per_key else None)
+            lent.append(buf)
+            self._lent_order.append((key, id(buf)))
+            self.lent_bytes += n
+            self.lent += 1
+        return buf.view()
+
+    def _forget_oldest(self, key: Optional[Key]) -> None:
+        """Forget the oldest lent array (of `key` when given); it stays the caller's. Under the
+        lock."""
+        order = self._lent_order
+        i = 0 if key is None else next(j for j, (k, _) in enumerate(order) if k == key)
+        k, ident = order.pop(i)
+        lent = self._lent[k]
+        j = next(j for j, b in enumerate(lent) if id(b) == ident)
+        self.lent_bytes -= lent.pop(j).nbytes
+        if not lent:
+            del self._lent[k]
+
+    def _reclaim(self, key: Key) -> Optional[np.ndarray]:
+        """A lent array of `key` that the caller has dropped, with every view of it, or None."""
+        with self._lock:
+            lent = self._lent.get(key)
+            if not lent:
+                return None
+            for j in range(len(lent)):
+                # the list and the argument: no view holds it (a view of a view of it holds it
+                # too, NumPy collapsing bases to the array owning the memory)
+                if _refs(lent[j]) == 2:
+                    buf = lent.pop(j)
+                    if not lent:
+                        del self._lent[key]
+                    ident = id(buf)
+                    self._lent_order.remove(next(e for e in self._lent_order
+                                                 if e[1] == ident and e[0] == key))
+                    self.lent_bytes -= buf.nbytes
+                    self.reclaimed += 1
+                    self.taken += 1
+                    return buf
+        return None
 
     def give(self, key: Key, buf: np.ndarray) -> None:
         """Keep `buf` (dead: checked by the caller) for a later `take`, if the bounds allow."""
@@ -89,6 +159,9 @@ class BufferPool:
         with self._lock:
             self._free.clear()
             self.bytes = 0
+            self._lent.clear()
+            self._lent_order.clear()
+            self.lent_bytes = 0
 
 
 _refs = sys.getrefcount
