@@ -70,7 +70,7 @@ class Plan:
     # device read the slot and it is not fetched (a CuPy array fed for GPU readers stays there)
     device_feeds: dict = field(default_factory=dict)
     # per fetched element: the name of the host device whose pooled step wrote it (its array
-    # is lent to the caller, kernels/buffers.py: BufferPool.lend), else None
+    # is lent to the caller, kernels/buffers.py: BufferPool.lend), else None; () when none is
     fetch_lends: tuple = ()
 
 
@@ -161,6 +161,13 @@ def _number(part: Partition, slots: Slots) -> dict[Operation, tuple[int, ...]]:
     return out_slots
 
 
+def _fetch_lends(fetches: Sequence, fetch_slot: dict, lendable: dict) -> tuple:
+    """Plan.fetch_lends: () where no fetched value is lendable, so that a run fetching only
+    small values pays nothing for lending."""
+    lends = tuple(lendable.get(fetch_slot[e]) if isinstance(e, Tensor) else None for e in fetches)
+    return lends if any(name is not None for name in lends) else ()
+
+
 def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     """Join lowered partitions into one plan, each `_recv` waiting for its `_send`."""
     ops = [op for low in parts for op in low.ops]
@@ -200,8 +207,7 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
         device_feeds=device_feeds(ops, reads, feed_slots, fetched),
         fetch_slots=tuple(fetch_slot[e] if isinstance(e, Tensor) else None
                           for e in program.fetches),
-        fetch_lends=tuple(lendable.get(fetch_slot[e]) if isinstance(e, Tensor) else None
-                          for e in program.fetches),
+        fetch_lends=_fetch_lends(program.fetches, fetch_slot, lendable),
         pending=pending, successors=tuple(tuple(s) for s in successors),
         roots=tuple(i for i, p in enumerate(pending) if p == 0),
         serial=serial, inline=serial or _cheap(parts), frees=frees,

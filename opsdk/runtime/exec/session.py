@@ -356,14 +356,21 @@ def _fetched(values: list, plan: Plan, pool: Optional[BufferPool]) -> list:
     pool takes it back once the caller has dropped that and every view of it (kernels/buffers.py:
     BufferPool.lend)."""
     out = []
-    lends = plan.fetch_lends if pool is not None else ()
+    lends = plan.fetch_lends
+    if not lends or pool is None:
+        for slot in plan.fetch_slots:
+            value = None if slot is None else values[slot]
+            if isinstance(value, np.ndarray) and not value.flags.writeable:
+                value = value.copy()
+            out.append(value)
+        return out
     handed: Optional[dict] = None  # slot -> the view lent for it (a slot fetched twice)
     for i, slot in enumerate(plan.fetch_slots):
         value = None if slot is None else values[slot]
         if isinstance(value, np.ndarray):
             if not value.flags.writeable:
                 value = value.copy()
-            elif lends and lends[i] is not None:
+            elif lends[i] is not None:
                 if handed is not None and slot in handed:
                     value = handed[slot]
                 elif (value.nbytes >= LEND_FROM and _refs(value) == 3  # the slot, `value`, arg
