@@ -270,3 +270,61 @@ def test_fused_nodes_take_and_give_back_buffers_of_a_shape_known_only_at_run_tim
     assert taken >= 1  # later runs took the buffers earlier runs gave back
     for kept, copy in fetched:  # a fetched output stays as it was
         np.testing.assert_array_equal(kept, copy)
+
+
+# -- eager calls ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def eager_pool(monkeypatch):
+    """A fresh process-wide pool for eager calls (kernels/eager.py: eager_buffers), and no call
+    resolved before (the first call of each test takes the full path, which lends nothing)."""
+    from opsdk.runtime.kernels import eager
+    pool = BufferPool(1 << 24)
+    monkeypatch.setitem(eager._eager_pool, "pool", pool)
+    eager.EAGER_CALLS.data.clear()
+    return pool
+
+
+def test_a_repeated_eager_call_writes_into_the_result_the_caller_dropped(registry, eager_pool):
+    xs = [np.full((512, 512), 0.5 * k) for k in range(4)]
+    first = apply_op(registry, "exp", [xs[0]], {})  # resolved: cached from here on
+    del first
+    got = apply_op(registry, "exp", [xs[1]], {})
+    address = got.__array_interface__["data"][0]
+    np.testing.assert_array_equal(got, np.exp(xs[1]))
+    assert eager_pool.lent == 1
+    del got
+    for x in xs[2:]:
+        got = apply_op(registry, "exp", [x], {})
+        np.testing.assert_array_equal(got, np.exp(x))
+        assert got.__array_interface__["data"][0] == address
+        del got
+    assert eager_pool.reclaimed == 2
+
+
+def test_an_eager_result_the_caller_keeps_is_never_written_again(registry, eager_pool):
+    x = np.zeros((512, 512))
+    apply_op(registry, "exp", [x], {})  # resolved: cached from here on
+    kept = apply_op(registry, "exp", [x], {})
+    part = apply_op(registry, "exp", [x + 1], {})[::3]  # only a view of this one is kept
+    for k in range(2, 6):
+        got = apply_op(registry, "exp", [np.full((512, 512), float(k))], {})
+        np.testing.assert_array_equal(got, np.exp(float(k)))
+        assert not np.shares_memory(got, kept) and not np.shares_memory(got, part)
+        del got
+    np.testing.assert_array_equal(kept, 1.0)
+    np.testing.assert_array_equal(part, np.exp(1.0))
+    assert eager_pool.reclaimed == 3  # the loop's last three calls reused its first's result
+
+
+def test_small_eager_results_and_no_pool_leave_results_owning_their_memory(registry, eager_pool,
+                                                                           monkeypatch):
+    from opsdk.runtime.kernels import eager
+    pool = eager_pool
+    for _ in range(3):
+        small = apply_op(registry, "exp", [np.zeros((8, 8))], {})
+    assert small.base is None and pool.lent == 0
+    monkeypatch.setitem(eager._eager_pool, "pool", None)  # OPSDK_BUFFER_POOL_BYTES=0
+    for _ in range(3):
+        big = apply_op(registry, "exp", [np.zeros((512, 512))], {})
+    assert big.base is None and pool.lent == 0

@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from opsdk.registry.spec import OpSpec
 
-from opsdk.runtime.kernels.choice import BoundKernel, KernelChoice, bind_kernel, choose_kernel
+from opsdk.runtime.kernels.choice import (BoundKernel, KernelChoice, bind_kernel, choose_kernel,
+                                          given_output_call)
 
 RECHECK_S = 0.5
 ENTRIES_MAX = 512  # (op, device, dtypes, attrs) combinations kept
 SHAPES_MAX = 256  # input-shape signatures kept per combination
+_UNSET = object()
 
 _SCALAR_TYPES = frozenset((int, str, bool, type(None)))
 
@@ -70,7 +72,7 @@ class EagerCall:
     """
 
     __slots__ = ("spec", "device", "kind", "attrs", "type_attrs", "choice", "call", "checked_at",
-                 "outputs", "single")
+                 "outputs", "single", "_into")
 
     def __init__(self, spec: OpSpec, device: Optional[str], kind: Optional[str], attrs: dict,
                  type_attrs: dict, choice: KernelChoice):
@@ -82,6 +84,7 @@ class EagerCall:
         self.outputs = BoundedDict(SHAPES_MAX)
         # One plain output: the result is that array, with no regrouping.
         self.single = len(spec.outputs) == 1 and not spec.outputs[0].is_list
+        self._into: Any = _UNSET  # given_output_call of the current choice, found on first use
 
     def kernel(self) -> BoundKernel:
         """The bound kernel, re-resolved when the last resolution is older than RECHECK_S."""
@@ -91,8 +94,17 @@ class EagerCall:
             if choice.fn is not self.choice.fn:
                 self.call = bind_kernel(self.spec, choice, self.attrs, self.type_attrs)
                 self.choice = choice
+                self._into = _UNSET
             self.checked_at = now
         return self.call
+
+    def into(self) -> Optional[Callable]:
+        """The kernel as a function of (inputs, given outputs) on the host (choice.py:
+        given_output_call), or None where it cannot be handed its outputs. Call after kernel()."""
+        if self._into is _UNSET:
+            self._into = (given_output_call(self.spec, self.choice, self.attrs, self.type_attrs)
+                          if self.choice.device.is_host else None)
+        return self._into
 
 
 EAGER_CALLS = BoundedDict(ENTRIES_MAX)

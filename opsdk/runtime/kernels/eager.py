@@ -9,6 +9,8 @@ the host, CuPy arrays on a GPU). Both modes of `apply_op` validate through the r
 
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
@@ -18,9 +20,12 @@ from opsdk.registry.spec import ABSENT, OpSpec
 from opsdk.runtime.devices import Device, get_device, host
 from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
+from opsdk.runtime.kernels.buffers import LEND_FROM, BufferPool, default_pool_bytes, owns_memory
 from opsdk.runtime.kernels.call_cache import EAGER_CALLS, EagerCall, eager_key
 from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs
 from opsdk.runtime.kernels.interop import as_kernel_array, is_foreign_array
+
+_refs = sys.getrefcount
 
 # Eager `device=` spellings that force a kernel kind on the host.
 _HOST_KINDS = {"python": "python", "cpu": "cpu"}
@@ -108,6 +113,13 @@ def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
         entry.outputs.put(shapes, infer(spec, list(shapes), dtypes, entry.attrs,
                                         entry.type_attrs, spec.name))
     call = entry.kernel()
+    if entry.single:
+        pool = eager_buffers()
+        if pool is not None:
+            (output,) = entry.outputs.data[shapes]
+            key = _lend_key(output)
+            if key is not None and entry.into() is not None:
+                return _lent_call(entry, pool, key, inputs)
     try:
         out = call(inputs)
     except Exception as exc:  # any kernel failure becomes one error naming the op
@@ -116,6 +128,57 @@ def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
         return np.asarray(out[0])
     values = group_outputs(spec, [np.asarray(o) for o in out], entry.attrs)
     return values[0] if len(values) == 1 else tuple(values)
+
+
+# -- Lent outputs --------------------------------------------------------------------------------
+#
+# A repeated eager call with a large output faulted in fresh pages for it on every call: its
+# array went back to the system when the caller dropped it (glibc maps blocks of 32 MiB and more
+# afresh; pairwise_manhattan's 64 MiB output at n=m=4096 spent 10-13 ms of each 85 ms call in
+# the kernel, there). So, as Session.run does with its fetches (docs/internals.md, Lent
+# fetches), a cached call of a single-output op on the host whose kernel writes into given
+# outputs lends a result of LEND_FROM bytes or more from a process-wide pool, and a later call
+# of the same output shape and dtype writes into it once the caller has dropped it and every
+# view of it.
+
+_eager_pool: dict = {}
+
+
+def eager_buffers() -> Optional[BufferPool]:
+    """The process's pool for eager calls' outputs (bounded as a session's by
+    OPSDK_BUFFER_POOL_BYTES, read on first use; 0: none, results own their memory)."""
+    try:
+        return _eager_pool["pool"]
+    except KeyError:
+        size = default_pool_bytes()
+        return _eager_pool.setdefault("pool", BufferPool(size) if size else None)
+
+
+def _lend_key(output: tuple) -> Optional[tuple]:
+    """The pool key of an inferred (shape, dtype) output worth lending, else None."""
+    shape, dtype = output
+    if shape is None or any(type(d) is not int for d in shape):
+        return None
+    dtype = np.dtype(dtype)
+    if dtype.itemsize * math.prod(shape) < LEND_FROM:
+        return None
+    return (host().name, dtype, tuple(shape))
+
+
+def _lent_call(entry: EagerCall, pool: BufferPool, key: tuple, inputs: Sequence[Any]) -> Any:
+    """Run the cached call into a buffer from `pool` where it has one of `key` (else the
+    kernel allocates), and lend the result when only this call holds it."""
+    buf = pool.take(key)
+    try:
+        out = entry.into()(inputs, () if buf is None else (buf,))
+    except Exception as exc:  # any kernel failure becomes one error naming the op
+        raise in_context(entry.spec.name, exc) from exc
+    del buf
+    if (type(out) is np.ndarray and _refs(out) == 2  # `out` and the argument: no input, no view
+            and out.dtype == key[1] and out.shape == key[2] and out.flags.writeable
+            and out.flags.c_contiguous and owns_memory(out)):
+        return pool.lend(key, out)
+    return np.asarray(out)
 
 
 def _result(device: Device, value: Any) -> Any:
