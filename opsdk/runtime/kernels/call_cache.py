@@ -72,7 +72,7 @@ class EagerCall:
     """
 
     __slots__ = ("spec", "device", "kind", "attrs", "type_attrs", "choice", "call", "checked_at",
-                 "outputs", "single", "_into")
+                 "outputs", "single", "_into", "lend_keys")
 
     def __init__(self, spec: OpSpec, device: Optional[str], kind: Optional[str], attrs: dict,
                  type_attrs: dict, choice: KernelChoice):
@@ -85,6 +85,8 @@ class EagerCall:
         # One plain output: the result is that array, with no regrouping.
         self.single = len(spec.outputs) == 1 and not spec.outputs[0].is_list
         self._into: Any = _UNSET  # given_output_call of the current choice, found on first use
+        # input shapes -> the pool key of an output worth lending, or None (kernels/eager.py)
+        self.lend_keys: dict = {}
 
     def kernel(self) -> BoundKernel:
         """The bound kernel, re-resolved when the last resolution is older than RECHECK_S."""

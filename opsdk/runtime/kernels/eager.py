@@ -21,7 +21,7 @@ from opsdk.runtime.devices import Device, get_device, host
 from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import LEND_FROM, BufferPool, default_pool_bytes, owns_memory
-from opsdk.runtime.kernels.call_cache import EAGER_CALLS, EagerCall, eager_key
+from opsdk.runtime.kernels.call_cache import EAGER_CALLS, SHAPES_MAX, EagerCall, eager_key
 from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs
 from opsdk.runtime.kernels.interop import as_kernel_array, is_foreign_array
 
@@ -114,11 +114,14 @@ def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
                                         entry.type_attrs, spec.name))
     call = entry.kernel()
     if entry.single:
-        pool = eager_buffers()
-        if pool is not None:
-            (output,) = entry.outputs.data[shapes]
-            key = _lend_key(output)
-            if key is not None and entry.into() is not None:
+        key = entry.lend_keys.get(shapes, _UNKNOWN)
+        if key is _UNKNOWN:
+            key = _lend_key(entry.outputs.data[shapes][0])
+            if len(entry.lend_keys) < SHAPES_MAX:
+                entry.lend_keys[shapes] = key
+        if key is not None:
+            pool = eager_buffers()
+            if pool is not None and entry.into() is not None:
                 return _lent_call(entry, pool, key, inputs)
     try:
         out = call(inputs)
@@ -142,6 +145,7 @@ def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
 # view of it.
 
 _eager_pool: dict = {}
+_UNKNOWN = object()
 
 
 def eager_buffers() -> Optional[BufferPool]:
