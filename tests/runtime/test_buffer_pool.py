@@ -196,6 +196,23 @@ def test_the_pool_remembers_no_more_lent_arrays_than_its_bounds():
     assert pool.lent_bytes == 0 and pool.take(other) is None
 
 
+def test_a_lent_array_is_remembered_when_making_room_forgets_the_last_of_its_key():
+    pool = BufferPool(max_bytes=1000, per_key=2)
+    a = ("/device:CPU:0", np.dtype("float64"), (50,))
+    b = ("/device:CPU:0", np.dtype("float64"), (49,))
+    first = pool.lend(a, np.zeros(50))  # 400 bytes
+    other = pool.lend(b, np.zeros(49))  # 392: 792 in all
+    second = pool.lend(a, np.zeros(50))  # 1192 would pass max_bytes: a's first is forgotten
+    assert pool.lent_bytes == 792
+    del first, other, second
+    assert pool.take(a) is not None  # the second, still remembered under its key
+    assert pool.take(b) is not None and pool.lent_bytes == 0
+    pool.lend(a, np.zeros(50))  # the bookkeeping is whole: no stale entry is left to forget
+    pool.lend(b, np.zeros(49))
+    pool.lend(a, np.zeros(50))
+    assert pool.lent_bytes == 792
+
+
 def test_a_value_something_else_holds_is_not_given_to_the_pool():
     pool = BufferPool(1 << 20)
     key = ("/device:CPU:0", np.dtype("float32"), (8, 8))

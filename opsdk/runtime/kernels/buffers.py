@@ -98,13 +98,14 @@ class BufferPool:
         remembered to be taken again once the view and every view of it are gone; or `buf`
         itself where the bounds leave no room."""
         n = buf.nbytes
-        if n > self.max_bytes:
+        if n > self.max_bytes or self.per_key < 1:
             return buf
         with self._lock:
-            lent = self._lent.setdefault(key, [])
-            while len(lent) >= self.per_key or self.lent_bytes + n > self.max_bytes:
-                self._forget_oldest(key if len(lent) >= self.per_key else None)
-            lent.append(buf)
+            while (len(self._lent.get(key, ())) >= self.per_key
+                   or self.lent_bytes + n > self.max_bytes):
+                self._forget_oldest(key if len(self._lent.get(key, ())) >= self.per_key else None)
+            # looked up after the forgetting, which drops a key's list once it is empty
+            self._lent.setdefault(key, []).append(buf)
             self._lent_order.append((key, id(buf)))
             self.lent_bytes += n
             self.lent += 1
