@@ -141,6 +141,10 @@ def test_a_fetched_array_the_caller_dropped_is_written_again_by_the_next_run(reg
     g, x, a = _lent_graph(registry)
     feeds = [np.full((512, 512), 0.25 * k) for k in range(4)]
     with Session(g, _config(True, step_mode=mode)) as sess:
+        explanation = sess.explain([a, x], {x: None}, show=False)
+        assert explanation.lent == ("a:0",)  # x is fed: never lent
+        assert "fetches lent (arrays of 256 KiB or more, taken back once dropped): a:0" in str(
+            explanation)
         first = sess.run(a, {x: feeds[0]})
         address = first.__array_interface__["data"][0]
         np.testing.assert_array_equal(first, np.exp(feeds[0]))

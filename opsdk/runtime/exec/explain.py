@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from opsdk.runtime.compile.pipeline import PIPELINE
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.ir.device_names import device_part
+from opsdk.runtime.kernels.buffers import LEND_FROM
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Explanation:
     pool_releases: int = 0  # slots whose value goes back to the pool when it dies
     peak_bytes: int = 0  # the most bytes of step values alive at once (static shapes)
     peak_known: bool = True  # False: some sizes are known only at run time (a lower bound)
+    lent: tuple[str, ...] = ()  # fetched tensors whose arrays are lent (BufferPool.lend)
 
     def lines_of(self, pass_name: str) -> tuple[str, ...]:
         return dict(self.passes).get(pass_name, ())
@@ -44,7 +46,9 @@ class Explanation:
         return (f"peak: {self.peak_bytes} bytes of step values{bound}",
                 f"in place: {', '.join(self.donated) or 'nothing'}",
                 f"from the buffer pool: {', '.join(self.pooled) or 'nothing'}",
-                f"values given back to the pool when they die: {self.pool_releases}")
+                f"values given back to the pool when they die: {self.pool_releases}",
+                f"fetches lent (arrays of {LEND_FROM // 1024} KiB or more, taken back once "
+                f"dropped): {', '.join(self.lent) or 'none'}")
 
 
 def explain_plan(plan: Plan) -> Explanation:
@@ -63,4 +67,6 @@ def explain_plan(plan: Plan) -> Explanation:
         partitions={loc: [op.name for op in part.ops] for loc, part in parts.items()},
         cuts=cuts, donated=plan.donated, pooled=plan.pooled,
         pool_releases=sum(k is not None for k in plan.pool_keys),
-        peak_bytes=plan.peak_bytes, peak_known=plan.peak_known)
+        peak_bytes=plan.peak_bytes, peak_known=plan.peak_known,
+        lent=tuple(dict.fromkeys(e.name for e, device in zip(program.fetches, plan.fetch_lends)
+                                 if device is not None)))
