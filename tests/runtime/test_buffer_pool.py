@@ -349,3 +349,29 @@ def test_small_eager_results_and_no_pool_leave_results_owning_their_memory(regis
     for _ in range(3):
         big = apply_op(registry, "exp", [np.zeros((512, 512))], {})
     assert big.base is None and pool.lent == 0
+
+
+def test_where_reference_counts_read_one_less_nothing_is_pooled(registry, monkeypatch, caplog):
+    """An interpreter that borrows stack references (CPython 3.14 may) reports counts one
+    lower; the pool's gates would then take a held array for free. Simulated here: the pool
+    checks its gates, finds them wrong, and every session and eager call runs without it."""
+    from opsdk.runtime.kernels import buffers, eager
+    real = buffers._refs
+    monkeypatch.setattr(buffers, "_refs", lambda obj: real(obj) - 2)  # -1: this lambda's own
+    monkeypatch.setattr(buffers, "_checked", {})
+    monkeypatch.setitem(eager._eager_pool, "pool", None)
+    eager._eager_pool.pop("pool")  # made anew, after the check
+    with caplog.at_level("WARNING", logger="opsdk.buffers"):
+        assert "buffer pool off" in buffers.pooling_problem()
+    assert "sys.getrefcount counts differently" in caplog.text
+    assert eager.eager_buffers() is None
+    g, x, a = _lent_graph(registry)
+    with Session(g, _config(True)) as sess:
+        assert sess.buffers is None
+        got = sess.run(a, {x: np.zeros((512, 512))})
+    assert got.base is None and np.all(got == 1.0)
+
+
+def test_the_pool_gates_judge_right_in_this_interpreter():
+    from opsdk.runtime.kernels import buffers
+    assert buffers._gates_judge_right()

@@ -36,7 +36,8 @@ from opsdk.runtime.ir.device_names import DEFAULT_TASK, task_spec
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.call_cache import BoundedDict
-from opsdk.runtime.kernels.buffers import LEND_FROM, BufferPool, default_pool_bytes, owns_memory
+from opsdk.runtime.kernels.buffers import (LEND_FROM, BufferPool, default_pool_bytes, owns_memory,
+                                           pooling_problem)
 from opsdk.runtime.kernels.threads import (check_intra_op_threads, pool_thread_budget,
                                            use_intra_op_threads)
 
@@ -132,7 +133,7 @@ class Session:
         self._active.add(self._shared_token)
         # Dead arrays kept for later steps' outputs; runs on several threads share it safely.
         self.buffers = (BufferPool(self.config.buffer_pool_bytes)
-                        if self.config.buffer_pool_bytes else None)
+                        if self.config.buffer_pool_bytes and pooling_problem() is None else None)
         self._inline_ctx = StepContext(self.variables, self, self._shared_token,
                                        buffers=self.buffers)
         self._steps = itertools.count(1)  # step ids: where a step's _send meets its _recv

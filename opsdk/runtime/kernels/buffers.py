@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime
+import logging
 import os
 import sys
 import threading
@@ -220,3 +221,50 @@ def take_all(pool: Any, keys: tuple) -> tuple:
             return ()
         bufs.append(buf)
     return tuple(bufs)
+
+
+# -- The reference counts, checked ----------------------------------------------------------------
+#
+# Whether a buffer is free is read from sys.getrefcount (`release`, `BufferPool._reclaim`), with
+# the counts CPython 3.10-3.13 give: the argument of the call counted once, each holder once. An
+# interpreter that borrows references onto its stack (CPython 3.14 may) can report one less, and
+# then an array something else holds would look free and be written by a later step. So the two
+# gates run once on probe arrays before any pool exists; where they misjudge, no session and no
+# eager call pools anything (results are as without the pool) and the log says so once.
+
+log = logging.getLogger("opsdk.buffers")
+_checked: dict = {}
+
+
+def _gates_judge_right() -> bool:
+    pool = BufferPool(1 << 20)
+    key = ("probe", np.dtype(np.float64), (1024,))
+    held = np.zeros(1024)
+    values = [held]
+    release(pool, key, values, 0)  # `held` still names it: not to be kept
+    if pool.bytes:
+        return False
+    values = [np.zeros(1024)]
+    release(pool, key, values, 0)  # only the slot held it: kept
+    if not pool.bytes:
+        return False
+    pool.clear()
+    view = pool.lend(key, np.zeros(1024))
+    if pool.take(key) is not None:  # the view holds it
+        return False
+    del view
+    return pool.take(key) is not None
+
+
+def pooling_problem() -> Optional[str]:
+    """Why buffers cannot be pooled in this interpreter (None when they can): see above."""
+    if "problem" not in _checked:
+        problem = None if _gates_judge_right() else (
+            f"buffer pool off: sys.getrefcount counts differently in Python "
+            f"{sys.version.split()[0]}, so whether a buffer is free cannot be read from it; "
+            f"results are as without the pool")
+        if problem is not None:
+            log.warning(problem)
+        _checked["problem"] = problem
+    return _checked["problem"]
+

@@ -20,7 +20,8 @@ from opsdk.registry.spec import ABSENT, OpSpec
 from opsdk.runtime.devices import Device, get_device, host
 from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
-from opsdk.runtime.kernels.buffers import LEND_FROM, BufferPool, default_pool_bytes, owns_memory
+from opsdk.runtime.kernels.buffers import (LEND_FROM, BufferPool, default_pool_bytes, owns_memory,
+                                           pooling_problem)
 from opsdk.runtime.kernels.call_cache import EAGER_CALLS, SHAPES_MAX, EagerCall, eager_key
 from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs
 from opsdk.runtime.kernels.interop import as_kernel_array, is_foreign_array
@@ -155,7 +156,8 @@ def eager_buffers() -> Optional[BufferPool]:
         return _eager_pool["pool"]
     except KeyError:
         size = default_pool_bytes()
-        return _eager_pool.setdefault("pool", BufferPool(size) if size else None)
+        made = BufferPool(size) if size and pooling_problem() is None else None
+        return _eager_pool.setdefault("pool", made)
 
 
 def _lend_key(output: tuple) -> Optional[tuple]:
