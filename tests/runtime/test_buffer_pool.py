@@ -158,6 +158,30 @@ def test_a_fetched_array_the_caller_dropped_is_written_again_by_the_next_run(reg
         assert sess.buffers.reclaimed == 3
 
 
+def test_a_fetched_value_written_in_place_is_lent_where_a_step_takes_its_key(registry):
+    """tanh writes into exp's dead output (a donation); exp takes its buffer from the pool.
+    The fetched result goes back there once dropped, and the next run's exp writes into it."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [512, 512], name="x")
+        y = apply_op(registry, "tanh", [apply_op(registry, "exp", [x], {}, name="e")], {},
+                     name="y")
+    with Session(g, _config(True)) as sess:
+        explanation = sess.explain(y, {x: None}, show=False)
+        assert explanation.donated == ("y",) and explanation.pooled == ("e",)
+        assert explanation.lent == ("y:0",)
+        first = sess.run(y, {x: np.zeros((512, 512))})
+        address = first.__array_interface__["data"][0]
+        np.testing.assert_array_equal(first, np.tanh(1.0))
+        del first
+        for k in range(1, 4):
+            got = sess.run(y, {x: np.full((512, 512), -float(k))})
+            np.testing.assert_array_equal(got, np.tanh(np.exp(-float(k))))
+            assert got.__array_interface__["data"][0] == address
+            del got
+        assert sess.buffers.reclaimed == 3
+
+
 def test_a_lent_array_the_caller_keeps_a_view_of_is_not_written_again(registry):
     g, x, a = _lent_graph(registry)
     with Session(g, _config(True)) as sess:

@@ -30,7 +30,8 @@ from opsdk.runtime.compile.partition import Partition
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND, device_feeds
 from opsdk.runtime.compile.memory import (SMALL_BYTES, Slots, fresh_slots, fused_takes,
-                                          peak_bytes, plan_donations, plan_takes, release_keys)
+                                          peak_bytes, plan_donations, plan_takes, pool_key,
+                                          release_keys)
 from opsdk.runtime.compile.steps import Step, make_step
 from opsdk.runtime.devices import device_of
 from opsdk.runtime.ir.graph import Operation
@@ -198,9 +199,16 @@ def assemble(parts: Sequence[Lowered], slots: Slots, program: Program) -> Plan:
     runs = tuple(s.run for s in steps)
     serial = _is_serial(pending, successors)
     fetch_slot = {e: slots.slot_of[t] for low in parts for e, t in low.part.fetches.items()}
-    # a fetched value a step of the plan writes into a buffer from the pool goes back there
-    lendable = {s: device_of_op[op].name for op, outs in zip(ops, writes) if op in takes
-                for s in outs}
+    # a fetched value a step of the plan writes into a buffer from the pool goes back there, as
+    # does one written into a donated input's buffer where some step takes buffers of its key
+    wanted = {k for keys in takes.values() for k in keys}
+    donors = {name for low in parts for name in low.donated}
+    lendable: dict[int, str] = {}
+    for op, outs in zip(ops, writes):
+        if op in takes:
+            lendable.update((s, device_of_op[op].name) for s in outs)
+        elif op.name in donors and pool_key(device_of_op[op], op.outputs[0]) in wanted:
+            lendable[outs[0]] = device_of_op[op].name
     feed_slots = tuple((t, slots.slot_of[t]) for low in parts for t in low.part.feeds)
     return Plan(
         steps=tuple(steps), runs=runs, template=tuple(slots.template), feed_slots=feed_slots,
