@@ -86,7 +86,7 @@ class EagerCall:
         self.single = len(spec.outputs) == 1 and not spec.outputs[0].is_list
         self._into: Any = _UNSET  # given_output_call of the current choice, found on first use
         # input shapes -> the pool key of an output worth lending, or None (kernels/eager.py)
-        self.lend_keys: dict = {}
+        self.lend_keys = BoundedDict(SHAPES_MAX)
 
     def kernel(self) -> BoundKernel:
         """The bound kernel, re-resolved when the last resolution is older than RECHECK_S."""

@@ -22,7 +22,7 @@ from opsdk.runtime.ir.context import in_context
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import (LEND_FROM, BufferPool, default_pool_bytes, owns_memory,
                                            pooling_problem)
-from opsdk.runtime.kernels.call_cache import EAGER_CALLS, SHAPES_MAX, EagerCall, eager_key
+from opsdk.runtime.kernels.call_cache import EAGER_CALLS, EagerCall, eager_key
 from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel, group_outputs
 from opsdk.runtime.kernels.interop import as_kernel_array, is_foreign_array
 
@@ -115,11 +115,10 @@ def _run_cached(entry: EagerCall, inputs: Sequence[Any]) -> Any:
                                         entry.type_attrs, spec.name))
     call = entry.kernel()
     if entry.single:
-        key = entry.lend_keys.get(shapes, _UNKNOWN)
+        key = entry.lend_keys.data.get(shapes, _UNKNOWN)
         if key is _UNKNOWN:
             key = _lend_key(entry.outputs.data[shapes][0])
-            if len(entry.lend_keys) < SHAPES_MAX:
-                entry.lend_keys[shapes] = key
+            entry.lend_keys.put(shapes, key)
         if key is not None:
             pool = eager_buffers()
             if pool is not None and entry.into() is not None:
