@@ -4,9 +4,13 @@
 // thread of opsdk::parallel_for, and each thread runs a single-threaded gemm on its panel. The
 // BLAS is OpenBLAS from the scipy-openblas32 package, which opsdk/runtime/kernels/host_blas.py
 // loads into the global symbol scope with its own thread count set to 1, so this file links
-// nothing: it looks the CBLAS functions up by name on first use. Where they are absent (the
-// package missing, a build used outside opsdk), a plain loop computes the same product.
+// nothing: it looks the CBLAS functions up by name on first use. A product with a short side
+// (a batch of 64 rows or fewer) runs the register-tiled product of gemm_tiles.h instead, which is
+// faster there, as is every product where the functions are absent (the package missing, a build
+// used outside opsdk) or the sizes exceed OpenBLAS's 32-bit interface.
 #include "gemm_op.h"
+
+#include "gemm_tiles.h"
 
 #include <dlfcn.h>
 
@@ -47,34 +51,10 @@ struct Problem {
     bool ta, tb;
 };
 
-// Rows [r0, r1) and columns [c0, c1) of c (leading dimension p.n) by a plain loop over k, the
-// innermost loop running along contiguous memory where the layout allows.
-template <typename T>
-void loop_panel(const Problem& p, const T* a, const T* b, T* c, int64_t r0, int64_t r1,
-                int64_t c0, int64_t c1) {
-    for (int64_t i = r0; i < r1; ++i) {
-        T* row = c + i * p.n;
-        std::fill(row + c0, row + c1, T(0));
-        for (int64_t l = 0; l < p.k; ++l) {
-            const T av = p.ta ? a[l * p.lda + i] : a[i * p.lda + l];
-            if (p.tb) {
-                for (int64_t j = c0; j < c1; ++j) row[j] += av * b[j * p.ldb + l];
-            } else {
-                const T* brow = b + l * p.ldb;
-                for (int64_t j = c0; j < c1; ++j) row[j] += av * brow[j];
-            }
-        }
-    }
-}
-
 template <typename T>
 void panel(const Problem& p, const T* a, const T* b, T* c, int64_t r0, int64_t r1, int64_t c0,
            int64_t c1) {
     const GemmFn<T> gemm = blas_gemm<T>();
-    if (gemm == nullptr) {
-        loop_panel(p, a, b, c, r0, r1, c0, c1);
-        return;
-    }
     // Rows r0.. of op(a): a's rows, or (transposed) its columns; columns c0.. of op(b) likewise.
     const T* ap = p.ta ? a + r0 : a + r0 * p.lda;
     const T* bp = p.tb ? b + c0 * p.ldb : b + c0;
@@ -85,11 +65,31 @@ void panel(const Problem& p, const T* a, const T* b, T* c, int64_t r0, int64_t r
 
 // Blocks of 16 rows or columns: a 64-byte line of floats, so no two threads write one line of c.
 constexpr int64_t kBlock = 16;
-// Floating-point work per thread below which waking another costs more than it saves.
-constexpr int64_t kMinFlopsPerThread = int64_t(1) << 21;
+using gemm_tiles::kMinFlopsPerThread;
+// A side this short (c's rows, or the contracted size) may go to the tiled product.
+constexpr int64_t kShort = 64;
+
+// The tiled product (gemm_tiles.h) where it is the faster, by measurement (float32, 2 threads):
+// a short side, c's columns filling two panels or more (the threads split them: 50 x 3136 @
+// 3136 x 1024 in 0.84 of the time, 1 x 3136 @ 3136 x 1024 in 0.57, but a bias's gradient, 1 x
+// 39200 @ 39200 x 32, in 1.6 times it), and with b transposed a's rows filling at least half a
+// panel (packed as its columns: 50 rows 0.82, 8 rows 1.3). Also every product where OpenBLAS is
+// absent or cannot take the sizes (its interface is 32-bit).
+template <typename T>
+bool tiled(const Problem& p) {
+    constexpr int64_t panel = gemm_tiles::nr<T>();
+    const bool faster = p.tb ? p.m <= kShort && 2 * p.m >= panel
+                             : (p.m <= kShort || p.k <= kShort) && p.n >= 2 * panel;
+    const bool fits = std::max({p.m, p.n, p.k, p.lda, p.ldb}) <= INT_MAX;
+    return faster || !fits || blas_gemm<T>() == nullptr;
+}
 
 template <typename T>
 void run(const Problem& p, const T* a, const T* b, T* c) {
+    if (tiled<T>(p)) {
+        gemm_tiles::product<T>(p.m, p.n, p.k, a, p.lda, p.ta, b, p.ldb, p.tb, c);
+        return;
+    }
     if (p.m == 0 || p.n == 0) return;
     if (p.k == 0) {
         std::fill(c, c + p.m * p.n, T(0));  // an empty sum
@@ -120,13 +120,7 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& attrs
                   << " x " << (tb ? d.b0 : d.b1) << " (transpose_a=" << attrs.transpose_a
                   << ", transpose_b=" << attrs.transpose_b << "): the contracted sizes must agree");
     const detail::Problem p{ta ? d.a1 : d.a0, tb ? d.b0 : d.b1, k, d.a1, d.b1, ta, tb};
-    // The BLAS takes 32-bit sizes; the loop serves larger ones.
-    const bool fits = std::max({p.m, p.n, p.k, p.lda, p.ldb}) <= INT_MAX;
-    if (fits) {
-        detail::run<T>(p, in.a.data, in.b.data, out.c.data);
-    } else {
-        detail::loop_panel<T>(p, in.a.data, in.b.data, out.c.data, 0, p.m, 0, p.n);
-    }
+    detail::run<T>(p, in.a.data, in.b.data, out.c.data);
 }
 
 }  // namespace opsdk_op_gemm

@@ -1,11 +1,12 @@
 """The gemm op (opdefs/builtin/gemm_cpu.cc) and the host products of matmul and matmul_grad that
 run on it (opsdk/runtime/kernels/host_blas.py): one panel of c per thread, a single-threaded
 OpenBLAS gemm on each, the OpenMP pool of every other compiled kernel instead of NumPy's BLAS
-threads.
+threads; products with a short side on the register-tiled product (opdefs/builtin/gemm_tiles.h).
 
 Checked: every transpose and both dtypes against NumPy, on sizes that split into panels by
-columns and by rows, with tails of a 16-wide block, one row, and empty sides; the contracted sizes'
-error; the plain loop the kernel runs where OpenBLAS is not loaded; which products take the path
+columns and by rows, with tails of a 16-wide block, one row, and empty sides, and on sizes that
+reach every part of the tiled product's blocking; the contracted sizes' error; the tiled product
+the kernel runs for every product where OpenBLAS is not loaded; which products take the path
 and which stay with NumPy; and that loading the library leaves NumPy's BLAS threads alone."""
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ SIZES = [
     (17, 33, 1),       # k = 1, tails of a block
     (5, 7, 0),         # an empty sum: zeros
     (0, 9, 4),         # no rows
+    # the tiled product (a side of 64 or fewer): b packed in blocks of 512 columns and chunks of
+    # 256 contracted values, with tails of both; b's rows broadcast in blocks of 256 (transpose_b)
+    (50, 1100, 600),
+    (300, 530, 40),    # k short: a's rows broadcast in blocks of 256, a tail of a 6-row tile
+    (7, 129, 300),     # one 6-row tile and a row; two 64-column panels and one column
 ]
 
 
@@ -81,27 +87,31 @@ def test_contracted_sizes_that_disagree_are_an_error_naming_them():
         ops.gemm(a, b, transpose_a=1)
 
 
-def test_without_openblas_loaded_the_kernel_runs_its_loop():
+def test_without_openblas_loaded_the_kernel_runs_its_tiled_product():
     """In a process that never loads the library (nothing calls host_blas), the kernel finds no
-    CBLAS function and computes the product with its own loop: same values."""
-    code = textwrap.dedent("""
+    CBLAS function and computes every product with the tiled one (gemm_tiles.h): same values."""
+    code = textwrap.dedent(f"""
         import ctypes, numpy as np
         from opsdk import ops
         rng = np.random.default_rng(3)
-        for ta in (0, 1):
-            for tb in (0, 1):
-                a = rng.standard_normal((40, 70) if not ta else (70, 40))
-                b = rng.standard_normal((70, 90) if not tb else (90, 70))
-                want = (a.T if ta else a) @ (b.T if tb else b)
-                got = ops.gemm(a, b, transpose_a=ta, transpose_b=tb)
-                assert np.allclose(got, want, rtol=1e-12, atol=1e-10), (ta, tb)
+        for m, n, k in {SIZES + [(40, 90, 70), (130, 150, 170)]!r}:
+            for ta in (0, 1):
+                for tb in (0, 1):
+                    for dtype in (np.float32, np.float64):
+                        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+                        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+                        want = (a.T if ta else a) @ (b.T if tb else b)
+                        got = ops.gemm(a, b, transpose_a=ta, transpose_b=tb)
+                        tol = 1e-4 if dtype == np.float32 else 1e-12
+                        assert got.dtype == dtype and got.shape == (m, n)
+                        assert np.allclose(got, want, rtol=tol, atol=tol * max(k, 1)), (m, n, k, ta, tb)
         try:
             ctypes.CDLL(None).scipy_cblas_dgemm
             print("loaded")
         except AttributeError:
-            print("loop")
+            print("tiled")
     """)
-    assert _python(code) == "loop"
+    assert _python(code) == "tiled"
 
 
 def test_which_products_take_the_host_path():
