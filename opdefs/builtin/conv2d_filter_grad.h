@@ -32,7 +32,9 @@ constexpr int kFilterTile = 4;  // 4 x 2 + 2 + 1 of 16 registers
 #endif
 
 // gfp[k0 .. k0 + P, ob ..] += the sum over output rows [r0, r1) (rows are (b, i)); tap k0 + p
-// of the pixel whose window starts at x + w lies at x + w + at[k0 + p].
+// of the pixel whose window starts at x + w lies at x + w + at[k0 + p]. Output rows and columns
+// whose windows meet only the padding's zeros at the tile's taps (Valid's top, bottom, left,
+// right) add nothing and are skipped.
 template <typename T, int P, int NV>
 inline void filter_tile(const Valid& g, const T* x, const int64_t* at, const T* gy, int64_t opad,
                         T* gfp, int64_t k0, int64_t ob, int64_t r0, int64_t r1) {
@@ -42,14 +44,26 @@ inline void filter_tile(const Valid& g, const T* x, const int64_t* at, const T* 
     V acc[P][NV];
     for (int p = 0; p < P; ++p)
         for (int v = 0; v < NV; ++v) acc[p][v] = *reinterpret_cast<const V*>(out + p * opad + v * W);
+    // The window rows di and columns dj the tile's taps read (tap k = di * kw * c + dj * c + ci).
+    const int64_t row_taps = g.kw * g.c, di0 = k0 / row_taps, di1 = (k0 + P - 1) / row_taps;
+    int64_t dj0 = g.kw, dj1 = -1;
+    for (int p = 0; p < P; ++p) {
+        const int64_t dj = (k0 + p) % row_taps / g.c;
+        dj0 = std::min(dj0, dj);
+        dj1 = std::max(dj1, dj);
+    }
+    const int64_t bottom = g.real_bottom();
+    const int64_t j0 = std::max<int64_t>(0, conv2d_common::ceil_div(g.left - dj1, g.sw));
+    const int64_t j1 = std::min(g.ow, conv2d_common::ceil_div(g.real_right() - dj0, g.sw));
     const int64_t step = g.sw * g.c;
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / g.oh, i = r % g.oh;
+        if (i * g.sh + di1 < g.top || i * g.sh + di0 >= bottom) continue;
         const T* row = x + (b * g.hp + i * g.sh) * g.wp * g.c;
         const T* xp[P];
         for (int p = 0; p < P; ++p) xp[p] = row + at[k0 + p];
-        const T* gv_row = gy + r * g.ow * opad + ob;
-        for (int64_t j = 0; j < g.ow; ++j, gv_row += opad) {
+        const T* gv_row = gy + (r * g.ow + j0) * opad + ob;
+        for (int64_t j = j0; j < j1; ++j, gv_row += opad) {
             V gv[NV];
             for (int v = 0; v < NV; ++v) gv[v] = *reinterpret_cast<const V*>(gv_row + v * W);
             for (int p = 0; p < P; ++p) {

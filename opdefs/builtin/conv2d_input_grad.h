@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "conv2d_common.h"
@@ -22,6 +23,8 @@
 namespace conv2d_input_grad {
 
 using conv2d_common::Geometry;
+using conv2d_common::ceil_div;
+using conv2d_common::floor_div;
 using conv2d_common::Valid;
 
 // One phase of the strides: taps di = ph + m*sh (m < mh), input rows ih = q*sh + ph - top for
@@ -30,8 +33,6 @@ struct Phase {
     int64_t ph, pw, mh, mw, q0, nq, r0, nr;
 };
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
-inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 inline Phase phase(const Geometry& g, int64_t ph, int64_t pw) {
     const int64_t q0 = ceil_div(g.top - ph, g.sh), r0 = ceil_div(g.left - pw, g.sw);
@@ -40,12 +41,18 @@ inline Phase phase(const Geometry& g, int64_t ph, int64_t pw) {
             r0, std::max<int64_t>(floor_div(g.w - 1 + g.left - pw, g.sw) - r0 + 1, 0)};
 }
 
+// The columns [j0, j1) of grad_y that the phase's input holds (phase_input).
+inline std::pair<int64_t, int64_t> phase_columns(const Geometry& g, const Phase& p) {
+    return {std::max<int64_t>(p.r0 - (p.mw - 1), 0), std::min(p.r0 + p.nr, g.ow)};
+}
+
 // grad_y rows q0 - (mh - 1) .. q0 + nq - 1 and the matching columns, zeros outside grad_y.
 template <typename T>
 conv2d_common::LineVector<T> phase_input(const Geometry& g, const Phase& p, const T* gy) {
     const int64_t hin = p.nq + p.mh - 1, win = p.nr + p.mw - 1;
     conv2d_common::LineVector<T> out(static_cast<size_t>(g.n * hin * win * g.o));  // all written below
-    const int64_t j0 = std::max<int64_t>(p.r0 - (p.mw - 1), 0), j1 = std::min(p.r0 + p.nr, g.ow);
+    const std::pair<int64_t, int64_t> cols = phase_columns(g, p);
+    const int64_t j0 = cols.first, j1 = cols.second;  // named, not bound: the lambda below takes them
     opsdk::parallel_for(0, g.n * hin, conv2d_common::copy_grain(win * g.o), [&](int64_t lo, int64_t hi) {
         for (int64_t r = lo; r < hi; ++r) {
             const int64_t b = r / hin, i = p.q0 + r % hin - (p.mh - 1);
@@ -85,7 +92,10 @@ void input_gradient(const Geometry& g, const T* gy, const T* filter, T* gx) {
             if (p.nq * p.nr == 0 || p.mh * p.mw == 0) continue;
             const conv2d_common::LineVector<T> in = phase_input(g, p, gy);
             const std::vector<T> taps = phase_filter(g, p, filter);
-            const Valid v{g.n, p.nq + p.mh - 1, p.nr + p.mw - 1, g.o, p.mh, p.mw, g.c, p.nq, p.nr, 1, 1};
+            // grad_y's own rows and columns in the phase's input (phase_input), the rest zeros
+            const auto [j0, j1] = phase_columns(g, p);
+            const Valid v{g.n, p.nq + p.mh - 1, p.nr + p.mw - 1, g.o, p.mh, p.mw, g.c, p.nq, p.nr, 1, 1,
+                          p.mh - 1 - p.q0, g.oh + p.mh - 1 - p.q0, j0 - p.r0 + p.mw - 1, j1 - p.r0 + p.mw - 1};
             if (!strided) {  // the one phase covers grad_x in order
                 conv2d_common::valid_conv<T>(v, in.data(), taps.data(), gx);
                 continue;

@@ -81,26 +81,52 @@ inline void block_tile(const int64_t* at, int64_t k0, int64_t k1, const T* x, co
         for (int v = 0; v < NV; ++v) *reinterpret_cast<V*>(sums + p * opad + v * W) = acc[p][v];
 }
 
+// The taps [k0, k1) of a tile of S pixels that can meet an input value other than the padding's
+// zeros: the union of its pixels' spans (window_offsets), within the block. The tile's sums
+// start at zero in the block holding its first such tap (`first`); a tile with none at all gets
+// zeros in the first block.
+template <typename T, int S, int NV>
+inline void span_tile(const int64_t* at, int64_t k0, int64_t k1, const T* x, const int64_t* off,
+                      const int64_t* spans, const T* fp, int64_t opad, T* sums) {
+    int64_t lo = spans[0], hi = spans[1];
+    for (int p = 1; p < S; ++p) {
+        lo = std::min(lo, spans[2 * p]);
+        hi = std::max(hi, spans[2 * p + 1]);
+    }
+    const int64_t from = std::max(k0, lo), to = std::min(k1, hi);
+    if (from < to) {
+        block_tile<T, S, NV>(at, from, to, x, off, fp, opad, sums, k0 <= lo);
+    } else if (lo >= hi && k0 == 0) {
+        for (int p = 0; p < S; ++p) std::fill(sums + p * opad, sums + p * opad + NV * lanes<T>(), T(0));
+    }
+}
+
 // block_tile over pixels [0, count) of a chunk: tiles of P, the rest in tiles of 4, 2 and 1.
 template <typename T, int NV>
 void block_pixels(const int64_t* at, int64_t k0, int64_t k1, const T* x, const int64_t* off,
-                  int64_t count, const T* fp, int64_t opad, T* sums) {
+                  const int64_t* spans, int64_t count, const T* fp, int64_t opad, T* sums) {
     constexpr int P = tile_pixels<NV>();
-    const bool first = k0 == 0;
     int64_t q = 0;
-    for (; q + P <= count; q += P) block_tile<T, P, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
-    for (; q + 4 <= count; q += 4) block_tile<T, 4, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
-    for (; q + 2 <= count; q += 2) block_tile<T, 2, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
-    if (q < count) block_tile<T, 1, NV>(at, k0, k1, x, off + q, fp, opad, sums + q * opad, first);
+    for (; q + P <= count; q += P) span_tile<T, P, NV>(at, k0, k1, x, off + q, spans + 2 * q, fp, opad, sums + q * opad);
+    for (; q + 4 <= count; q += 4) span_tile<T, 4, NV>(at, k0, k1, x, off + q, spans + 2 * q, fp, opad, sums + q * opad);
+    for (; q + 2 <= count; q += 2) span_tile<T, 2, NV>(at, k0, k1, x, off + q, spans + 2 * q, fp, opad, sums + q * opad);
+    if (q < count) span_tile<T, 1, NV>(at, k0, k1, x, off + q, spans + 2 * q, fp, opad, sums + q * opad);
 }
 
 // Pixels [q0, q0 + count) of the output (flat over n, oh, ow): where each one's window starts in
-// x. One division for the first pixel, then steps (a division per pixel cost as much as the
-// multiply-adds of a 1-channel image's pixel).
-inline void window_offsets(const Valid& g, int64_t q0, int64_t count, int64_t* off) {
+// x (off), and its span: the taps [spans[2q], spans[2q + 1]) whose window rows are not all
+// padding (g.top, g.bottom); empty as (INT64_MAX, INT64_MIN). One division for the first pixel,
+// then steps (a division per pixel cost as much as the multiply-adds of a 1-channel image's
+// pixel).
+inline void window_offsets(const Valid& g, int64_t q0, int64_t count, int64_t* off, int64_t* spans) {
     int64_t j = q0 % g.ow, i = q0 / g.ow % g.oh, b = q0 / (g.ow * g.oh);
+    const int64_t row_taps = g.kw * g.c, bottom = g.real_bottom();
     for (int64_t q = 0; q < count; ++q) {
         off[q] = ((b * g.hp + i * g.sh) * g.wp + j * g.sw) * g.c;
+        const int64_t first = std::clamp<int64_t>(g.top - i * g.sh, 0, g.kh);
+        const int64_t end = std::clamp<int64_t>(bottom - i * g.sh, 0, g.kh);
+        spans[2 * q] = first < end ? first * row_taps : INT64_MAX;
+        spans[2 * q + 1] = first < end ? end * row_taps : INT64_MIN;
         if (++j == g.ow) {
             j = 0;
             if (++i == g.oh) i = 0, ++b;
@@ -143,15 +169,16 @@ void chunk_conv(const Valid& g, const Taps& taps, const T* x, const T* fp, int64
                 int64_t count, std::vector<int64_t>& off, LineVector<T>& scratch, T* y) {
     constexpr int W = lanes<T>();
     const int64_t opad = round_up(g.o, W);
-    off.resize(static_cast<size_t>(count));
-    window_offsets(g, q0, count, off.data());
+    off.resize(static_cast<size_t>(3 * count));  // the offsets, then the spans
+    window_offsets(g, q0, count, off.data(), off.data() + count);
     if (opad != g.o) scratch.resize(static_cast<size_t>(count * opad));
     T* sums = opad == g.o ? y + q0 * g.o : scratch.data();
     for (int64_t ob = 0; ob < opad; ob += kMaxVecs * W)
         with_vecs(std::min<int64_t>(kMaxVecs, (opad - ob) / W), [&](auto nv) {
             for (size_t k = 0; k + 1 < taps.blocks.size(); ++k)
                 block_pixels<T, decltype(nv)::value>(taps.at.data(), taps.blocks[k], taps.blocks[k + 1], x,
-                                                     off.data(), count, fp + ob, opad, sums + ob);
+                                                     off.data(), off.data() + count, count, fp + ob, opad,
+                                                     sums + ob);
         });
     if (opad == g.o) return;
     for (int64_t q = 0; q < count; ++q) std::copy(sums + q * opad, sums + q * opad + g.o, y + (q0 + q) * g.o);

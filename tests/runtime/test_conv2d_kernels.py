@@ -9,7 +9,9 @@ kernels, in float32 and float64 (8 lanes a vector instead of 16: other tiles) an
 - output channels that fill whole vectors (sums written in y itself) or not (a scratch copy),
   and more than one block of vectors;
 - filter-gradient tiles of every size left at the end of the taps (taps % 6 from 0 to 5);
-- SAME and VALID, strides 1 and 2 (the input gradient's phases), batch 1, odd sizes;
+- SAME and VALID, strides 1 to 3 (the input gradient's phases), batch 1, odd sizes;
+- taps that meet only the padding's zeros, which the kernels skip (conv2d_common.h: Valid), in
+  windows larger than the image and with strides;
 - padded copies large enough to be split between threads (where the machine has a free core)."""
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ CASES = [
     ((1, 8, 8, 2), (2, 1, 2, 16), (1, 1), 1),        # taps % 6 = 4
     ((1, 8, 8, 3), (2, 2, 3, 16), (1, 1), 1),        # taps % 6 = 0
     ((4, 40, 40, 1), (5, 5, 1, 64), (1, 1), 1),      # padded copies of over 1 MB per thread
+    ((2, 3, 4, 16), (5, 6, 16, 16), (1, 1), 1),      # windows larger than the image: taps skipped
+    ((3, 10, 9, 8), (7, 7, 8, 32), (3, 2), 1),       # skipped taps with strides, tiles across images
 ]
 
 
