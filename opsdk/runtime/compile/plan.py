@@ -19,6 +19,7 @@ step; in it every `_recv` comes as late as its readers allow.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
@@ -73,6 +74,14 @@ class Plan:
     # per fetched element: the name of the host device whose pooled step wrote it (its array
     # is lent to the caller, kernels/buffers.py: BufferPool.lend), else None; () when none is
     fetch_lends: tuple = ()
+
+    def with_runs(self, runs: tuple) -> "Plan":
+        """This plan with other run functions for its steps, one each, in order (a profiled run's
+        timed ones, exec/profile.py); the releases between them are the plan's own."""
+        if len(runs) != len(self.runs):
+            raise ValueError(f"a plan of {len(self.runs)} steps given {len(runs)} run functions")
+        return dataclasses.replace(self, runs=tuple(runs),
+                                   serial_runs=_with_releases(tuple(runs), self.frees, self.pool_keys))
 
 
 @dataclass

@@ -29,6 +29,7 @@ from opsdk.runtime.exec.executor import RunToken, StepContext, run_slots
 from opsdk.runtime.exec.feeds import check_feed, feed_checker
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.profile import StepProfile, StepRecorder
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.step_mode import MODES, StepMode
 from opsdk.runtime.exec.variable_store import VariableStore
@@ -187,16 +188,62 @@ class Session:
             if self._closed:  # closed while this run was starting: close() may have missed it
                 raise OpsdkError("Session.run on a closed session; create a new Session")
             start = time.perf_counter()
-            ctx = StepContext(self.variables, self, token,
-                              LocalRendezvous() if plan.rendezvous else None, next(self._steps),
-                              self.buffers)
-            run_slots(plan, values, ctx, pool)
+            run_slots(plan, values, self._context(plan, token), pool)
             if mode is not None and not mode.final:
                 mode.record(inline, time.perf_counter() - start)
         finally:
             active.discard(token)
         self.stats.runs += 1
         return structure.rebuild(_fetched(values, plan, self.buffers))
+
+    def _context(self, plan: Plan, token: RunToken) -> StepContext:
+        """A run's context: its token, a rendezvous where the plan sends or receives, a step id."""
+        return StepContext(self.variables, self, token,
+                           LocalRendezvous() if plan.rendezvous else None, next(self._steps),
+                           self.buffers)
+
+    def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                steps: int = 10, warmup: int = 3, show: bool = True) -> StepProfile:
+        """Run `fetches` `warmup` times, then `steps` times with every node timed, and say where
+        the time went: per node and per op type, a step's share of each, and the time outside
+        the nodes. Printed unless `show=False`; `chrome_trace(path)` of the result writes every
+        node run for chrome://tracing or Perfetto. The runs are the session's own (its kernels,
+        buffers, variables and threads: a training step trains) and count in `stats.runs`.
+
+        >>> sess.profile(train_op, {x: batch}, steps=20).chrome_trace("step.json")  # doctest: +SKIP
+        """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise OpsdkError(f"Session.profile: steps={steps!r}; give a whole number of steps, 1 or more")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise OpsdkError(f"Session.profile: warmup={warmup!r}; give a whole number of runs, 0 or more")
+        feed_dict = {} if feed_dict is None else feed_dict
+        for _ in range(warmup):
+            Session.run(self, fetches, feed_dict)  # this class's run: the feeds are as it takes them
+        _, plan, _ = self._prepare(fetches, feed_dict)
+        mode = None if plan.inline else self._modes[id(plan)]
+        inline = mode is None or mode.decided is not False  # as the session runs it (trials: in order)
+        recorder = StepRecorder(plan)
+        timed = recorder.timed_plan()
+        for _ in range(steps):
+            if self._closed:
+                raise OpsdkError("Session.profile on a closed session; create a new Session")
+            if self.config.intra_op_threads is not None:
+                use_intra_op_threads(self.config.intra_op_threads)
+            _, _, values = self._prepare(fetches, feed_dict)
+            token = RunToken(None)
+            self._active.add(token)
+            try:
+                recorder.begin()
+                run_slots(timed, values, self._context(timed, token), None if inline else self._get_pool())
+                recorder.end()
+            finally:
+                self._active.discard(token)
+            self.stats.runs += 1
+            _fetched(values, timed, self.buffers)  # what a run hands out, lent arrays included
+        result = recorder.profile(warmup, inline)
+        if show:
+            print(result)
+        return result
 
     def _prepare(self, fetches: Any, feed_dict: Mapping[Any, Any]) -> tuple:
         """(fetch structure, plan, the plan's slot list with the fed values in place). A run
