@@ -108,6 +108,11 @@ class StepMode:
     def returns(self) -> int:
         return 1 + len(self.outboxes) + len(self.pushes) + int(self.rounds)
 
+    def fields(self) -> tuple:
+        """The fields in order, as the task's call takes them (`StepMode(*fields)`): a plain
+        tuple, where dataclasses.astuple deep-copied every field on every step."""
+        return (self.steady, self.outboxes, self.pushes, self.rounds)
+
 
 class SteadyRendezvous:
     """A steady step's view of its task's rendezvous: values from other tasks come from

@@ -159,7 +159,7 @@ class DistributedStep:
             inbox = [*carry.pushes.get(task, ()), *outboxes.get(task, ())] if steady else []
             rounds = carry.rounds.get(task) if steady else None
             refs = actor_of(task).run_step.options(num_returns=mode.returns).remote(
-                (keys, step_id, values, timeout, dataclasses.astuple(mode)), rounds, *inbox)
+                (keys, step_id, values, timeout, mode.fields()), rounds, *inbox)
             refs = [refs] if mode.returns == 1 else list(refs)
             made += refs
             fetch_refs[refs[0]] = task
