@@ -1502,8 +1502,9 @@ def gemm(a, b, *, transpose_a=0, transpose_b=0, name=None):
     opsdk/runtime/kernels/host_blas.py. A step's products then share the one OpenMP pool with
     every other compiled kernel, instead of NumPy's BLAS threads, whose workers spin after a product
     and hold the cores the next kernel waits for (docs/internals.md, Threads). A product with a
-    short side (c's rows or the contracted size 64 or fewer), and every product without that
-    library, runs the kernel's own register-tiled product instead (gemm_tiles.h), faster there. Not
+    short side (c's rows or the contracted size 64 or fewer; in builds for AVX-512), and every
+    product without that library, runs the kernel's own register-tiled product instead
+    (gemm_tiles.h), faster there. Not
     differentiable: graphs use matmul, whose kernels call this.
 
     Args:

@@ -73,13 +73,19 @@ constexpr int64_t kShort = 64;
 // a short side, c's columns filling two panels or more (the threads split them: 50 x 3136 @
 // 3136 x 1024 in 0.84 of the time, 1 x 3136 @ 3136 x 1024 in 0.57, but a bias's gradient, 1 x
 // 39200 @ 39200 x 32, in 1.6 times it), and with b transposed a's rows filling at least half a
-// panel (packed as its columns: 50 rows 0.82, 8 rows 1.3). Also every product where OpenBLAS is
-// absent or cannot take the sizes (its interface is 32-bit).
+// panel (packed as its columns: 50 rows 0.82, 8 rows 1.3). Only where it was measured: built for
+// AVX-512. A portable build (OPSDK_PORTABLE) or an AVX2 machine keeps OpenBLAS, which picks its
+// kernels for the CPU it runs on. Also every product where OpenBLAS is absent or cannot take the
+// sizes (its interface is 32-bit).
 template <typename T>
 bool tiled(const Problem& p) {
+#if defined(__AVX512F__)
     constexpr int64_t panel = gemm_tiles::nr<T>();
     const bool faster = p.tb ? p.m <= kShort && 2 * p.m >= panel
                              : (p.m <= kShort || p.k <= kShort) && p.n >= 2 * panel;
+#else
+    const bool faster = false;
+#endif
     const bool fits = std::max({p.m, p.n, p.k, p.lda, p.ldb}) <= INT_MAX;
     return faster || !fits || blas_gemm<T>() == nullptr;
 }

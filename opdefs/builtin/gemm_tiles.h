@@ -1,5 +1,6 @@
 // A register-tiled matrix product for gemm_cpu.cc: the products with a short side, where it beats
-// a single-threaded OpenBLAS call per panel, and every product where OpenBLAS is absent.
+// a single-threaded OpenBLAS call per panel (in builds for AVX-512, where that was measured), and
+// every product where OpenBLAS is absent.
 //
 // c = op(a) @ op(b) is computed as tiles of MR rows x NR columns held in vector registers (6 x 4
 // vectors with AVX-512: 24 accumulators, 4 loads and a broadcast of 32 registers). One operand is
