@@ -73,7 +73,7 @@ class Session(opsdk.Session):
         return _decode(fetches, result) if _decoding else result
 
     def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
-                steps: int = 10, warmup: int = 3, show: bool = True) -> Any:
+                steps: int = 10, warmup: int = 10, show: bool = True) -> Any:
         """`opsdk.Session.profile` (where a step's time goes, node by node), with the feeds
         `run` takes."""
         return super().profile(fetches, _feeds(feed_dict), steps=steps, warmup=warmup, show=show)

@@ -66,12 +66,15 @@ class StepProfile:
         return max(sum(self.walls) - sum(n.seconds for n in self.nodes), 0.0) / self.steps
 
     def __str__(self, top: int = 15) -> str:
-        step = self.step_seconds
+        # Per node and type: the mean a step, and its share of all the profiled steps' time (a
+        # median step beside means would not add up where some steps are slow).
+        step = sum(self.walls) / self.steps
         how = ("nodes run in order on the caller's thread" if self.inline else
                "nodes run concurrently on the session's pool: their times overlap")
-        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {_ms(step)} a step (median; "
-               f"{_ms(min(self.walls))} to {_ms(max(self.walls))}), {how}",
-               "  a step     share  node (op type)"]
+        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {_ms(self.step_seconds)} a "
+               f"step (median; mean {_ms(step)}, {_ms(min(self.walls))} to "
+               f"{_ms(max(self.walls))}), {how}",
+               "  a step     share  node (op type; the mean a step, its share of the steps' time)"]
         several = len({node.device for node in self.nodes}) > 1  # name devices only then
         for node in self.nodes[:top]:
             each = node.seconds / self.steps

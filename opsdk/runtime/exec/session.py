@@ -203,7 +203,7 @@ class Session:
                            self.buffers)
 
     def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
-                steps: int = 10, warmup: int = 3, show: bool = True) -> StepProfile:
+                steps: int = 10, warmup: int = 10, show: bool = True) -> StepProfile:
         """Run `fetches` `warmup` times, then `steps` times with every node timed, and say where
         the time went: per node and per op type, a step's share of each, and the time outside
         the nodes. Printed unless `show=False`; `chrome_trace(path)` of the result writes every
