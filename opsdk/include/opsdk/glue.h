@@ -392,6 +392,7 @@ inline std::string kernel_location(const char* file, const char* kernel_source) 
 // Run a kernel call, turning opsdk's kernel exceptions into the Python errors of the contract.
 template <typename F>
 inline void run_kernel(const char* op, const char* kernel_source, const char* not_written, F&& call) {
+    const float_mode::Scope flush(float_mode::flushing());  // subnormals flushed (kernel.h)
     try {
         call();
     } catch (const KernelError& error) {
