@@ -77,6 +77,20 @@ def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
+def test_a_fused_kernel_flushes_subnormals_as_the_compiled_kernels_do(registry):
+    # opsdk/include/opsdk/kernel.h: float_mode. The unfused graph's NumPy kernels keep them.
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [N], name="x")
+        y = apply_op(registry, "add", [apply_op(registry, "mul", [x, np.float32(1.0)], {}), x], {})
+    tiny = np.full(N, 1e-39, np.float32)  # subnormal: the smallest normal float32 is 1.2e-38
+    fused_value, explanation = _run(g, y, {x: tiny}, fuse=True)
+    plain_value, _ = _run(g, y, {x: tiny}, fuse=False)
+    assert "/fused" in explanation.lines_of("fuse")[0]
+    assert not fused_value.any()
+    np.testing.assert_allclose(plain_value, 2e-39, rtol=1e-3)
+
+
 def test_the_generated_source_is_where_explain_says(registry):
     g = Graph()
     with g.as_default(), device(CPU):
