@@ -180,6 +180,14 @@ class Session:
             self.stats.runs += 1
             return structure.rebuild(_fetched(values, plan, self.buffers))
         inline = True if mode is None else mode.inline()
+        seconds = self._run_plan(plan, values, inline, timeout)
+        if mode is not None and not mode.final:
+            mode.record(inline, seconds)
+        return structure.rebuild(_fetched(values, plan, self.buffers))
+
+    def _run_plan(self, plan: Plan, values: list, inline: bool, timeout: Optional[float]) -> float:
+        """Run `plan` over `values` (in order here, or on the session's pool) under a token of
+        its own, which close(), Ctrl-C and `timeout` cancel; the seconds the run took."""
         pool = None if inline else self._get_pool()
         token = RunToken(timeout)
         active = self._active
@@ -188,19 +196,14 @@ class Session:
             if self._closed:  # closed while this run was starting: close() may have missed it
                 raise OpsdkError("Session.run on a closed session; create a new Session")
             start = time.perf_counter()
-            run_slots(plan, values, self._context(plan, token), pool)
-            if mode is not None and not mode.final:
-                mode.record(inline, time.perf_counter() - start)
+            run_slots(plan, values, StepContext(
+                self.variables, self, token, LocalRendezvous() if plan.rendezvous else None,
+                next(self._steps), self.buffers), pool)
+            seconds = time.perf_counter() - start
         finally:
             active.discard(token)
         self.stats.runs += 1
-        return structure.rebuild(_fetched(values, plan, self.buffers))
-
-    def _context(self, plan: Plan, token: RunToken) -> StepContext:
-        """A run's context: its token, a rendezvous where the plan sends or receives, a step id."""
-        return StepContext(self.variables, self, token,
-                           LocalRendezvous() if plan.rendezvous else None, next(self._steps),
-                           self.buffers)
+        return seconds
 
     def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
                 steps: int = 10, warmup: int = 10, show: bool = True) -> StepProfile:
@@ -230,15 +233,9 @@ class Session:
             if self.config.intra_op_threads is not None:
                 use_intra_op_threads(self.config.intra_op_threads)
             _, _, values = self._prepare(fetches, feed_dict)
-            token = RunToken(None)
-            self._active.add(token)
-            try:
-                recorder.begin()
-                run_slots(timed, values, self._context(timed, token), None if inline else self._get_pool())
-                recorder.end()
-            finally:
-                self._active.discard(token)
-            self.stats.runs += 1
+            recorder.begin()
+            self._run_plan(timed, values, inline, None)
+            recorder.end()
             _fetched(values, timed, self.buffers)  # what a run hands out, lent arrays included
         result = recorder.profile(warmup, inline)
         if show:
