@@ -2,6 +2,9 @@
 import numpy as np
 import tensorflow as tf
 
+# A graph seed: the conformance test asserts that the last printed loss is below the first, and in
+# a sweep of 2,000 seeds one weight draw made this momentum run end on a batch above it.
+tf.set_random_seed(1)
 rng = np.random.RandomState(1)
 protos = rng.rand(4, 12, 12, 1).astype(np.float32)
 def batch(n):
