@@ -191,8 +191,11 @@ void broadcast_conv(const Valid& g, const T* filter, const T* x, T* y, const Epi
     const int64_t opad = round_up(g.o, W), pixels = g.n * g.oh * g.ow;
     const LineVector<T> fp = pad_rows(filter, g.kh * g.kw * g.c, g.o, opad);
     const Taps taps{tap_offsets(g), tap_blocks(g.kh * g.kw * g.c, std::min<int64_t>(opad, kMaxVecs * W) * sizeof(T))};
-    const int64_t chunk = std::max<int64_t>(16, 64 * 1024 / int64_t(sizeof(T)) / opad);
-    const int64_t chunks = (pixels + chunk - 1) / chunk;
+    // Chunks of at most about 64 KiB of sums, as many for every thread: a short last chunk left
+    // one thread 9% more pixels than the other (the deep-MNIST CNN's 9,800 in chunks of 256).
+    const int64_t most = std::max<int64_t>(16, 64 * 1024 / int64_t(sizeof(T)) / opad);
+    const int64_t chunk = ceil_div(pixels, round_up(ceil_div(pixels, most), opsdk::num_threads()));
+    const int64_t chunks = ceil_div(pixels, chunk);
     const int64_t per_chunk = chunk * opad * g.kh * g.kw * g.c;
     opsdk::parallel_for(0, chunks, grain(per_chunk), [&](int64_t lo, int64_t hi) {
         std::vector<int64_t> off;
