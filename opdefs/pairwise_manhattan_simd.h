@@ -2,8 +2,9 @@
 // gradient).
 //
 // GCC/Clang vector extensions of B bytes, lowered by the compiler to what the function being
-// compiled may use, so the kernels need no intrinsics and no -ffast-math (the k-sums reassociate
-// only across explicit vector lanes).
+// compiled may use, so the kernels need no -ffast-math (the k-sums reassociate only across
+// explicit vector lanes) and intrinsics only where a native AVX-512 build has an instruction the
+// compiler does not form itself (the gradient's signed term).
 //
 // Which widths are compiled:
 // - A native build (-march=native, the default) compiles one: the widest the machine has (64 bytes
