@@ -126,6 +126,12 @@ class ClusterSession:
         back. `timeout` (default: the session's step_timeout) bounds every wait of the step."""
         if self._closed:
             raise OpsdkError("ClusterSession.run on a closed session; create a new one")
+        structure, feeds, step = self._resolve(fetches, feed_dict)
+        values = self._run_step(step, feeds, timeout if timeout is not None else self.step_timeout)
+        return structure.rebuild([values.get(e) for e in structure.elements])
+
+    def _resolve(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]]) -> tuple:
+        """(fetch structure, checked feeds by tensor, the step registered on its tasks)."""
         structure = FetchStructure(self.graph, fetches)
         feeds = {}
         for key, value in (feed_dict or {}).items():
@@ -133,9 +139,7 @@ class ClusterSession:
             if isinstance(tensor, Operation):
                 raise OpsdkError(f"cannot feed node '{tensor.name}'; feed one of its tensors")
             feeds[tensor] = check_feed(tensor, value)
-        step = self._step(structure.elements, tuple(feeds))
-        values = self._run_step(step, feeds, timeout if timeout is not None else self.step_timeout)
-        return structure.rebuild([values.get(e) for e in structure.elements])
+        return structure, feeds, self._step(structure.elements, tuple(feeds))
 
     def _step(self, elements: list, feeds: tuple) -> DistributedStep:
         key = (tuple(elements), frozenset(feeds), len(self.graph.operations))
