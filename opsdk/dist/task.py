@@ -155,6 +155,7 @@ class TaskState:
         self.accumulators: dict[str, Any] = {}
         self.accumulators_lock = threading.Lock()
         self._lock = threading.Lock()
+        self.profiler: Optional[TaskProfiler] = None  # while ClusterSession.profile runs
 
     # ------------------------------------------------------------------ control group
     def info(self) -> dict:
@@ -193,6 +194,17 @@ class TaskState:
                 "workspaces": dict(self.workspaces), "steps": len(self.tokens),
                 "steady_steps": self.steady_steps,
                 "accumulators": accumulator_counts(self.variables)}
+
+    def start_profile(self, client: int) -> None:
+        """Time every node that client `client`'s steps run here from now on
+        (ClusterSession.profile); the steps of other clients sharing this task are not timed."""
+        self.profiler = TaskProfiler(client)
+
+    def stop_profile(self) -> list:
+        """Stop timing; the nodes timed since start_profile, as (name, op type, device, calls,
+        seconds) tuples."""
+        profiler, self.profiler = self.profiler, None
+        return profiler.nodes() if profiler is not None else []
 
     def variable_values(self, names: Optional[list] = None) -> dict:
         """Host values of this task's variables (all, or those named)."""
@@ -290,8 +302,12 @@ class TaskState:
             if aborted is not None:
                 raise aborted
             feeds = tuple(self._with_rounds(p, f, rounds) for p, f in zip(parts, feeds))
-            others = [self.runner.submit(_run, p, f, ctx) for p, f in zip(parts[1:], feeds[1:])]
-            first = _run(parts[0], feeds[0], ctx)
+            profiler = self.profiler
+            if profiler is not None and step_id >> 32 != profiler.client:
+                profiler = None  # another client's step
+            others = [self.runner.submit(_run, p, f, ctx, profiler)
+                      for p, f in zip(parts[1:], feeds[1:])]
+            first = _run(parts[0], feeds[0], ctx, profiler)
             fetched = [first, *(f.result() for f in others)]
             out = [fetched, *(outbox[t] for t in mode.outboxes)]
             out += self._pushed(parts, mode) if mode.pushes else []
@@ -338,12 +354,47 @@ class TaskState:
         return part
 
 
-def _run(part: Partition, feeds: dict, ctx: StepContext) -> dict:
-    """One partition's run in a step: its fetched values by name, on the host."""
+def _run(part: Partition, feeds: dict, ctx: StepContext,
+         profiler: Optional["TaskProfiler"] = None) -> dict:
+    """One partition's run in a step: its fetched values by name, on the host (its nodes timed
+    while a profiler is on)."""
     from opsdk.runtime.exec.executor import execute
 
-    slots = execute(part.plan, {t: feeds[t.name] for t in part.feeds}, ctx, part.pool)
+    plan = part.plan if profiler is None else profiler.timed(part.plan)
+    slots = execute(plan, {t: feeds[t.name] for t in part.feeds}, ctx, part.pool)
     return {name: _host(slots[s]) for name, s in zip(part.fetches, part.plan.fetch_slots)}
+
+
+class TaskProfiler:
+    """The node timers of one ClusterSession.profile on a task: each plan that runs (a
+    partition, or its steady form) gets a timed copy once (runtime/exec/profile.py); the plans
+    themselves are untouched."""
+
+    def __init__(self, client: int) -> None:
+        self.client = client  # the step ids of the profiling client: client << 32 | n
+        self._lock = threading.Lock()
+        self._timed: dict[int, tuple] = {}  # id(plan) -> (plan, its StepRecorder, its timed copy)
+
+    def timed(self, plan: Any) -> Any:
+        entry = self._timed.get(id(plan))
+        if entry is None or entry[0] is not plan:
+            from opsdk.runtime.exec.profile import StepRecorder
+
+            with self._lock:
+                recorder = StepRecorder(plan)
+                entry = (plan, recorder, recorder.timed_plan())
+                self._timed[id(plan)] = entry
+        return entry[2]
+
+    def nodes(self) -> list:
+        """(name, op type, device, calls, seconds) of every node that ran, summed over plans."""
+        totals: dict[tuple, list] = {}
+        for _, recorder, _ in list(self._timed.values()):
+            for node in recorder.profile(0, True).nodes:
+                total = totals.setdefault((node.name, node.type, node.device), [0, 0.0])
+                total[0] += node.calls
+                total[1] += node.seconds
+        return [(*key, calls, seconds) for key, (calls, seconds) in totals.items()]
 
 
 def _host(value: Any) -> Any:
@@ -367,8 +418,8 @@ def actor_class() -> Any:
         step = {"concurrency_group": "step"}
         methods = {name: ray.method(**control)(getattr(TaskState, name))
                    for name in ("info", "set_peers", "deliver", "abort", "end_step", "stats",
-                                "variable_values", "restore", "save_shard",
-                                "restore_shard")}
+                                "start_profile", "stop_profile", "variable_values", "restore",
+                                "save_shard", "restore_shard")}
         methods.update({name: ray.method(**step)(getattr(TaskState, name))
                         for name in ("register", "run_step")})
         cls = type("TaskActor", (TaskState,), methods)
