@@ -9,22 +9,16 @@ import pytest
 from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
-from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.graph import Graph
 from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+from test_master import _graph
 
 PS, W0, W1 = ("/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0",
               "/job:worker/replica:0/task:1")
 
 
 def _three_tasks():
-    g = Graph()
-    with g.as_default():
-        x = placeholder("float32", [3], name="x")
-        with g.device("/job:ps/task:0"):
-            w = Variable(np.full(3, 2.0, np.float32), name="w")
-        with g.device("/job:worker/task:1"):
-            y = x * w.value()
-        z = y + 1.0  # the session's own task: worker 0
+    g, x, _, z, _ = _graph()  # x * w on worker 1 (w on the ps), + 1 on worker 0
     return g, x, z
 
 
