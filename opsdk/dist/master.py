@@ -30,6 +30,7 @@ from typing import Any, Mapping, Optional
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.exec.executor import CancelledError, RunToken
 from opsdk.runtime.exec.fetches import FetchStructure
+from opsdk.runtime.exec.profile import check_counts
 from opsdk.runtime.exec.session import SessionConfig, check_feed
 from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
@@ -152,12 +153,7 @@ class ClusterSession:
 
         >>> sess.profile(train_op, {x: batch}, steps=20)  # doctest: +SKIP
         """
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise OpsdkError(f"ClusterSession.profile: steps={steps!r}; give a whole number of "
-                             "steps, 1 or more")
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise OpsdkError(f"ClusterSession.profile: warmup={warmup!r}; give a whole number "
-                             "of runs, 0 or more")
+        check_counts("ClusterSession.profile", steps, warmup)
         for _ in range(warmup):
             self.run(fetches, feed_dict)
         if self._closed:

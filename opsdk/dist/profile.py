@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from opsdk.runtime.exec.profile import NodeTiming
+from opsdk.runtime.exec.profile import NodeTiming, ms, share
 
 
 @dataclass(frozen=True)
@@ -61,30 +61,23 @@ class ClusterProfile:
 
     def __str__(self, top: int = 15) -> str:
         step = sum(self.walls) / self.steps
-        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {_ms(self.step_seconds)} a "
-               f"step (median; mean {_ms(step)}, {_ms(min(self.walls))} to "
-               f"{_ms(max(self.walls))}), as the client saw them",
+        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {ms(self.step_seconds)} a "
+               f"step (median; mean {ms(step)}, {ms(min(self.walls))} to "
+               f"{ms(max(self.walls))}), as the client saw them",
                "by task (its nodes' time a step; its partitions may run at once):"]
         for task, each, count in self.by_task():
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {task} ({count} nodes)")
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {task} ({count} nodes)")
         out.append("  a step     share  node (op type, task; the mean a step, its share of the "
                    "steps' time)")
         for node in self.nodes[:top]:
             each = node.timing.seconds / self.steps
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {node.timing.name} "
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {node.timing.name} "
                        f"({node.timing.type}, {node.task})")
         rest = self.nodes[top:]
         if rest:
             each = sum(n.timing.seconds for n in rest) / self.steps
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {len(rest)} more nodes")
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {len(rest)} more nodes")
         out.append(f"beyond the busiest task's nodes (Ray's calls and values, waits between "
-                   f"tasks): {_ms(self.outside_nodes())} a step")
+                   f"tasks): {ms(self.outside_nodes())} a step")
         return "\n".join(out)
 
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3f} ms"
-
-
-def _share(part: float, whole: float) -> str:
-    return f"{100 * part / whole:5.1f}%" if whole > 0 else "    -"

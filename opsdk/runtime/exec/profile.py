@@ -17,7 +17,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.plan import Plan
+
+
+def check_counts(who: str, steps: Any, warmup: Any) -> None:
+    """A profile's `steps` (1 or more) and `warmup` (0 or more) as whole numbers, else an
+    OpsdkError naming `who` (Session.profile, ClusterSession.profile)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise OpsdkError(f"{who}: steps={steps!r}; give a whole number of steps, 1 or more")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise OpsdkError(f"{who}: warmup={warmup!r}; give a whole number of runs, 0 or more")
 
 
 @dataclass(frozen=True)
@@ -71,26 +81,26 @@ class StepProfile:
         step = sum(self.walls) / self.steps
         how = ("nodes run in order on the caller's thread" if self.inline else
                "nodes run concurrently on the session's pool: their times overlap")
-        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {_ms(self.step_seconds)} a "
-               f"step (median; mean {_ms(step)}, {_ms(min(self.walls))} to "
-               f"{_ms(max(self.walls))}), {how}",
+        out = [f"{self.steps} steps after {self.warmup} warm-up runs: {ms(self.step_seconds)} a "
+               f"step (median; mean {ms(step)}, {ms(min(self.walls))} to "
+               f"{ms(max(self.walls))}), {how}",
                "  a step     share  node (op type; the mean a step, its share of the steps' time)"]
         several = len({node.device for node in self.nodes}) > 1  # name devices only then
         for node in self.nodes[:top]:
             each = node.seconds / self.steps
             where = f", {node.device}" if several and node.device else ""
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {node.name} ({node.type}{where})")
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {node.name} ({node.type}{where})")
         rest = self.nodes[top:]
         if rest:
             each = sum(n.seconds for n in rest) / self.steps
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {len(rest)} more nodes")
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {len(rest)} more nodes")
         out.append("by op type:")
         for op_type, each, count in self.by_type():
             nodes = f"{count} node{'s' if count != 1 else ''}"
-            out.append(f"  {_ms(each):>9}  {_share(each, step)}  {op_type} ({nodes})")
+            out.append(f"  {ms(each):>9}  {share(each, step)}  {op_type} ({nodes})")
         outside = self.outside_nodes()
         if outside is not None:
-            out.append(f"outside the nodes (executor, feeds, fetches, releases): {_ms(outside)} a step")
+            out.append(f"outside the nodes (executor, feeds, fetches, releases): {ms(outside)} a step")
         return "\n".join(out)
 
     def chrome_trace(self, path: str | os.PathLike) -> None:
@@ -166,9 +176,11 @@ def _device_name(device: Any, op: Any) -> str:
     return name if isinstance(name, str) else (op.device or "")
 
 
-def _ms(seconds: float) -> str:
+def ms(seconds: float) -> str:
+    """Seconds as milliseconds, for the profiles' tables."""
     return f"{seconds * 1e3:.3f} ms"
 
 
-def _share(part: float, whole: float) -> str:
+def share(part: float, whole: float) -> str:
+    """`part` as a percentage of `whole`, 5 wide."""
     return f"{100 * part / whole:5.1f}%" if whole > 0 else "    -"

@@ -29,7 +29,7 @@ from opsdk.runtime.exec.executor import RunToken, StepContext, run_slots
 from opsdk.runtime.exec.feeds import check_feed, feed_checker
 from opsdk.runtime.exec.explain import Explanation, explain_plan
 from opsdk.runtime.exec.fetches import FetchStructure
-from opsdk.runtime.exec.profile import StepProfile, StepRecorder
+from opsdk.runtime.exec.profile import StepProfile, StepRecorder, check_counts
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.step_mode import MODES, StepMode
 from opsdk.runtime.exec.variable_store import VariableStore
@@ -215,10 +215,7 @@ class Session:
 
         >>> sess.profile(train_op, {x: batch}, steps=20).chrome_trace("step.json")  # doctest: +SKIP
         """
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise OpsdkError(f"Session.profile: steps={steps!r}; give a whole number of steps, 1 or more")
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise OpsdkError(f"Session.profile: warmup={warmup!r}; give a whole number of runs, 0 or more")
+        check_counts("Session.profile", steps, warmup)
         feed_dict = {} if feed_dict is None else feed_dict
         for _ in range(warmup):
             Session.run(self, fetches, feed_dict)  # this class's run: the feeds are as it takes them
