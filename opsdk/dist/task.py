@@ -380,10 +380,12 @@ class TaskProfiler:
         if entry is None or entry[0] is not plan:
             from opsdk.runtime.exec.profile import StepRecorder
 
-            with self._lock:
-                recorder = StepRecorder(plan)
-                entry = (plan, recorder, recorder.timed_plan())
-                self._timed[id(plan)] = entry
+            with self._lock:  # looked up again: another partition's thread may have made it
+                entry = self._timed.get(id(plan))
+                if entry is None or entry[0] is not plan:
+                    recorder = StepRecorder(plan)
+                    entry = (plan, recorder, recorder.timed_plan())
+                    self._timed[id(plan)] = entry
         return entry[2]
 
     def nodes(self) -> list:
