@@ -9,9 +9,10 @@ task as the default task, so every node has a location; the partition pass gives
 graph per location, which the master groups by task, exports and registers on that task's actor
 once. A step starts every partition at once, with one call per task that also brings back its
 values (a steady step, opsdk/dist/prefetch.py, starts them in the order its values flow, each
-call taking the earlier calls' values as Ray arguments); the first error (a node's, or a task that died) aborts the step on every task and is
-raised naming the task. Nodes with no `/job:` device run on
-the session's own task; nothing runs in the client itself.
+call taking the earlier calls' values as Ray arguments; after a few such runs as a Ray compiled
+graph, opsdk/dist/compiled.py); the first error (a node's, or a task that died) aborts the step
+on every task and is raised naming the task. Nodes with no `/job:` device run on the session's
+own task; nothing runs in the client itself.
 
 Several clients may share tasks (between-graph replication: each worker's client builds its own
 graph): the task actors are named `opsdk:<cluster_name>:<task>` in Ray, so every ClusterSession
@@ -53,13 +54,15 @@ class ClusterSession:
     `max_restarts`: how often Ray restarts a task that died.
     `push_values`: a ps sends the variables of a training step's next run at the end of this
     one, off that run's critical path (opsdk/dist/prefetch.py); False reads them at each
-    step's start."""
+    step's start.
+    `compiled_steps`: a step run again and again with pushed values runs as a Ray compiled
+    graph (opsdk/dist/compiled.py); False keeps Ray's task calls."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
                  config: Optional[SessionConfig] = None, cluster_name: str = "default",
                  step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
-                 push_values: bool = True):
+                 push_values: bool = True, compiled_steps: bool = True):
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
@@ -70,6 +73,7 @@ class ClusterSession:
         self.cluster_name = cluster_name
         self.max_restarts = max_restarts
         self.push_values = push_values
+        self.compiled_steps = compiled_steps
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -78,6 +82,7 @@ class ClusterSession:
         self._lock = threading.Lock()
         self._closed = False
         self._active: set[RunToken] = set()
+        self._in_graph: dict[RunToken, tuple] = {}  # compiled runs in flight: (step, step id)
         # (step, what it pushed) when the last run pushed the values of its step's next run
         # and nothing else has run since (opsdk/dist/prefetch.py); None otherwise.
         self._pushed: Optional[tuple[DistributedStep, Carry]] = None
@@ -189,6 +194,7 @@ class ClusterSession:
                 self._incarnations = self._introduce()
             if step.registered_for != self._incarnations:
                 self._pushed = None
+                step.drop_graph()
                 step.register(self.actor, self._incarnations, self._client, self.step_timeout)
         return step
 
@@ -200,6 +206,9 @@ class ClusterSession:
             step_id = (self._client << 32) | self._steps_run
             carry = self._take_pushed(step)
             self._active.add(token)
+        graph = self._graph(step) if carry is not None else None
+        if graph is not None:
+            return self._run_compiled(step, graph, step_id, feeds, timeout, carry, token)
         refs, made, pushed = step.launch(self.actor, step_id, feeds, timeout, carry,
                                          self.push_values)
         pending = list(refs)
@@ -228,6 +237,69 @@ class ClusterSession:
                 self._active.discard(token)
         self._note_pushed(step, step_id, pushed)
         return step.collect(results)
+
+    def _graph(self, step: DistributedStep) -> Any:
+        """The compiled graph of `step`'s steady runs (opsdk/dist/compiled.py), compiled on its
+        COMPILE_AFTER-th steady run; None where it runs as Ray task calls."""
+        from opsdk.dist.compiled import compile_steady
+
+        if not (self.compiled_steps and self.push_values and step.steady_order is not None):
+            return None
+        step.steady_runs += 1
+        if step.graph is None and step.steady_runs >= step.compile_at:
+            try:
+                step.graph = compile_steady(step, self.actor, (self._client, id(step)),
+                                            self.step_timeout)
+            except Exception:  # noqa: BLE001 - Ray task calls run it, and report what fails
+                step.graph = None
+            if step.graph is None:  # no slot free on a task, or Ray failed: much later
+                step.compile_at = step.steady_runs + 100
+        return step.graph
+
+    def _run_compiled(self, step: DistributedStep, graph: Any, step_id: int, feeds: dict,
+                      timeout: Optional[float], carry: Carry, token: RunToken) -> dict:
+        """One steady run on `step`'s compiled graph: as `_run_step`, the wait blocking in Ray
+        (Ctrl-C interrupts it; close() aborts the step on the tasks, which ends it)."""
+        from opsdk.dist.compiled import resolved
+
+        ray = engine.ray_module()
+        outputs, keep = [], True
+        with self._lock:
+            self._in_graph[token] = (step, step_id)
+        try:
+            try:
+                refs = graph.execute(step_id, feeds, timeout, resolved(carry, ray, timeout))
+            except Exception as exc:  # a graph Ray tore down (a task died), a lost value
+                keep = False
+                raise self._failed(step, step_id, graph.task_of(exc, graph.order[0]), exc
+                                   ) from None
+            for task, ref in zip([*graph.order, *[None] * len(refs)], refs):
+                left = -1 if token.deadline is None else max(token.deadline - time.monotonic(), 0)
+                try:
+                    outputs.append(ref.get(timeout=left))
+                except ray.exceptions.RayChannelTimeoutError:
+                    keep = False
+                    token.cancel("its timeout passed")
+                    token.check("distributed step")
+                except Exception as exc:
+                    token.check("distributed step")  # closed: say so, not what it caused
+                    keep = isinstance(exc, ray.exceptions.RayTaskError)  # a node's error
+                    task = graph.task_of(exc, task or graph.order[-1])
+                    raise self._failed(step, step_id, task, exc) from None
+        except BaseException as exc:  # a task's error, close(), a deadline, Ctrl-C
+            keep = keep and not isinstance(exc, KeyboardInterrupt)
+            self._abort(step, step_id, str(exc) or type(exc).__name__)
+            if not keep:
+                step.drop_graph()
+            raise
+        finally:
+            with self._lock:
+                self._active.discard(token)
+                self._in_graph.pop(token, None)
+            if self._closed:  # close() left the graphs to the run it stopped
+                self._drop_graphs()
+        self._note_pushed(step, step_id, graph.carry_of(outputs) if self.push_values else None)
+        return step.collect(dict(zip(graph.order, outputs)))
 
     def _take_pushed(self, step: DistributedStep) -> Optional[Carry]:
         """What the previous run pushed for this run of `step`: if it was of the same step,
@@ -291,6 +363,17 @@ class ClusterSession:
         self._closed = True
         for token in list(self._active):
             token.cancel("the session was closed")
+        with self._lock:
+            in_graph = list(self._in_graph.values())
+        for step, step_id in in_graph:  # their client waits in Ray: the tasks end the step
+            self._abort(step, step_id, "the session was closed")
+        if not in_graph:
+            self._drop_graphs()
+
+    def _drop_graphs(self) -> None:
+        """Tear down every compiled graph of the session (their tasks' threads come back)."""
+        for step in list(self._steps.values()):
+            step.drop_graph()
 
     def __enter__(self) -> "ClusterSession":
         return self

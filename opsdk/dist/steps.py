@@ -22,6 +22,7 @@ from opsdk.runtime.ir.device_names import DeviceSpec
 from opsdk.runtime.ir.graph import Graph, Operation
 
 from opsdk.dist.cluster import ClusterSpec, task_of
+from opsdk.dist.compiled import COMPILE_AFTER
 from opsdk.dist.partitions import op_digests, workspace_roots
 from opsdk.dist.prefetch import (PushPlan, StepMode, pushed_sends, rest_of, steady_partition,
                                  task_order)
@@ -91,6 +92,18 @@ class DistributedStep:
         # before; None when the tasks' values go both ways even with pushed values.
         self.steady_order = (task_order(self.outboxes)
                              if any(self.push_to.values()) else None)
+        # Its steady runs as a Ray compiled graph (opsdk/dist/compiled.py), once compiled.
+        self.graph: Any = None
+        self.steady_runs = 0
+        self.compile_at = COMPILE_AFTER
+
+    def drop_graph(self) -> None:
+        """Tear the compiled graph down (a task restarted, the session closed, Ray failed):
+        the next steady runs are Ray task calls until it is compiled again."""
+        graph, self.graph = self.graph, None
+        if graph is not None:
+            graph.teardown()
+            self.compile_at = self.steady_runs + COMPILE_AFTER
 
     @property
     def tasks(self) -> list[str]:

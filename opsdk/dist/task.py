@@ -156,6 +156,7 @@ class TaskState:
         self.accumulators_lock = threading.Lock()
         self._lock = threading.Lock()
         self.profiler: Optional[TaskProfiler] = None  # while ClusterSession.profile runs
+        self.graph_owners: set = set()  # compiled graphs this task is in (opsdk/dist/compiled.py)
 
     # ------------------------------------------------------------------ control group
     def info(self) -> dict:
@@ -192,8 +193,23 @@ class TaskState:
         return {"bytes_sent": r.bytes_sent, "values_sent": r.values_sent,
                 "partitions": len(self.partitions), "pending": r.local.pending(),
                 "workspaces": dict(self.workspaces), "steps": len(self.tokens),
-                "steady_steps": self.steady_steps,
+                "steady_steps": self.steady_steps, "graphs": len(self.graph_owners),
                 "accumulators": accumulator_counts(self.variables)}
+
+    def claim_graph_slot(self, owner: tuple) -> bool:
+        """Take one of this task's threads for compiled graphs for `owner`'s graph
+        (opsdk/dist/compiled.py); False when all are taken."""
+        from opsdk.dist.compiled import GRAPH_SLOTS
+
+        with self._lock:
+            if owner not in self.graph_owners and len(self.graph_owners) >= GRAPH_SLOTS:
+                return False
+            self.graph_owners.add(owner)
+            return True
+
+    def release_graph_slot(self, owner: tuple) -> None:
+        with self._lock:
+            self.graph_owners.discard(owner)
 
     def start_profile(self, client: int) -> None:
         """Time every node that client `client`'s steps run here from now on
@@ -311,7 +327,8 @@ class TaskState:
             fetched = [first, *(f.result() for f in others)]
             out = [fetched, *(outbox[t] for t in mode.outboxes)]
             out += self._pushed(parts, mode) if mode.pushes else []
-            return out if mode.returns > 1 else fetched  # Ray: one return is the value itself
+            # Ray: one return is the value itself; several a tuple (a compiled graph takes no list)
+            return tuple(out) if mode.returns > 1 else fetched
         except BaseException as exc:
             # Fail this step's other receivers here at once, not only when the master aborts.
             self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
@@ -413,6 +430,7 @@ def actor_class() -> Any:
     """TaskState as a Ray actor class with the concurrency groups described above."""
     global _ACTOR_CLASS
     if _ACTOR_CLASS is None:
+        from opsdk.dist.compiled import GRAPH_SLOTS
         from opsdk.dist.engine import ray_module
 
         ray = ray_module()
@@ -421,12 +439,16 @@ def actor_class() -> Any:
         methods = {name: ray.method(**control)(getattr(TaskState, name))
                    for name in ("info", "set_peers", "deliver", "abort", "end_step", "stats",
                                 "start_profile", "stop_profile", "variable_values", "restore",
+                                "claim_graph_slot", "release_graph_slot",
                                 "save_shard", "restore_shard")}
         methods.update({name: ray.method(**step)(getattr(TaskState, name))
                         for name in ("register", "run_step")})
         cls = type("TaskActor", (TaskState,), methods)
+        # Ray runs each compiled graph's loop on a thread of `_ray_system` (one by default):
+        # sized so that the graphs of several clients on one ps run side by side.
         _ACTOR_CLASS = ray.remote(concurrency_groups={"step": STEP_THREADS,
-                                                      "control": CONTROL_THREADS})(cls)
+                                                      "control": CONTROL_THREADS,
+                                                      "_ray_system": GRAPH_SLOTS})(cls)
     return _ACTOR_CLASS
 
 

@@ -1,0 +1,184 @@
+"""Steady steps as Ray compiled graphs: the calls of a steady step set up once, then run with
+shared-memory channels between the client and the tasks.
+
+A steady step (opsdk/dist/prefetch.py) is a fixed chain of calls: the tasks in an order where
+values flow one way, each call taking the values of the calls before. Submitting those calls
+as Ray tasks costs about a round trip each (docs/distributed.md, Speed). Ray Core's compiled
+graphs (`ray.dag`, `experimental_compile`) set such a chain up once: every task runs a loop
+reading its arguments from channels, and a step is the client writing its inputs and reading
+the outputs, a fraction of a round trip (bench/bench_dist.py measures both).
+
+The graph of one step is `run_step` on each task in the steady order, as the plain steady
+launch calls it: the call's tuple and the kept rounds come from the client, the values pushed
+to the task last run too (the previous run's outputs, read back by the client: a graph carries
+nothing from one run to the next), and the values of the tasks before it come over their
+channels. Its outputs are each task's fetched values and what this run pushes for the next.
+
+What this answers (each with a test in tests/dist/test_compiled.py):
+
+- Ray runs every compiled graph's loop on an actor in the actor's `_ray_system` concurrency
+  group, one thread by default: a second graph on a ps would wait behind the first, whose step
+  waits for the second client's gradient. Task actors size that group (`GRAPH_SLOTS`), and a
+  client claims a slot on each of its tasks before it compiles; with none free it keeps the
+  plain steady launch.
+- A task's error reaches every later output (Ray passes it on instead of running the calls
+  that take the failed value): the first output, in the steady order, names the task.
+- A task that dies breaks the graph: the client tears it down (quietly: Ray logs each loop it
+  cannot cancel on a dead task) and runs the next steps in full until it compiles again.
+- A graph holds threads on its tasks until torn down: `ClusterSession.close()` does, and so
+  does the graph's collection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import weakref
+from typing import Any, Callable, Optional
+
+from opsdk.dist.prefetch import StepMode
+
+GRAPH_SLOTS = 8  # compiled graphs one task takes part in at once (threads of `_ray_system`)
+COMPILE_AFTER = 2  # steady runs of a step before its graph is compiled (0.1 s, once)
+
+
+class CompiledSteady:
+    """The steady step of `step` (a DistributedStep) as one compiled graph on `actor_of`'s
+    actors. Build with `compile_steady`, which claims the tasks' slots first."""
+
+    def __init__(self, step: Any, actor_of: Callable[[str], Any], owner: tuple):
+        from ray.dag import InputNode, MultiOutputNode
+
+        self.step, self.owner = step, owner
+        self.order = list(step.steady_order)
+        self.actors = {t: actor_of(t) for t in self.order}
+        self.modes = {t: StepMode(True, step.outboxes[t], step.push_to[t], step.has_rounds[t])
+                      for t in self.order}
+        # The client's inputs, in order: each task's call, then its kept rounds (where it
+        # has any), then per receiving task the values each pusher sent it last run.
+        self.pushers = {t: [p for p in self.order if t in step.push_to[p]] for t in self.order}
+        self.inputs: list[tuple] = [("call", t) for t in self.order]
+        self.inputs += [("rounds", t) for t in self.order if step.has_rounds[t]]
+        # (Which pusher's list is which does not matter: a task merges its inbox by key.)
+        self.inputs += [("push", t, i) for t in self.order for i in range(len(self.pushers[t]))]
+        at = {key: i for i, key in enumerate(self.inputs)}
+        with InputNode() as inp:
+            sent: dict[str, list] = {}  # receiving task -> nodes of values sent to it this run
+            fetched, pushes, rounds = [], [], []
+            for task in self.order:
+                mode = self.modes[task]
+                args = [inp[at["call", task]],
+                        inp[at["rounds", task]] if ("rounds", task) in at else None,
+                        *(inp[at["push", task, i]] for i in range(len(self.pushers[task]))),
+                        *sent.get(task, ())]
+                node = self.actors[task].run_step.options(num_returns=mode.returns).bind(*args)
+                outs = [node] if mode.returns == 1 else [node[i] for i in range(mode.returns)]
+                fetched.append(outs[0])
+                rest = iter(outs[1:])
+                for receiver in mode.outboxes:
+                    sent.setdefault(receiver, []).append(next(rest))
+                for receiver in mode.pushes:
+                    pushes.append((receiver, task, next(rest)))
+                if mode.rounds:
+                    rounds.append((task, next(rest)))
+            self.pushed_layout = [(r, t) for r, t, _ in pushes]
+            self.rounds_layout = [t for t, _ in rounds]
+            dag = MultiOutputNode([*fetched, *(n for _, _, n in pushes), *(n for _, n in rounds)])
+        self.graph = dag.experimental_compile()
+        self._finalizer = weakref.finalize(self, _teardown, self.graph, list(self.actors.values()),
+                                           owner)
+
+    def execute(self, step_id: int, feeds: dict, timeout: Optional[float], carry: Any) -> list:
+        """Start one run (`carry`: the previous run's pushed values, as values); the refs of
+        every output (CompiledDAGRefs: each read once, in order)."""
+        args = []
+        for kind, task, *index in self.inputs:
+            if kind == "call":
+                parts = self.step.by_task[task]
+                keys = tuple((*p.key, "steady") if p.steady is not None else p.key
+                             for p in parts)
+                values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
+                args.append((keys, step_id, values, timeout, self.modes[task].fields()))
+            elif kind == "rounds":
+                args.append(carry.rounds[task])
+            else:
+                args.append(carry.pushes[task][index[0]])
+        return self.graph.execute(*args)
+
+    def carry_of(self, outputs: list) -> Any:
+        """What a run's outputs push for the next run (a Carry of values)."""
+        from opsdk.dist.steps import Carry
+
+        carry = Carry()
+        rest = iter(outputs[len(self.order):])
+        for receiver, _ in self.pushed_layout:
+            carry.pushes.setdefault(receiver, []).append(next(rest))
+        for task in self.rounds_layout:
+            carry.rounds[task] = next(rest)
+        return carry
+
+    def task_of(self, exc: BaseException, default: str) -> str:
+        """The task whose actor `exc` (a Ray actor error) is about; else `default` (the task of
+        the output that raised)."""
+        actor_id = getattr(exc, "actor_id", None)
+        for task, actor in self.actors.items():
+            if actor_id is not None and actor._actor_id.hex() == actor_id:
+                return task
+        return default
+
+    def teardown(self) -> None:
+        """Stop the tasks' loops and give their slots back (idempotent)."""
+        self._finalizer()
+
+
+def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
+                   timeout: Optional[float]) -> Optional[CompiledSteady]:
+    """`step`'s steady step compiled, or None when a task has no slot free (the caller keeps
+    the plain steady launch)."""
+    from opsdk.dist.engine import ray_module
+
+    ray = ray_module()
+    actors = [actor_of(t) for t in step.steady_order]
+    claims = [a.claim_graph_slot.remote(owner) for a in actors]
+    granted = ray.get(claims, timeout=timeout)
+    if not all(granted):
+        _release(actors, owner)
+        return None
+    try:
+        return CompiledSteady(step, actor_of, owner)
+    except BaseException:
+        _release(actors, owner)
+        raise
+
+
+def resolved(carry: Any, ray: Any, timeout: Optional[float]) -> Any:
+    """`carry` with values where a run of Ray task calls left refs (the graph's inputs are
+    values: its first run after one of those reads them once)."""
+    from opsdk.dist.steps import Carry
+
+    refs = [*(r for rs in carry.pushes.values() for r in rs), *carry.rounds.values()]
+    if not any(isinstance(r, ray.ObjectRef) for r in refs):
+        return carry
+    got = iter(ray.get(refs, timeout=timeout))
+    pushes = {task: [next(got) for _ in rs] for task, rs in carry.pushes.items()}
+    return Carry(pushes, {task: next(got) for task in carry.rounds})
+
+
+def _release(actors: list, owner: tuple) -> None:
+    for actor in actors:
+        with contextlib.suppress(Exception):  # a dead task's slots went with it
+            actor.release_graph_slot.remote(owner)
+
+
+def _teardown(graph: Any, actors: list, owner: tuple) -> None:
+    """Tear `graph` down without Ray's log of the loops it cannot cancel on dead tasks (the
+    step's error already named the task), then release the slots."""
+    ray_logger = logging.getLogger("ray.dag.compiled_dag_node")
+    level = ray_logger.level
+    ray_logger.setLevel(logging.CRITICAL)
+    try:
+        with contextlib.suppress(Exception):
+            graph.teardown()
+    finally:
+        ray_logger.setLevel(level)
+    _release(actors, owner)

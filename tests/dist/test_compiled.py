@@ -1,0 +1,194 @@
+"""Steady steps as Ray compiled graphs (opsdk/dist/compiled.py): the same values as Ray task
+calls, several clients' graphs on one ps, a task without a free slot, errors, deadlines, close()
+and Ctrl-C while a client waits in a graph."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
+from opsdk.dist.compiled import GRAPH_SLOTS
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.registries import builtin_registry
+from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+from opsdk.runtime.ir.graph import Graph, constant, placeholder
+from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+PS = "/job:ps/replica:0/task:0"
+LR = 0.1
+
+
+def _worker(w):
+    return f"/job:worker/replica:0/task:{w}"
+
+
+def _model(cluster, worker=0, replicas=1, scale=1.0):
+    """v starts at 1; loss = v * v * x * scale, so each round v -= LR * 2 v x (mean scale);
+    `picked` fails on a bad index (a node error on the worker)."""
+    g = Graph()
+    with g.as_default():
+        with replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}"):
+            v = Variable(np.float32(1.0), name="v")
+            x = placeholder("float32", [], name="x")
+            i = placeholder("int64", [1], name="i")
+            loss = v.value() * v.value() * x * np.float32(scale)
+            picked = apply_op(builtin_registry(), "gather",
+                              [constant(np.arange(3, dtype=np.float32)), i], {"axis": 0})
+        train = ReplicatedOptimizer(GradientDescentOptimizer(LR), replicas).minimize(
+            loss, var_list=[v])
+    return g, x, i, [train, loss, picked], global_variables_initializer(g)
+
+
+def _feeds(x, i, bad=False):
+    return {x: np.float32(1.0), i: np.array([7 if bad else 1], np.int64)}
+
+
+def _graphs(sess):
+    return {t: s["graphs"] for t, s in sess.task_stats().items()}
+
+
+def _compiled(sess):
+    return [s for s in sess._steps.values() if s.graph is not None]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
+    cluster = {"ps": 1, "worker": 1}
+    g, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}",
+                        compiled_steps=compiled) as sess:
+        sess.run(init)
+        losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(8)]
+        assert len(_compiled(sess)) == int(compiled)
+        assert _graphs(sess) == {PS: int(compiled), _worker(0): int(compiled)}
+        assert sess.task_stats()[_worker(0)]["steady_steps"] == 7
+    v, expected = 1.0, []
+    for _ in range(8):
+        expected.append(v * v)
+        v -= LR * 2 * v
+    np.testing.assert_allclose(losses, expected, rtol=1e-6)
+    assert _graphs(sess) == {PS: 0, _worker(0): 0}  # close() gave the threads back
+
+
+def _pair(name, **options):
+    """Two workers' sessions of one synchronous model (2 replicas), initialised."""
+    cluster = {"ps": 1, "worker": 2}
+    models = [_model(cluster, worker=w, replicas=2, scale=1.0 + w) for w in range(2)]
+    sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}", cluster_name=name,
+                               step_timeout=60, **options) for w, m in enumerate(models)]
+    sessions[0].run(models[0][4])
+    return models, sessions
+
+
+def _both(models, sessions, steps):
+    errors = []
+
+    def loop(w):
+        g, x, i, fetches, _ = models[w]
+        try:
+            for _ in range(steps):
+                sessions[w].run(fetches, _feeds(x, i))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop, args=(w,)) for w in range(2)]
+    [t.start() for t in threads]
+    [t.join(120) for t in threads]
+    assert not errors and not any(t.is_alive() for t in threads)
+
+
+def test_two_clients_graphs_on_one_ps_wait_for_each_other(ray_engine):
+    # The ps's part of each client's step waits for the other client's gradient: with one
+    # thread for every graph's loop on the ps (Ray's default), the first would wait forever.
+    models, sessions = _pair("graph-sync")
+    _both(models, sessions, 6)
+    assert all(_compiled(s) for s in sessions)
+    assert sessions[0].task_stats()[PS]["graphs"] == 2
+    # the round's mean gradient is LR * 2 v * 1.5: v *= 1 - 0.3 per round
+    np.testing.assert_allclose(float(sessions[0].variable_values()["v"]), 0.7 ** 6, rtol=1e-5)
+    for s in sessions:
+        s.close()
+
+
+def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
+    cluster = {"ps": 1, "worker": 1}
+    g, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-full") as sess:
+        sess.run(init)
+        ps = sess.actor(PS)
+        others = [("someone", n) for n in range(GRAPH_SLOTS)]
+        import ray
+
+        assert all(ray.get([ps.claim_graph_slot.remote(o) for o in others]))
+        assert not ray.get(ps.claim_graph_slot.remote(("one", "more")))
+        losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(5)]
+        assert not _compiled(sess)
+        assert _graphs(sess) == {PS: GRAPH_SLOTS, _worker(0): 0}  # the worker's claim undone
+        ray.get([ps.release_graph_slot.remote(o) for o in others])
+    np.testing.assert_allclose(losses[-1], 0.8 ** 8, rtol=1e-5)
+
+
+def test_a_node_error_in_a_compiled_step_names_task_and_node_and_the_graph_goes_on(ray_engine):
+    cluster = {"ps": 1, "worker": 1}
+    g, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-error") as sess:
+        sess.run(init)
+        for _ in range(4):
+            sess.run(fetches, _feeds(x, i))
+        graph = _compiled(sess)[0].graph
+        with pytest.raises(OpsdkError, match=r"task /job:worker/replica:0/task:0.*gather"):
+            sess.run(fetches, _feeds(x, i, bad=True))
+        v = float(sess.variable_values()["v"])
+        loss = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(4)][0]
+        np.testing.assert_allclose(loss, v * v, rtol=1e-6)  # the full step after the error
+        assert _compiled(sess)[0].graph is graph  # a node's error leaves the graph as it was
+
+
+def _waiting_in_graph(name):
+    """Client 0 of a synchronous pair, its step compiled, running alone: the ps's part waits
+    for client 1's gradient, the client waits in the graph."""
+    models, sessions = _pair(name)
+    _both(models, sessions, 4)
+    assert _compiled(sessions[0])
+    g, x, i, fetches, _ = models[0]
+    return sessions, lambda **kw: sessions[0].run(fetches, _feeds(x, i), **kw)
+
+
+def test_a_compiled_step_past_its_deadline_fails_and_the_graph_is_dropped(ray_engine):
+    sessions, step = _waiting_in_graph("graph-deadline")
+    start = time.monotonic()
+    with pytest.raises(OpsdkError, match="timeout"):
+        step(timeout=1.5)
+    assert time.monotonic() - start < 10
+    assert not _compiled(sessions[0])
+    for s in sessions:
+        s.close()
+
+
+def test_close_stops_a_client_waiting_in_a_graph(ray_engine):
+    sessions, step = _waiting_in_graph("graph-close")
+    threading.Timer(1.0, sessions[0].close).start()
+    start = time.monotonic()
+    with pytest.raises(OpsdkError, match="closed"):
+        step()
+    assert time.monotonic() - start < 6
+    assert sessions[0].task_stats()[_worker(0)]["graphs"] == 0
+    sessions[1].close()
+
+
+def test_ctrl_c_stops_a_client_waiting_in_a_graph(ray_engine, ctrl_c_raises):
+    sessions, step = _waiting_in_graph("graph-ctrl-c")
+    threading.Timer(1.0, _thread.interrupt_main).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        step()
+    assert time.monotonic() - start < 6
+    assert not _compiled(sessions[0])
+    for s in sessions:
+        s.close()
