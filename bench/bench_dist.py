@@ -7,10 +7,13 @@
 - a steady step's exchange written directly in Ray (the client calls the worker with the value
   the ps returned last step, then the ps with the worker's result as argument, and waits for
   both): the floor under opsdk's steady step (opsdk/dist/prefetch.py);
+- the same steady exchange as a Ray compiled graph (set up once, shared-memory channels): the
+  floor under opsdk's compiled steady step (opsdk/dist/compiled.py);
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
-  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), with the
-  ps pushing the next step's values (the default) and with them read at each step's start
-  (`push_values=False`), alternating rounds of steps;
+  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), three ways
+  in alternating rounds of steps: the default (the ps pushes the next step's values, and the
+  steady step runs as a compiled graph), pushed values with Ray task calls
+  (`compiled_steps=False`), and values read at each step's start (`push_values=False`);
 - the bytes a sparse-embedding step sends against the dense table;
 - softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
 - the time from a killed ps task to the first successful step after the restore.
@@ -116,10 +119,10 @@ class _Chain:
     the gradient and returns the next value (threaded, like opsdk's tasks)."""
 
     def worker(self, value):
-        return [{}, value + 1]
+        return {}, value + 1
 
     def ps(self, grad):
-        return [{}, grad * 0]
+        return {}, grad * 0
 
 
 def ray_chain(repeat: int) -> float:
@@ -138,9 +141,35 @@ def ray_chain(repeat: int) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
-def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
-    """Median ms of one synchronous step of `workers` replicas of the null model, by
-    push_values (rounds of `repeat` steps, alternating, so that both see the same load)."""
+def ray_compiled_chain(repeat: int) -> float:
+    """Median ms of `_Chain`'s steady exchange as a Ray compiled graph, one worker."""
+    import ray
+    from ray.dag import InputNode, MultiOutputNode
+
+    actor = ray.remote(num_cpus=0, max_concurrency=16)(_Chain)
+    ps, worker = actor.remote(), actor.remote()
+    with InputNode() as value:
+        fetched_w, grad = worker.worker.options(num_returns=2).bind(value)
+        fetched_p, nxt = ps.ps.options(num_returns=2).bind(grad)
+        dag = MultiOutputNode([fetched_w, fetched_p, nxt])
+    graph = dag.experimental_compile()
+    value, times = np.float32(0), []
+    for _ in range(repeat + 3):
+        start = time.perf_counter()
+        _, _, value = ray.get(graph.execute(value))
+        times.append(time.perf_counter() - start)
+    graph.teardown()
+    return statistics.median(times[3:]) * 1e3
+
+
+# The null step's variants: ClusterSession options by label.
+NULL_KINDS = {"compiled": {}, "task calls": {"compiled_steps": False},
+              "read at start": {"push_values": False}}
+
+
+def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
+    """Median ms of one synchronous step of `workers` replicas of the null model, by kind
+    (NULL_KINDS; rounds of `repeat` steps, alternating, so that all see the same load)."""
     import opsdk.v1 as tf
     from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
 
@@ -158,12 +187,13 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
     # Each kind has tasks of its own (a ps shared by both would see rounds go on without the
     # other kind's workers, and drop their gradients as late), and its sessions live
     # throughout: tasks end with the last handle to them.
-    by_push = {push: [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
-                                     cluster_name=f"null{workers}-{push}", push_values=push)
-                      for w, m in enumerate(models)] for push in (True, False)}
-    times: dict[bool, list] = {True: [], False: []}
-    for push in [True, False] * rounds:
-        sessions = by_push[push]
+    by_kind = {kind: [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}",
+                                     cluster_name=f"null{workers}-{n}", **options)
+                      for w, m in enumerate(models)]
+               for n, (kind, options) in enumerate(NULL_KINDS.items())}
+    times: dict[str, list] = {kind: [] for kind in NULL_KINDS}
+    for kind in list(NULL_KINDS) * rounds:
+        sessions = by_kind[kind]
         sessions[0].run(models[0][2])
         mine: dict[int, list] = {w: [] for w in range(workers)}
 
@@ -176,8 +206,11 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[bool, float]:
         threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
         [t.start() for t in threads]
         [t.join() for t in threads]
-        times[push] += mine[0][3:]
-    return {push: statistics.median(t) * 1e3 for push, t in times.items()}
+        times[kind] += mine[0][3:]
+    for sessions in by_kind.values():
+        for sess in sessions:
+            sess.close()
+    return {kind: statistics.median(t) * 1e3 for kind, t in times.items()}
 
 
 def sparse_bytes() -> tuple[int, int]:
@@ -240,10 +273,13 @@ def main() -> None:
           "ms (median)")
     print(f"a steady step's exchange in plain Ray (1 worker): {ray_chain(args.repeat):.2f} ms "
           "(median)")
+    print(f"the steady exchange as a Ray compiled graph: {ray_compiled_chain(args.repeat):.2f} "
+          "ms (median)")
     for workers in (1, 2, 4):
         ms = null_step(workers, args.repeat)
-        print(f"sync-replica null step, {workers} worker(s): {ms[True]:.2f} ms (median; "
-              f"{ms[False]:.2f} ms with values read at each step's start)")
+        print(f"sync-replica null step, {workers} worker(s): {ms['compiled']:.2f} ms (median; "
+              f"{ms['task calls']:.2f} ms with Ray task calls, {ms['read at start']:.2f} ms "
+              "with values read at each step's start)")
     rt = ray_round_trip(args.repeat)
     print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms")
     if args.null_only:
