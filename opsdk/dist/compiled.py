@@ -9,10 +9,12 @@ reading its arguments from channels, and a step is the client writing its inputs
 the outputs, a fraction of a round trip (bench/bench_dist.py measures both).
 
 The graph of one step is `run_step` on each task in the steady order, as the plain steady
-launch calls it: the call's tuple and the kept rounds come from the client, the values pushed
-to the task last run too (the previous run's outputs, read back by the client: a graph carries
-nothing from one run to the next), and the values of the tasks before it come over their
-channels. Its outputs are each task's fetched values and what this run pushes for the next.
+launch calls it (through `run_graph_step`, which packs the client's values into one input and
+one output a task): the call's tuple and the kept rounds come from the client, the values
+pushed to the task last run too (the previous run's outputs, read back by the client: a graph
+carries nothing from one run to the next), and the values of the tasks before it come over
+their channels. Its outputs are each task's fetched values and what this run pushes for the
+next.
 
 What this answers (each with a test in tests/dist/test_compiled.py):
 
@@ -36,6 +38,8 @@ import logging
 import weakref
 from typing import Any, Callable, Optional
 
+from opsdk.registry.errors import OpsdkError
+
 from opsdk.dist.prefetch import StepMode
 
 GRAPH_SLOTS = 8  # compiled graphs one task takes part in at once (threads of `_ray_system`)
@@ -54,67 +58,61 @@ class CompiledSteady:
         self.actors = {t: actor_of(t) for t in self.order}
         self.modes = {t: StepMode(True, step.outboxes[t], step.push_to[t], step.has_rounds[t])
                       for t in self.order}
-        # The client's inputs, in order: each task's call, then its kept rounds (where it
-        # has any), then per receiving task the values each pusher sent it last run.
-        self.pushers = {t: [p for p in self.order if t in step.push_to[p]] for t in self.order}
-        self.inputs: list[tuple] = [("call", t) for t in self.order]
-        self.inputs += [("rounds", t) for t in self.order if step.has_rounds[t]]
-        # (Which pusher's list is which does not matter: a task merges its inbox by key.)
-        self.inputs += [("push", t, i) for t in self.order for i in range(len(self.pushers[t]))]
-        at = {key: i for i, key in enumerate(self.inputs)}
+        # Per task one input from the client, (call, rounds, values pushed to it last run),
+        # and one output to it (TaskState.run_graph_step): each value is a channel to write
+        # and read, about 0.05 ms apiece.
+        self.pushed_count = {t: sum(t in step.push_to[p] for p in self.order)
+                             for t in self.order}
         with InputNode() as inp:
             sent: dict[str, list] = {}  # receiving task -> nodes of values sent to it this run
-            fetched, pushes, rounds = [], [], []
-            for task in self.order:
+            to_client = []
+            for n, task in enumerate(self.order):
                 mode = self.modes[task]
-                args = [inp[at["call", task]],
-                        inp[at["rounds", task]] if ("rounds", task) in at else None,
-                        *(inp[at["push", task, i]] for i in range(len(self.pushers[task]))),
-                        *sent.get(task, ())]
-                node = self.actors[task].run_step.options(num_returns=mode.returns).bind(*args)
-                outs = [node] if mode.returns == 1 else [node[i] for i in range(mode.returns)]
-                fetched.append(outs[0])
-                rest = iter(outs[1:])
-                for receiver in mode.outboxes:
-                    sent.setdefault(receiver, []).append(next(rest))
-                for receiver in mode.pushes:
-                    pushes.append((receiver, task, next(rest)))
-                if mode.rounds:
-                    rounds.append((task, next(rest)))
-            self.pushed_layout = [(r, t) for r, t, _ in pushes]
-            self.rounds_layout = [t for t, _ in rounds]
-            dag = MultiOutputNode([*fetched, *(n for _, _, n in pushes), *(n for _, n in rounds)])
+                returns = 1 + len(mode.outboxes)
+                node = self.actors[task].run_graph_step.options(num_returns=returns).bind(
+                    inp[n], *sent.get(task, ()))
+                outs = [node] if returns == 1 else [node[i] for i in range(returns)]
+                to_client.append(outs[0])
+                for receiver, out in zip(mode.outboxes, outs[1:]):
+                    sent.setdefault(receiver, []).append(out)
+            dag = MultiOutputNode(to_client)
         self.graph = dag.experimental_compile()
         self._finalizer = weakref.finalize(self, _teardown, self.graph, list(self.actors.values()),
                                            owner)
 
     def execute(self, step_id: int, feeds: dict, timeout: Optional[float], carry: Any) -> list:
         """Start one run (`carry`: the previous run's pushed values, as values); the refs of
-        every output (CompiledDAGRefs: each read once, in order)."""
+        each task's output (CompiledDAGRefs: each read once, in order)."""
         args = []
-        for kind, task, *index in self.inputs:
-            if kind == "call":
-                parts = self.step.by_task[task]
-                keys = tuple((*p.key, "steady") if p.steady is not None else p.key
-                             for p in parts)
-                values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
-                args.append((keys, step_id, values, timeout, self.modes[task].fields()))
-            elif kind == "rounds":
-                args.append(carry.rounds[task])
-            else:
-                args.append(carry.pushes[task][index[0]])
+        for task in self.order:
+            parts = self.step.by_task[task]
+            keys = tuple((*p.key, "steady") if p.steady is not None else p.key for p in parts)
+            values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
+            call = (keys, step_id, values, timeout, self.modes[task].fields())
+            pushed = carry.pushes.get(task, [])
+            if len(pushed) != self.pushed_count[task]:
+                raise OpsdkError(f"a compiled step of {task} came with {len(pushed)} lists of "
+                                 f"pushed values, not {self.pushed_count[task]} (a bug of the "
+                                 "master)")
+            # (Which pusher's list is which does not matter: a task merges them by key.)
+            args.append((call, carry.rounds.get(task), *pushed))
         return self.graph.execute(*args)
+
+    def fetched(self, outputs: list) -> dict:
+        """Each task's fetched values, from the outputs of a run."""
+        return {task: out[0] for task, out in zip(self.order, outputs)}
 
     def carry_of(self, outputs: list) -> Any:
         """What a run's outputs push for the next run (a Carry of values)."""
         from opsdk.dist.steps import Carry
 
         carry = Carry()
-        rest = iter(outputs[len(self.order):])
-        for receiver, _ in self.pushed_layout:
-            carry.pushes.setdefault(receiver, []).append(next(rest))
-        for task in self.rounds_layout:
-            carry.rounds[task] = next(rest)
+        for task, out in zip(self.order, outputs):
+            mode, rest = self.modes[task], iter(out[1:])
+            for receiver in mode.pushes:
+                carry.pushes.setdefault(receiver, []).append(next(rest))
+            if mode.rounds:
+                carry.rounds[task] = next(rest)
         return carry
 
     def task_of(self, exc: BaseException, default: str) -> str:

@@ -273,7 +273,7 @@ class ClusterSession:
                 keep = False
                 raise self._failed(step, step_id, graph.task_of(exc, graph.order[0]), exc
                                    ) from None
-            for task, ref in zip([*graph.order, *[None] * len(refs)], refs):
+            for task, ref in zip(graph.order, refs):
                 left = -1 if token.deadline is None else max(token.deadline - time.monotonic(), 0)
                 try:
                     outputs.append(ref.get(timeout=left))
@@ -284,7 +284,7 @@ class ClusterSession:
                 except Exception as exc:
                     token.check("distributed step")  # closed: say so, not what it caused
                     keep = isinstance(exc, ray.exceptions.RayTaskError)  # a node's error
-                    task = graph.task_of(exc, task or graph.order[-1])
+                    task = graph.task_of(exc, task)
                     raise self._failed(step, step_id, task, exc) from None
         except BaseException as exc:  # a task's error, close(), a deadline, Ctrl-C
             keep = keep and not isinstance(exc, KeyboardInterrupt)
@@ -299,7 +299,7 @@ class ClusterSession:
             if self._closed:  # close() left the graphs to the run it stopped
                 self._drop_graphs()
         self._note_pushed(step, step_id, graph.carry_of(outputs) if self.push_values else None)
-        return step.collect(dict(zip(graph.order, outputs)))
+        return step.collect(graph.fetched(outputs))
 
     def _take_pushed(self, step: DistributedStep) -> Optional[Carry]:
         """What the previous run pushed for this run of `step`: if it was of the same step,

@@ -339,6 +339,20 @@ class TaskState:
             self.tokens.pop(step_id, None)
             self.rendezvous.end_step(step_id)
 
+    def run_graph_step(self, packed: tuple, *sent: list) -> Any:
+        """`run_step` as a compiled graph calls it (opsdk/dist/compiled.py), with fewer values
+        to carry, each a channel read or write: `packed` is the client's part, (call, rounds,
+        the values pushed to this task), `sent` the values of the tasks before. Returns what
+        goes back to the client as one tuple (fetched values, then pushed values and rounds as
+        `run_step` returns them), then the values for each task of the call's outboxes."""
+        call, rounds, *pushed = packed
+        mode = StepMode(*call[4])
+        out = self.run_step(call, rounds, *pushed, *sent)
+        out = [out] if mode.returns == 1 else list(out)
+        n = len(mode.outboxes)
+        to_client = (out[0], *out[1 + n:])
+        return (to_client, *out[1:1 + n]) if n else to_client
+
     def _with_rounds(self, part: Partition, feeds: dict, rounds: Optional[dict]) -> dict:
         """A steady partition's feeds with the rounds read when its values were pushed."""
         plan = part.push_plan
@@ -442,7 +456,7 @@ def actor_class() -> Any:
                                 "claim_graph_slot", "release_graph_slot",
                                 "save_shard", "restore_shard")}
         methods.update({name: ray.method(**step)(getattr(TaskState, name))
-                        for name in ("register", "run_step")})
+                        for name in ("register", "run_step", "run_graph_step")})
         cls = type("TaskActor", (TaskState,), methods)
         # Ray runs each compiled graph's loop on a thread of `_ray_system` (one by default):
         # sized so that the graphs of several clients on one ps run side by side.
