@@ -8,7 +8,8 @@
   the ps returned last step, then the ps with the worker's result as argument, and waits for
   both): the floor under opsdk's steady step (opsdk/dist/prefetch.py);
 - the same steady exchange as a Ray compiled graph (set up once, shared-memory channels): the
-  floor under opsdk's compiled steady step (opsdk/dist/compiled.py);
+  floor under opsdk's compiled steady step (opsdk/dist/compiled.py); and as 2 and 4 such
+  graphs, one per worker, sharing one ps that answers a round once every worker has called;
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
   gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), three ways
   in alternating rounds of steps: the default (the ps pushes the next step's values, and the
@@ -162,6 +163,58 @@ def ray_compiled_chain(repeat: int) -> float:
     return statistics.median(times[3:]) * 1e3
 
 
+class _Round:
+    """A ps that answers a round's callers once all `n` have called (a synchronous round,
+    nothing computed)."""
+
+    def __init__(self, n):
+        self.n, self.cond, self.count, self.round = n, threading.Condition(), 0, 0
+
+    def ps(self, grad):
+        with self.cond:
+            mine = self.round
+            self.count += 1
+            if self.count == self.n:
+                self.count, self.round = 0, self.round + 1
+                self.cond.notify_all()
+            else:
+                self.cond.wait_for(lambda: self.round > mine, timeout=60)
+        return {}, grad * 0
+
+
+def ray_compiled_rounds(workers: int, repeat: int) -> float:
+    """Median ms of the steady exchange of `workers` workers sharing one ps (`_Round`), each
+    worker's chain a compiled graph driven by a thread of this client, as opsdk's clients."""
+    import ray
+    from ray.dag import InputNode, MultiOutputNode
+
+    # Each graph's loop takes a thread of the actor's `_ray_system` group: one per worker.
+    ps = ray.remote(num_cpus=0, concurrency_groups={"_ray_system": workers})(_Round).remote(
+        workers)
+    graphs = []
+    for _ in range(workers):
+        worker = ray.remote(num_cpus=0)(_Chain).remote()
+        with InputNode() as value:
+            fetched_w, grad = worker.worker.options(num_returns=2).bind(value)
+            fetched_p, nxt = ps.ps.options(num_returns=2).bind(grad)
+            graphs.append(MultiOutputNode([fetched_w, fetched_p, nxt]).experimental_compile())
+    times: dict[int, list] = {w: [] for w in range(workers)}
+
+    def loop(w):
+        value = np.float32(0)
+        for _ in range(repeat + 3):
+            start = time.perf_counter()
+            _, _, value = ray.get(graphs[w].execute(value))
+            times[w].append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    for graph in graphs:
+        graph.teardown()
+    return statistics.median(times[0][3:]) * 1e3
+
+
 # The null step's variants: ClusterSession options by label.
 NULL_KINDS = {"compiled": {}, "task calls": {"compiled_steps": False},
               "read at start": {"push_values": False}}
@@ -275,6 +328,9 @@ def main() -> None:
           "(median)")
     print(f"the steady exchange as a Ray compiled graph: {ray_compiled_chain(args.repeat):.2f} "
           "ms (median)")
+    floors = {w: ray_compiled_rounds(w, args.repeat) for w in (2, 4)}
+    print("the steady exchange as Ray compiled graphs, workers sharing one ps in synchronous "
+          f"rounds: {floors[2]:.2f} ms (2 workers), {floors[4]:.2f} ms (4) (medians)")
     for workers in (1, 2, 4):
         ms = null_step(workers, args.repeat)
         print(f"sync-replica null step, {workers} worker(s): {ms['compiled']:.2f} ms (median; "
