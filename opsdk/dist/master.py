@@ -23,9 +23,11 @@ actors. Step ids carry a random client id, so their steps never mix in a rendezv
 from __future__ import annotations
 
 import dataclasses
+import math
 import secrets
 import threading
 import time
+import warnings
 from typing import Any, Mapping, Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -250,9 +252,12 @@ class ClusterSession:
             try:
                 step.graph = compile_steady(step, self.actor, (self._client, id(step)),
                                             self.step_timeout)
-            except Exception:  # noqa: BLE001 - Ray task calls run it, and report what fails
-                step.graph = None
-            if step.graph is None:  # no slot free on a task, or Ray failed: much later
+            except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
+                warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "
+                              f"Ray compiled graph failed: {_reason(exc)}", stacklevel=3)
+                step.compile_at = math.inf
+                return None
+            if step.graph is None:  # no slot free on a task: try again much later
                 step.compile_at = step.steady_runs + 100
         return step.graph
 

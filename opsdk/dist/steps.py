@@ -95,7 +95,7 @@ class DistributedStep:
         # Its steady runs as a Ray compiled graph (opsdk/dist/compiled.py), once compiled.
         self.graph: Any = None
         self.steady_runs = 0
-        self.compile_at = COMPILE_AFTER
+        self.compile_at: float = COMPILE_AFTER
 
     def drop_graph(self) -> None:
         """Tear the compiled graph down (a task restarted, the session closed, Ray failed):

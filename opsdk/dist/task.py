@@ -199,10 +199,10 @@ class TaskState:
     def claim_graph_slot(self, owner: tuple) -> bool:
         """Take one of this task's threads for compiled graphs for `owner`'s graph
         (opsdk/dist/compiled.py); False when all are taken."""
-        from opsdk.dist.compiled import GRAPH_SLOTS
+        from opsdk.dist.compiled import graph_slots
 
         with self._lock:
-            if owner not in self.graph_owners and len(self.graph_owners) >= GRAPH_SLOTS:
+            if owner not in self.graph_owners and len(self.graph_owners) >= graph_slots():
                 return False
             self.graph_owners.add(owner)
             return True
@@ -444,7 +444,7 @@ def actor_class() -> Any:
     """TaskState as a Ray actor class with the concurrency groups described above."""
     global _ACTOR_CLASS
     if _ACTOR_CLASS is None:
-        from opsdk.dist.compiled import GRAPH_SLOTS
+        from opsdk.dist.compiled import graph_slots
         from opsdk.dist.engine import ray_module
 
         ray = ray_module()
@@ -462,7 +462,7 @@ def actor_class() -> Any:
         # sized so that the graphs of several clients on one ps run side by side.
         _ACTOR_CLASS = ray.remote(concurrency_groups={"step": STEP_THREADS,
                                                       "control": CONTROL_THREADS,
-                                                      "_ray_system": GRAPH_SLOTS})(cls)
+                                                      "_ray_system": graph_slots()})(cls)
     return _ACTOR_CLASS
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
-from opsdk.dist.compiled import GRAPH_SLOTS
+from opsdk.dist.compiled import graph_slots
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.registries import builtin_registry
@@ -103,6 +103,14 @@ def _both(models, sessions, steps):
     assert not errors and not any(t.is_alive() for t in threads)
 
 
+def test_this_ray_version_is_one_several_graphs_per_task_were_tested_on():
+    # A new Ray version in the lock file: run this file's tests on it, then add it to
+    # TESTED_RAY (opsdk/dist/compiled.py).
+    import ray
+
+    assert graph_slots() > 1, f"Ray {ray.__version__} is not in compiled.TESTED_RAY"
+
+
 def test_two_clients_graphs_on_one_ps_wait_for_each_other(ray_engine):
     # The ps's part of each client's step waits for the other client's gradient: with one
     # thread for every graph's loop on the ps (Ray's default), the first would wait forever.
@@ -122,14 +130,14 @@ def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
     with ClusterSession(g, cluster, cluster_name="graph-full") as sess:
         sess.run(init)
         ps = sess.actor(PS)
-        others = [("someone", n) for n in range(GRAPH_SLOTS)]
+        others = [("someone", n) for n in range(graph_slots())]
         import ray
 
         assert all(ray.get([ps.claim_graph_slot.remote(o) for o in others]))
         assert not ray.get(ps.claim_graph_slot.remote(("one", "more")))
         losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(5)]
         assert not _compiled(sess)
-        assert _graphs(sess) == {PS: GRAPH_SLOTS, _worker(0): 0}  # the worker's claim undone
+        assert _graphs(sess) == {PS: graph_slots(), _worker(0): 0}  # the worker's claim undone
         ray.get([ps.release_graph_slot.remote(o) for o in others])
     np.testing.assert_allclose(losses[-1], 0.8 ** 8, rtol=1e-5)
 
@@ -192,3 +200,21 @@ def test_ctrl_c_stops_a_client_waiting_in_a_graph(ray_engine, ctrl_c_raises):
     assert not _compiled(sessions[0])
     for s in sessions:
         s.close()
+
+
+def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkeypatch):
+    from opsdk.dist import compiled
+
+    def refuse(*args, **kwargs):
+        raise ValueError("no channels here")
+
+    monkeypatch.setattr(compiled, "CompiledSteady", refuse)
+    cluster = {"ps": 1, "worker": 1}
+    g, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-refused") as sess:
+        sess.run(init)
+        with pytest.warns(UserWarning, match="keeps Ray task calls.*no channels here"):
+            losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(6)]
+        assert not _compiled(sess)
+        assert _graphs(sess) == {PS: 0, _worker(0): 0}  # the claims were given back
+    np.testing.assert_allclose(losses[-1], 0.8 ** 10, rtol=1e-5)
