@@ -56,6 +56,7 @@ def graph_slots() -> int:
 
     return GRAPH_SLOTS if ray_module().__version__.startswith(TESTED_RAY) else 1
 COMPILE_AFTER = 2  # steady runs of a step before its graph is compiled (0.1 s, once)
+BUFFER_BYTES = 64 * 1024  # a channel's buffer before a larger value grows it
 
 
 class CompiledSteady:
@@ -88,7 +89,11 @@ class CompiledSteady:
                 for receiver, out in zip(mode.outboxes, outs[1:]):
                     sent.setdefault(receiver, []).append(out)
             dag = MultiOutputNode(to_client)
-        self.graph = dag.experimental_compile()
+        # Ray's channels keep one buffer per run in flight (10), of 1 MB each by default: about
+        # 50 MB of object store a graph, where the embedded instance has 80 MB for everything.
+        # They start small here and grow with the values written (Ray resizes them). (Fewer
+        # runs in flight hung the channels after a failed run.)
+        self.graph = dag.experimental_compile(_buffer_size_bytes=BUFFER_BYTES)
         self._finalizer = weakref.finalize(self, _teardown, self.graph, list(self.actors.values()),
                                            owner)
 

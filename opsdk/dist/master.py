@@ -241,25 +241,43 @@ class ClusterSession:
         return step.collect(results)
 
     def _graph(self, step: DistributedStep) -> Any:
-        """The compiled graph of `step`'s steady runs (opsdk/dist/compiled.py), compiled on its
-        COMPILE_AFTER-th steady run; None where it runs as Ray task calls."""
-        from opsdk.dist.compiled import compile_steady
-
+        """The compiled graph of `step`'s steady runs (opsdk/dist/compiled.py), or None where
+        they run as Ray task calls: from its COMPILE_AFTER-th steady run on it is compiled in
+        the background (0.1-3 s: Ray makes the channels' buffers on every task), the steps
+        going on with task calls meanwhile."""
         if not (self.compiled_steps and self.push_values and step.steady_order is not None):
             return None
         step.steady_runs += 1
-        if step.graph is None and step.steady_runs >= step.compile_at:
-            try:
-                step.graph = compile_steady(step, self.actor, (self._client, id(step)),
-                                            self.step_timeout)
-            except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
-                warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "
-                              f"Ray compiled graph failed: {_reason(exc)}", stacklevel=3)
-                step.compile_at = math.inf
-                return None
-            if step.graph is None:  # no slot free on a task: try again much later
-                step.compile_at = step.steady_runs + 100
+        if step.graph is None and not step.compiling and step.steady_runs >= step.compile_at:
+            step.compiling = True
+            threading.Thread(target=self._compile, args=(step, step.generation), daemon=True,
+                             name="opsdk-compile").start()
         return step.graph
+
+    def _compile(self, step: DistributedStep, generation: int) -> None:
+        """Compile `step`'s graph (a thread of its own); it serves the steady runs after, unless
+        the step's tasks changed or the session closed meanwhile."""
+        from opsdk.dist.compiled import compile_steady
+
+        graph, ray = None, engine.ray_module()
+        try:
+            graph = compile_steady(step, self.actor, (self._client, id(step)), self.step_timeout)
+        except ray.exceptions.RayActorError:
+            pass  # a task died: the next step says so, and its restart compiles again
+        except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
+            if not self._closed and step.generation == generation:
+                warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "
+                              f"Ray compiled graph failed: {_reason(exc)}", stacklevel=1)
+                step.compile_at = math.inf
+        with self._lock:
+            step.compiling = False
+            stale = graph is not None and (self._closed or step.generation != generation)
+            if graph is None and step.compile_at != math.inf:
+                step.compile_at = step.steady_runs + 100  # no slot free: try again much later
+            elif not stale:
+                step.graph = graph
+        if stale:
+            graph.teardown()
 
     def _run_compiled(self, step: DistributedStep, graph: Any, step_id: int, feeds: dict,
                       timeout: Optional[float], carry: Carry, token: RunToken) -> dict:

@@ -96,11 +96,14 @@ class DistributedStep:
         self.graph: Any = None
         self.steady_runs = 0
         self.compile_at: float = COMPILE_AFTER
+        self.compiling = False  # a graph is being compiled (ClusterSession._compile)
+        self.generation = 0     # dropped graphs: one compiled before the last drop is stale
 
     def drop_graph(self) -> None:
         """Tear the compiled graph down (a task restarted, the session closed, Ray failed):
         the next steady runs are Ray task calls until it is compiled again."""
         graph, self.graph = self.graph, None
+        self.generation += 1
         if graph is not None:
             graph.teardown()
             self.compile_at = self.steady_runs + COMPILE_AFTER

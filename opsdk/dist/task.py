@@ -205,7 +205,8 @@ class TaskState:
             if owner not in self.graph_owners and len(self.graph_owners) >= graph_slots():
                 return False
             self.graph_owners.add(owner)
-            return True
+        skip_torch_probe()
+        return True
 
     def release_graph_slot(self, owner: tuple) -> None:
         with self._lock:
@@ -383,6 +384,26 @@ class TaskState:
             raise OpsdkError(f"task {self.task}: no partition registered under {key} (the task "
                              "restarted?); the master registers it again on the next step")
         return part
+
+
+def skip_torch_probe() -> None:
+    """Tell Ray's channels that torch is not in use here, where nothing has imported it: a
+    compiled graph's first run on a task otherwise imports torch, if installed, to learn
+    whether it is available (1.7-1.9 s on this project's 2-core machines). opsdk sends NumPy
+    arrays through the channels, never torch tensors. Where Ray's channels change, nothing is
+    set and the first run is slow again, not wrong."""
+    import sys
+
+    if "torch" in sys.modules:
+        return
+    try:
+        from ray.experimental.channel.common import ChannelContext
+
+        context = ChannelContext.get_current()
+        if context._torch_available is None:
+            context._torch_available = False
+    except (ImportError, AttributeError):
+        pass
 
 
 def _run(part: Partition, feeds: dict, ctx: StepContext,
