@@ -58,13 +58,16 @@ class ClusterSession:
     one, off that run's critical path (opsdk/dist/prefetch.py); False reads them at each
     step's start.
     `compiled_steps`: a step run again and again with pushed values runs as a Ray compiled
-    graph (opsdk/dist/compiled.py); False keeps Ray's task calls."""
+    graph (opsdk/dist/compiled.py) once its steady runs took `compile_after_s` seconds in all
+    (compiling costs 0.2-3 s of slower steps on a small machine: a short run is better off
+    without); False keeps Ray's task calls."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
                  config: Optional[SessionConfig] = None, cluster_name: str = "default",
                  step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
-                 push_values: bool = True, compiled_steps: bool = True):
+                 push_values: bool = True, compiled_steps: bool = True,
+                 compile_after_s: float = 2.0):
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
@@ -76,6 +79,7 @@ class ClusterSession:
         self.max_restarts = max_restarts
         self.push_values = push_values
         self.compiled_steps = compiled_steps
+        self.compile_after_s = compile_after_s
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -211,6 +215,7 @@ class ClusterSession:
         graph = self._graph(step) if carry is not None else None
         if graph is not None:
             return self._run_compiled(step, graph, step_id, feeds, timeout, carry, token)
+        started = time.perf_counter()
         refs, made, pushed = step.launch(self.actor, step_id, feeds, timeout, carry,
                                          self.push_values)
         pending = list(refs)
@@ -238,17 +243,20 @@ class ClusterSession:
             with self._lock:
                 self._active.discard(token)
         self._note_pushed(step, step_id, pushed)
+        if carry is not None:
+            step.steady_seconds += time.perf_counter() - started
         return step.collect(results)
 
     def _graph(self, step: DistributedStep) -> Any:
         """The compiled graph of `step`'s steady runs (opsdk/dist/compiled.py), or None where
-        they run as Ray task calls: from its COMPILE_AFTER-th steady run on it is compiled in
-        the background (0.1-3 s: Ray makes the channels' buffers on every task), the steps
-        going on with task calls meanwhile."""
+        they run as Ray task calls: once its steady runs took compile_after_s in all (and at
+        least COMPILE_AFTER of them ran) it is compiled in the background (0.2-3 s: Ray makes
+        the channels' buffers on every task), the steps going on with task calls meanwhile."""
         if not (self.compiled_steps and self.push_values and step.steady_order is not None):
             return None
         step.steady_runs += 1
-        if step.graph is None and not step.compiling and step.steady_runs >= step.compile_at:
+        if (step.graph is None and not step.compiling and step.steady_runs >= step.compile_at
+                and step.steady_seconds >= self.compile_after_s):
             step.compiling = True
             threading.Thread(target=self._compile, args=(step, step.generation), daemon=True,
                              name="opsdk-compile").start()

@@ -95,6 +95,7 @@ class DistributedStep:
         # Its steady runs as a Ray compiled graph (opsdk/dist/compiled.py), once compiled.
         self.graph: Any = None
         self.steady_runs = 0
+        self.steady_seconds = 0.0  # spent in steady runs of Ray task calls (the client's wall)
         self.compile_at: float = COMPILE_AFTER
         self.compiling = False  # a graph is being compiled (ClusterSession._compile)
         self.generation = 0     # dropped graphs: one compiled before the last drop is stale

@@ -73,7 +73,7 @@ def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
     cluster = {"ps": 1, "worker": 1}
     g, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}",
-                        compiled_steps=compiled) as sess:
+                        compiled_steps=compiled, compile_after_s=0) as sess:
         sess.run(init)
 
         def step():
@@ -103,7 +103,8 @@ def _pair(name, **options):
     cluster = {"ps": 1, "worker": 2}
     models = [_model(cluster, worker=w, replicas=2, scale=1.0 + w) for w in range(2)]
     sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}", cluster_name=name,
-                               step_timeout=60, **options) for w, m in enumerate(models)]
+                               step_timeout=60, compile_after_s=0, **options)
+                for w, m in enumerate(models)]
     sessions[0].run(models[0][4])
     return models, sessions
 
@@ -165,7 +166,7 @@ def test_two_clients_graphs_on_one_ps_wait_for_each_other(ray_engine):
 def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     g, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-full") as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-full", compile_after_s=0) as sess:
         sess.run(init)
         ps = sess.actor(PS)
         others = [("someone", n) for n in range(graph_slots())]
@@ -183,7 +184,7 @@ def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
 def test_a_node_error_in_a_compiled_step_names_task_and_node_and_the_graph_goes_on(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     g, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-error") as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-error", compile_after_s=0) as sess:
         sess.run(init)
         _run_until_compiled(sess, lambda: sess.run(fetches, _feeds(x, i)))
         graph = _compiled(sess)[0].graph
@@ -248,7 +249,7 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
     monkeypatch.setattr(compiled, "CompiledSteady", refuse)
     cluster = {"ps": 1, "worker": 1}
     g, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-refused") as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-refused", compile_after_s=0) as sess:
         sess.run(init)
         with pytest.warns(UserWarning, match="keeps Ray task calls.*no channels here"):
             losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(6)]
@@ -259,3 +260,18 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
         assert not _compiled(sess)
         assert _graphs(sess) == {PS: 0, _worker(0): 0}  # the claims were given back
     np.testing.assert_allclose(losses[-1], 0.8 ** 10, rtol=1e-5)
+
+
+def test_a_step_is_compiled_once_its_steady_runs_took_compile_after_s(ray_engine):
+    cluster = {"ps": 1, "worker": 1}
+    g, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-later", compile_after_s=0.5) as sess:
+        sess.run(init)
+        start = time.monotonic()
+        for _ in range(5):
+            sess.run(fetches, _feeds(x, i))
+        if time.monotonic() - start < 0.5:  # a short run: its steps stay Ray task calls
+            assert not any(s.compiling or s.graph for s in sess._steps.values())
+        _run_until_compiled(sess, lambda: sess.run(fetches, _feeds(x, i)))
+        step = _compiled(sess)[0]
+        assert step.steady_seconds >= 0.5
