@@ -11,42 +11,13 @@ import time
 import numpy as np
 import pytest
 
-from opsdk.dist import ClusterSession, ReplicatedOptimizer, replica_device_setter
+from opsdk.dist import ClusterSession
 from opsdk.dist.compiled import graph_slots
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.frontend.registries import builtin_registry
-from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
-from opsdk.runtime.ir.graph import Graph, constant, placeholder
-from opsdk.runtime.train.optimizers import GradientDescentOptimizer
-
-PS = "/job:ps/replica:0/task:0"
-LR = 0.1
-
-
-def _worker(w):
-    return f"/job:worker/replica:0/task:{w}"
-
-
-def _model(cluster, worker=0, replicas=1, scale=1.0):
-    """v starts at 1; loss = v * v * x * scale, so each round v -= LR * 2 v x (mean scale);
-    `picked` fails on a bad index (a node error on the worker)."""
-    g = Graph()
-    with g.as_default():
-        with replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}"):
-            v = Variable(np.float32(1.0), name="v")
-            x = placeholder("float32", [], name="x")
-            i = placeholder("int64", [1], name="i")
-            loss = v.value() * v.value() * x * np.float32(scale)
-            picked = apply_op(builtin_registry(), "gather",
-                              [constant(np.arange(3, dtype=np.float32)), i], {"axis": 0})
-        train = ReplicatedOptimizer(GradientDescentOptimizer(LR), replicas).minimize(
-            loss, var_list=[v])
-    return g, x, i, [train, loss, picked], global_variables_initializer(g)
-
-
-def _feeds(x, i, bad=False):
-    return {x: np.float32(1.0), i: np.array([7 if bad else 1], np.int64)}
+from steady_model import LR, PS
+from steady_model import feeds as _feeds
+from steady_model import model as _model
+from steady_model import worker as _worker
 
 
 def _graphs(sess):
@@ -71,7 +42,7 @@ def _run_until_compiled(sess, step, at_least=8, limit_s=60.0):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
     cluster = {"ps": 1, "worker": 1}
-    g, x, i, fetches, init = _model(cluster)
+    g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}",
                         compiled_steps=compiled, compile_after_s=0) as sess:
         sess.run(init)
@@ -105,7 +76,7 @@ def _pair(name, **options):
     sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}", cluster_name=name,
                                step_timeout=60, compile_after_s=0, **options)
                 for w, m in enumerate(models)]
-    sessions[0].run(models[0][4])
+    sessions[0].run(models[0][5])
     return models, sessions
 
 
@@ -123,7 +94,7 @@ def _both(models, sessions, steps, compiled=True):
     both = threading.Barrier(2, action=decide)
 
     def loop(w):
-        g, x, i, fetches, _ = models[w]
+        g, _, x, i, fetches, _ = models[w]
         try:
             while not done[0]:
                 sessions[w].run(fetches, _feeds(x, i))
@@ -165,7 +136,7 @@ def test_two_clients_graphs_on_one_ps_wait_for_each_other(ray_engine):
 
 def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
     cluster = {"ps": 1, "worker": 1}
-    g, x, i, fetches, init = _model(cluster)
+    g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name="graph-full", compile_after_s=0) as sess:
         sess.run(init)
         ps = sess.actor(PS)
@@ -183,7 +154,7 @@ def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
 
 def test_a_node_error_in_a_compiled_step_names_task_and_node_and_the_graph_goes_on(ray_engine):
     cluster = {"ps": 1, "worker": 1}
-    g, x, i, fetches, init = _model(cluster)
+    g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name="graph-error", compile_after_s=0) as sess:
         sess.run(init)
         _run_until_compiled(sess, lambda: sess.run(fetches, _feeds(x, i)))
@@ -202,7 +173,7 @@ def _waiting_in_graph(name):
     models, sessions = _pair(name)
     _both(models, sessions, 4)
     assert _compiled(sessions[0])
-    g, x, i, fetches, _ = models[0]
+    g, _, x, i, fetches, _ = models[0]
     return sessions, lambda **kw: sessions[0].run(fetches, _feeds(x, i), **kw)
 
 
@@ -248,7 +219,7 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
 
     monkeypatch.setattr(compiled, "CompiledSteady", refuse)
     cluster = {"ps": 1, "worker": 1}
-    g, x, i, fetches, init = _model(cluster)
+    g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name="graph-refused", compile_after_s=0) as sess:
         sess.run(init)
         with pytest.warns(UserWarning, match="keeps Ray task calls.*no channels here"):
@@ -264,7 +235,7 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
 
 def test_a_step_is_compiled_once_its_steady_runs_took_compile_after_s(ray_engine):
     cluster = {"ps": 1, "worker": 1}
-    g, x, i, fetches, init = _model(cluster)
+    g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name="graph-later", compile_after_s=0.5) as sess:
         sess.run(init)
         start = time.monotonic()

@@ -10,42 +10,15 @@ import threading
 import numpy as np
 import pytest
 
-from opsdk.dist import ClusterSession, ClusterSpec, ReplicatedOptimizer, replica_device_setter
+from opsdk.dist import ClusterSession, ClusterSpec
 from opsdk.dist import checkpoint
 from opsdk.dist.prefetch import task_order
 from opsdk.dist.steps import build_step
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.exec.session import SessionConfig
-from opsdk.runtime.frontend.api import apply_op
-from opsdk.runtime.frontend.registries import builtin_registry
-from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
-from opsdk.runtime.ir.graph import Graph, constant, placeholder
-from opsdk.runtime.train.optimizers import GradientDescentOptimizer
-
-PS, WORKER = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
-LR = 0.1
-
-
-def _model(cluster, worker=0, replicas=1, scale=1.0, read_on_ps=False):
-    """v starts at 1; loss = v * v * x (x fed), so each step v -= LR * 2 v x (mean over the
-    round's workers). `picked` (a gather of a fed index on the worker) fails on a bad index,
-    after the gradient has left. `read_on_ps`: the ps also reads v for a value of its own."""
-    g = Graph()
-    with g.as_default():
-        with replica_device_setter(cluster=cluster, worker_device=f"/job:worker/task:{worker}"):
-            v = Variable(np.float32(1.0), name="v")
-            x = placeholder("float32", [], name="x")
-            i = placeholder("int64", [1], name="i")
-            loss = v.value() * v.value() * x * np.float32(scale)
-            picked = apply_op(builtin_registry(), "gather",
-                              [constant(np.arange(3, dtype=np.float32)), i], {"axis": 0})
-            extra = []
-            if read_on_ps:
-                with g.device("/job:ps/task:0"):
-                    extra = [v.value() * np.float32(2.0)]
-        train = ReplicatedOptimizer(GradientDescentOptimizer(LR), replicas).minimize(
-            loss, var_list=[v])
-    return g, v, x, i, [train, loss, picked, *extra], global_variables_initializer(g)
+from steady_model import LR, PS, WORKER
+from steady_model import feeds as _feeds
+from steady_model import model as _model
 
 
 def _options(task=WORKER):
@@ -84,10 +57,6 @@ def _expected_losses(steps, x=1.0):
         out.append(v * v * x)
         v -= LR * 2 * v * x
     return out
-
-
-def _feeds(x, i, bad=False):
-    return {x: np.float32(1.0), i: np.array([7 if bad else 1], np.int64)}
 
 
 def _steady(sess):
