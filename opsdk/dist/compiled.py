@@ -179,10 +179,22 @@ def resolved(carry: Any, ray: Any, timeout: Optional[float]) -> Any:
     return Carry(pushes, {task: next(got) for task in carry.rounds})
 
 
+RELEASE_TIMEOUT_S = 10.0  # the longest a live task may take to give a slot back
+
+
 def _release(actors: list, owner: tuple) -> None:
+    """Give `owner`'s slots back and wait until the tasks have: a refused compile or a graph
+    torn down ends with its slots free, not on their way (the next claim, perhaps another
+    client's, counts on them). A dead task's slots went with it."""
+    from opsdk.dist.engine import ray_module
+
+    refs = []
     for actor in actors:
-        with contextlib.suppress(Exception):  # a dead task's slots went with it
-            actor.release_graph_slot.remote(owner)
+        with contextlib.suppress(Exception):  # Ray is down: nothing to give back
+            refs.append(actor.release_graph_slot.remote(owner))
+    for ref in refs:
+        with contextlib.suppress(Exception):  # a dead task
+            ray_module().get(ref, timeout=RELEASE_TIMEOUT_S)
 
 
 def _teardown(graph: Any, actors: list, owner: tuple) -> None:

@@ -28,6 +28,15 @@ def _compiled(sess):
     return [s for s in sess._steps.values() if s.graph is not None]
 
 
+def _compile_attempts_ended(sess, limit_s=30.0):
+    """Wait until no step of `sess` is being compiled (the attempt runs in a thread of its own,
+    and may still be claiming slots when the steps that started it have ended)."""
+    deadline = time.monotonic() + limit_s
+    while any(s.compiling for s in sess._steps.values()):
+        assert time.monotonic() < deadline, "a compile attempt did not end within the limit"
+        time.sleep(0.01)
+
+
 def _run_until_compiled(sess, step, at_least=8, limit_s=60.0):
     """Run `step()` at least `at_least` times and until `sess` has a compiled graph (compiled
     in the background) and ran 3 steps on it; the steps' results."""
@@ -146,6 +155,7 @@ def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
         assert all(ray.get([ps.claim_graph_slot.remote(o) for o in others]))
         assert not ray.get(ps.claim_graph_slot.remote(("one", "more")))
         losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(5)]
+        _compile_attempts_ended(sess)
         assert not _compiled(sess)
         assert _graphs(sess) == {PS: graph_slots(), _worker(0): 0}  # the worker's claim undone
         ray.get([ps.release_graph_slot.remote(o) for o in others])
@@ -224,10 +234,7 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
         sess.run(init)
         with pytest.warns(UserWarning, match="keeps Ray task calls.*no channels here"):
             losses = [float(sess.run(fetches, _feeds(x, i))[1]) for _ in range(6)]
-            deadline = time.monotonic() + 30
-            while sess._steps and any(s.compiling for s in sess._steps.values()):
-                assert time.monotonic() < deadline
-                time.sleep(0.05)  # the warning comes from the compiling thread
+            _compile_attempts_ended(sess)  # the warning comes from the compiling thread
         assert not _compiled(sess)
         assert _graphs(sess) == {PS: 0, _worker(0): 0}  # the claims were given back
     np.testing.assert_allclose(losses[-1], 0.8 ** 10, rtol=1e-5)
