@@ -95,6 +95,50 @@ def test_python_counts_this_processs_running_threads():
     assert _runnable() >= 1
 
 
+def test_this_processs_threads_are_read_only_where_the_machines_count_leaves_doubt(monkeypatch):
+    """Reading a file per thread of this process is the dear part of a recheck: where the
+    machine's running count already leaves the whole budget, it is not read."""
+    from opsdk.runtime.kernels import threads
+    reads = []
+    monkeypatch.setattr(threads, "own_running", lambda: reads.append(1) or 2)
+    monkeypatch.setattr(threads, "_machine_running", lambda: 3)
+    assert threads._runnable(enough=3) == 3 and not reads
+    assert threads._runnable(enough=2) == 2 and reads == [1]  # 3 less this process's 2, plus 1
+    monkeypatch.setattr(threads, "_machine_running", lambda: -1)
+    assert threads._runnable(enough=5) == -1
+    # the shortcut never changes a thread count: threads_for leaves the whole budget up to
+    # _whole_budget's count, and the exact count is at most the machine's
+    for cores in (1, 2, 8):
+        for budget in range(1, cores + 1):
+            for running in range(1, 12):
+                for own in range(0, running + 1):
+                    exact = max(running - own + 1, 1) if own > 0 else running
+                    short = running if running <= threads._whole_budget(budget, cores) else exact
+                    assert (threads.threads_for(budget, cores, short)
+                            == threads.threads_for(budget, cores, exact))
+
+
+def test_blas_rechecks_on_a_quiet_machine_read_no_thread_files(monkeypatch):
+    from opsdk.runtime.kernels import threads
+    if not threads._blas_controllers():
+        pytest.skip("no OpenBLAS that threadpoolctl drives")
+    reads = []
+    monkeypatch.setattr(threads, "own_running", lambda: reads.append(1) or 1)
+    monkeypatch.setattr(threads, "_machine_running", lambda: 1)  # the caller alone
+    monkeypatch.setitem(threads._blas, "checked", -1.0)
+    threads.blas_threads()
+    assert not reads
+    monkeypatch.setattr(threads, "_machine_running", lambda: 50)
+    monkeypatch.setitem(threads._blas, "checked", -1.0)
+    try:
+        threads.blas_threads()
+        assert reads == [1]
+    finally:
+        for c in threads._blas_controllers():
+            c.set_num_threads(threads._blas["initial"])
+        threads._blas["threads"] = None
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_intra_op_threads_must_be_a_positive_int(bad):
     graph = Graph()
@@ -157,11 +201,11 @@ def test_blas_threads_follow_the_free_cores(monkeypatch):
     if budget < 2:
         pytest.skip("one core (or a BLAS capped at one thread): nothing to take away")
     try:
-        monkeypatch.setattr(threads, "_runnable", lambda: 10 * budget)
+        monkeypatch.setattr(threads, "_runnable", lambda enough=0: 10 * budget)
         threads._blas["checked"] = -1.0
         threads.blas_threads()
         assert [c.num_threads for c in controllers] == [1] * len(controllers)
-        monkeypatch.setattr(threads, "_runnable", lambda: 1)
+        monkeypatch.setattr(threads, "_runnable", lambda enough=0: 1)
         threads._blas["checked"] = -1.0
         threads.blas_threads()
         assert [c.num_threads for c in controllers] == [budget] * len(controllers)
@@ -177,13 +221,13 @@ def test_fused_kernels_take_the_free_cores(monkeypatch):
     from opsdk.runtime.kernels import threads
     monkeypatch.setitem(threads._blas, "last", -1.0)  # no product of OpenBLAS's just before
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(threads, "_runnable", lambda: 3)  # this thread and two others
+    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 3)  # this thread and two others
     threads._fused["checked"] = -1.0
     assert threads.kernel_threads() == 2
-    monkeypatch.setattr(threads, "_runnable", lambda: 1)
+    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 1)
     threads._fused["checked"] = -1.0
     assert threads.kernel_threads() == 4
-    monkeypatch.setattr(threads, "_runnable", lambda: 40)
+    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 40)
     threads._fused["checked"] = -1.0
     assert threads.kernel_threads() == 1
     monkeypatch.setenv("OPSDK_THREADS_IGNORE_LOAD", "1")
@@ -203,7 +247,7 @@ def test_fused_kernels_leave_the_cores_of_openblas_workers_still_spinning(monkey
     and the whole budget once they sleep."""
     from opsdk.runtime.kernels import threads
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(threads, "_runnable", lambda: 1)
+    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 1)
     monkeypatch.setitem(threads._blas, "threads", 3)
     monkeypatch.setitem(threads._blas, "checked", time.monotonic() + 60)  # no recheck now
     threads._fused["checked"] = -1.0

@@ -108,18 +108,35 @@ def spinning_blas_workers(now: Optional[float] = None) -> int:
     return max((_blas["threads"] or _blas["initial"] or 1) - 1, 0)
 
 
-def _runnable() -> int:
+def _runnable(enough: int = 0) -> int:
     """Runnable threads of the machine that are not this process's, plus the caller
     (/proc/loadavg's fourth field less this process's running threads but one, as
     opsdk::threads_detail::read_runnable counts them: an OpenMP team still spinning after the
-    previous loop is this process's, not other work); -1 where unreadable."""
-    try:
-        with open("/proc/loadavg") as f:
-            running = int(f.read().split()[3].split("/")[0])
-    except (OSError, IndexError, ValueError):
-        return -1
+    previous loop is this process's, not other work); -1 where unreadable.
+
+    Where the machine's count is `enough` or less, it is returned as it is: the exact count is
+    no larger, and a caller for whom `enough` leaves its whole budget need not know more. Reading
+    this process's threads is the dear part (a file per thread: 58-175 us in a Ray task after
+    an idle gap of 20 ms, where /proc/loadavg alone took 31 us)."""
+    running = _machine_running()
+    if running < 0 or running <= enough:
+        return running
     own = own_running()
     return max(running - own + 1, 1) if own > 0 else running
+
+
+def _machine_running() -> int:
+    """/proc/loadavg's count of running threads; -1 where unreadable."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _whole_budget(budget: int, cores: int) -> int:
+    """The largest runnable count for which threads_for leaves all of `budget`."""
+    return cores - budget + 1
 
 
 def own_running() -> int:
@@ -169,7 +186,7 @@ def blas_threads() -> None:
         return
     cores = os.cpu_count() or 1
     budget = min(getattr(_local, "threads", None) or cores, _blas["initial"] or cores)
-    runnable = _runnable()
+    runnable = _runnable(_whole_budget(budget, cores))
     threads = budget if runnable < 0 else threads_for(budget, cores, runnable)
     if threads != _blas["threads"]:
         for controller in controllers:
@@ -187,15 +204,17 @@ def kernel_threads() -> int:
     machine's runnable count re-read at most every 10 ms). Measured with one busy process beside
     it on 2 cores, a fused 1000-add chain took 0.65 ms on one thread every time, and on two
     either 0.35 ms or, when the other thread was descheduled, 8 ms (the median of 40 runs)."""
-    budget = getattr(_local, "threads", None) or os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+    budget = getattr(_local, "threads", None) or cores
     if budget == 1 or os.environ.get("OPSDK_THREADS_IGNORE_LOAD") == "1":
         return budget
     # OpenBLAS's spinning workers are this process's threads, which the runnable count below
     # leaves out: beside them a two-thread loop waited for its descheduled half (the MLP
     # 784-512-512-10's fused bias and relu, right after a product: steps of 5.5 or 13 ms).
     now = time.monotonic()
-    budget = max(budget - spinning_blas_workers(now), 1)
     if now - _fused["checked"] >= _RECHECK_S:
-        _fused["checked"], _fused["runnable"] = now, _runnable()
+        # exact for every budget up to this one, the budgets of the next 10 ms among them
+        _fused["checked"], _fused["runnable"] = now, _runnable(_whole_budget(budget, cores))
+    budget = max(budget - spinning_blas_workers(now), 1)
     runnable = _fused["runnable"]
-    return budget if runnable < 0 else threads_for(budget, os.cpu_count() or 1, runnable)
+    return budget if runnable < 0 else threads_for(budget, cores, runnable)
