@@ -212,9 +212,24 @@ class ClusterSession:
             step_id = (self._client << 32) | self._steps_run
             carry = self._take_pushed(step)
             self._active.add(token)
-        graph = self._graph(step) if carry is not None else None
-        if graph is not None:
-            return self._run_compiled(step, graph, step_id, feeds, timeout, carry, token)
+        try:
+            graph = self._graph(step) if carry is not None else None
+            if graph is not None:
+                results, pushed = self._run_compiled(step, graph, step_id, feeds, timeout, carry,
+                                                     token)
+            else:
+                results, pushed = self._run_launched(step, step_id, feeds, timeout, carry, token)
+        finally:
+            with self._lock:
+                self._active.discard(token)
+        self._note_pushed(step, step_id, pushed)
+        return step.collect(results)
+
+    def _run_launched(self, step: DistributedStep, step_id: int, feeds: dict,
+                      timeout: Optional[float], carry: Optional[Carry], token: RunToken
+                      ) -> tuple[dict, Any]:
+        """One run as Ray task calls: (each task's results, what it pushed for the next run)."""
+        ray = engine.ray_module()
         started = time.perf_counter()
         refs, made, pushed = step.launch(self.actor, step_id, feeds, timeout, carry,
                                          self.push_values)
@@ -239,13 +254,9 @@ class ClusterSession:
             self._abort(step, step_id, str(exc) or type(exc).__name__)
             _collect_quietly(ray, [r for r in made if refs.get(r) not in results])
             raise
-        finally:
-            with self._lock:
-                self._active.discard(token)
-        self._note_pushed(step, step_id, pushed)
         if carry is not None:
             step.steady_seconds += time.perf_counter() - started
-        return step.collect(results)
+        return results, pushed
 
     def _graph(self, step: DistributedStep) -> Any:
         """The compiled graph of `step`'s steady runs (opsdk/dist/compiled.py), or None where
@@ -288,9 +299,10 @@ class ClusterSession:
             graph.teardown()
 
     def _run_compiled(self, step: DistributedStep, graph: Any, step_id: int, feeds: dict,
-                      timeout: Optional[float], carry: Carry, token: RunToken) -> dict:
-        """One steady run on `step`'s compiled graph: as `_run_step`, the wait blocking in Ray
-        (Ctrl-C interrupts it; close() aborts the step on the tasks, which ends it)."""
+                      timeout: Optional[float], carry: Carry, token: RunToken
+                      ) -> tuple[dict, Any]:
+        """One steady run on `step`'s compiled graph, as `_run_launched`, the wait blocking in
+        Ray (Ctrl-C interrupts it; close() aborts the step on the tasks, which ends it)."""
         from opsdk.dist.compiled import resolved
 
         ray = engine.ray_module()
@@ -325,12 +337,10 @@ class ClusterSession:
             raise
         finally:
             with self._lock:
-                self._active.discard(token)
                 self._in_graph.pop(token, None)
             if self._closed:  # close() left the graphs to the run it stopped
                 self._drop_graphs()
-        self._note_pushed(step, step_id, graph.carry_of(outputs) if self.push_values else None)
-        return step.collect(graph.fetched(outputs))
+        return graph.fetched(outputs), graph.carry_of(outputs) if self.push_values else None
 
     def _take_pushed(self, step: DistributedStep) -> Optional[Carry]:
         """What the previous run pushed for this run of `step`: if it was of the same step,
