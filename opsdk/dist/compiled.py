@@ -146,14 +146,27 @@ class CompiledSteady:
         self._finalizer()
 
 
+class OtherNodes(Exception):
+    """A step whose tasks are not all on the client's Ray node: it keeps Ray task calls."""
+
+
 def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
                    timeout: Optional[float]) -> Optional[CompiledSteady]:
     """`step`'s steady step compiled, or None when a task has no slot free (the caller keeps
-    the plain steady launch)."""
+    the plain steady launch). OtherNodes where a task runs on another Ray node than the
+    client: on a two-node cluster such a graph ran once and then hung in its second run,
+    every process waiting on a channel (tests/dist/test_placement.py; a plain-Ray graph of the
+    same shape and placement ran), so graphs are made on one node only."""
     from opsdk.dist.engine import ray_module
 
     ray = ray_module()
     actors = [actor_of(t) for t in step.steady_order]
+    here = ray.get_runtime_context().get_node_id()
+    where = ray.get([a.info.remote() for a in actors], timeout=timeout)
+    away = [f"{t} on {w['ray_node'][:12]}" for t, w in zip(step.steady_order, where)
+            if w["ray_node"] != here]
+    if away:
+        raise OtherNodes(f"{', '.join(away)}; the client on {here[:12]}")
     claims = [a.claim_graph_slot.remote(owner) for a in actors]
     granted = ray.get(claims, timeout=timeout)
     if not all(granted):

@@ -39,6 +39,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
+from opsdk.dist.placement import ray_options, task_placement
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -60,17 +61,21 @@ class ClusterSession:
     `compiled_steps`: a step run again and again with pushed values runs as a Ray compiled
     graph (opsdk/dist/compiled.py) once its steady runs took `compile_after_s` seconds in all
     (compiling costs 0.2-3 s of slower steps on a small machine: a short run is better off
-    without); False keeps Ray's task calls."""
+    without); False keeps Ray's task calls.
+    `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
+    e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; applies to the tasks this
+    session starts (a task another client of the same `cluster_name` started keeps its place)."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
                  config: Optional[SessionConfig] = None, cluster_name: str = "default",
                  step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
                  push_values: bool = True, compiled_steps: bool = True,
-                 compile_after_s: float = 2.0):
+                 compile_after_s: float = 2.0, placement: Optional[dict] = None):
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
+        self.placement = task_placement(self.cluster, placement)
         self.config = config or SessionConfig()
         self.options = dataclasses.replace(self.config.plan_options(), default_task=self.task)
         self.step_timeout = step_timeout
@@ -103,8 +108,12 @@ class ClusterSession:
             name = self.cluster.check_location(task)
             handle = self._actors.get(name)
             if handle is None:
+                options = self.placement.get(name)
+                if options:
+                    options = ray_options(name, options, engine.ray_module().nodes())
                 handle = start_task(name, max_restarts=self.max_restarts,
-                                    name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk")
+                                    name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
+                                    placement=options)
                 self._actors[name] = handle
             self._actors[task] = handle
         return handle
@@ -276,13 +285,15 @@ class ClusterSession:
     def _compile(self, step: DistributedStep, generation: int) -> None:
         """Compile `step`'s graph (a thread of its own); it serves the steady runs after, unless
         the step's tasks changed or the session closed meanwhile."""
-        from opsdk.dist.compiled import compile_steady
+        from opsdk.dist.compiled import OtherNodes, compile_steady
 
         graph, ray = None, engine.ray_module()
         try:
             graph = compile_steady(step, self.actor, (self._client, id(step)), self.step_timeout)
         except ray.exceptions.RayActorError:
             pass  # a task died: the next step says so, and its restart compiles again
+        except OtherNodes:
+            step.compile_at = math.inf  # tasks on other nodes: Ray task calls (docs/distributed.md)
         except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
             if not self._closed and step.generation == generation:
                 warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "

@@ -161,8 +161,11 @@ class TaskState:
     # ------------------------------------------------------------------ control group
     def info(self) -> dict:
         """Who and where this task is (the master's liveness check and the error text)."""
+        from opsdk.dist.engine import ray_module
+
         return {"task": self.task, "incarnation": self.incarnation, "pid": os.getpid(),
-                "node": socket.gethostname()}
+                "node": socket.gethostname(),
+                "ray_node": ray_module().get_runtime_context().get_node_id()}
 
     def set_peers(self, peers: dict) -> int:
         """The actors of the other tasks, by task name; returns this task's incarnation."""
@@ -488,10 +491,14 @@ def actor_class() -> Any:
 
 
 def start_task(task: str, max_restarts: int = 3,
-               name: Optional[str] = None, namespace: Optional[str] = None) -> Any:
-    """A new task actor. `num_cpus=0`: a task waits far more than it computes, and Ray would
-    otherwise fit only as many tasks as cores. Not detached: tasks end with their client."""
-    options: dict = {"num_cpus": 0, "max_restarts": max_restarts, "max_task_retries": 0}
+               name: Optional[str] = None, namespace: Optional[str] = None,
+               placement: Optional[dict] = None) -> Any:
+    """A new task actor. `num_cpus=0` unless `placement` (Ray actor options, from
+    opsdk/dist/placement.py) says otherwise: a task waits far more than it computes, and Ray
+    would otherwise fit only as many tasks as cores. Not detached: tasks end with their
+    client."""
+    options: dict = {"num_cpus": 0, **(placement or {}), "max_restarts": max_restarts,
+                     "max_task_retries": 0}
     if name is not None:
         options.update(name=name, namespace=namespace, get_if_exists=True)
     return actor_class().options(**options).remote(task)

@@ -1,0 +1,149 @@
+"""Where a cluster's tasks run: Ray's resources and nodes per job or task.
+
+    ClusterSession(graph, {"ps": 1, "worker": 2}, address="10.0.0.1:6379",
+                   placement={"ps": {"node": "10.0.0.1"},
+                              "worker": {"num_gpus": 1},
+                              "/job:worker/task:1": {"resources": {"big_memory": 1}}})
+
+Without placement Ray puts each task actor where it likes (they ask for no CPU: a task mostly
+waits). A job's entry applies to each of its tasks; a task's entry is laid over its job's, key by
+key. The keys are Ray's actor options `num_cpus`, `num_gpus`, `memory` (bytes), `resources`
+(custom resources of `ray start --resources`) and `accelerator_type`, and opsdk's `node`: the
+node that must run the task, by node id or by IP address.
+
+What Ray would leave waiting for ever is refused here, before any actor starts: a node that is
+not alive (or an IP address two nodes share), a request no node of the cluster has the
+resources for. The declaration is checked when the session is made, the nodes when its tasks
+start.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Mapping, Optional
+
+from opsdk.registry.errors import OpsdkError
+
+from opsdk.dist.cluster import ClusterSpec
+
+KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type", "node")
+# what each key's amount is in a node's resources (ray.nodes()), to say which node could take it
+_AMOUNTS = {"num_cpus": "CPU", "num_gpus": "GPU", "memory": "memory"}
+
+
+def task_placement(cluster: ClusterSpec, placement: Optional[Mapping]) -> dict[str, dict]:
+    """Each task's entry (`placement` checked against `cluster`): task name -> options."""
+    if placement is None:
+        return {}
+    if not isinstance(placement, Mapping):
+        raise OpsdkError("placement: expected a dict of job name or task -> Ray options, e.g. "
+                         f"{{'worker': {{'num_gpus': 1}}}}; got {placement!r}")
+    by_job: dict[str, dict] = {}
+    by_task: dict[str, dict] = {}
+    for key, options in placement.items():
+        if not isinstance(key, str):
+            raise OpsdkError(f"placement: key {key!r} must be a job name ('worker') or a task "
+                             "('/job:worker/task:1')")
+        checked = _options(key, options)
+        try:
+            if key.startswith("/"):
+                by_task[cluster.check_location(key)] = checked
+            else:
+                cluster.num_tasks(key)  # an error naming the jobs where there is no such job
+                by_job[key] = checked
+        except OpsdkError as exc:
+            raise OpsdkError(f"placement['{key}']: {exc}") from None
+    out: dict[str, dict] = {}
+    for task in cluster.task_names():
+        job = task.split("/")[1][len("job:"):]
+        merged = {**by_job.get(job, {}), **by_task.get(task, {})}
+        if merged:
+            out[task] = merged
+    return out
+
+
+def _options(key: str, options: Any) -> dict:
+    where = f"placement['{key}']"
+    if not isinstance(options, Mapping):
+        raise OpsdkError(f"{where}: expected a dict of Ray options ({', '.join(KEYS)}), got "
+                         f"{options!r}")
+    unknown = sorted(str(k) for k in options if k not in KEYS)
+    if unknown:
+        raise OpsdkError(f"{where}: unknown option(s) {', '.join(unknown)}; the options are "
+                         f"{', '.join(KEYS)}")
+    for name in ("num_cpus", "num_gpus", "memory"):
+        if name in options:
+            _amount(f"{where}['{name}']", options[name], whole=name == "memory")
+    if "resources" in options:
+        resources = options["resources"]
+        if not isinstance(resources, Mapping) or not resources:
+            raise OpsdkError(f"{where}['resources']: expected a dict of resource name -> "
+                             f"amount, e.g. {{'ps_host': 1}}; got {resources!r}")
+        for name, amount in resources.items():
+            if not isinstance(name, str) or not name or name in ("CPU", "GPU", "memory"):
+                raise OpsdkError(f"{where}['resources']: {name!r} is not a custom resource's "
+                                 "name (CPUs, GPUs and memory have options of their own)")
+            _amount(f"{where}['resources']['{name}']", amount)
+    for name in ("accelerator_type", "node"):
+        if name in options and (not isinstance(options[name], str) or not options[name]):
+            raise OpsdkError(f"{where}['{name}']: expected a non-empty string, got "
+                             f"{options[name]!r}")
+    return dict(options)
+
+
+def _amount(where: str, value: Any, whole: bool = False) -> None:
+    kind = numbers.Integral if whole else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not (
+            0 <= value < math.inf):
+        raise OpsdkError(f"{where}: expected a {'whole ' if whole else ''}number of 0 or more, "
+                         f"got {value!r}")
+
+
+def ray_options(task: str, options: Mapping, nodes: list) -> dict:
+    """Ray actor options of `task` from its placement entry, against the cluster's `nodes`
+    (ray.nodes()): a `node` becomes a hard node affinity; a request no alive node could take
+    is an error naming the nodes there are."""
+    alive = [n for n in nodes if n.get("Alive")]
+    out = {k: v for k, v in options.items() if k != "node"}
+    candidates = alive
+    if "node" in options:
+        wanted = options["node"]
+        candidates = [n for n in alive if wanted in (n.get("NodeID"), n.get("NodeManagerAddress"))]
+        if not candidates:
+            raise OpsdkError(f"task {task}: placement names node '{wanted}', which is not an "
+                             f"alive node of the Ray cluster (nodes: {_describe(alive)})")
+        if len(candidates) > 1:
+            raise OpsdkError(f"task {task}: placement names node '{wanted}', the address of "
+                             f"{len(candidates)} nodes; name one by its id "
+                             f"({', '.join(n['NodeID'] for n in candidates)})")
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        out["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+            candidates[0]["NodeID"], soft=False)
+    wants = {_AMOUNTS[k]: options[k] for k in _AMOUNTS if options.get(k)}
+    wants.update({k: v for k, v in options.get("resources", {}).items() if v})
+    if "accelerator_type" in options:
+        wants[f"accelerator_type:{options['accelerator_type']}"] = 0.001  # as Ray asks for it
+    if not any(all(n.get("Resources", {}).get(r, 0) >= amount for r, amount in wants.items())
+               for n in candidates):
+        where = f"node '{options['node']}'" if "node" in options else "any alive node"
+        raise OpsdkError(f"task {task}: placement asks for {_wants(wants)}, which {where} of "
+                         f"the Ray cluster lacks (nodes: {_describe(alive)}); Ray would leave "
+                         "the task waiting")
+    return out
+
+
+def _wants(wants: dict) -> str:
+    return ", ".join(f"an accelerator of type {name.split(':', 1)[1]}"
+                     if name.startswith("accelerator_type:") else f"{amount:g} {name}"
+                     for name, amount in wants.items())
+
+
+def _describe(nodes: list) -> str:
+    if not nodes:
+        return "none alive"
+    return "; ".join(f"{n.get('NodeID', '?')[:12]} at {n.get('NodeManagerAddress', '?')} with "
+                     + ", ".join(f"{v:g} {k}" for k, v in sorted(n.get("Resources", {}).items())
+                                 if not k.startswith("node:") and k != "object_store_memory")
+                     for n in nodes)

@@ -1,0 +1,127 @@
+"""Placement (opsdk/dist/placement.py): each job's or task's Ray resources or node, checked when
+the session is made and against the cluster's nodes when its tasks start; and a two-node cluster
+(`ray start` twice on loopback) whose tasks run where they were placed, a steady step compiled
+only where all its tasks are on the client's node."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opsdk.dist import ClusterSession, ClusterSpec
+from opsdk.dist.placement import ray_options, task_placement
+from opsdk.registry.errors import OpsdkError
+from ray_cli import ray_cluster
+from steady_model import LR, PS, WORKER
+
+HERE = Path(__file__).resolve().parent
+CLUSTER = ClusterSpec({"ps": 1, "worker": 2})
+
+
+def test_a_tasks_entry_is_laid_over_its_jobs():
+    placed = task_placement(CLUSTER, {
+        "worker": {"num_gpus": 1, "resources": {"rack_a": 1}},
+        "/job:worker/task:1": {"resources": {"big_memory": 1}},
+        "ps": {"node": "10.0.0.1"}})
+    assert placed == {
+        PS: {"node": "10.0.0.1"},
+        WORKER: {"num_gpus": 1, "resources": {"rack_a": 1}},
+        "/job:worker/replica:0/task:1": {"num_gpus": 1, "resources": {"big_memory": 1}}}
+    assert task_placement(CLUSTER, None) == {}
+
+
+@pytest.mark.parametrize("placement, message", [
+    ([("worker", {})], r"placement: expected a dict of job name or task"),
+    ({"chief": {}}, r"placement\['chief'\]: the cluster has no job 'chief' \(jobs: ps, worker\)"),
+    ({"/job:worker/task:5": {}}, r"task 5 of job 'worker', which has 2 task\(s\)"),
+    ({3: {}}, r"key 3 must be a job name"),
+    ({"worker": 1}, r"placement\['worker'\]: expected a dict of Ray options"),
+    ({"worker": {"gpus": 1}}, r"unknown option\(s\) gpus; the options are num_cpus, num_gpus"),
+    ({"worker": {"num_gpus": -1}}, r"\['num_gpus'\]: expected a number of 0 or more, got -1"),
+    ({"worker": {"num_cpus": float("nan")}}, r"\['num_cpus'\]: expected a number"),
+    ({"worker": {"num_cpus": True}}, r"\['num_cpus'\]: expected a number"),
+    ({"worker": {"memory": 1.5}}, r"\['memory'\]: expected a whole number"),
+    ({"worker": {"resources": {}}}, r"\['resources'\]: expected a dict of resource name"),
+    ({"worker": {"resources": {"CPU": 1}}}, r"'CPU' is not a custom resource's name"),
+    ({"worker": {"resources": {"rack": "1"}}}, r"\['rack'\]: expected a number"),
+    ({"worker": {"node": 5}}, r"\['node'\]: expected a non-empty string, got 5"),
+])
+def test_a_bad_placement_is_refused_when_the_session_is_made(placement, message):
+    with pytest.raises(OpsdkError, match=message):
+        task_placement(CLUSTER, placement)
+
+
+def _node(node_id, ip, **resources):
+    return {"NodeID": node_id, "NodeManagerAddress": ip, "Alive": True,
+            "Resources": {"CPU": 2.0, "memory": 8e9, "object_store_memory": 8e7,
+                          f"node:{ip}": 1.0, **resources}}
+
+
+NODES = [_node("a" * 56, "10.0.0.1", ps_host=1.0), _node("b" * 56, "10.0.0.2", GPU=1.0),
+         _node("c" * 56, "10.0.0.3"), {**_node("d" * 56, "10.0.0.4", GPU=4.0), "Alive": False}]
+
+
+def test_a_node_becomes_a_hard_affinity_by_ip_or_id():
+    for wanted in ("10.0.0.1", "a" * 56):
+        options = ray_options(PS, {"node": wanted, "num_cpus": 1}, NODES)
+        strategy = options.pop("scheduling_strategy")
+        assert (strategy.node_id, strategy.soft) == ("a" * 56, False)
+        assert options == {"num_cpus": 1}
+    assert ray_options(WORKER, {"num_gpus": 1}, NODES) == {"num_gpus": 1}
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"node": "10.0.0.9"}, r"task /job:ps/replica:0/task:0: placement names node '10\.0\.0\.9', "
+                           r"which is not an alive node.*aaaaaaaaaaaa at 10\.0\.0\.1 with 2 CPU"),
+    ({"node": "10.0.0.4"}, r"not an alive node"),               # a dead node
+    ({"num_gpus": 2}, r"asks for 2 GPU, which any alive node of the Ray cluster lacks"),
+    ({"node": "10.0.0.1", "num_gpus": 1}, r"asks for 1 GPU, which node '10\.0\.0\.1'"),
+    ({"resources": {"ps_host": 2}}, r"asks for 2 ps_host"),
+    ({"accelerator_type": "H100"}, r"asks for an accelerator of type H100"),
+])
+def test_what_ray_would_leave_waiting_is_refused_naming_the_nodes(options, message):
+    with pytest.raises(OpsdkError, match=message):
+        ray_options(PS, options, NODES)
+
+
+def test_an_address_two_nodes_share_must_be_named_by_id():
+    twins = [_node("a" * 56, "127.0.0.1"), _node("b" * 56, "127.0.0.1")]
+    with pytest.raises(OpsdkError, match=r"the address of 2 nodes; name one by its id"):
+        ray_options(PS, {"node": "127.0.0.1"}, twins)
+
+
+def test_a_placement_the_cluster_cannot_take_fails_before_any_step_hangs(ray_engine):
+    cluster = {"ps": 1, "worker": 1}
+    with ClusterSession(None, cluster, cluster_name="placement-refused",
+                        placement={"ps": {"resources": {"no_such_host": 1}}}) as sess:
+        with pytest.raises(OpsdkError, match=r"task /job:ps/replica:0/task:0: placement asks "
+                                             r"for 1 no_such_host, which any alive node"):
+            sess.actor(PS)
+
+
+def test_tasks_run_where_placed_and_only_a_step_on_the_clients_node_is_compiled():
+    with ray_cluster({"b_host": 1}, head_resources={"a_host": 1}) as (address, env):
+        run = subprocess.run([sys.executable, str(HERE / "placed_run.py"), address],
+                             capture_output=True, text=True, timeout=500, env=env, cwd=HERE)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    a, b, client = out["nodes"]["a"], out["nodes"]["b"], out["client"]
+    assert a != b
+    split, together = out["split"], out["together"]
+    assert split["tasks"] == {PS: b, WORKER: a, "/job:worker/replica:0/task:1": b}
+    assert together["tasks"] == dict.fromkeys(split["tasks"], client)
+    # a step over two nodes keeps Ray task calls (a compiled one hung in its second run);
+    # on the client's node it is compiled
+    assert (split["compiled"], split["refused"]) == (False, True)
+    assert (together["compiled"], together["refused"]) == (True, False)
+    for run in (split, together):
+        v, expected = 1.0, []
+        for _ in run["losses"]:
+            expected.append(v * v)
+            v -= LR * 2 * v
+        np.testing.assert_allclose(run["losses"], expected, rtol=1e-6)
