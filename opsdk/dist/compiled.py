@@ -155,7 +155,7 @@ def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
     """`step`'s steady step compiled, or None when a task has no slot free (the caller keeps
     the plain steady launch). OtherNodes where a task runs on another Ray node than the
     client: on a two-node cluster such a graph ran once and then hung in its second run,
-    every process waiting on a channel (tests/dist/test_placement.py; a plain-Ray graph of the
+    every process waiting on a channel (tests/dist/test_task_placement.py; a plain-Ray graph of the
     same shape and placement ran), so graphs are made on one node only."""
     from opsdk.dist.engine import ray_module
 

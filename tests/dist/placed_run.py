@@ -1,4 +1,4 @@
-"""Run by test_placement.py in a process of its own (a process joins one Ray cluster), against
+"""Run by test_task_placement.py in a process of its own (a process joins one Ray cluster), against
 the two-node cluster at argv[1] (node a has the custom resource a_host, node b b_host): the
 one-variable model of steady_model.py trained by worker 0 of a ps and two workers,
 

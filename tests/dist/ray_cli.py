@@ -1,6 +1,6 @@
 """A Ray cluster of this test's own, started with the `ray` command (`ray start --head` on
 loopback, its own temp dir, port and token; more nodes with `ray start --address`) and stopped by
-its own means. Used by test_join.py and test_placement.py."""
+its own means. Used by test_join.py and test_task_placement.py."""
 
 from __future__ import annotations
 
