@@ -35,9 +35,12 @@ What this answers (each with a test in tests/dist/test_compiled.py):
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import weakref
 from typing import Any, Callable, Optional
+
+import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
@@ -146,27 +149,14 @@ class CompiledSteady:
         self._finalizer()
 
 
-class OtherNodes(Exception):
-    """A step whose tasks are not all on the client's Ray node: it keeps Ray task calls."""
-
-
 def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
                    timeout: Optional[float]) -> Optional[CompiledSteady]:
     """`step`'s steady step compiled, or None when a task has no slot free (the caller keeps
-    the plain steady launch). OtherNodes where a task runs on another Ray node than the
-    client: on a two-node cluster such a graph ran once and then hung in its second run,
-    every process waiting on a channel (tests/dist/test_task_placement.py; a plain-Ray graph of the
-    same shape and placement ran), so graphs are made on one node only."""
+    the plain steady launch)."""
     from opsdk.dist.engine import ray_module
 
     ray = ray_module()
     actors = [actor_of(t) for t in step.steady_order]
-    here = ray.get_runtime_context().get_node_id()
-    where = ray.get([a.info.remote() for a in actors], timeout=timeout)
-    away = [f"{t} on {w['ray_node'][:12]}" for t, w in zip(step.steady_order, where)
-            if w["ray_node"] != here]
-    if away:
-        raise OtherNodes(f"{', '.join(away)}; the client on {here[:12]}")
     claims = [a.claim_graph_slot.remote(owner) for a in actors]
     granted = ray.get(claims, timeout=timeout)
     if not all(granted):
@@ -177,6 +167,27 @@ def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
     except BaseException:
         _release(actors, owner)
         raise
+
+
+def owned(value: Any) -> Any:
+    """`value` (a run's output) with every NumPy array in it copied out of the channel buffer
+    it was read from. Ray reads an array from a channel without copying it, and the buffer stays
+    taken while the array lives; with its buffers taken the writer waits, and so does the run.
+    A client that kept its fetched arrays hung after about 30 runs on one node
+    (tests/dist/test_compiled.py keeps 40 runs' values); across two nodes the values the client
+    carries into the next run hung the second run (tests/dist/test_task_placement.py). The copy
+    costs what the values weigh, small beside a channel's latency."""
+    if isinstance(value, np.ndarray):
+        return value.copy() if value.base is not None or not value.flags.owndata else value
+    if isinstance(value, tuple):
+        return tuple(owned(v) for v in value)
+    if isinstance(value, list):
+        return [owned(v) for v in value]
+    if isinstance(value, dict):
+        return {k: owned(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, bytes, int, float, bool, np.generic)):
+        return value
+    return copy.deepcopy(value)  # another kind of value, which may hold arrays
 
 
 def resolved(carry: Any, ray: Any, timeout: Optional[float]) -> Any:

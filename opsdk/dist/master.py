@@ -285,15 +285,13 @@ class ClusterSession:
     def _compile(self, step: DistributedStep, generation: int) -> None:
         """Compile `step`'s graph (a thread of its own); it serves the steady runs after, unless
         the step's tasks changed or the session closed meanwhile."""
-        from opsdk.dist.compiled import OtherNodes, compile_steady
+        from opsdk.dist.compiled import compile_steady
 
         graph, ray = None, engine.ray_module()
         try:
             graph = compile_steady(step, self.actor, (self._client, id(step)), self.step_timeout)
         except ray.exceptions.RayActorError:
             pass  # a task died: the next step says so, and its restart compiles again
-        except OtherNodes:
-            step.compile_at = math.inf  # tasks on other nodes: Ray task calls (docs/distributed.md)
         except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
             if not self._closed and step.generation == generation:
                 warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "
@@ -314,7 +312,7 @@ class ClusterSession:
                       ) -> tuple[dict, Any]:
         """One steady run on `step`'s compiled graph, as `_run_launched`, the wait blocking in
         Ray (Ctrl-C interrupts it; close() aborts the step on the tasks, which ends it)."""
-        from opsdk.dist.compiled import resolved
+        from opsdk.dist.compiled import owned, resolved
 
         ray = engine.ray_module()
         outputs, keep = [], True
@@ -330,7 +328,7 @@ class ClusterSession:
             for task, ref in zip(graph.order, refs):
                 left = -1 if token.deadline is None else max(token.deadline - time.monotonic(), 0)
                 try:
-                    outputs.append(ref.get(timeout=left))
+                    outputs.append(owned(ref.get(timeout=left)))
                 except ray.exceptions.RayChannelTimeoutError:
                     keep = False
                     token.cancel("its timeout passed")

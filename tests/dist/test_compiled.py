@@ -162,6 +162,21 @@ def test_a_task_without_a_free_slot_keeps_ray_task_calls(ray_engine):
     np.testing.assert_allclose(losses[-1], 0.8 ** 8, rtol=1e-5)
 
 
+def test_a_client_that_keeps_its_fetched_values_does_not_stall_the_graph(ray_engine):
+    """Ray reads arrays from a channel without copying; a kept one held the channel's buffer,
+    and after about 30 runs the writer had none left (a run waited until its timeout)."""
+    cluster = {"ps": 1, "worker": 1}
+    g, _, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-kept", compile_after_s=0) as sess:
+        sess.run(init)
+        kept, on_graph = [], 0
+        while on_graph < 40:
+            kept.append(sess.run(fetches, _feeds(x, i), timeout=30))
+            on_graph += bool(_compiled(sess))
+        assert all(float(out[2][0]) == 1.0 for out in kept)  # gather([0, 1, 2], [1])
+        kept[-1][2][0] = 5.0  # the client's own copy
+
+
 def test_a_node_error_in_a_compiled_step_names_task_and_node_and_the_graph_goes_on(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
