@@ -127,10 +127,10 @@ def ray_options(task: str, options: Mapping, nodes: list) -> dict:
         wants[f"accelerator_type:{options['accelerator_type']}"] = 0.001  # as Ray asks for it
     if not any(all(n.get("Resources", {}).get(r, 0) >= amount for r, amount in wants.items())
                for n in candidates):
-        where = f"node '{options['node']}'" if "node" in options else "any alive node"
-        raise OpsdkError(f"task {task}: placement asks for {_wants(wants)}, which {where} of "
-                         f"the Ray cluster lacks (nodes: {_describe(alive)}); Ray would leave "
-                         "the task waiting")
+        which = (f"node '{options['node']}' does not have" if "node" in options
+                 else "no alive node of the Ray cluster has")
+        raise OpsdkError(f"task {task}: placement asks for {_wants(wants)}, which {which} "
+                         f"(nodes: {_describe(alive)}); Ray would leave the task waiting")
     return out
 
 
