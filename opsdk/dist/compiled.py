@@ -178,7 +178,7 @@ def owned(value: Any) -> Any:
     carries into the next run hung the second run (tests/dist/test_task_placement.py). The copy
     costs what the values weigh, small beside a channel's latency."""
     if isinstance(value, np.ndarray):
-        return value.copy() if value.base is not None or not value.flags.owndata else value
+        return value if value.flags.owndata else value.copy()
     if isinstance(value, tuple):
         return tuple(owned(v) for v in value)
     if isinstance(value, list):

@@ -24,6 +24,7 @@ import numbers
 from typing import Any, Mapping, Optional
 
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.ir.device_names import DeviceSpec
 
 from opsdk.dist.cluster import ClusterSpec
 
@@ -56,8 +57,7 @@ def task_placement(cluster: ClusterSpec, placement: Optional[Mapping]) -> dict[s
             raise OpsdkError(f"placement['{key}']: {exc}") from None
     out: dict[str, dict] = {}
     for task in cluster.task_names():
-        job = task.split("/")[1][len("job:"):]
-        merged = {**by_job.get(job, {}), **by_task.get(task, {})}
+        merged = {**by_job.get(DeviceSpec.parse(task).job, {}), **by_task.get(task, {})}
         if merged:
             out[task] = merged
     return out
