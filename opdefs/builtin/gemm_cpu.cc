@@ -77,12 +77,22 @@ constexpr int64_t kShort = 64;
 // AVX-512. A portable build (OPSDK_PORTABLE) or an AVX2 machine keeps OpenBLAS, which picks its
 // kernels for the CPU it runs on. Also every product where OpenBLAS is absent or cannot take the
 // sizes (its interface is 32-bit).
+//
+// A short contracted side with a c larger than kTiledOutBytes goes to OpenBLAS all the same: the
+// tiled product's threads each write a panel of columns down every row of c, OpenBLAS's here a
+// run of whole rows. Alone and with c in cache the tiled one was the faster (the CNN's weight
+// gradient, (50 x 3136)^T @ 50 x 1024, 12.8 MB: 1.06 ms against 1.25), but in a training step,
+// where c is new memory and the caches hold the step's other arrays, it took 2.16-2.33 ms
+// against 1.69-1.94 (medians of 60 steps, five alternating runs).
+constexpr int64_t kTiledOutBytes = int64_t(4) << 20;
+
 template <typename T>
 bool tiled(const Problem& p) {
 #if defined(__AVX512F__)
     constexpr int64_t panel = gemm_tiles::nr<T>();
+    const bool short_k = p.k <= kShort && p.m * p.n * int64_t(sizeof(T)) <= kTiledOutBytes;
     const bool faster = p.tb ? p.m <= kShort && 2 * p.m >= panel
-                             : (p.m <= kShort || p.k <= kShort) && p.n >= 2 * panel;
+                             : (p.m <= kShort || short_k) && p.n >= 2 * panel;
 #else
     const bool faster = false;
 #endif

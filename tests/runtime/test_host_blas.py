@@ -44,6 +44,7 @@ SIZES = [
     (50, 1100, 600),
     (300, 530, 40),    # k short: a's rows broadcast in blocks of 256, a tail of a 6-row tile
     (7, 129, 300),     # one 6-row tile and a row; two 64-column panels and one column
+    (1100, 1030, 40),  # k short but c over 4 MB: OpenBLAS again, in panels of rows
 ]
 
 
