@@ -3,9 +3,10 @@
     ClusterSpec({"ps": 2, "worker": 2})
     ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222", "w1:2222"]})   # TF1's form
 
-A task is named `/job:<job>/replica:0/task:<i>`; the addresses of TF1's form are kept only for
-`as_dict()` (Ray places the actors: opsdk opens no ports of its own). A device naming a job or a
-task the cluster lacks is an error naming the node and what the cluster has.
+A task is named `/job:<job>/replica:0/task:<i>`. The addresses of TF1's form say where a task
+runs: on the Ray node at that host, where the cluster has one (opsdk/dist/placement.py); the
+port is not used (Ray places the actors: opsdk opens no ports of its own). A device naming a job
+or a task the cluster lacks is an error naming the node and what the cluster has.
 """
 
 from __future__ import annotations
@@ -37,13 +38,17 @@ class ClusterSpec:
 
     def __init__(self, jobs: Any):
         if isinstance(jobs, ClusterSpec):
-            jobs = jobs.as_dict()
+            self._jobs, self._given = dict(jobs._jobs), set(jobs._given)
+            return
         if not isinstance(jobs, Mapping) or not jobs:
             raise OpsdkError("ClusterSpec: expected a dict of job name -> task count or list of "
                              f"task addresses, e.g. {{'ps': 1, 'worker': 2}}; got {jobs!r}")
         self._jobs: dict[str, tuple[str, ...]] = {}
+        self._given: set[str] = set()  # the jobs whose task addresses were given (TF1's form)
         for job, tasks in jobs.items():
             self._jobs[job] = _tasks(job, tasks)
+            if not isinstance(tasks, int):
+                self._given.add(job)
 
     @property
     def jobs(self) -> list[str]:
@@ -64,6 +69,11 @@ class ClusterSpec:
         """TF1's form: job -> task addresses (`<job>:<i>` where none were given)."""
         return {job: list(tasks) for job, tasks in self._jobs.items()}
 
+    def addresses(self) -> dict[str, str]:
+        """Task name -> the address TF1's form gave it (none for a job given by its count)."""
+        return {task_name(job, i): address for job in self._given
+                for i, address in enumerate(self._jobs[job])}
+
     def check_location(self, location: str, node: str = "") -> str:
         """The task of `location`, or an error when the cluster lacks its job or task."""
         spec = DeviceSpec.parse(location)
@@ -82,7 +92,8 @@ class ClusterSpec:
         return task_name(spec.job, task)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClusterSpec) and other._jobs == self._jobs
+        return (isinstance(other, ClusterSpec) and other._jobs == self._jobs
+                and other._given == self._given)
 
     def __hash__(self) -> int:
         return hash(tuple(self._jobs.items()))

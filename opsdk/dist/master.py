@@ -39,7 +39,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
-from opsdk.dist.placement import ray_options, task_placement
+from opsdk.dist.placement import actor_options, task_placement
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -63,8 +63,10 @@ class ClusterSession:
     (compiling costs 0.2-3 s of slower steps on a small machine: a short run is better off
     without); False keeps Ray's task calls.
     `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
-    e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; applies to the tasks this
-    session starts (a task another client of the same `cluster_name` started keeps its place)."""
+    e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
+    places each task on the node its address names, where there is one. Applies to the tasks
+    this session starts (a task another client of the same `cluster_name` started keeps its
+    place)."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
@@ -76,6 +78,7 @@ class ClusterSession:
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
         self.placement = task_placement(self.cluster, placement)
+        self._addresses = self.cluster.addresses()  # TF1's form: tasks placed by their hosts
         self.config = config or SessionConfig()
         self.options = dataclasses.replace(self.config.plan_options(), default_task=self.task)
         self.step_timeout = step_timeout
@@ -109,8 +112,13 @@ class ClusterSession:
             handle = self._actors.get(name)
             if handle is None:
                 options = self.placement.get(name)
-                if options:
-                    options = ray_options(name, options, engine.ray_module().nodes())
+                address = self._addresses.get(name)
+                if options or address:
+                    ray = engine.ray_module()
+                    options, problem = actor_options(name, options, address, ray.nodes(),
+                                                     ray.get_runtime_context().get_node_id())
+                    if problem:
+                        warnings.warn(problem, stacklevel=3)
                 handle = start_task(name, max_restarts=self.max_restarts,
                                     name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
                                     placement=options)

@@ -15,10 +15,18 @@ What Ray would leave waiting for ever is refused here, before any actor starts: 
 not alive (or an IP address two nodes share), a request no node of the cluster has the
 resources for. The declaration is checked when the session is made, the nodes when its tasks
 start.
+
+A cluster given in TF1's form (`{"ps": ["10.0.0.1:2222"], "worker": [...]}`) places each task
+by its address as well: on the alive Ray node whose IP address or host name is the address's
+host (any of them where several nodes share it), a loopback host (`localhost`, `127.0.0.1`) on
+the client's own node. An address that names no alive node places nothing: Ray places the task,
+and a warning names the address and the nodes there are (TF1 scripts often carry placeholder
+hosts). A `node` in `placement` wins over the address.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import numbers
 from typing import Any, Mapping, Optional
@@ -132,6 +140,61 @@ def ray_options(task: str, options: Mapping, nodes: list) -> dict:
         raise OpsdkError(f"task {task}: placement asks for {_wants(wants)}, which {which} "
                          f"(nodes: {_describe(alive)}); Ray would leave the task waiting")
     return out
+
+
+def actor_options(task: str, options: Optional[Mapping], address: Optional[str], nodes: list,
+                  own_node: str) -> tuple[dict, Optional[str]]:
+    """(Ray actor options, problem) of `task`: its placement entry laid over what its TF1
+    `address` names (address_options), checked by ray_options; the problem, a warning's text,
+    where the address names no node."""
+    options = dict(options or {})
+    problem = None
+    if address is not None and "node" not in options:
+        placed, problem = address_options(task, address, nodes, own_node)
+        resources = {**placed.get("resources", {}), **options.get("resources", {})}
+        options = {**placed, **options, **({"resources": resources} if resources else {})}
+    return (ray_options(task, options, nodes) if options else {}), problem
+
+
+def address_options(task: str, address: str, nodes: list, own_node: str
+                    ) -> tuple[dict, Optional[str]]:
+    """(placement entry, problem) of `task` from its TF1 address `host:port` against the
+    cluster's `nodes` (ray.nodes()); `own_node`: the client's node id. The entry is empty, and
+    the problem says why, where the host names no alive node."""
+    host = _host(address)
+    alive = [n for n in nodes if n.get("Alive")]
+    named = [n for n in alive if host in (n.get("NodeManagerAddress"),
+                                          str(n.get("NodeManagerHostname", "")).lower())]
+    if not named and _loopback(host):
+        named = [n for n in alive if n.get("NodeID") == own_node]
+    if not named:
+        return {}, (f"task {task}: its address '{address}' names no alive node of the Ray "
+                    f"cluster (nodes: {_describe(alive)}); Ray places the task")
+    if len(named) == 1:
+        return {"node": named[0]["NodeID"]}, None
+    ips = {n.get("NodeManagerAddress") for n in named}
+    if len(ips) == 1:  # nodes sharing the address: any of them, by Ray's resource of that IP
+        return {"resources": {f"node:{ips.pop()}": 0.001}}, None
+    return {"node": named[0]["NodeID"]}, None  # a host name of several IPs: the first node
+
+
+def _host(address: str) -> str:
+    """The host of `host:port`, `[v6]:port` or a bare host, lower-cased."""
+    address = address.strip()
+    if address.startswith("["):
+        return address[1:].split("]", 1)[0].lower()
+    if address.count(":") == 1:
+        return address.rsplit(":", 1)[0].lower()
+    return address.lower()  # a bare host, or a bare IPv6 address
+
+
+def _loopback(host: str) -> bool:
+    if host in ("localhost", "ip6-localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _wants(wants: dict) -> str:

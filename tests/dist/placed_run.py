@@ -3,7 +3,9 @@ against the two-node cluster at argv[1] (node a has the custom resource a_host, 
 the one-variable model of steady_model.py trained by worker 0 of a ps and two workers, the ps
 placed on b by node id, the workers on a by their job's entry, worker 1 on b by its own entry;
 until 12 runs went through the steady step's compiled graph, which crosses the nodes. Prints a
-JSON line: each node's id, each task's node, the losses, how many runs were compiled."""
+JSON line: each node's id, each task's node, the losses, how many runs were compiled.
+With `addresses` after the cluster's address: the tasks placed by the addresses of a cluster in
+TF1's form instead (by_address)."""
 
 from __future__ import annotations
 
@@ -38,7 +40,27 @@ def train(address: str, placement: dict, deadline: float) -> dict:
                 "on_graph": on_graph}
 
 
-def main(address: str) -> None:
+def by_address(address: str) -> dict:
+    """A cluster in TF1's form: the ps at node b's address, worker 0 at node a's, worker 1 at
+    a placeholder host that names no node. Runs two steps; returns each task's node and the
+    warnings."""
+    import warnings
+
+    at = {("a" if n["Resources"].get("a_host") else "b"): n["NodeManagerAddress"]
+          for n in ray.nodes() if n["Alive"]}
+    cluster = {"ps": [f"{at['b']}:2222"], "worker": [f"{at['a']}:2222", "nowhere:2222"]}
+    g, _, x, i, fetches, init = model(cluster)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ClusterSession(g, cluster, address=address, compiled_steps=False) as sess:
+            sess.run(init)
+            losses = [float(sess.run(fetches, feeds(x, i), timeout=60)[1]) for _ in range(2)]
+            tasks = {t: node_of(sess, t) for t in TASKS}
+    return {"addresses": at, "tasks": tasks, "losses": losses,
+            "warnings": [str(w.message) for w in caught]}
+
+
+def main(address: str, mode: str = "placement") -> None:
     engine.connect(address)
     deadline = time.monotonic() + 120
     while len([n for n in ray.nodes() if n["Alive"]]) < 2:
@@ -47,6 +69,9 @@ def main(address: str) -> None:
     nodes = {name: next(n["NodeID"] for n in ray.nodes()
                         if n["Alive"] and n["Resources"].get(f"{name}_host"))
              for name in ("a", "b")}
+    if mode == "addresses":
+        print(json.dumps({"nodes": nodes, **by_address(address)}))
+        return
     placement = {"ps": {"node": nodes["b"]}, "worker": {"resources": {"a_host": 0.01}},
                  "/job:worker/task:1": {"resources": {"b_host": 0.01}}}
     out = {"nodes": nodes, **train(address, placement, time.monotonic() + 180)}
@@ -54,4 +79,4 @@ def main(address: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

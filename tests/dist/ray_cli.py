@@ -36,11 +36,12 @@ def answers(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def ray_cluster(*extra_nodes: dict, head_resources: dict | None = None
-                ) -> Iterator[tuple[str, dict]]:
+def ray_cluster(*extra_nodes: dict, head_resources: dict | None = None,
+                extra_ips: tuple = ()) -> Iterator[tuple[str, dict]]:
     """(address, environment for its clients) of a cluster whose head has `head_resources`
     and one more node per `extra_nodes` entry (its custom resources), every node on loopback
-    with one CPU."""
+    with one CPU: at 127.0.0.1, or the extra nodes at their `extra_ips` entry (another
+    loopback address, 127.0.0.2, gives a node an IP address of its own)."""
     ray_cli = Path(sys.executable).with_name("ray")
     if not ray_cli.exists():
         pytest.skip("the ray command is not installed beside this Python")
@@ -52,11 +53,12 @@ def ray_cluster(*extra_nodes: dict, head_resources: dict | None = None
     token.write_text(secrets.token_hex(32))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token))
-    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=2",
+    common = ["--block", "--num-cpus=2",
               "--object-store-memory=80000000", "--disable-usage-stats"]
 
-    def start(args: list, resources: dict | None) -> subprocess.Popen:
-        more = [f"--resources={json.dumps(resources)}"] if resources else []
+    def start(args: list, resources: dict | None, ip: str = "127.0.0.1") -> subprocess.Popen:
+        more = [f"--node-ip-address={ip}"]
+        more += [f"--resources={json.dumps(resources)}"] if resources else []
         return subprocess.Popen([str(ray_cli), "start", *args, *common, *more],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=env)
@@ -69,7 +71,9 @@ def ray_cluster(*extra_nodes: dict, head_resources: dict | None = None
             assert nodes[0].poll() is None, nodes[0].stdout.read().decode()[-2000:]
             assert time.monotonic() < deadline, "ray start --head did not come up"
             time.sleep(0.5)
-        nodes += [start([f"--address=127.0.0.1:{port}"], resources) for resources in extra_nodes]
+        ips = list(extra_ips) + ["127.0.0.1"] * (len(extra_nodes) - len(extra_ips))
+        nodes += [start([f"--address=127.0.0.1:{port}"], resources, ip)
+                  for resources, ip in zip(extra_nodes, ips)]
         yield f"127.0.0.1:{port}", env
     finally:
         # `ray start --block` stops its node on SIGTERM; each group is one node's alone. The

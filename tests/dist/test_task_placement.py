@@ -6,6 +6,7 @@ across the two nodes."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from opsdk.dist import ClusterSession, ClusterSpec
-from opsdk.dist.placement import ray_options, task_placement
+from opsdk.dist.placement import actor_options, address_options, ray_options, task_placement
 from opsdk.registry.errors import OpsdkError
 from ray_cli import ray_cluster
 from steady_model import LR, PS, WORKER
@@ -96,6 +97,51 @@ def test_an_address_two_nodes_share_must_be_named_by_id():
         ray_options(PS, {"node": "127.0.0.1"}, twins)
 
 
+def _node_of(options):
+    return options["scheduling_strategy"].node_id
+
+
+@pytest.mark.parametrize("address, node", [
+    ("10.0.0.2:2222", "b" * 56),        # by IP address
+    ("[10.0.0.3]:2222", "c" * 56),      # bracketed
+    ("Host-A:2222", "a" * 56),          # by the node's host name, in any case
+    ("localhost:2222", "c" * 56),       # a loopback host: the client's own node
+    ("127.0.0.1", "c" * 56),            # no port
+])
+def test_a_tf1_address_places_its_task_on_the_node_it_names(address, node):
+    nodes = [{**NODES[0], "NodeManagerHostname": "host-a"}, *NODES[1:]]
+    options, problem = actor_options(PS, None, address, nodes, own_node="c" * 56)
+    assert problem is None and _node_of(options) == node
+
+
+def test_a_tf1_address_of_no_alive_node_places_nothing_and_says_so():
+    for address in ("ps0:2222", "10.0.0.4:2222"):  # a placeholder; a dead node's address
+        options, problem = actor_options(PS, None, address, NODES, own_node="c" * 56)
+        assert options == {}
+        assert re.search(rf"task /job:ps/replica:0/task:0: its address '{re.escape(address)}' "
+                         r"names no alive node of the Ray cluster \(nodes: aaaaaaaaaaaa at "
+                         r"10\.0\.0\.1.*\); Ray places the task", problem)
+
+
+def test_placement_wins_over_an_address_and_nodes_sharing_one_take_it_by_resource():
+    options, _ = actor_options(PS, {"node": "10.0.0.3"}, "10.0.0.2:2222", NODES, "a" * 56)
+    assert _node_of(options) == "c" * 56
+    options, _ = actor_options(PS, {"resources": {"ps_host": 1}}, "10.0.0.1:2222", NODES, "")
+    assert _node_of(options) == "a" * 56 and options["resources"] == {"ps_host": 1}
+    twins = [_node("a" * 56, "127.0.0.1", x=1.0), _node("b" * 56, "127.0.0.1")]
+    assert address_options(PS, "127.0.0.1:1", twins, "") == (
+        {"resources": {"node:127.0.0.1": 0.001}}, None)
+    options, _ = actor_options(PS, {"resources": {"x": 1}}, "127.0.0.1:1", twins, "")
+    assert options["resources"] == {"node:127.0.0.1": 0.001, "x": 1}
+
+
+def test_a_cluster_spec_keeps_the_addresses_tf1s_form_gave():
+    spec = ClusterSpec({"ps": ["h0:2222"], "worker": 2})
+    assert spec.addresses() == {PS: "h0:2222"}
+    assert ClusterSpec(spec).addresses() == {PS: "h0:2222"} and ClusterSpec(spec) == spec
+    assert ClusterSpec({"ps": 1, "worker": 2}).addresses() == {}
+
+
 def test_a_placement_the_cluster_cannot_take_fails_before_any_step_hangs(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     with ClusterSession(None, cluster, cluster_name="placement-refused",
@@ -106,11 +152,23 @@ def test_a_placement_the_cluster_cannot_take_fails_before_any_step_hangs(ray_eng
 
 
 def test_tasks_run_where_placed_and_a_compiled_step_crosses_the_nodes():
-    with ray_cluster({"b_host": 1}, head_resources={"a_host": 1}) as (address, env):
-        run = subprocess.run([sys.executable, str(HERE / "placed_run.py"), address],
-                             capture_output=True, text=True, timeout=500, env=env, cwd=HERE)
+    # node b at an IP address of its own, so that TF1's addresses can tell the nodes apart
+    with ray_cluster({"b_host": 1}, head_resources={"a_host": 1}, extra_ips=("127.0.0.2",)) as (
+            address, env):
+        runs = [subprocess.run([sys.executable, str(HERE / "placed_run.py"), address, mode],
+                               capture_output=True, text=True, timeout=500, env=env, cwd=HERE)
+                for mode in ("placement", "addresses")]
+    for run in runs:
         assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out, tf1 = (json.loads(run.stdout.strip().splitlines()[-1]) for run in runs)
+    # TF1's form: the ps on b and worker 0 on a by their addresses; worker 1's names no node
+    assert tf1["addresses"]["b"] == "127.0.0.2" and tf1["addresses"]["a"] != "127.0.0.2"
+    assert tf1["tasks"][PS] == tf1["nodes"]["b"] and tf1["tasks"][WORKER] == tf1["nodes"]["a"]
+    no_node = [w for w in tf1["warnings"] if "names no alive node" in w]
+    assert len(no_node) == 1 and no_node[0].startswith(
+        "task /job:worker/replica:0/task:1: its address 'nowhere:2222' names no alive node of "
+        "the Ray cluster (nodes: ")
+    assert len(tf1["losses"]) == 2
     a, b = out["nodes"]["a"], out["nodes"]["b"]
     assert a != b
     assert out["tasks"] == {PS: b, WORKER: a, "/job:worker/replica:0/task:1": b}
