@@ -39,7 +39,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
-from opsdk.dist.placement import actor_options, task_placement
+from opsdk.dist.placement import actor_options, misplaced, task_placement
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -64,9 +64,9 @@ class ClusterSession:
     without); False keeps Ray's task calls.
     `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
     e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
-    places each task on the node its address names, where there is one. Applies to the tasks
-    this session starts (a task another client of the same `cluster_name` started keeps its
-    place)."""
+    places each task on the node its address names, where there is one. A task another client
+    of the same `cluster_name` started keeps its place: where that is not the one asked for, the
+    session's first step is an error."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
@@ -100,30 +100,42 @@ class ClusterSession:
         # (step, what it pushed) when the last run pushed the values of its step's next run
         # and nothing else has run since (opsdk/dist/prefetch.py); None otherwise.
         self._pushed: Optional[tuple[DistributedStep, Carry]] = None
+        self._placed: dict[str, tuple] = {}  # task -> (Ray options, nodes): where it must sit
 
     # ------------------------------------------------------------------ tasks
     def actor(self, task: str) -> Any:
         """The Ray actor of `task` (created, or found by name, on first use)."""
-        from opsdk.dist.task import start_task
-
         handle = self._actors.get(task)  # a step asks for each of its tasks: no parsing then
         if handle is None:
             name = self.cluster.check_location(task)
             handle = self._actors.get(name)
             if handle is None:
-                options = self.placement.get(name)
-                address = self._addresses.get(name)
-                if options or address:
-                    ray = engine.ray_module()
-                    options, problem = actor_options(name, options, address, ray.nodes(),
-                                                     ray.get_runtime_context().get_node_id())
-                    if problem:
-                        warnings.warn(problem, stacklevel=3)
-                handle = start_task(name, max_restarts=self.max_restarts,
-                                    name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
-                                    placement=options)
+                handle = self._start(name)
                 self._actors[name] = handle
             self._actors[task] = handle
+        return handle
+
+    def _start(self, name: str) -> Any:
+        """The actor of task `name`: started with its placement, or found by name where
+        another client started it (then _introduce finds whether it sits where this session's
+        placement says)."""
+        from opsdk.dist.task import start_task
+
+        options = self.placement.get(name)
+        address = self._addresses.get(name)
+        nodes: list = []
+        if options or address:
+            ray = engine.ray_module()
+            nodes = ray.nodes()
+            options, problem = actor_options(name, options, address, nodes,
+                                             ray.get_runtime_context().get_node_id())
+            if problem:
+                warnings.warn(problem, stacklevel=4)
+        handle = start_task(name, max_restarts=self.max_restarts,
+                            name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
+                            placement=options)
+        if options:  # checked by _introduce, all tasks at once, when they answer
+            self._placed[name] = (options, nodes)
         return handle
 
     def _introduce(self) -> dict[str, int]:
@@ -131,10 +143,23 @@ class ClusterSession:
         ray = engine.ray_module()
         actors = {t: self.actor(t) for t in self.cluster.task_names()}
         refs = {t: a.set_peers.remote(actors) for t, a in actors.items()}
+        where = {t: actors[t].info.remote() for t in self._placed}
         try:
-            return {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
+            incarnations = {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
+            nodes = {t: ray.get(r, timeout=self.step_timeout)["ray_node"]
+                     for t, r in where.items()}
         except Exception as exc:
             raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
+        for task, node in nodes.items():
+            options, listed = self._placed[task]
+            problem = misplaced(task, options, node, listed)
+            if problem:
+                raise OpsdkError(f"{problem}: another client started it under cluster_name "
+                                 f"'{self.cluster_name}' and it keeps its place; close that "
+                                 "client's session first, or give this one another "
+                                 "cluster_name")
+            del self._placed[task]  # where it runs now; a restart keeps its placement
+        return incarnations
 
     def reconnect(self) -> None:
         """Wait until every task answers (a restarted one included) and introduce them again;

@@ -156,6 +156,24 @@ def actor_options(task: str, options: Optional[Mapping], address: Optional[str],
     return (ray_options(task, options, nodes) if options else {}), problem
 
 
+def misplaced(task: str, options: Mapping, node_id: str, nodes: list) -> Optional[str]:
+    """Why `task`'s actor, found running on node `node_id`, does not sit where its Ray actor
+    `options` (ray_options) would have put it, or None. A task another client started (the
+    same actor name) keeps the place that client gave it."""
+    node = next((n for n in nodes if n.get("NodeID") == node_id), {})
+    where = f"node {node_id[:12]} at {node.get('NodeManagerAddress', '?')}"
+    strategy = options.get("scheduling_strategy")
+    wanted = getattr(strategy, "node_id", None)
+    if wanted is not None and wanted != node_id:
+        return f"task {task} runs on {where}, not on node {wanted[:12]} that its placement names"
+    wants = {_AMOUNTS[k]: options[k] for k in _AMOUNTS if options.get(k)}
+    wants.update({k: v for k, v in options.get("resources", {}).items() if v})
+    lacks = {r: a for r, a in wants.items() if node.get("Resources", {}).get(r, 0) < a}
+    if lacks:
+        return f"task {task} runs on {where}, which lacks {_wants(lacks)} that its placement asks for"
+    return None
+
+
 def address_options(task: str, address: str, nodes: list, own_node: str
                     ) -> tuple[dict, Optional[str]]:
     """(placement entry, problem) of `task` from its TF1 address `host:port` against the

@@ -16,6 +16,7 @@ import time
 import ray
 
 from opsdk.dist import ClusterSession, engine
+from opsdk.registry.errors import OpsdkError
 from steady_model import PS, WORKER, feeds, model
 
 TASKS = (PS, WORKER, "/job:worker/replica:0/task:1")
@@ -42,8 +43,9 @@ def train(address: str, placement: dict, deadline: float) -> dict:
 
 def by_address(address: str) -> dict:
     """A cluster in TF1's form: the ps at node b's address, worker 0 at node a's, worker 1 at
-    a placeholder host that names no node. Runs two steps; returns each task's node and the
-    warnings."""
+    a placeholder host that names no node. Runs two steps; returns each task's node, the
+    warnings, and the error of a second client whose placement names another node for the
+    running ps."""
     import warnings
 
     at = {("a" if n["Resources"].get("a_host") else "b"): n["NodeManagerAddress"]
@@ -56,7 +58,16 @@ def by_address(address: str) -> dict:
             sess.run(init)
             losses = [float(sess.run(fetches, feeds(x, i), timeout=60)[1]) for _ in range(2)]
             tasks = {t: node_of(sess, t) for t in TASKS}
-    return {"addresses": at, "tasks": tasks, "losses": losses,
+            # a second client asks for the ps on node a, where the running ps is not
+            other = ClusterSession(g, cluster, address=address,
+                                   placement={"ps": {"node": at["a"]}})
+            try:
+                other.run(init)
+                refused = None
+            except OpsdkError as exc:
+                refused = str(exc)
+            other.close()
+    return {"addresses": at, "tasks": tasks, "losses": losses, "refused": refused,
             "warnings": [str(w.message) for w in caught]}
 
 

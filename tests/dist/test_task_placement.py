@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from opsdk.dist import ClusterSession, ClusterSpec
-from opsdk.dist.placement import actor_options, address_options, ray_options, task_placement
+from opsdk.dist.placement import (actor_options, address_options, misplaced, ray_options,
+                                   task_placement)
 from opsdk.registry.errors import OpsdkError
 from ray_cli import ray_cluster
 from steady_model import LR, PS, WORKER
@@ -135,6 +136,17 @@ def test_placement_wins_over_an_address_and_nodes_sharing_one_take_it_by_resourc
     assert options["resources"] == {"node:127.0.0.1": 0.001, "x": 1}
 
 
+def test_a_running_task_that_does_not_sit_where_placed_is_named():
+    assert misplaced(PS, ray_options(PS, {"node": "10.0.0.1"}, NODES), "a" * 56, NODES) is None
+    assert misplaced(PS, ray_options(PS, {"node": "10.0.0.1"}, NODES), "b" * 56, NODES) == (
+        f"task {PS} runs on node bbbbbbbbbbbb at 10.0.0.2, not on node aaaaaaaaaaaa that its "
+        "placement names")
+    assert misplaced(PS, {"num_gpus": 1, "resources": {"ps_host": 1}}, "c" * 56, NODES) == (
+        f"task {PS} runs on node cccccccccccc at 10.0.0.3, which lacks 1 GPU, 1 ps_host that its "
+        "placement asks for")
+    assert misplaced(PS, {"num_gpus": 1}, "b" * 56, NODES) is None
+
+
 def test_a_cluster_spec_keeps_the_addresses_tf1s_form_gave():
     spec = ClusterSpec({"ps": ["h0:2222"], "worker": 2})
     assert spec.addresses() == {PS: "h0:2222"}
@@ -164,11 +176,15 @@ def test_tasks_run_where_placed_and_a_compiled_step_crosses_the_nodes():
     # TF1's form: the ps on b and worker 0 on a by their addresses; worker 1's names no node
     assert tf1["addresses"]["b"] == "127.0.0.2" and tf1["addresses"]["a"] != "127.0.0.2"
     assert tf1["tasks"][PS] == tf1["nodes"]["b"] and tf1["tasks"][WORKER] == tf1["nodes"]["a"]
-    no_node = [w for w in tf1["warnings"] if "names no alive node" in w]
-    assert len(no_node) == 1 and no_node[0].startswith(
+    no_node = {w for w in tf1["warnings"] if "names no alive node" in w}  # one per session
+    assert len(no_node) == 1 and no_node.pop().startswith(
         "task /job:worker/replica:0/task:1: its address 'nowhere:2222' names no alive node of "
         "the Ray cluster (nodes: ")
     assert len(tf1["losses"]) == 2
+    assert tf1["refused"].startswith(f"task {PS} runs on node {tf1['nodes']['b'][:12]} at "
+                                     f"127.0.0.2, not on node {tf1['nodes']['a'][:12]} that its "
+                                     "placement names: another client started it under "
+                                     "cluster_name 'default'")
     a, b = out["nodes"]["a"], out["nodes"]["b"]
     assert a != b
     assert out["tasks"] == {PS: b, WORKER: a, "/job:worker/replica:0/task:1": b}

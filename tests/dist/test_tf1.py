@@ -49,8 +49,10 @@ def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-    [t.start() for t in threads]
-    [t.join(300) for t in threads]
+    # the hosts are placeholders that name no Ray node: Ray places the tasks, with a warning
+    with pytest.warns(UserWarning, match=r"its address '(ps0|w0|w1):2222' names no alive node"):
+        [t.start() for t in threads]
+        [t.join(300) for t in threads]
     assert not errors, errors
     assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
     assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])
