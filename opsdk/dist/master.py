@@ -61,7 +61,10 @@ class ClusterSession:
     `compiled_steps`: a step run again and again with pushed values runs as a Ray compiled
     graph (opsdk/dist/compiled.py) once its steady runs took `compile_after_s` seconds in all
     (compiling costs 0.2-3 s of slower steps on a small machine: a short run is better off
-    without); False keeps Ray's task calls.
+    without); False keeps Ray's task calls. A compiled graph's tasks and client wait for each
+    run in a busy loop (Ray's channels), a core each: a graph whose step has not run for
+    `graph_idle_s` seconds is torn down, and compiled again once its steady runs took twice
+    the time the last one waited for.
     `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
     e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
     places each task on the node its address names, where there is one. A task another client
@@ -73,7 +76,8 @@ class ClusterSession:
                  config: Optional[SessionConfig] = None, cluster_name: str = "default",
                  step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
                  push_values: bool = True, compiled_steps: bool = True,
-                 compile_after_s: float = 2.0, placement: Optional[dict] = None):
+                 compile_after_s: float = 2.0, placement: Optional[dict] = None,
+                 graph_idle_s: float = 2.0):
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
@@ -88,6 +92,12 @@ class ClusterSession:
         self.push_values = push_values
         self.compiled_steps = compiled_steps
         self.compile_after_s = compile_after_s
+        if isinstance(graph_idle_s, bool) or not (
+                isinstance(graph_idle_s, (int, float)) and 0 < graph_idle_s < math.inf):
+            raise OpsdkError(f"ClusterSession: graph_idle_s must be a number of seconds above "
+                             f"0, got {graph_idle_s!r}")
+        self.graph_idle_s = float(graph_idle_s)
+        self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -254,8 +264,11 @@ class ClusterSession:
             step_id = (self._client << 32) | self._steps_run
             carry = self._take_pushed(step)
             self._active.add(token)
-        try:
             graph = self._graph(step) if carry is not None else None
+            if graph is not None:  # in use: _watch_idle leaves it
+                self._in_graph[token] = (step, step_id)
+                step.last_run = time.monotonic()
+        try:
             if graph is not None:
                 results, pushed = self._run_compiled(step, graph, step_id, feeds, timeout, carry,
                                                      token)
@@ -309,7 +322,7 @@ class ClusterSession:
             return None
         step.steady_runs += 1
         if (step.graph is None and not step.compiling and step.steady_runs >= step.compile_at
-                and step.steady_seconds >= self.compile_after_s):
+                and step.steady_seconds >= self.compile_after_s * 2 ** step.idle_releases):
             step.compiling = True
             threading.Thread(target=self._compile, args=(step, step.generation), daemon=True,
                              name="opsdk-compile").start()
@@ -337,8 +350,33 @@ class ClusterSession:
                 step.compile_at = step.steady_runs + 100  # no slot free: try again much later
             elif not stale:
                 step.graph = graph
+                step.last_run = time.monotonic()
+                if self._watcher is None:
+                    self._watcher = threading.Thread(target=self._watch_idle, daemon=True,
+                                                     name="opsdk-idle-graphs")
+                    self._watcher.start()
         if stale:
             graph.teardown()
+
+    def _watch_idle(self) -> None:
+        """Tear down every compiled graph whose step has not run for graph_idle_s (a thread of
+        its own while the session has graphs): Ray's channels wait in a busy loop, so an idle
+        graph holds a core on each of its tasks and the client."""
+        while True:
+            time.sleep(max(min(self.graph_idle_s / 4, 0.25), 0.01))
+            now = time.monotonic()
+            with self._lock:
+                in_use = {id(step) for step, _ in self._in_graph.values()}
+                idle = [step.detach_graph(idle=True) for step in self._steps.values()
+                        if step.graph is not None and id(step) not in in_use
+                        and now - step.last_run > self.graph_idle_s]
+                if self._closed or not any(s.graph is not None or s.compiling
+                                           for s in self._steps.values()):
+                    self._watcher = None  # _compile starts another with the next graph
+            for graph in idle:
+                graph.teardown()
+            if self._watcher is not threading.current_thread():
+                return
 
     def _run_compiled(self, step: DistributedStep, graph: Any, step_id: int, feeds: dict,
                       timeout: Optional[float], carry: Carry, token: RunToken
@@ -348,9 +386,7 @@ class ClusterSession:
         from opsdk.dist.compiled import owned, resolved
 
         ray = engine.ray_module()
-        outputs, keep = [], True
-        with self._lock:
-            self._in_graph[token] = (step, step_id)
+        outputs, keep = [], True  # _run_step put the run in _in_graph
         try:
             try:
                 refs = graph.execute(step_id, feeds, timeout, resolved(carry, ray, timeout))
@@ -380,6 +416,7 @@ class ClusterSession:
         finally:
             with self._lock:
                 self._in_graph.pop(token, None)
+                step.last_run = time.monotonic()
             if self._closed:  # close() left the graphs to the run it stopped
                 self._drop_graphs()
         return graph.fetched(outputs), graph.carry_of(outputs) if self.push_values else None

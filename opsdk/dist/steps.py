@@ -99,15 +99,27 @@ class DistributedStep:
         self.compile_at: float = COMPILE_AFTER
         self.compiling = False  # a graph is being compiled (ClusterSession._compile)
         self.generation = 0     # dropped graphs: one compiled before the last drop is stale
+        self.last_run = 0.0     # time.monotonic() its graph last ran (or was installed)
+        self.idle_releases = 0  # graphs let go of for want of runs (ClusterSession)
 
     def drop_graph(self) -> None:
         """Tear the compiled graph down (a task restarted, the session closed, Ray failed):
         the next steady runs are Ray task calls until it is compiled again."""
+        graph = self.detach_graph()
+        if graph is not None:
+            graph.teardown()
+
+    def detach_graph(self, idle: bool = False) -> Any:
+        """The compiled graph, no longer the step's (the caller tears it down); `idle`: let go
+        of for want of runs, so the next one waits for twice the steady time the last did."""
         graph, self.graph = self.graph, None
         self.generation += 1
         if graph is not None:
-            graph.teardown()
             self.compile_at = self.steady_runs + COMPILE_AFTER
+            if idle:
+                self.idle_releases += 1
+                self.steady_seconds = 0.0
+        return graph
 
     @property
     def tasks(self) -> list[str]:

@@ -5,6 +5,7 @@ and Ctrl-C while a client waits in a graph."""
 from __future__ import annotations
 
 import _thread
+import os
 import threading
 import time
 
@@ -253,6 +254,57 @@ def test_a_graph_ray_refuses_leaves_task_calls_with_a_warning(ray_engine, monkey
         assert not _compiled(sess)
         assert _graphs(sess) == {PS: 0, _worker(0): 0}  # the claims were given back
     np.testing.assert_allclose(losses[-1], 0.8 ** 10, rtol=1e-5)
+
+
+def _cpu_seconds(sess, task):
+    """The CPU time the process of `task`'s actor has used (it runs on this machine)."""
+    import ray
+
+    pid = ray.get(sess.actor(task).__ray_call__.remote(lambda self: os.getpid()))
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
+def test_an_idle_graph_is_let_go_of_and_its_tasks_stop_spinning(ray_engine):
+    cluster = {"ps": 1, "worker": 1}
+    g, _, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-idle", compile_after_s=0,
+                        graph_idle_s=0.3) as sess:
+        sess.run(init)
+
+        def step():
+            return float(sess.run(fetches, _feeds(x, i))[1])
+
+        losses = _run_until_compiled(sess, step)
+        # Ray's channels wait for a graph's next run in a busy loop: while the graph stands,
+        # each task burns a core doing nothing
+        deadline = time.monotonic() + 10
+        while _compiled(sess):
+            assert time.monotonic() < deadline, "an idle graph was not let go of"
+            time.sleep(0.05)
+        assert _graphs(sess) == {PS: 0, _worker(0): 0}
+        before = {t: _cpu_seconds(sess, t) for t in (PS, _worker(0))}
+        time.sleep(1.0)
+        used = {t: _cpu_seconds(sess, t) - before[t] for t in before}
+        assert all(u < 0.2 for u in used.values()), used  # about 0.5-1 s each while spinning
+        released = [s for s in sess._steps.values() if s.idle_releases]
+        assert [(s.idle_releases, s.steady_seconds) for s in released] == [(1, 0.0)]
+        # the steps go on, as task calls, then on a graph compiled again
+        losses += _run_until_compiled(sess, step)
+    v, expected = 1.0, []
+    for _ in losses:
+        expected.append(v * v)
+        v -= LR * 2 * v
+    # (the compile runs beside hundreds of steps: the loss reaches float32's subnormals)
+    np.testing.assert_allclose(losses, expected, rtol=1e-6, atol=1e-30)
+
+
+def test_graph_idle_s_must_be_a_positive_number():
+    for bad in (0, -1, "2", True, float("inf")):
+        with pytest.raises(OpsdkError, match=r"graph_idle_s must be a number of seconds above 0"):
+            ClusterSession(None, {"worker": 1}, graph_idle_s=bad)
 
 
 def test_a_step_is_compiled_once_its_steady_runs_took_compile_after_s(ray_engine):
