@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import statistics
 import weakref
 from typing import Any, Callable, Optional
 
@@ -60,6 +61,28 @@ def graph_slots() -> int:
     return GRAPH_SLOTS if ray_module().__version__.startswith(TESTED_RAY) else 1
 COMPILE_AFTER = 2  # steady runs of a step before its graph is compiled (0.1 s, once)
 BUFFER_BYTES = 64 * 1024  # a channel's buffer before a larger value grows it
+
+# A graph is kept only while it pays. Its tasks and client wait for each run in a busy loop
+# (Ray's channels), so on a machine with few cores they take CPU from the client's own work
+# between steps: a client doing 5 ms of NumPy products between null steps (2 cores) ran a cycle
+# in 17.6-20.3 ms compiled against 10.3-10.5 with task calls, the compiled cycles mostly 7-8 ms
+# with bursts of 20-115 ms when the BLAS threads and the spinning loops met. So a step's cycles,
+# from one run's start to the next one's (the client's work between them included), are timed
+# both ways, and every GRAPH_TRIAL compiled ones (after GRAPH_WARMUP left out) are judged by
+# their mean against the last CALL_CYCLES of task calls'.
+GRAPH_WARMUP, GRAPH_TRIAL, CALL_CYCLES = 3, 30, 50
+MIN_CALL_CYCLES = 10  # fewer task-call cycles timed (compile_after_s=0): nothing to judge by
+PAYS = 0.95  # a graph stays while its cycles' mean is below this share of the task calls'
+
+
+def graph_pays(call_cycles: Any, graph_cycles: list) -> Optional[bool]:
+    """Whether a step's compiled graph beats its Ray task calls, by the means of their cycles:
+    None until GRAPH_TRIAL compiled ones are timed; True where too few task-call ones were."""
+    if len(graph_cycles) < GRAPH_TRIAL:
+        return None
+    if len(call_cycles) < MIN_CALL_CYCLES:
+        return True
+    return statistics.fmean(graph_cycles) < PAYS * statistics.fmean(call_cycles)
 
 
 class CompiledSteady:

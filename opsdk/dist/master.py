@@ -40,6 +40,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
+from opsdk.dist.compiled import graph_pays
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -64,7 +65,9 @@ class ClusterSession:
     without); False keeps Ray's task calls. A compiled graph's tasks and client wait for each
     run in a busy loop (Ray's channels), a core each: a graph whose step has not run for
     `graph_idle_s` seconds is torn down, and compiled again once its steady runs took twice
-    the time the last one waited for.
+    the time the last one waited for; and where its runs, timed from one start to the next
+    (the client's own work between them included), were not faster than the task calls before
+    it, it is torn down for good (opsdk/dist/compiled.py: graph_pays).
     `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
     e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
     places each task on the node its address names, where there is one. A task another client
@@ -97,6 +100,7 @@ class ClusterSession:
             raise OpsdkError(f"ClusterSession: graph_idle_s must be a number of seconds above "
                              f"0, got {graph_idle_s!r}")
         self.graph_idle_s = float(graph_idle_s)
+        self._last_step: Optional[DistributedStep] = None  # the step of the last run begun
         self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs
         self._client = secrets.randbits(30)
         self._steps_run = 0
@@ -259,15 +263,29 @@ class ClusterSession:
     def _run_step(self, step: DistributedStep, feeds: dict, timeout: Optional[float]) -> dict:
         ray = engine.ray_module()
         token = RunToken(timeout)
+        unpaid = None
         with self._lock:
             self._steps_run += 1
             step_id = (self._client << 32) | self._steps_run
             carry = self._take_pushed(step)
             self._active.add(token)
+            step.note_cycle(time.perf_counter(), self._last_step is step, self.graph_idle_s)
+            self._last_step = step
             graph = self._graph(step) if carry is not None else None
+            pays = None if graph is None else graph_pays(step.call_cycles, step.graph_cycles)
+            if pays:
+                step.graph_cycles = []  # the next GRAPH_TRIAL cycles are judged afresh
+            elif pays is False:  # task calls were faster: for good, for this step
+                unpaid, graph = step.detach_graph(), None
+                step.compile_at = math.inf
             if graph is not None:  # in use: _watch_idle leaves it
                 self._in_graph[token] = (step, step_id)
                 step.last_run = time.monotonic()
+            step.last_kind = ("graph" if graph is not None else "calls"
+                              if carry is not None and not step.compiling and step.graph is None
+                              else None)
+        if unpaid is not None:
+            unpaid.teardown()
         try:
             if graph is not None:
                 results, pushed = self._run_compiled(step, graph, step_id, feeds, timeout, carry,

@@ -10,7 +10,7 @@ task build the plan; it runs again whenever a task's incarnation changed.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -22,7 +22,7 @@ from opsdk.runtime.ir.device_names import DeviceSpec
 from opsdk.runtime.ir.graph import Graph, Operation
 
 from opsdk.dist.cluster import ClusterSpec, task_of
-from opsdk.dist.compiled import COMPILE_AFTER
+from opsdk.dist.compiled import CALL_CYCLES, COMPILE_AFTER, GRAPH_WARMUP
 from opsdk.dist.partitions import op_digests, workspace_roots
 from opsdk.dist.prefetch import (PushPlan, StepMode, pushed_sends, rest_of, steady_partition,
                                  task_order)
@@ -101,6 +101,15 @@ class DistributedStep:
         self.generation = 0     # dropped graphs: one compiled before the last drop is stale
         self.last_run = 0.0     # time.monotonic() its graph last ran (or was installed)
         self.idle_releases = 0  # graphs let go of for want of runs (ClusterSession)
+        # Cycles (one run's start to the next one's) of its steady runs, by how they ran, to
+        # judge whether the graph pays (compiled.graph_pays): the task calls' last ones, and the
+        # graph's since it was last judged; the last run's kind: "graph", "calls" (task calls
+        # with no compile going on), or None (not timed).
+        self.started = 0.0
+        self.last_kind: Optional[str] = None
+        self.call_cycles: deque = deque(maxlen=CALL_CYCLES)
+        self.graph_cycles: list[float] = []
+        self.graph_runs = 0  # cycles of the current graph (its first GRAPH_WARMUP not timed)
 
     def drop_graph(self) -> None:
         """Tear the compiled graph down (a task restarted, the session closed, Ray failed):
@@ -114,12 +123,25 @@ class DistributedStep:
         of for want of runs, so the next one waits for twice the steady time the last did."""
         graph, self.graph = self.graph, None
         self.generation += 1
+        self.graph_cycles, self.graph_runs = [], 0
         if graph is not None:
             self.compile_at = self.steady_runs + COMPILE_AFTER
             if idle:
                 self.idle_releases += 1
                 self.steady_seconds = 0.0
         return graph
+
+    def note_cycle(self, now: float, consecutive: bool, idle_s: float) -> None:
+        """A run starts at `now` (time.perf_counter()): the cycle since the last one counts,
+        for how that one ran, where it was this step's (`consecutive`) and within idle_s."""
+        if consecutive and self.last_kind is not None and now - self.started < idle_s:
+            if self.last_kind == "calls":
+                self.call_cycles.append(now - self.started)
+            else:
+                self.graph_runs += 1
+                if self.graph_runs > GRAPH_WARMUP:
+                    self.graph_cycles.append(now - self.started)
+        self.started = now
 
     @property
     def tasks(self) -> list[str]:

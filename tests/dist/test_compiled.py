@@ -301,6 +301,41 @@ def test_an_idle_graph_is_let_go_of_and_its_tasks_stop_spinning(ray_engine):
     np.testing.assert_allclose(losses, expected, rtol=1e-6, atol=1e-30)
 
 
+def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_for_good(ray_engine,
+                                                                           monkeypatch):
+    from opsdk.dist import compiled
+
+    execute = compiled.CompiledSteady.execute
+
+    def slow(self, *args):  # each compiled run 30 ms late: cycles far above the task calls'
+        time.sleep(0.03)
+        return execute(self, *args)
+
+    monkeypatch.setattr(compiled.CompiledSteady, "execute", slow)
+    cluster = {"ps": 1, "worker": 1}
+    g, _, x, i, fetches, init = _model(cluster)
+    with ClusterSession(g, cluster, cluster_name="graph-unpaid", compile_after_s=0.2) as sess:
+        sess.run(init)
+
+        def step():
+            return float(sess.run(fetches, _feeds(x, i))[1])
+
+        losses = _run_until_compiled(sess, step)
+        (trained,) = [s for s in sess._steps.values() if s.steady_order is not None]
+        assert len(trained.call_cycles) >= compiled.MIN_CALL_CYCLES
+        for _ in range(compiled.GRAPH_WARMUP + compiled.GRAPH_TRIAL):
+            losses.append(step())
+        assert not _compiled(sess) and trained.compile_at == float("inf")
+        assert _graphs(sess) == {PS: 0, _worker(0): 0}
+        losses += [step() for _ in range(5)]  # task calls from now on
+        assert not _compiled(sess) and not trained.compiling
+    v, expected = 1.0, []
+    for _ in losses:
+        expected.append(v * v)
+        v -= LR * 2 * v
+    np.testing.assert_allclose(losses, expected, rtol=1e-6, atol=1e-30)
+
+
 def test_graph_idle_s_must_be_a_positive_number():
     for bad in (0, -1, "2", True, float("inf")):
         with pytest.raises(OpsdkError, match=r"graph_idle_s must be a number of seconds above 0"):
