@@ -222,8 +222,10 @@ def ray_compiled_rounds(workers: int, repeat: int) -> float:
 
 # The null step's variants: ClusterSession options by label.
 # The compiled kind is compiled at once and warmed up until it is (the default waits for 2 s
-# of steady runs first, so that a short run does not pay for the compile).
-NULL_KINDS = {"compiled": {"compile_after_s": 0}, "task calls": {"compiled_steps": False},
+# of steady runs first, so that a short run does not pay for the compile), and keeps its graph
+# while the other kinds' rounds run (by default a graph idle for 2 s is torn down).
+NULL_KINDS = {"compiled": {"compile_after_s": 0, "graph_idle_s": 3600},
+              "task calls": {"compiled_steps": False},
               "read at start": {"push_values": False}}
 
 
