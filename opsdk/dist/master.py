@@ -81,6 +81,10 @@ class ClusterSession:
                  push_values: bool = True, compiled_steps: bool = True,
                  compile_after_s: float = 2.0, placement: Optional[dict] = None,
                  graph_idle_s: float = 2.0):
+        if isinstance(graph_idle_s, bool) or not (  # before anything starts
+                isinstance(graph_idle_s, (int, float)) and 0 < graph_idle_s < math.inf):
+            raise OpsdkError(f"ClusterSession: graph_idle_s must be a number of seconds above "
+                             f"0, got {graph_idle_s!r}")
         self.graph = graph if graph is not None else get_default_graph()
         self.cluster = ClusterSpec(cluster if cluster is not None else {"worker": 1})
         self.task = self.cluster.check_location(task)
@@ -95,13 +99,11 @@ class ClusterSession:
         self.push_values = push_values
         self.compiled_steps = compiled_steps
         self.compile_after_s = compile_after_s
-        if isinstance(graph_idle_s, bool) or not (
-                isinstance(graph_idle_s, (int, float)) and 0 < graph_idle_s < math.inf):
-            raise OpsdkError(f"ClusterSession: graph_idle_s must be a number of seconds above "
-                             f"0, got {graph_idle_s!r}")
         self.graph_idle_s = float(graph_idle_s)
         self._last_step: Optional[DistributedStep] = None  # the step of the last run begun
-        self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs
+        self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs; the last
+        self._watching = False  # it runs (under _lock: it ends where there is no graph to watch)
+        self._closing = threading.Event()  # wakes the watcher to end
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -369,7 +371,8 @@ class ClusterSession:
             elif not stale:
                 step.graph = graph
                 step.last_run = time.monotonic()
-                if self._watcher is None:
+                if not self._watching:
+                    self._watching = True
                     self._watcher = threading.Thread(target=self._watch_idle, daemon=True,
                                                      name="opsdk-idle-graphs")
                     self._watcher.start()
@@ -381,19 +384,20 @@ class ClusterSession:
         its own while the session has graphs): Ray's channels wait in a busy loop, so an idle
         graph holds a core on each of its tasks and the client."""
         while True:
-            time.sleep(max(min(self.graph_idle_s / 4, 0.25), 0.01))
+            self._closing.wait(max(min(self.graph_idle_s / 4, 0.25), 0.01))
             now = time.monotonic()
             with self._lock:
                 in_use = {id(step) for step, _ in self._in_graph.values()}
                 idle = [step.detach_graph(idle=True) for step in self._steps.values()
                         if step.graph is not None and id(step) not in in_use
                         and now - step.last_run > self.graph_idle_s]
-                if self._closed or not any(s.graph is not None or s.compiling
-                                           for s in self._steps.values()):
-                    self._watcher = None  # _compile starts another with the next graph
+                ending = self._closed or not any(s.graph is not None or s.compiling
+                                                 for s in self._steps.values())
+                if ending:
+                    self._watching = False  # _compile starts another with the next graph
             for graph in idle:
                 graph.teardown()
-            if self._watcher is not threading.current_thread():
+            if ending:
                 return
 
     def _run_compiled(self, step: DistributedStep, graph: Any, step_id: int, feeds: dict,
@@ -499,6 +503,7 @@ class ClusterSession:
     def close(self) -> None:
         """Stop the steps in flight on every task (they abort at their next wait)."""
         self._closed = True
+        self._closing.set()
         for token in list(self._active):
             token.cancel("the session was closed")
         with self._lock:
@@ -507,6 +512,14 @@ class ClusterSession:
             self._abort(step, step_id, "the session was closed")
         if not in_graph:
             self._drop_graphs()
+        # The watcher ends before close() returns: a thread of the session still running when
+        # the program shuts Ray down next may collect garbage holding Ray objects, and a Ray
+        # object freed after the shutdown ends the process (Ray: "The core worker has already
+        # been shutdown").
+        with self._lock:
+            watcher = self._watcher
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=RELEASE_JOIN_S)
 
     def _drop_graphs(self) -> None:
         """Tear down every compiled graph of the session (their tasks' threads come back)."""
@@ -518,6 +531,9 @@ class ClusterSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+RELEASE_JOIN_S = 15.0  # close() waits this long for the watcher (a teardown it is in included)
 
 
 def _reason(exc: BaseException) -> str:

@@ -281,10 +281,9 @@ def test_an_idle_graph_is_let_go_of_and_its_tasks_stop_spinning(ray_engine):
         # Ray's channels wait for a graph's next run in a busy loop: while the graph stands,
         # each task burns a core doing nothing
         deadline = time.monotonic() + 10
-        while _compiled(sess):
+        while _compiled(sess) or _graphs(sess) != {PS: 0, _worker(0): 0}:  # torn down, slots back
             assert time.monotonic() < deadline, "an idle graph was not let go of"
             time.sleep(0.05)
-        assert _graphs(sess) == {PS: 0, _worker(0): 0}
         before = {t: _cpu_seconds(sess, t) for t in (PS, _worker(0))}
         time.sleep(1.0)
         used = {t: _cpu_seconds(sess, t) - before[t] for t in before}
@@ -293,6 +292,9 @@ def test_an_idle_graph_is_let_go_of_and_its_tasks_stop_spinning(ray_engine):
         assert [(s.idle_releases, s.steady_seconds) for s in released] == [(1, 0.0)]
         # the steps go on, as task calls, then on a graph compiled again
         losses += _run_until_compiled(sess, step)
+    # close() waited for the watcher: a thread of the session alive when Ray shuts down may
+    # free a Ray object after it, which ends the process
+    assert not sess._watcher.is_alive()
     v, expected = 1.0, []
     for _ in losses:
         expected.append(v * v)
@@ -314,7 +316,9 @@ def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_for_good(ray_
     monkeypatch.setattr(compiled.CompiledSteady, "execute", slow)
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-unpaid", compile_after_s=0.2) as sess:
+    # 0.5 s of task calls before the compile: enough cycles to judge by (MIN_CALL_CYCLES) at
+    # up to 50 ms a step
+    with ClusterSession(g, cluster, cluster_name="graph-unpaid", compile_after_s=0.5) as sess:
         sess.run(init)
 
         def step():
