@@ -30,7 +30,7 @@ def train(address: str, placement: dict, deadline: float) -> dict:
     cluster = {"ps": 1, "worker": 2}
     g, _, x, i, fetches, init = model(cluster)
     with ClusterSession(g, cluster, address=address, placement=placement,
-                        compile_after_s=0) as sess:
+                        compile_after_s=0, graph_idle_s=3600) as sess:
         sess.run(init)
         losses, on_graph = [], 0
         while on_graph < 12:

@@ -21,6 +21,12 @@ from steady_model import model as _model
 from steady_model import worker as _worker
 
 
+# The tests that count on a graph standing between their steps keep it however long the machine
+# stalls (a graph whose step has not run for graph_idle_s, 2 s by default, is torn down: the idle
+# test checks that).
+KEEP = 3600.0
+
+
 def _graphs(sess):
     return {t: s["graphs"] for t, s in sess.task_stats().items()}
 
@@ -54,7 +60,7 @@ def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
     with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}",
-                        compiled_steps=compiled, compile_after_s=0) as sess:
+                        compiled_steps=compiled, compile_after_s=0, graph_idle_s=KEEP) as sess:
         sess.run(init)
 
         def step():
@@ -84,7 +90,7 @@ def _pair(name, **options):
     cluster = {"ps": 1, "worker": 2}
     models = [_model(cluster, worker=w, replicas=2, scale=1.0 + w) for w in range(2)]
     sessions = [ClusterSession(m[0], cluster, task=f"/job:worker/task:{w}", cluster_name=name,
-                               step_timeout=60, compile_after_s=0, **options)
+                               step_timeout=60, compile_after_s=0, graph_idle_s=KEEP, **options)
                 for w, m in enumerate(models)]
     sessions[0].run(models[0][5])
     return models, sessions
@@ -168,7 +174,8 @@ def test_a_client_that_keeps_its_fetched_values_does_not_stall_the_graph(ray_eng
     and after about 30 runs the writer had none left (a run waited until its timeout)."""
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-kept", compile_after_s=0) as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-kept", compile_after_s=0,
+                        graph_idle_s=KEEP) as sess:
         sess.run(init)
         kept, on_graph = [], 0
         while on_graph < 40:
@@ -181,7 +188,8 @@ def test_a_client_that_keeps_its_fetched_values_does_not_stall_the_graph(ray_eng
 def test_a_node_error_in_a_compiled_step_names_task_and_node_and_the_graph_goes_on(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-error", compile_after_s=0) as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-error", compile_after_s=0,
+                        graph_idle_s=KEEP) as sess:
         sess.run(init)
         _run_until_compiled(sess, lambda: sess.run(fetches, _feeds(x, i)))
         graph = _compiled(sess)[0].graph
@@ -349,7 +357,8 @@ def test_graph_idle_s_must_be_a_positive_number():
 def test_a_step_is_compiled_once_its_steady_runs_took_compile_after_s(ray_engine):
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name="graph-later", compile_after_s=0.5) as sess:
+    with ClusterSession(g, cluster, cluster_name="graph-later", compile_after_s=0.5,
+                        graph_idle_s=KEEP) as sess:
         sess.run(init)
         start = time.monotonic()
         for _ in range(5):
