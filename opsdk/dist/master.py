@@ -27,10 +27,9 @@ import math
 import secrets
 import threading
 import time
-import warnings
 from typing import Any, Mapping, Optional
 
-from opsdk.registry.errors import OpsdkError
+from opsdk.registry.errors import OpsdkError, warn_user
 from opsdk.runtime.exec.executor import CancelledError, RunToken
 from opsdk.runtime.exec.fetches import FetchStructure
 from opsdk.runtime.exec.profile import check_counts
@@ -104,6 +103,7 @@ class ClusterSession:
         self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs; the last
         self._watching = False  # it runs (under _lock: it ends where there is no graph to watch)
         self._closing = threading.Event()  # wakes the watcher to end
+        self._pending_warnings: list[str] = []  # from the session's threads, for the next run
         self._client = secrets.randbits(30)
         self._steps_run = 0
         self._steps: dict[tuple, DistributedStep] = {}
@@ -146,7 +146,7 @@ class ClusterSession:
             options, problem = actor_options(name, options, address, nodes,
                                              ray.get_runtime_context().get_node_id())
             if problem:
-                warnings.warn(problem, stacklevel=4)
+                warn_user(problem)
         handle = start_task(name, max_restarts=self.max_restarts,
                             name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
                             placement=options)
@@ -198,6 +198,10 @@ class ClusterSession:
         if self._closed:
             raise OpsdkError("ClusterSession.run on a closed session; create a new one")
         structure, feeds, step = self._resolve(fetches, feed_dict)
+        with self._lock:
+            pending, self._pending_warnings = self._pending_warnings, []
+        for message in pending:  # said at the caller's line, not in a thread of the session
+            warn_user(message)
         values = self._run_step(step, feeds, timeout if timeout is not None else self.step_timeout)
         return structure.rebuild([values.get(e) for e in structure.elements])
 
@@ -360,8 +364,10 @@ class ClusterSession:
             pass  # a task died: the next step says so, and its restart compiles again
         except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
             if not self._closed and step.generation == generation:
-                warnings.warn(f"opsdk.dist: this step keeps Ray task calls; compiling it as a "
-                              f"Ray compiled graph failed: {_reason(exc)}", stacklevel=1)
+                with self._lock:  # the step's next run says so
+                    self._pending_warnings.append(
+                        f"opsdk.dist: this step keeps Ray task calls; compiling it as a Ray "
+                        f"compiled graph failed: {_reason(exc)}")
                 step.compile_at = math.inf
         with self._lock:
             step.compiling = False

@@ -51,3 +51,27 @@ class OpError(OpsdkError, ValueError):
 
 class KernelNotBuiltError(OpsdkError):
     """A compiled kernel was asked for before `opsdk build` produced it."""
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """`warnings.warn(message)` attributed to the first caller outside opsdk: the user's line that
+    led to it (a `Session.run`, a `load_ops`), however deep inside opsdk it was found. Where no
+    frame is outside (a thread of opsdk's own), the line that called this."""
+    import os
+    import sys
+    import warnings
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 2  # stacklevel 2: this function's caller
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame = frame.f_back
+        # warnings.warn does not count the import system's frames: neither do we
+        while frame is not None and _import_frame(frame.f_code.co_filename):
+            frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level if frame is not None else 2)
+
+
+def _import_frame(filename: str) -> bool:
+    """A frame warnings.warn skips when it counts a stack level (its _is_internal_frame)."""
+    return "importlib" in filename and "_bootstrap" in filename

@@ -241,8 +241,9 @@ def test_changed_flags_rebuild_and_the_loader_warns_on_a_newer_kernel(ws, monkey
     monkeypatch.setattr(loader, "_resolved", {})
     monkeypatch.setattr(loader, "_modules", {})
     with pytest.warns(UserWarning, match=r"op 'bt_shift': opdefs/bt_shift_cpu.cc changed .* "
-                                         r"rerun `opsdk build`"):
+                                         r"rerun `opsdk build`") as caught:
         kernel(root, "bt_shift")
+    assert [w.filename for w in caught if "changed" in str(w.message)] == [__file__]  # the caller's line, not opsdk's
     source.write_text(source.read_text().replace("// edited\n", ""))
 
 

@@ -50,9 +50,11 @@ def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     # the hosts are placeholders that name no Ray node: Ray places the tasks, with a warning
-    with pytest.warns(UserWarning, match=r"its address '(ps0|w0|w1):2222' names no alive node"):
+    with pytest.warns(UserWarning, match=r"its address '(ps0|w0|w1):2222' names no alive node") as caught:
         [t.start() for t in threads]
         [t.join(300) for t in threads]
+    # each at the script's line that led to it (worker_main's), not inside opsdk
+    assert {w.filename for w in caught if "names no alive node" in str(w.message)} == {__file__}
     assert not errors, errors
     assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
     assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])

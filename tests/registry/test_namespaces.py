@@ -186,8 +186,9 @@ def test_one_bad_file_leaves_the_others_usable(tmp_path):
     assert registry.get("good").name == "good"
     with pytest.raises(OpDefErrors, match=r"^opdefs/bad.yaml:4: op 'bad'"):
         registry.get("bad")
-    with pytest.warns(UserWarning, match=r"opdefs/bad.yaml has declaration errors; the ops declared there"):
+    with pytest.warns(UserWarning, match=r"opdefs/bad.yaml has declaration errors; the ops declared there") as caught:
         ops = opsdk.load_ops(root)
+    assert [w.filename for w in caught if "bad.yaml" in str(w.message)] == [__file__]  # the load_ops line, not opsdk's
     np.testing.assert_array_equal(ops.good(np.arange(3.0)), [0.0, 3.0, 6.0])
 
 

@@ -10,11 +10,11 @@ import hashlib
 import importlib.util
 import sys
 import threading
-import warnings
 from pathlib import Path
 from types import ModuleType
 
 from opsdk.registry import OpDefErrors, OpsdkError, load_registry
+from opsdk.registry.errors import warn_user
 
 _lock = threading.Lock()
 _modules: dict[Path, ModuleType] = {}
@@ -57,7 +57,7 @@ def load_ops(workspace: str | Path = ".") -> ModuleType:
         if not path.is_file():
             raise OpsdkError(f"{path} does not exist: run `opsdk generate` (or `opsdk build`) in {root}")
         if registry.errors:
-            warnings.warn(_broken_warning(root, registry), stacklevel=2)
+            warn_user(_broken_warning(root, registry))
         module = _import(_module_name(root), path)
         _modules[root] = module
         return module

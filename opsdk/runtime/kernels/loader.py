@@ -13,12 +13,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import threading
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from opsdk.registry.errors import KernelNotBuiltError
+from opsdk.registry.errors import KernelNotBuiltError, warn_user
 from opsdk.registry.manifest import (MANIFEST_NAME, ManifestError, file_problem, inside,
                                      read_manifest as read_built)
 from opsdk.registry.spec import OpSpec
@@ -163,7 +162,6 @@ def _warn_if_stale(spec: OpSpec, built: BuiltKernel) -> None:
         except OSError:
             continue
         if newer:
-            warnings.warn(f"op '{spec.name}': {rel} changed after the last build; rerun "
-                          f"`opsdk build` to use the edit (running the previous kernel)",
-                          stacklevel=3)
+            warn_user(f"op '{spec.name}': {rel} changed after the last build; rerun "
+                      f"`opsdk build` to use the edit (running the previous kernel)")
             return
