@@ -18,10 +18,12 @@ start.
 
 A cluster given in TF1's form (`{"ps": ["10.0.0.1:2222"], "worker": [...]}`) places each task
 by its address as well: on the alive Ray node whose IP address or host name is the address's
-host (any of them where several nodes share it), a loopback host (`localhost`, `127.0.0.1`) on
-the client's own node. An address that names no alive node places nothing: Ray places the task,
-and a warning names the address and the nodes there are (TF1 scripts often carry placeholder
-hosts). A `node` in `placement` wins over the address.
+host (any of them where several nodes share it), else on the node of an IP address the host
+name resolves to (DNS, /etc/hosts: at most RESOLVE_S seconds, once per host and process), a
+loopback host (`localhost`, `127.0.0.1`, a name resolving to loopback) on the client's own node.
+An address that names no alive node places nothing: Ray places the task, and a warning names
+the address and the nodes there are (TF1 scripts often carry placeholder hosts). A `node` in
+`placement` wins over the address.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from __future__ import annotations
 import ipaddress
 import math
 import numbers
+import socket
+import threading
 from typing import Any, Mapping, Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -183,10 +187,18 @@ def address_options(task: str, address: str, nodes: list, own_node: str
     alive = [n for n in nodes if n.get("Alive")]
     named = [n for n in alive if host in (n.get("NodeManagerAddress"),
                                           str(n.get("NodeManagerHostname", "")).lower())]
-    if not named and _loopback(host):
+    how, resolved = "", frozenset()
+    if not named and not _loopback(host) and not _ip(host):  # a name no node reports: DNS's IPs
+        answer = resolve(host)
+        resolved = answer or frozenset()
+        how = (f" (the resolver did not answer within {RESOLVE_S:g} s)" if answer is None
+               else f" (it resolves to {', '.join(sorted(answer))})" if answer
+               else " (the name does not resolve)")
+        named = [n for n in alive if n.get("NodeManagerAddress") in resolved]
+    if not named and (_loopback(host) or any(_loopback(ip) for ip in resolved)):
         named = [n for n in alive if n.get("NodeID") == own_node]
     if not named:
-        return {}, (f"task {task}: its address '{address}' names no alive node of the Ray "
+        return {}, (f"task {task}: its address '{address}'{how} names no alive node of the Ray "
                     f"cluster (nodes: {_describe(alive)}); Ray places the task")
     if len(named) == 1:
         return {"node": named[0]["NodeID"]}, None
@@ -204,6 +216,46 @@ def _host(address: str) -> str:
     if address.count(":") == 1:
         return address.rsplit(":", 1)[0].lower()
     return address.lower()  # a bare host, or a bare IPv6 address
+
+
+# The longest wait for a host name's IP addresses: a resolver that does not answer (no network)
+# leaves the task to Ray after it.
+RESOLVE_S = 2.0
+_resolved: dict[str, Optional[frozenset]] = {}
+_resolve_lock = threading.Lock()
+
+
+def resolve(host: str) -> Optional[frozenset]:
+    """The IP addresses `host` resolves to (empty: none; None: no answer within RESOLVE_S),
+    asked once per process: the lookup runs in a thread of its own, so a hung resolver costs
+    the wait and no more."""
+    with _resolve_lock:
+        if host in _resolved:
+            return _resolved[host]
+    answer: list = []
+
+    def lookup() -> None:
+        try:
+            answer.append(frozenset(str(info[4][0]).split("%", 1)[0]
+                                    for info in socket.getaddrinfo(host, None)))
+        except (OSError, UnicodeError):
+            answer.append(frozenset())
+
+    thread = threading.Thread(target=lookup, name=f"opsdk-resolve-{host}", daemon=True)
+    thread.start()
+    thread.join(RESOLVE_S)
+    ips = answer[0] if answer else None
+    with _resolve_lock:
+        _resolved[host] = ips
+    return ips
+
+
+def _ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 def _loopback(host: str) -> bool:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from opsdk.dist import ClusterSession, ClusterSpec
+from opsdk.dist import ClusterSession, ClusterSpec, placement
 from opsdk.dist.placement import (actor_options, address_options, misplaced, ray_options,
                                    task_placement)
 from opsdk.registry.errors import OpsdkError
@@ -115,13 +117,59 @@ def test_a_tf1_address_places_its_task_on_the_node_it_names(address, node):
     assert problem is None and _node_of(options) == node
 
 
-def test_a_tf1_address_of_no_alive_node_places_nothing_and_says_so():
+def test_a_tf1_address_of_no_alive_node_places_nothing_and_says_so(resolver):
     for address in ("ps0:2222", "10.0.0.4:2222"):  # a placeholder; a dead node's address
         options, problem = actor_options(PS, None, address, NODES, own_node="c" * 56)
         assert options == {}
         assert re.search(rf"task /job:ps/replica:0/task:0: its address '{re.escape(address)}' "
-                         r"names no alive node of the Ray cluster \(nodes: aaaaaaaaaaaa at "
+                         r"(\(the name does not resolve\) )?names no alive node of the Ray cluster \(nodes: aaaaaaaaaaaa at "
                          r"10\.0\.0\.1.*\); Ray places the task", problem)
+
+
+@pytest.fixture
+def resolver(monkeypatch):
+    """placement's host lookups answered from a table (`answers[host]`: IPs, or "hang")."""
+    answers, asked = {}, []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        asked.append(host)
+        if answers.get(host) == "hang":
+            time.sleep(30)
+        if host not in answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, 0)) for ip in answers[host]]
+
+    monkeypatch.setattr(placement.socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(placement, "_resolved", {})
+    return answers, asked
+
+
+def test_a_tf1_host_name_no_node_reports_is_looked_up_once(resolver):
+    answers, asked = resolver
+    answers.update({"ps.example": ["10.0.0.2"], "me.example": ["127.0.1.1"],
+                    "far.example": ["192.0.2.7"]})
+    for _ in range(2):
+        options, problem = actor_options(PS, None, "ps.example:2222", NODES, own_node="c" * 56)
+        assert problem is None and _node_of(options) == "b" * 56
+    assert asked == ["ps.example"]  # once per name
+    options, _ = actor_options(PS, None, "me.example:2222", NODES, own_node="c" * 56)
+    assert _node_of(options) == "c" * 56  # resolves to loopback: the client's node
+    options, problem = actor_options(PS, None, "far.example:2222", NODES, own_node="c" * 56)
+    assert options == {} and "'far.example:2222' (it resolves to 192.0.2.7) names no alive" in problem
+    _, problem = actor_options(PS, None, "ps0:2222", NODES, own_node="c" * 56)
+    assert "'ps0:2222' (the name does not resolve) names no alive node" in problem
+    actor_options(PS, None, "10.0.0.9:2222", NODES, own_node="c" * 56)
+    assert "10.0.0.9" not in asked  # an IP address is not looked up
+
+
+def test_a_resolver_that_does_not_answer_costs_the_wait_and_no_more(resolver, monkeypatch):
+    answers, _ = resolver
+    answers["slow.example"] = "hang"
+    monkeypatch.setattr(placement, "RESOLVE_S", 0.3)
+    start = time.monotonic()
+    options, problem = actor_options(PS, None, "slow.example:1", NODES, own_node="c" * 56)
+    assert time.monotonic() - start < 3
+    assert options == {} and "(the resolver did not answer within 0.3 s)" in problem
 
 
 def test_placement_wins_over_an_address_and_nodes_sharing_one_take_it_by_resource():
@@ -177,9 +225,9 @@ def test_tasks_run_where_placed_and_a_compiled_step_crosses_the_nodes():
     assert tf1["addresses"]["b"] == "127.0.0.2" and tf1["addresses"]["a"] != "127.0.0.2"
     assert tf1["tasks"][PS] == tf1["nodes"]["b"] and tf1["tasks"][WORKER] == tf1["nodes"]["a"]
     no_node = {w for w in tf1["warnings"] if "names no alive node" in w}  # one per session
-    assert len(no_node) == 1 and no_node.pop().startswith(
-        "task /job:worker/replica:0/task:1: its address 'nowhere:2222' names no alive node of "
-        "the Ray cluster (nodes: ")
+    assert len(no_node) == 1 and re.match(
+        r"task /job:worker/replica:0/task:1: its address 'nowhere:2222' \(.*\) names no alive "
+        r"node of the Ray cluster \(nodes: ", no_node.pop())
     assert len(tf1["losses"]) == 2
     assert tf1["refused"].startswith(f"task {PS} runs on node {tf1['nodes']['b'][:12]} at "
                                      f"127.0.0.2, not on node {tf1['nodes']['a'][:12]} that its "
