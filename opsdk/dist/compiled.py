@@ -73,6 +73,10 @@ BUFFER_BYTES = 64 * 1024  # a channel's buffer before a larger value grows it
 GRAPH_WARMUP, GRAPH_TRIAL, CALL_CYCLES = 3, 30, 50
 MIN_CALL_CYCLES = 10  # fewer task-call cycles timed (compile_after_s=0): nothing to judge by
 PAYS = 0.95  # a graph stays while its cycles' mean is below this share of the task calls'
+# A graph torn down for not paying is tried again after this many steady runs of task calls,
+# twice as many after each further one that does not pay: the client's work between steps may
+# change (a phase of evaluation ends), and a trial costs a compile and GRAPH_TRIAL cycles.
+RETRY_AFTER = 1000
 
 
 def graph_pays(call_cycles: Any, graph_cycles: list) -> Optional[bool]:

@@ -39,6 +39,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, get_default_graph
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
+from opsdk.dist import compiled
 from opsdk.dist.compiled import graph_pays
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
@@ -66,7 +67,8 @@ class ClusterSession:
     `graph_idle_s` seconds is torn down, and compiled again once its steady runs took twice
     the time the last one waited for; and where its runs, timed from one start to the next
     (the client's own work between them included), were not faster than the task calls before
-    it, it is torn down for good (opsdk/dist/compiled.py: graph_pays).
+    it, it is torn down, and tried again after 1,000 steady runs, twice as many after each
+    further graph that did not pay (opsdk/dist/compiled.py: graph_pays, RETRY_AFTER).
     `placement`: the Ray resources or node of each job's or task's actor (opsdk/dist/placement.py),
     e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
     places each task on the node its address names, where there is one. A task another client
@@ -281,9 +283,11 @@ class ClusterSession:
             pays = None if graph is None else graph_pays(step.call_cycles, step.graph_cycles)
             if pays:
                 step.graph_cycles = []  # the next GRAPH_TRIAL cycles are judged afresh
-            elif pays is False:  # task calls were faster: for good, for this step
+            elif pays is False:  # task calls were faster: a while of them, longer each time
                 unpaid, graph = step.detach_graph(), None
-                step.compile_at = math.inf
+                step.unpaid_graphs += 1
+                step.compile_at = step.steady_runs + compiled.RETRY_AFTER * 2 ** (
+                    step.unpaid_graphs - 1)
             if graph is not None:  # in use: _watch_idle leaves it
                 self._in_graph[token] = (step, step_id)
                 step.last_run = time.monotonic()

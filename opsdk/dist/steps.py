@@ -101,6 +101,7 @@ class DistributedStep:
         self.generation = 0     # dropped graphs: one compiled before the last drop is stale
         self.last_run = 0.0     # time.monotonic() its graph last ran (or was installed)
         self.idle_releases = 0  # graphs let go of for want of runs (ClusterSession)
+        self.unpaid_graphs = 0  # graphs torn down for running slower than task calls
         # Cycles (one run's start to the next one's) of its steady runs, by how they ran, to
         # judge whether the graph pays (compiled.graph_pays): the task calls' last ones, and the
         # graph's since it was last judged; the last run's kind: "graph", "calls" (task calls

@@ -313,8 +313,8 @@ def test_an_idle_graph_is_let_go_of_and_its_tasks_stop_spinning(ray_engine):
     np.testing.assert_allclose(losses, expected, rtol=1e-6, atol=1e-30)
 
 
-def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_for_good(ray_engine,
-                                                                           monkeypatch):
+def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_and_tried_later(ray_engine,
+                                                                                   monkeypatch):
     from opsdk.dist import compiled
 
     execute = compiled.CompiledSteady.execute
@@ -324,6 +324,7 @@ def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_for_good(ray_
         return execute(self, *args)
 
     monkeypatch.setattr(compiled.CompiledSteady, "execute", slow)
+    monkeypatch.setattr(compiled, "RETRY_AFTER", 10)  # task-call runs before a second trial
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
     # 0.5 s of task calls before the compile: enough cycles to judge by (MIN_CALL_CYCLES) at
@@ -337,12 +338,16 @@ def test_a_graph_slower_than_the_task_calls_before_it_is_torn_down_for_good(ray_
         losses = _run_until_compiled(sess, step)
         (trained,) = [s for s in sess._steps.values() if s.steady_order is not None]
         assert len(trained.call_cycles) >= compiled.MIN_CALL_CYCLES
-        for _ in range(compiled.GRAPH_WARMUP + compiled.GRAPH_TRIAL):
-            losses.append(step())
-        assert not _compiled(sess) and trained.compile_at == float("inf")
-        assert _graphs(sess) == {PS: 0, _worker(0): 0}
-        losses += [step() for _ in range(5)]  # task calls from now on
-        assert not _compiled(sess) and not trained.compiling
+        for wait in (10, 20):  # RETRY_AFTER, then twice that
+            for _ in range(compiled.GRAPH_WARMUP + compiled.GRAPH_TRIAL):  # judged by then
+                losses.append(step())
+                if not _compiled(sess):
+                    break
+            assert not _compiled(sess) and trained.compile_at == trained.steady_runs + wait
+            assert _graphs(sess) == {PS: 0, _worker(0): 0}
+            losses += [step() for _ in range(wait - 1)]  # task calls meanwhile
+            assert not _compiled(sess) and not trained.compiling
+            losses += _run_until_compiled(sess, step)  # tried again
     v, expected = 1.0, []
     for _ in losses:
         expected.append(v * v)
