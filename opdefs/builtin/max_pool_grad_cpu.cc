@@ -1,75 +1,10 @@
-// max_pool_grad, CPU: each window's grad_y goes to the window's first maximum of x (row-major
-// order within the window, as the python kernel and TensorFlow's CPU kernel choose), summed
-// where windows overlap.
-//
-// The maximum is y, max_pool's output: a window's positions are visited in order and the first
-// one equal to y takes the gradient, for all channels at once (an inner loop over contiguous
-// channels with a "taken" flag each, which the compiler vectorises; no positions to track).
-// Threads split the images: windows never cross images, so each thread zeroes and writes its own
-// part of grad_x, one image at a time while it is in cache. The split is by the memory an image
-// touches, not by its comparisons: a grain of 4M comparisons ran the deep-MNIST layers' 50 images
-// on one thread, with a serial pass zeroing all of grad_x before it. float16 runs as float
-// (conv2d_common.h).
+// max_pool_grad, CPU: max_pool_grad.h's gradient of max_pool.
 #include "max_pool_grad_op.h"
 
 #include "conv2d_common.h"
+#include "max_pool_grad.h"
 
 namespace opsdk_op_max_pool_grad {
-namespace detail {
-
-using conv2d_common::Geometry;
-
-// grad_x of image b; taken, kept: scratch of c values each. relu: a window's gradient counts
-// only where its maximum is positive.
-template <typename T>
-void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_t b, T* taken, T* kept,
-           bool relu) {
-    const T* xb = x + b * g.h * g.w * g.c;
-    T* gxb = gx + b * g.h * g.w * g.c;
-    std::fill(gxb, gxb + g.h * g.w * g.c, T(0));
-    for (int64_t i = 0; i < g.oh; ++i) {
-        const int64_t top = i * g.sh - g.top;
-        const int64_t h0 = std::max<int64_t>(top, 0), h1 = std::min(top + g.kh, g.h);
-        for (int64_t j = 0; j < g.ow; ++j) {
-            const int64_t left = j * g.sw - g.left;
-            const int64_t w0 = std::max<int64_t>(left, 0), w1 = std::min(left + g.kw, g.w);
-            const int64_t at = ((b * g.oh + i) * g.ow + j) * g.c;
-            const T* best = y + at;
-            const T* grad = gy + at;
-            if (relu) {  // the window's gradient where its maximum is positive, once per window
-                for (int64_t k = 0; k < g.c; ++k) kept[k] = best[k] > T(0) ? grad[k] : T(0);
-                grad = kept;
-            }
-            std::fill(taken, taken + g.c, T(0));
-            for (int64_t ih = h0; ih < h1; ++ih)
-                for (int64_t iw = w0; iw < w1; ++iw) {
-                    const T* in = xb + (ih * g.w + iw) * g.c;
-                    T* out = gxb + (ih * g.w + iw) * g.c;
-                    for (int64_t k = 0; k < g.c; ++k) {
-                        const bool first = in[k] == best[k] && taken[k] == T(0);
-                        out[k] += first ? grad[k] : T(0);
-                        taken[k] = first ? T(1) : taken[k];
-                    }
-                }
-        }
-    }
-}
-
-template <typename T>
-void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, bool relu) {
-    if (g.oh * g.ow == 0) {
-        std::fill(gx, gx + g.n * g.h * g.w * g.c, T(0));
-        return;
-    }
-    const int64_t touched = 2 * (g.h * g.w + g.oh * g.ow) * g.c;  // x and grad_x, y and grad_y
-    opsdk::parallel_for(0, g.n, conv2d_common::copy_grain(touched),
-                        [&](int64_t lo, int64_t hi) {
-        std::vector<T> taken(static_cast<size_t>(g.c)), kept(static_cast<size_t>(g.c));
-        for (int64_t b = lo; b < hi; ++b) image<T>(g, x, y, gy, gx, b, taken.data(), kept.data(), relu);
-    });
-}
-
-}  // namespace detail
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& a) {
@@ -81,12 +16,12 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& a) {
                   << g.oh << " x " << g.ow << " for this x, window, strides and padding");
     if (out.grad_x.size() == 0) return;
     if constexpr (conv2d_common::is_vector_type<T>()) {
-        detail::run<T>(g, in.x.data, in.y.data, in.grad_y.data, out.grad_x.data, a.relu != 0);
+        max_pool_gradient::run<T>(g, in.x.data, in.y.data, in.grad_y.data, out.grad_x.data, a.relu != 0);
     } else {
         std::vector<float> gx(static_cast<size_t>(out.grad_x.size()));
-        detail::run<float>(g, conv2d_common::to_float(in.x.data, in.x.size()).data(),
-                           conv2d_common::to_float(in.y.data, in.y.size()).data(),
-                           conv2d_common::to_float(in.grad_y.data, in.grad_y.size()).data(), gx.data(), a.relu != 0);
+        max_pool_gradient::run<float>(g, conv2d_common::to_float(in.x.data, in.x.size()).data(),
+                                  conv2d_common::to_float(in.y.data, in.y.size()).data(),
+                                  conv2d_common::to_float(in.grad_y.data, in.grad_y.size()).data(), gx.data(), a.relu != 0);
         conv2d_common::from_float(gx, out.grad_x.data);
     }
 }
