@@ -96,6 +96,7 @@ __all__ = [
     'matmul_grad',
     'max_pool',
     'max_pool_grad',
+    'max_pool_grad_bias',
     'maximum',
     'maximum_grad',
     'minimum',
@@ -1970,6 +1971,44 @@ def max_pool_grad(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2,
         (2, 3, 4, 5)
     """
     return _apply('max_pool_grad', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same, 'relu': relu}, name)
+
+
+def max_pool_grad_bias(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, relu=0, name=None):
+    r"""max_pool_grad's grad_x and its sum over all but the channel axis (a bias's gradient), in one pass.
+
+    The compile pipeline's fold pass runs it in place of a max_pool_grad whose grad_x only a bias
+    add's gradient reads (add_grad or bias_add_grad of [n, h, w, c] and a bias of [c], as a conv
+    layer's relu(conv2d(x, w) + b) before its max_pool gives): grad_bias is summed from each
+    window's gradient as it is written, and the bias add's gradient makes no pass of its own over
+    grad_x.
+
+    Args:
+        x: float16 or float32 or float64, shape [n, h, w, c].
+        y: float16 or float32 or float64, shape [n, oh, ow, c]. max_pool's output
+        grad_y: float16 or float32 or float64, shape [n, oh, ow, c].
+        ksize_h: int, default 2, >= 1.
+        ksize_w: int, default 2, >= 1.
+        stride_h: int, default 2, >= 1.
+        stride_w: int, default 2, >= 1.
+        same: int, default 0, one of 0, 1.
+        relu: int, default 0, one of 0, 1. 1: grad_y counts only where y > 0
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float16 or float32 or float64, shape [n, h, w, c]. max_pool_grad's
+        grad_bias: float16 or float32 or float64, shape [c]. grad_x summed over n, h and w
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3, 4, 5)).astype(np.float16)
+        >>> y = rng.uniform(-2.0, 2.0, size=(2, 6, 7, 5)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 6, 7, 5)).astype(np.float16)
+        >>> grad_x, grad_bias = max_pool_grad_bias(x, y, grad_y)
+        >>> grad_x.shape, grad_bias.shape
+        ((2, 3, 4, 5), (5,))
+    """
+    return _apply('max_pool_grad_bias', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same, 'relu': relu}, name)
 
 
 def maximum(x, y, *, name=None):

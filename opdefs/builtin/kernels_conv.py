@@ -113,6 +113,11 @@ def max_pool_grad(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same, 
     return xp.ascontiguousarray(_scatter(xp, cols, x.shape, kh, kw, strides, padding, x.dtype))
 
 
+def max_pool_grad_bias(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same, relu=0):
+    grad_x = max_pool_grad(xp, x, y, grad_y, ksize_h, ksize_w, stride_h, stride_w, same, relu)
+    return grad_x, xp.sum(grad_x, axis=(0, 1, 2), dtype=grad_x.dtype)
+
+
 def _counts(xp, x, ksize, strides, padding):
     """How many real (unpadded) inputs each window covers: TF's SAME average divides by it."""
     ones = xp.ones((1, x.shape[1], x.shape[2], 1), dtype=x.dtype)

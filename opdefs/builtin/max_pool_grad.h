@@ -23,13 +23,15 @@ namespace max_pool_gradient {
 using conv2d_common::Geometry;
 
 // grad_x of image b; taken, kept: scratch of c values each. relu: a window's gradient counts
-// only where its maximum is positive.
+// only where its maximum is positive. sums (c values, or none): what image b's windows put into
+// grad_x, per channel (a window whose maximum no position equals, x holding NaN, puts nothing).
 template <typename T>
 void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_t b, T* taken, T* kept,
-           bool relu) {
+           bool relu, T* sums) {
     const T* xb = x + b * g.h * g.w * g.c;
     T* gxb = gx + b * g.h * g.w * g.c;
     std::fill(gxb, gxb + g.h * g.w * g.c, T(0));
+    if (sums != nullptr) std::fill(sums, sums + g.c, T(0));
     for (int64_t i = 0; i < g.oh; ++i) {
         const int64_t top = i * g.sh - g.top;
         const int64_t h0 = std::max<int64_t>(top, 0), h1 = std::min(top + g.kh, g.h);
@@ -54,22 +56,37 @@ void image(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, int64_
                         taken[k] = first ? T(1) : taken[k];
                     }
                 }
+            if (sums != nullptr)  // the window's gradient where a position took it
+                for (int64_t k = 0; k < g.c; ++k) sums[k] += taken[k] != T(0) ? grad[k] : T(0);
         }
     }
 }
 
+// grad_x, and where `sums` is given (c values) grad_x summed over images and pixels per channel:
+// each image's sums as it is written (its windows' gradients, while in registers, not a second
+// pass over grad_x), then added over the images in order, in double (the same result on any
+// number of threads).
 template <typename T>
-void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, bool relu) {
+void run(const Geometry& g, const T* x, const T* y, const T* gy, T* gx, bool relu, T* sums = nullptr) {
     if (g.oh * g.ow == 0) {
         std::fill(gx, gx + g.n * g.h * g.w * g.c, T(0));
+        if (sums != nullptr) std::fill(sums, sums + g.c, T(0));
         return;
     }
+    std::vector<T> per_image(sums != nullptr ? static_cast<size_t>(g.n * g.c) : 0);
     const int64_t touched = 2 * (g.h * g.w + g.oh * g.ow) * g.c;  // x and grad_x, y and grad_y
     opsdk::parallel_for(0, g.n, conv2d_common::copy_grain(touched),
                         [&](int64_t lo, int64_t hi) {
         std::vector<T> taken(static_cast<size_t>(g.c)), kept(static_cast<size_t>(g.c));
-        for (int64_t b = lo; b < hi; ++b) image<T>(g, x, y, gy, gx, b, taken.data(), kept.data(), relu);
+        for (int64_t b = lo; b < hi; ++b)
+            image<T>(g, x, y, gy, gx, b, taken.data(), kept.data(), relu,
+                     sums != nullptr ? per_image.data() + b * g.c : nullptr);
     });
+    if (sums == nullptr) return;
+    std::vector<double> total(static_cast<size_t>(g.c), 0.0);
+    for (int64_t b = 0; b < g.n; ++b)
+        for (int64_t k = 0; k < g.c; ++k) total[k] += static_cast<double>(per_image[b * g.c + k]);
+    for (int64_t k = 0; k < g.c; ++k) sums[k] = static_cast<T>(total[k]);
 }
 
 }  // namespace max_pool_gradient

@@ -18,6 +18,8 @@ FORWARD_SHAPES = {"pairwise_manhattan": [(6, 4), (5, 4)], "conv2d": [(2, 5, 5, 3
                   # conv2d with its bias add and ReLU
                   "conv2d_grad_filter": [(2, 5, 5, 3), (3, 3, 3, 4), (2, 5, 5, 4)],
                   "conv2d_bias": [(2, 5, 5, 3), (3, 3, 3, 4), (4,)],
+                  # and for max_pool_grad with its bias add's gradient: x, y, grad_y
+                  "max_pool_grad_bias": [(2, 6, 6, 3), (2, 3, 3, 3), (2, 3, 3, 3)],
                   # optimizer updates (not differentiable): the variable's shape and scalars
                   "apply_gradient_descent": [(3, 4), (), (3, 4)],
                   "apply_momentum": [(3, 4), (3, 4), (), (3, 4), ()],

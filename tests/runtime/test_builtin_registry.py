@@ -22,8 +22,9 @@ OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad"
                      "apply_rms_prop"}
 # Building blocks that kernels call (graphs differentiate matmul, whose kernels call gemm) or
 # that compile passes put in the place of other nodes (the fold pass's conv2d_grad_filter for a
-# gradient op, conv2d_bias for a convolution, its bias add and ReLU).
-KERNEL_BLOCKS = {"gemm", "conv2d_grad_filter", "conv2d_bias"}
+# gradient op, conv2d_bias for a convolution, its bias add and ReLU, max_pool_grad_bias for a
+# pool's gradient and its bias add's).
+KERNEL_BLOCKS = {"gemm", "conv2d_grad_filter", "conv2d_bias", "max_pool_grad_bias"}
 STOPS = {"sign", "stop_gradient", "zeros_like", "ones_like", "random_uniform_like", "shape",
          "fill_dims", "floor", "ceil", "round"}
 

@@ -227,6 +227,41 @@ def _relu_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     return node, node.outputs
 
 
+def _bias_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optional[_Rewritten]:
+    """The max_pool_grad_bias node standing for `op`, the gradient of a bias add (add_grad or
+    bias_add_grad of an [n, h, w, c] value and a bias of [c]) whose grad_z is a max_pool_grad's
+    result that nothing else reads: a conv layer's relu(conv2d(x, w) + b) before its max_pool.
+    Its value's gradient is grad_z itself and the bias's is grad_z summed over n, h and w, which
+    max_pool_grad_bias takes from each window's gradient as it writes it, saving the add
+    gradient's pass over grad_z (0.2-0.5 ms a layer of the deep-MNIST CNN); else None."""
+    program = rw.program
+    g = inputs[2]
+    pool = g.op
+    if pool.type != "max_pool_grad" or pool not in rw.kept or g in program.feed_set:
+        return None
+    biases = [i for i in ((0, 1) if op.type == "add_grad" else (1,))
+              if inputs[i].shape is not None and len(inputs[i].shape) == 1]
+    if len(biases) != 1:
+        return None
+    b = biases[0]
+    value, bias = inputs[1 - b], inputs[b]
+    c = bias.shape[0]
+    # The value's gradient is grad_z itself only where value + bias broadcasts to value's shape.
+    if (not isinstance(c, int) or value.shape is None or len(value.shape) != 4
+            or value.shape[3] != c or g.shape is None or len(g.shape) != 4 or g.shape[3] != c
+            or not (value.dtype == bias.dtype == g.dtype) or not _read(program, op.outputs[b])):
+        return None
+    if (not _only_readers(program, g, op, {}) or program.device[pool] != program.device[op]
+            or program.location[pool] != program.location[op] or _waited_for(program, (pool,))):
+        return None
+    node = _standing_for(program, op, "max_pool_grad_bias", program.inputs_of(pool), dict(pool.attrs),
+                         dict(pool.type_attrs), (g, op.outputs[b]))
+    program.controls[node] = tuple(dict.fromkeys(program.controls_of(pool) + program.controls_of(op)))
+    _absorb(rw, pool, node)
+    grad_value, grad_bias = node.outputs
+    return node, (grad_bias, grad_value) if b == 0 else (grad_value, grad_bias)
+
+
 def _absorb(rw: _Rewrite, gone: Operation, node: Operation) -> None:
     """Take `gone`, a node of one output visited and kept already, out of the program: `node`
     (which computes what it fed on) stands for it, its output's readers read node's."""
@@ -279,7 +314,8 @@ def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Ten
 # The rewrites of the fold pass, by node type: each returns a _Rewritten, or None where it does
 # not apply.
 _REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_only,
-             "relu": _conv_bias_relu, "relu_grad": _relu_into_pool}
+             "relu": _conv_bias_relu, "relu_grad": _relu_into_pool, "add_grad": _bias_into_pool,
+             "bias_add_grad": _bias_into_pool}
 
 
 def _read(program: Program, t: Tensor) -> bool:
