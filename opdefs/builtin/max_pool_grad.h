@@ -22,6 +22,18 @@ namespace max_pool_gradient {
 
 using conv2d_common::Geometry;
 
+// The pool's geometry from a gradient op's dims and attrs (max_pool_grad's, max_pool_grad_bias's),
+// y's and grad_y's sizes (bound from the arrays themselves) checked against it.
+template <typename Dims, typename Attrs>
+Geometry checked_geometry(const Dims& d, const Attrs& a) {
+    const Geometry g = conv2d_common::geometry(d.n, d.h, d.w, d.c, a.ksize_h, a.ksize_w, d.c, a.stride_h,
+                                               a.stride_w, a.same != 0);
+    OPSDK_REQUIRE(g.oh == d.oh && g.ow == d.ow,
+                  "y and grad_y are " << d.oh << " x " << d.ow << " pixels but max_pool's y would be "
+                  << g.oh << " x " << g.ow << " for this x, window, strides and padding");
+    return g;
+}
+
 // grad_x of image b; taken, kept: scratch of c values each. relu: a window's gradient counts
 // only where its maximum is positive. sums (c values, or none): what image b's windows put into
 // grad_x, per channel (a window whose maximum no position equals, x holding NaN, puts nothing).

@@ -9,12 +9,7 @@ namespace opsdk_op_max_pool_grad_bias {
 
 template <typename T>
 void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& d, const Attrs& a) {
-    const conv2d_common::Geometry g = conv2d_common::geometry(
-        d.n, d.h, d.w, d.c, a.ksize_h, a.ksize_w, d.c, a.stride_h, a.stride_w, a.same != 0);
-    // y's and grad_y's sizes are bound from the arrays themselves: check them.
-    OPSDK_REQUIRE(g.oh == d.oh && g.ow == d.ow,
-                  "y and grad_y are " << d.oh << " x " << d.ow << " pixels but max_pool's y would be "
-                  << g.oh << " x " << g.ow << " for this x, window, strides and padding");
+    const conv2d_common::Geometry g = max_pool_gradient::checked_geometry(d, a);
     if (out.grad_bias.size() == 0) return;  // no channels: nothing to write
     if constexpr (conv2d_common::is_vector_type<T>()) {
         max_pool_gradient::run<T>(g, in.x.data, in.y.data, in.grad_y.data, out.grad_x.data,
