@@ -2001,12 +2001,12 @@ def max_pool_grad_bias(x, y, grad_y, *, ksize_h=2, ksize_w=2, stride_h=2, stride
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3, 4, 5)).astype(np.float16)
-        >>> y = rng.uniform(-2.0, 2.0, size=(2, 6, 7, 5)).astype(np.float16)
-        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2, 6, 7, 5)).astype(np.float16)
+        >>> x = np.array([[[[1], [2], [3], [4]], [[5], [6], [7], [8]], [[9], [10], [11], [12]], [[13], [14], [15], [16]]]], dtype=np.float16)
+        >>> y = np.array([[[[6], [8]], [[14], [16]]]], dtype=np.float16)
+        >>> grad_y = np.array([[[[1], [2]], [[3], [4]]]], dtype=np.float16)
         >>> grad_x, grad_bias = max_pool_grad_bias(x, y, grad_y)
         >>> grad_x.shape, grad_bias.shape
-        ((2, 3, 4, 5), (5,))
+        ((1, 4, 4, 1), (1,))
     """
     return _apply('max_pool_grad_bias', [x, y, grad_y], {'ksize_h': ksize_h, 'ksize_w': ksize_w, 'stride_h': stride_h, 'stride_w': stride_w, 'same': same, 'relu': relu}, name)
 
