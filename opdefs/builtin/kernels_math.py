@@ -249,8 +249,13 @@ def square(xp, x, out=None):
     return _array(xp, xp.square(x, out=out))
 
 
-def square_grad(xp, x, grad_y):
-    return _array(xp, xp.multiply(grad_y, xp.multiply(x, 2)))
+def square_grad(xp, x, grad_y, out=None):
+    # One array for the result, written in place (out may be x's or grad_y's buffer): a
+    # temporary of x's size is a fresh allocation, page faults and all, at every call.
+    product = xp.multiply(x, grad_y, out=out)
+    if isinstance(product, xp.ndarray):
+        return xp.multiply(product, 2, out=product)
+    return _array(xp, product * 2)
 
 
 def identity(xp, x):

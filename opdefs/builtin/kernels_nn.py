@@ -24,16 +24,34 @@ def sigmoid(xp, x):
     return xp.asarray(xp.divide(e * negative + ~negative, e + 1))
 
 
-def sigmoid_grad(xp, x, y, grad_y):
-    return xp.asarray(xp.multiply(grad_y, xp.multiply(y, 1 - y)))
+def _one_array(xp, y, grad_y, out):
+    """Whether a gradient of y and grad_y can be computed in one array, in place: given one, or
+    y an array of grad_y's shape (not broadcast against it)."""
+    return out is not None or (isinstance(y, xp.ndarray) and y.ndim > 0
+                               and getattr(grad_y, "shape", None) == y.shape)
+
+
+def sigmoid_grad(xp, x, y, grad_y, out=None):
+    # grad_y * y * (1 - y) in one array, written in place (out may be x's buffer: x is unread);
+    # each temporary would be a fresh allocation at every call.
+    if not _one_array(xp, y, grad_y, out):
+        return xp.asarray(xp.multiply(grad_y, xp.multiply(y, 1 - y)))
+    r = xp.subtract(1, y, out=out)
+    xp.multiply(r, y, out=r)
+    return xp.multiply(r, grad_y, out=r)
 
 
 def tanh(xp, x, out=None):
     return xp.asarray(xp.tanh(x, out=out))
 
 
-def tanh_grad(xp, x, y, grad_y):
-    return xp.asarray(xp.multiply(grad_y, 1 - xp.square(y)))
+def tanh_grad(xp, x, y, grad_y, out=None):
+    # grad_y * (1 - y * y) in one array, as sigmoid_grad.
+    if not _one_array(xp, y, grad_y, out):
+        return xp.asarray(xp.multiply(grad_y, 1 - xp.square(y)))
+    r = xp.multiply(y, y, out=out)
+    xp.subtract(1, r, out=r)
+    return xp.multiply(r, grad_y, out=r)
 
 
 def _log_softmax(xp, x, axis):

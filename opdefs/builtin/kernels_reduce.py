@@ -61,11 +61,12 @@ def _count(shape, axes):
     return n
 
 
-def reduce_mean_grad(xp, x, grad_y, axes, keepdims):
+def reduce_mean_grad(xp, x, grad_y, axes, keepdims, out=None):
     axes = _axes(axes, x.ndim)
-    # A Python float scale keeps grad_y's dtype under NumPy 2 promotion.
+    # A Python float scale keeps grad_y's dtype under NumPy 2 promotion. out may be x's buffer
+    # (only its shape is read) or one the runtime keeps: no fresh allocation per call.
     scale = 1.0 / max(_count(x.shape, axes), 1)
-    return xp.asarray(xp.multiply(_expand(xp, grad_y, x, axes), scale))
+    return xp.asarray(xp.multiply(_expand(xp, grad_y, x, axes), scale, out=out))
 
 
 def reduce_max(xp, x, axes, keepdims):
