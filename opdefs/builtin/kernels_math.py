@@ -213,8 +213,12 @@ def abs_(xp, x):  # trailing _: not the builtin
     return _array(xp, xp.abs(x))
 
 
-def abs_grad(xp, x, grad_y):
-    return _array(xp, xp.multiply(grad_y, xp.sign(x)))
+def abs_grad(xp, x, grad_y, out=None):
+    # sign(x) * grad_y in one array (out may be x's buffer), as square_grad.
+    r = xp.sign(x, out=out)
+    if not isinstance(r, xp.ndarray) or (out is None and r.shape != getattr(grad_y, "shape", None)):
+        return _array(xp, xp.multiply(grad_y, r))
+    return xp.multiply(r, grad_y, out=r)
 
 
 def sign(xp, x):
@@ -241,8 +245,13 @@ def sqrt(xp, x):
     return _array(xp, xp.sqrt(x))
 
 
-def sqrt_grad(xp, x, y, grad_y):
-    return _array(xp, xp.divide(grad_y, xp.multiply(y, 2)))
+def sqrt_grad(xp, x, y, grad_y, out=None):
+    # grad_y / y / 2 in one array (out may be any input's buffer); halving is exact, so this is
+    # grad_y / (2 * y) without a temporary.
+    r = xp.divide(grad_y, y, out=out)
+    if not isinstance(r, xp.ndarray):
+        return _array(xp, r * 0.5)
+    return xp.multiply(r, 0.5, out=r)
 
 
 def square(xp, x, out=None):

@@ -19,8 +19,14 @@ def dropout(xp, x, keep_prob, noise):
     return xp.asarray(xp.where(noise < keep_prob, x / keep_prob, xp.zeros_like(x)))
 
 
-def dropout_grad(xp, x, keep_prob, noise, grad_y):
-    return xp.asarray(xp.where(noise < keep_prob, grad_y / keep_prob, xp.zeros_like(grad_y)))
+def dropout_grad(xp, x, keep_prob, noise, grad_y, out=None):
+    # grad_y / keep_prob, zero where dropped, in one array (out may be x's or grad_y's buffer).
+    if out is None and not (isinstance(grad_y, xp.ndarray) and grad_y.ndim > 0
+                            and getattr(noise, "shape", None) == grad_y.shape):
+        return xp.asarray(xp.where(noise < keep_prob, grad_y / keep_prob, xp.zeros_like(grad_y)))
+    r = xp.divide(grad_y, keep_prob, out=out)
+    r[xp.broadcast_to(~(noise < keep_prob), r.shape)] = 0  # a NaN noise drops, as where's
+    return r
 
 
 def _log_softmax(xp, logits):

@@ -27,7 +27,8 @@ ELEMENTWISE_INPLACE_OPS = [n for n in INPLACE_OPS if len(load_registry().get(n).
 def test_the_builtin_arithmetic_declares_inplace_outputs():
     assert {"add", "sub", "mul", "div", "neg", "exp", "square", "tanh"} <= set(INPLACE_OPS)
     # gradients whose NumPy kernels would otherwise allocate temporaries of their size
-    assert {"square_grad", "sigmoid_grad", "tanh_grad", "reduce_mean_grad"} <= set(INPLACE_OPS)
+    assert {"square_grad", "sigmoid_grad", "tanh_grad", "reduce_mean_grad", "sqrt_grad",
+            "abs_grad", "dropout_grad"} <= set(INPLACE_OPS)
 
 
 @pytest.mark.parametrize("attrs", [{}, {"axes": [1]}, {"axes": [0], "keepdims": True}])
@@ -68,6 +69,29 @@ def test_each_inplace_op_gives_the_same_result_in_place_and_not(registry, name):
     assert explanation.donated == ("y",)
     np.testing.assert_array_equal(got, want)
 
+
+
+def test_dropout_grad_gives_the_same_result_in_place_and_not(registry):
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [8, 16], name="x")
+        noise = placeholder("float32", [8, 16], name="noise")
+        keep = placeholder("float32", [], name="keep")
+        first = apply_op(registry, "exp", [x], {}, name="first")  # a buffer of the step's own
+        y = apply_op(registry, "dropout_grad", [first, keep, noise, apply_op(registry, "neg", [x], {})],
+                     {}, name="y")
+    rng = np.random.default_rng(2)
+    feed = {x: rng.standard_normal((8, 16)).astype(np.float32), keep: np.float32(0.6),
+            noise: rng.random((8, 16), dtype=np.float32)}
+    feed[noise][0, :3] = np.nan  # dropped, as noise < keep_prob is false
+    with Session(g, UNFUSED) as sess:
+        explanation = sess.explain(y, {x: None, noise: None, keep: None}, show=False)
+        got = sess.run(y, feed)
+    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
+        want = sess.run([first, y], feed)[1]  # first fetched: nothing may be donated
+    assert "y" in explanation.donated
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got[0, :3], 0)
 
 def test_a_chain_reuses_one_buffer_and_explain_reports_the_peak(registry):
     g = Graph()
