@@ -59,22 +59,33 @@ def _log_softmax(xp, x, axis):
     return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
 
 
-def softmax(xp, x, axis):
-    shifted = xp.exp(x - xp.max(x, axis=axis, keepdims=True))
-    return xp.asarray(shifted / xp.sum(shifted, axis=axis, keepdims=True))
+# The softmaxes and their gradients compute into one array of the result's size, in place (out:
+# x's buffer or one the runtime keeps, where given): each temporary of that size would be a fresh
+# allocation at every call. The same operations in the same order as with temporaries.
+def softmax(xp, x, axis, out=None):
+    r = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
+    xp.exp(r, out=r)
+    return xp.asarray(xp.divide(r, xp.sum(r, axis=axis, keepdims=True), out=r))
 
 
-def softmax_grad(xp, x, y, grad_y, axis):
-    inner = xp.sum(xp.multiply(grad_y, y), axis=axis, keepdims=True)
-    return xp.asarray(xp.multiply(y, grad_y - inner))
+def softmax_grad(xp, x, y, grad_y, axis, out=None):
+    r = xp.multiply(grad_y, y, out=out)
+    inner = xp.sum(r, axis=axis, keepdims=True)
+    xp.subtract(grad_y, inner, out=r)
+    return xp.asarray(xp.multiply(y, r, out=r))
 
 
-def log_softmax(xp, x, axis):
-    return xp.asarray(_log_softmax(xp, x, axis))
+def log_softmax(xp, x, axis, out=None):
+    r = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
+    total = xp.log(xp.sum(xp.exp(r), axis=axis, keepdims=True))
+    return xp.asarray(xp.subtract(r, total, out=r))
 
 
-def log_softmax_grad(xp, x, y, grad_y, axis):
-    return xp.asarray(grad_y - xp.multiply(xp.exp(y), xp.sum(grad_y, axis=axis, keepdims=True)))
+def log_softmax_grad(xp, x, y, grad_y, axis, out=None):
+    total = xp.sum(grad_y, axis=axis, keepdims=True)
+    r = xp.exp(y, out=out)
+    xp.multiply(r, total, out=r)
+    return xp.asarray(xp.subtract(grad_y, r, out=r))
 
 
 def softmax_cross_entropy_with_logits(xp, labels, logits):
