@@ -54,9 +54,10 @@ def tanh_grad(xp, x, y, grad_y, out=None):
     return xp.multiply(r, grad_y, out=r)
 
 
-def _log_softmax(xp, x, axis):
-    shifted = x - xp.max(x, axis=axis, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+def _log_softmax(xp, x, axis, out=None):
+    r = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
+    total = xp.log(xp.sum(xp.exp(r), axis=axis, keepdims=True))
+    return xp.subtract(r, total, out=r)
 
 
 # The softmaxes and their gradients compute into one array of the result's size, in place (out:
@@ -76,9 +77,7 @@ def softmax_grad(xp, x, y, grad_y, axis, out=None):
 
 
 def log_softmax(xp, x, axis, out=None):
-    r = xp.subtract(x, xp.max(x, axis=axis, keepdims=True), out=out)
-    total = xp.log(xp.sum(xp.exp(r), axis=axis, keepdims=True))
-    return xp.asarray(xp.subtract(r, total, out=r))
+    return xp.asarray(_log_softmax(xp, x, axis, out))
 
 
 def log_softmax_grad(xp, x, y, grad_y, axis, out=None):

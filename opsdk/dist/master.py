@@ -40,7 +40,6 @@ from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
 from opsdk.dist import compiled
-from opsdk.dist.compiled import graph_pays
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -200,10 +199,11 @@ class ClusterSession:
         if self._closed:
             raise OpsdkError("ClusterSession.run on a closed session; create a new one")
         structure, feeds, step = self._resolve(fetches, feed_dict)
-        with self._lock:
-            pending, self._pending_warnings = self._pending_warnings, []
-        for message in pending:  # said at the caller's line, not in a thread of the session
-            warn_user(message)
+        if self._pending_warnings:  # said at the caller's line, not in a thread of the session
+            with self._lock:
+                pending, self._pending_warnings = self._pending_warnings, []
+            for message in pending:
+                warn_user(message)
         values = self._run_step(step, feeds, timeout if timeout is not None else self.step_timeout)
         return structure.rebuild([values.get(e) for e in structure.elements])
 
@@ -280,7 +280,8 @@ class ClusterSession:
             step.note_cycle(time.perf_counter(), self._last_step is step, self.graph_idle_s)
             self._last_step = step
             graph = self._graph(step) if carry is not None else None
-            pays = None if graph is None else graph_pays(step.call_cycles, step.graph_cycles)
+            pays = (None if graph is None
+                    else compiled.graph_pays(step.call_cycles, step.graph_cycles))
             if pays:
                 step.graph_cycles = []  # the next GRAPH_TRIAL cycles are judged afresh
             elif pays is False:  # task calls were faster: a while of them, longer each time

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass
 
 
@@ -53,17 +56,15 @@ class KernelNotBuiltError(OpsdkError):
     """A compiled kernel was asked for before `opsdk build` produced it."""
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # opsdk/
+
+
 def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
     """`warnings.warn(message)` attributed to the first caller outside opsdk: the user's line that
     led to it (a `Session.run`, a `load_ops`), however deep inside opsdk it was found. Where no
     frame is outside (a thread of opsdk's own), the line that called this."""
-    import os
-    import sys
-    import warnings
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame, level = sys._getframe(1), 2  # stacklevel 2: this function's caller
-    while frame is not None and frame.f_code.co_filename.startswith(package):
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame = frame.f_back
         # warnings.warn does not count the import system's frames: neither do we
         while frame is not None and _import_frame(frame.f_code.co_filename):
