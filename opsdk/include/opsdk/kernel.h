@@ -236,6 +236,12 @@ inline int num_threads() {
 #endif
 }
 
+}  // namespace opsdk
+
+#include "opsdk/shared_loop.h"
+
+namespace opsdk {
+
 // Run f(lo, hi) over [begin, end) split into one contiguous chunk per thread (num_threads(): the
 // free cores within the budget); ranges no longer than `grain` run inline on the calling thread.
 // An exception in any chunk is rethrown here.
