@@ -2,13 +2,17 @@
 busy machine: its pieces tile the range once each; its end waits for pieces, not for helper
 threads (a loop whose helpers are all held elsewhere finishes on the caller alone); a piece's
 exception reaches the caller; a loop inside a piece runs inline; a forked child's loops run
-(its parent's helpers are not in it); idle helpers end. Each case is a C++ program built with
+(its parent's helpers are not in it); idle helpers end; and parallel_for runs on it while
+the machine's cores are busy. Each case is a C++ program built with
 the kernels' flags and run in a process of its own, with a deadline, so a hang fails the test."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +118,10 @@ static void nested() {
             ++calls;
             other_thread += std::this_thread::get_id() != me || lo != 0 || hi != 100;
         });
+        opsdk::parallel_for(0, 1 << 20, 1, [&](int64_t lo, int64_t hi) {
+            ++calls;
+            other_thread += std::this_thread::get_id() != me || lo != 0 || hi != (1 << 20);
+        });
     });
     std::printf("nested %d %d\n", calls.load(), other_thread.load());
 }
@@ -190,7 +198,7 @@ def test_a_pieces_exception_reaches_the_caller_and_the_next_loop_runs(program):
 
 
 def test_a_loop_inside_a_piece_runs_inline(program):
-    assert _run(program, "nested") == ["nested", "4", "0"]
+    assert _run(program, "nested") == ["nested", "8", "0"]
 
 
 def test_a_forked_childs_loops_run_without_the_parents_helpers(program):
@@ -203,3 +211,57 @@ def test_idle_helpers_end(program):
     assert int(idle) < int(busy)
     assert total == "100"
 
+
+BUSY_PROBE = r"""
+#include <cstdio>
+#include <mutex>
+#include <vector>
+#include "opsdk/kernel.h"
+int main() {
+    std::mutex m;
+    std::vector<int64_t> sizes;
+    double sum = 0;
+    opsdk::parallel_for(0, 1 << 20, 1 << 10, [&](int64_t lo, int64_t hi) {
+        double s = 0;
+        for (int64_t i = lo; i < hi; ++i) s += double(i);
+        std::lock_guard<std::mutex> lock(m);
+        sizes.push_back(hi - lo);
+        sum += s;
+    });
+    std::printf("%zu %d %.0f\n", sizes.size(), opsdk::num_threads(), sum);
+}
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/loadavg").exists(), reason="reads Linux's /proc/loadavg")
+@pytest.mark.parametrize("pieces_env, expected", [(None, 4), ("2", 2), ("0", 0)])
+def test_on_a_busy_machine_parallel_for_shares_pieces(tmp_path, pieces_env, expected):
+    """With more runnable threads than cores, parallel_for cuts a loop into
+    OPSDK_LOOP_PIECES (4) pieces per thread of the budget, not one per free core; 0 keeps the
+    loop on the caller's thread alone."""
+    source = tmp_path / "busy.cc"
+    source.write_text(BUSY_PROBE)
+    subprocess.run(["g++", "-std=c++17", "-O1", "-fopenmp", "-pthread", f"-I{INCLUDE}",
+                    str(source), "-o", str(tmp_path / "busy")], check=True)
+    cores = os.cpu_count() or 1
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(cores + 1)]
+    try:
+        time.sleep(0.5)
+        env = {"OMP_NUM_THREADS": str(cores)}
+        if pieces_env is not None:
+            env["OPSDK_LOOP_PIECES"] = pieces_env
+        out = subprocess.run([str(tmp_path / "busy")], capture_output=True, text=True,
+                             timeout=60, env=env, check=True)
+    finally:
+        for p in spinners:
+            p.kill()
+        for p in spinners:
+            p.wait()
+    pieces, free, total = out.stdout.split()
+    assert int(free) < cores or cores == 1  # the machine was busy as the loop saw it
+    assert int(total) == (1 << 20) * ((1 << 20) - 1) // 2
+    if cores == 1:
+        assert pieces == "1"  # a budget of one: nothing to share
+    else:
+        assert int(pieces) == (expected * cores if expected else 1)

@@ -3,7 +3,7 @@
 //   opsdk::ConstTensor<T> / opsdk::Tensor<T>   views of C-contiguous arrays (data, dim(i), size())
 //   OPSDK_REQUIRE(cond, "message " << value)    fail the call with a Python ValueError
 //   OPSDK_NOT_IMPLEMENTED()                     the body is not written yet
-//   opsdk::parallel_for(begin, end, grain, f)   f(lo, hi) over chunks, on the free cores
+//   opsdk::parallel_for(begin, end, grain, f)   f(lo, hi) over chunks, on the thread budget
 //
 // Kernels run with the GIL released: touch no Python object in a kernel.
 #pragma once
@@ -242,15 +242,35 @@ inline int num_threads() {
 
 namespace opsdk {
 
-// Run f(lo, hi) over [begin, end) split into one contiguous chunk per thread (num_threads(): the
-// free cores within the budget); ranges no longer than `grain` run inline on the calling thread.
+// Run f(lo, hi) over [begin, end) split into contiguous chunks of more than `grain` each
+// (ranges no longer than `grain` run inline on the calling thread), on the session's thread
+// budget. While the machine has a core for each thread of the budget: one chunk per thread, on
+// an OpenMP team. While other work keeps the cores busy: four pieces per thread of the budget,
+// claimed one at a time by the caller and by helper threads as they get a core (shared_loop.h:
+// the loop's end waits for its pieces, never for a thread that has not started; a team thread
+// waiting for a time slice held a loop of 1 ms for several). OPSDK_LOOP_PIECES=N in the
+// environment makes it N pieces per thread there, and 0 runs such a loop on the caller alone.
 // An exception in any chunk is rethrown here.
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
     const int64_t n = end - begin;
     if (n <= 0) return;
-    const int threads = static_cast<int>(std::min<int64_t>(num_threads(), (n + std::max<int64_t>(grain, 1) - 1) / std::max<int64_t>(grain, 1)));
-    if (threads <= 1) {
+    grain = std::max<int64_t>(grain, 1);
+    const int64_t most = (n + grain - 1) / grain;  // chunks of at least `grain`
+    const int free_threads = static_cast<int>(std::min<int64_t>(num_threads(), most));
+#ifdef _OPENMP
+    const int budget = omp_get_max_threads();
+    static const int busy_pieces = [] {
+        const char* v = std::getenv("OPSDK_LOOP_PIECES");
+        return v != nullptr ? std::max(std::atoi(v), 0) : 4;
+    }();
+    if (free_threads < budget && busy_pieces > 0 && most > 1) {
+        shared_loop(begin, end, std::min<int64_t>(most, int64_t(budget) * busy_pieces), budget, f);
+        return;
+    }
+#endif
+    const int threads = free_threads;
+    if (threads <= 1 || shared_loop_detail::in_piece) {  // a loop inside a piece runs inline
         f(begin, end);
         return;
     }

@@ -1,5 +1,5 @@
 // opsdk::shared_loop: a parallel loop whose end waits for its pieces, not for its threads.
-// Included by kernel.h.
+// Included by kernel.h (parallel_for runs on it while other work keeps the cores busy).
 //
 // An OpenMP parallel region ends at a barrier every thread of its team must reach. On a machine
 // with more runnable threads than cores, a team thread that was asleep or descheduled waits for a
