@@ -78,7 +78,7 @@ def test_gelu_is_one_fused_kernel_with_the_unfused_result(registry, dtype):
 
 
 def test_a_fused_kernel_flushes_subnormals_as_the_compiled_kernels_do(registry):
-    # opsdk/include/opsdk/kernel.h: float_mode. The unfused graph's NumPy kernels keep them.
+    # opsdk/include/opsdk/float_mode.h. The unfused graph's NumPy kernels keep them.
     g = Graph()
     with g.as_default(), device(CPU):
         x = placeholder("float32", [N], name="x")

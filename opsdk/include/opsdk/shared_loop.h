@@ -37,7 +37,7 @@
 #include <thread>
 #include <vector>
 
-// float_mode: from kernel.h, which includes this header after defining it.
+#include "opsdk/float_mode.h"
 
 namespace opsdk {
 namespace shared_loop_detail {
