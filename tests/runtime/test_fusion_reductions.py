@@ -76,7 +76,8 @@ def test_a_value_computed_from_the_reduction_starts_a_new_region(registry):
     np.testing.assert_allclose(fused_z, got, rtol=1e-12)
 
 
-def _fused_equals_unfused_many_rows_and_one(registry) -> None:
+def test_both_kernel_paths_agree_rows_shared_and_a_row_shared(registry):
+    # Many rows: the threads share rows; one row (a sum of everything): they share its elements.
     for axes in ([-1], []):
         g, r, _, feeds = _mean_square(registry, "float32", "reduce_sum", axes, False,
                                       shape=(4, 1, 40000))
@@ -85,17 +86,17 @@ def _fused_equals_unfused_many_rows_and_one(registry) -> None:
         _close(got, want, "float32", 160000)
 
 
-def test_both_kernel_paths_agree_rows_shared_and_a_row_shared(registry):
-    # Many rows: the threads share rows; one row (a sum of everything): they share its elements.
-    _fused_equals_unfused_many_rows_and_one(registry)
-
-
 def test_both_kernel_paths_agree_on_a_busy_machine(registry, monkeypatch):
     """While other work keeps the cores busy (threads.kernel_loop: the budget in pieces), rows
     go in pieces shared with helpers, and one row's elements stay on the calling thread."""
     from opsdk.runtime.compile import fused_node
     monkeypatch.setattr(fused_node, "kernel_loop", lambda: (2, 8))
-    _fused_equals_unfused_many_rows_and_one(registry)
+    for axes in ([-1], []):
+        g, r, _, feeds = _mean_square(registry, "float32", "reduce_sum", axes, False,
+                                      shape=(4, 1, 40000))
+        (got,), _ = _run(g, [r], feeds, fuse=True)
+        (want,), _ = _run(g, [r], feeds, fuse=False)
+        _close(got, want, "float32", 160000)
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
