@@ -241,27 +241,6 @@ def test_fused_kernels_take_the_free_cores(monkeypatch):
     threads._fused["checked"] = -1.0
 
 
-def test_fused_kernels_share_pieces_on_a_busy_machine(monkeypatch):
-    """kernel_loop, the fused kernels' (threads, pieces): the free cores on an OpenMP team while
-    there is a core for each thread of the budget; the whole budget in LOOP_PIECES pieces per
-    thread while other work keeps the cores busy; 0 pieces keeps the old rule."""
-    from opsdk.runtime.kernels import threads
-    monkeypatch.setitem(threads._blas, "last", -1.0)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 1)
-    threads._fused["checked"] = -1.0
-    assert threads.kernel_loop() == (4, 0)
-    monkeypatch.setattr(threads, "_runnable", lambda enough=0: 3)
-    threads._fused["checked"] = -1.0
-    assert threads.kernel_loop() == (4, 16)
-    monkeypatch.setattr(threads, "LOOP_PIECES", 0)
-    assert threads.kernel_loop() == (2, 0)
-    monkeypatch.setattr(threads, "LOOP_PIECES", 4)
-    monkeypatch.setattr(threads._local, "threads", 1, raising=False)  # intra_op_threads=1
-    assert threads.kernel_loop() == (1, 0)  # a budget of one: nothing to share
-    threads._fused["checked"] = -1.0
-
-
 def test_python_and_cpp_thread_counts_agree():
     from opsdk.runtime.kernels.threads import threads_for
     assert [threads_for(2, 2, 1), threads_for(2, 2, 2), threads_for(2, 2, 6),
