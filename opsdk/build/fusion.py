@@ -34,11 +34,7 @@ from .toolchain import Toolchain, find_toolchain, why_missing
 # NumPy's four passes. Values are unchanged (nothing reads the exception flags; NaN and inf
 # propagate as before).
 FLAGS = ("-std=c++17", "-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp",
-         "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared", "-pthread")
-# The headers a fused kernel includes (opsdk/shared_loop.h and what it includes): part of the
-# cache key, so a kernel is compiled again when they change.
-INCLUDE = Path(__file__).resolve().parent.parent / "include"
-HEADERS = ("opsdk/shared_loop.h", "opsdk/float_mode.h")
+         "-fno-math-errno", "-fno-trapping-math", "-fPIC", "-shared")
 _TIMEOUT = 120  # seconds for one compile
 
 
@@ -49,10 +45,6 @@ def cache_folder() -> Path:
         return Path(given)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "opsdk" / "fused"
-
-
-def _headers() -> list[str]:
-    return [(INCLUDE / name).read_text() for name in HEADERS]
 
 
 def _cpu_features() -> str:
@@ -85,8 +77,7 @@ class CpuFusionCompiler:
 
     def key(self, kernel: FusedKernel, source: str) -> str:
         tc = self.toolchain()
-        text = "\n".join([source, tc.version if tc else "", " ".join(FLAGS), _cpu_features(),
-                          *_headers()])
+        text = "\n".join([source, tc.version if tc else "", " ".join(FLAGS), _cpu_features()])
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def source_path(self, kernel: FusedKernel) -> Path:
@@ -121,7 +112,7 @@ class CpuFusionCompiler:
         fd, tmp = tempfile.mkstemp(dir=library.parent, suffix=".so.tmp")
         os.close(fd)
         try:
-            proc = subprocess.run([*tc.command, *FLAGS, f"-I{INCLUDE}", str(source), "-o", tmp],
+            proc = subprocess.run([*tc.command, *FLAGS, str(source), "-o", tmp],
                                   capture_output=True, text=True, timeout=_TIMEOUT)
             if proc.returncode != 0 or os.path.getsize(tmp) == 0:
                 raise OpsdkError(f"fused kernel {source.name}: {tc.describe()} failed:\n"

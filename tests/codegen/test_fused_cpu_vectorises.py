@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from opsdk.build.fusion import FLAGS, INCLUDE
+from opsdk.build.fusion import FLAGS
 from opsdk.codegen.fused import render_fused_cpu
 from opsdk.registry.elementwise import FUNCTIONS, FusedKernel, Var, parse_expression, substitute
 
@@ -33,13 +33,13 @@ def _kernel(text: str, dtype: str) -> FusedKernel:
 def test_every_function_vectorises(tmp_path, function, dtype):
     source = tmp_path / "k.cc"
     source.write_text(render_fused_cpu(_kernel(CALLS[FUNCTIONS[function]].format(f=function), dtype)))
-    out = subprocess.run([GXX, *FLAGS, f"-I{INCLUDE}", "-fopt-info-vec-missed", str(source), "-o",
+    out = subprocess.run([GXX, *FLAGS, "-fopt-info-vec-missed", str(source), "-o",
                           str(tmp_path / "k.so")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     kernel_start = source.read_text().splitlines().index(
         next(l for l in source.read_text().splitlines() if l.startswith('extern "C"'))) + 1
     missed = [l for l in out.stderr.splitlines()
-              if "couldn't vectorize loop" in l and l.startswith(f"{source}:")
+              if "couldn't vectorize loop" in l
               and int(re.match(r"[^:]+:(\d+):", l).group(1)) > kernel_start]
     lines = source.read_text().splitlines()
     # The tail loop after the blocks may go element by element; every block loop must not.

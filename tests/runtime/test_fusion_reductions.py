@@ -86,19 +86,6 @@ def test_both_kernel_paths_agree_rows_shared_and_a_row_shared(registry):
         _close(got, want, "float32", 160000)
 
 
-def test_both_kernel_paths_agree_on_a_busy_machine(registry, monkeypatch):
-    """While other work keeps the cores busy (threads.kernel_loop: the budget in pieces), rows
-    go in pieces shared with helpers, and one row's elements stay on the calling thread."""
-    from opsdk.runtime.compile import fused_node
-    monkeypatch.setattr(fused_node, "kernel_loop", lambda: (2, 8))
-    for axes in ([-1], []):
-        g, r, _, feeds = _mean_square(registry, "float32", "reduce_sum", axes, False,
-                                      shape=(4, 1, 40000))
-        (got,), _ = _run(g, [r], feeds, fuse=True)
-        (want,), _ = _run(g, [r], feeds, fuse=False)
-        _close(got, want, "float32", 160000)
-
-
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=_graphs(), mean=st.booleans())
 def test_random_regions_ending_in_a_reduction_equal_unfused(registry, case, mean):

@@ -16,7 +16,7 @@ from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.kernels.choice import bind_kernel
 from opsdk.runtime.kernels.fused import fused_call, rows_of
 from opsdk.runtime.kernels.fused_cuda import cuda_fused_run
-from opsdk.runtime.kernels.threads import kernel_loop
+from opsdk.runtime.kernels.threads import kernel_threads
 
 FUSED = "_fused"
 _PARALLEL_ELEMENTS = 1 << 16  # from here a fused kernel uses the cores
@@ -45,16 +45,16 @@ def _prepare_fused(op: Operation, device: Any, options: Any):
                 size is not None and values[i].size != size for i, size in enumerate(sizes)):
             return unfused(inputs)  # shapes known only now do not fit one pass: run unfused
         n = values[arrays[0]].size
-        threads, pieces = (0, 0) if n < _PARALLEL_ELEMENTS else kernel_loop()
+        threads = 0 if n < _PARALLEL_ELEMENTS else _threads()
         pool = getattr(ctx, "buffers", None)
         if reduced is None:
             outs = [_buffer(pool, device, dtype, shape) for _ in range(n_out)]
-            call(values, outs, n, threads, pieces)
+            call(values, outs, n, threads)
             return tuple(outs)
         rows, inner, reduced_shape = rows_of(shape, reduced)  # one value per row
         outs = [_buffer(pool, device, dtype, shape) for _ in range(n_out - 1)]
         outs.append(_buffer(pool, device, dtype, reduced_shape))
-        call(values, outs, rows, inner, threads, pieces)
+        call(values, outs, rows, inner, threads)
         return tuple(outs)
     return run
 
@@ -67,6 +67,10 @@ def _buffer(pool: Any, device: Any, dtype: np.dtype, shape: tuple) -> np.ndarray
     with glibc keeping freed memory."""
     buf = None if pool is None else pool.take((device.name, dtype, shape))
     return np.empty(shape, dtype) if buf is None else buf
+
+
+def _threads() -> int:
+    return kernel_threads()  # the session's budget
 
 
 def _unfused(node: Operation, members: tuple[Operation, ...]):

@@ -105,13 +105,12 @@ class FusedCall:
     def load(self, path: Any) -> None:
         lib = ctypes.CDLL(str(path))
         if self.kernel.reduction is None:
-            fn = lib.opsdk_fused  # (in, out, n, threads, pieces)
-            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int,
-                           ctypes.c_int)
+            fn = lib.opsdk_fused  # (in, out, n, threads)
+            fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
         else:
-            fn = lib.opsdk_fused_rows  # (in, out, rows, inner, threads, pieces)
+            fn = lib.opsdk_fused_rows  # (in, out, rows, inner, threads)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
-                           ctypes.c_int, ctypes.c_int)
+                           ctypes.c_int)
         fn.restype = None
         self.fn = fn
 
@@ -128,10 +127,8 @@ class FusedCall:
                  f"region runs unfused: {exc}")
 
     def __call__(self, inputs: list, outputs: list, *sizes: int) -> None:
-        """Run over `n` elements (`sizes` = n, threads, pieces), or for a kernel ending in a
-        reduction over `rows` rows of `inner` elements (`sizes` = rows, inner, threads, pieces):
-        pieces 0 runs on an OpenMP team of `threads`, else in that many pieces shared with up to
-        threads - 1 helpers (threads.kernel_loop)."""
+        """Run over `n` elements (`sizes` = n, threads), or for a kernel ending in a reduction
+        over `rows` rows of `inner` elements (`sizes` = rows, inner, threads)."""
         ins = (ctypes.c_void_p * len(inputs))(*[a.__array_interface__["data"][0] for a in inputs])
         outs = (ctypes.c_void_p * len(outputs))(*[a.__array_interface__["data"][0]
                                                   for a in outputs])

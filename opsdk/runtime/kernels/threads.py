@@ -218,28 +218,3 @@ def kernel_threads() -> int:
     budget = max(budget - spinning_blas_workers(now), 1)
     runnable = _fused["runnable"]
     return budget if runnable < 0 else threads_for(budget, cores, runnable)
-
-
-def _loop_pieces() -> int:
-    """OPSDK_LOOP_PIECES: pieces per thread of a loop on a busy machine (0: the caller alone),
-    as opsdk::parallel_for reads it (opsdk/include/opsdk/kernel.h); 4 unless set."""
-    try:
-        return max(int(os.environ.get("OPSDK_LOOP_PIECES", "4")), 0)
-    except ValueError:
-        return 4
-
-
-LOOP_PIECES = _loop_pieces()
-
-
-def kernel_loop() -> tuple[int, int]:
-    """(threads, pieces) of a fused kernel's loop on this thread, the rule of the C++ kernels'
-    parallel_for: while the machine has a core for each thread of the budget, kernel_threads()
-    threads of an OpenMP team (pieces 0); while other work keeps them busy, the whole budget
-    sharing LOOP_PIECES pieces per thread (opsdk/include/opsdk/shared_loop.h: the caller and the
-    helpers that get a core claim them, and nobody waits for a helper that has not started)."""
-    free = kernel_threads()
-    budget = getattr(_local, "threads", None) or os.cpu_count() or 1
-    if free >= budget or budget == 1 or LOOP_PIECES == 0:
-        return free, 0
-    return budget, budget * LOOP_PIECES
