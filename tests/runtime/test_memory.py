@@ -32,6 +32,16 @@ def test_the_builtin_arithmetic_declares_inplace_outputs():
             "log_softmax_grad"} <= set(INPLACE_OPS)
 
 
+def _in_place_and_not(g, y, first, feed):
+    """(the plan's explanation, y in place, y with `first` fetched so that nothing is donated)."""
+    with Session(g, UNFUSED) as sess:
+        explanation = sess.explain(y, {t: None for t in feed}, show=False)
+        got = sess.run(y, feed)
+    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
+        want = sess.run([first, y], feed)[1]
+    return explanation, got, want
+
+
 @pytest.mark.parametrize("attrs", [{}, {"axes": [1]}, {"axes": [0], "keepdims": True}])
 def test_reduce_mean_grad_gives_the_same_result_in_place_and_not(registry, attrs):
     g = Graph()
@@ -42,11 +52,7 @@ def test_reduce_mean_grad_gives_the_same_result_in_place_and_not(registry, attrs
         y = apply_op(registry, "reduce_mean_grad", [first, apply_op(registry, "neg", [mean], {})],
                      attrs, name="y")
     value = np.random.default_rng(1).uniform(0.5, 1.5, (6, 5))
-    with Session(g, UNFUSED) as sess:
-        explanation = sess.explain(y, {x: None}, show=False)
-        got = sess.run(y, {x: value})
-    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
-        want = sess.run([first, y], {x: value})[1]  # first fetched: nothing may be donated
+    explanation, got, want = _in_place_and_not(g, y, first, {x: value})
     assert "y" in explanation.donated
     np.testing.assert_array_equal(got, want)
 
@@ -62,15 +68,9 @@ def test_each_inplace_op_gives_the_same_result_in_place_and_not(registry, name):
         args = [first] + [x] * (len(spec.inputs) - 1)
         y = apply_op(registry, name, args, {}, name="y")
     value = rng.uniform(0.5, 1.5, 64)
-    with Session(g, UNFUSED) as sess:
-        explanation = sess.explain(y, {x: None}, show=False)
-        got = sess.run(y, {x: value})
-    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
-        want = sess.run([first, y], {x: value})[1]  # first fetched: nothing may be donated
+    explanation, got, want = _in_place_and_not(g, y, first, {x: value})
     assert explanation.donated == ("y",)
     np.testing.assert_array_equal(got, want)
-
-
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmax_grad", "log_softmax_grad"])
@@ -87,13 +87,10 @@ def test_the_softmaxes_give_the_same_result_in_place_and_not(registry, name, axi
             args = [first]
         y = apply_op(registry, name, args, {"axis": axis}, name="y")
     value = np.random.default_rng(3).uniform(-2, 2, (6, 5))
-    with Session(g, UNFUSED) as sess:
-        explanation = sess.explain(y, {x: None}, show=False)
-        got = sess.run(y, {x: value})
-    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
-        want = sess.run([first, y], {x: value})[1]  # first fetched: nothing may be donated
+    explanation, got, want = _in_place_and_not(g, y, first, {x: value})
     assert "y" in explanation.donated
     np.testing.assert_array_equal(got, want)
+
 
 def test_dropout_grad_gives_the_same_result_in_place_and_not(registry):
     g = Graph()
@@ -108,14 +105,11 @@ def test_dropout_grad_gives_the_same_result_in_place_and_not(registry):
     feed = {x: rng.standard_normal((8, 16)).astype(np.float32), keep: np.float32(0.6),
             noise: rng.random((8, 16), dtype=np.float32)}
     feed[noise][0, :3] = np.nan  # dropped, as noise < keep_prob is false
-    with Session(g, UNFUSED) as sess:
-        explanation = sess.explain(y, {x: None, noise: None, keep: None}, show=False)
-        got = sess.run(y, feed)
-    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
-        want = sess.run([first, y], feed)[1]  # first fetched: nothing may be donated
+    explanation, got, want = _in_place_and_not(g, y, first, feed)
     assert "y" in explanation.donated
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got[0, :3], 0)
+
 
 def test_a_chain_reuses_one_buffer_and_explain_reports_the_peak(registry):
     g = Graph()
