@@ -197,19 +197,23 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
     if (n <= 0) return;
     grain = std::max<int64_t>(grain, 1);
     const int64_t most = (n + grain - 1) / grain;  // chunks of at least `grain`
-    const int free_threads = static_cast<int>(std::min<int64_t>(num_threads(), most));
+    const int free_threads = num_threads();
 #ifdef _OPENMP
     const int budget = omp_get_max_threads();
     static const int busy_pieces = [] {
         const char* v = std::getenv("OPSDK_LOOP_PIECES");
         return v != nullptr ? std::max(std::atoi(v), 0) : 4;
     }();
-    if (free_threads < budget && busy_pieces > 0 && most > 1) {
+    static const int online = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
+    // Busy: other runnable threads leave fewer cores than the budget could use (not a loop too
+    // short for the budget, nor a budget above the machine's cores).
+    const bool busy = free_threads < std::min(budget, online);
+    if (busy && busy_pieces > 0 && most > 1) {
         shared_loop(begin, end, std::min<int64_t>(most, int64_t(budget) * busy_pieces), budget, f);
         return;
     }
 #endif
-    const int threads = free_threads;
+    const int threads = static_cast<int>(std::min<int64_t>(free_threads, most));
     if (threads <= 1 || shared_loop_detail::in_piece) {  // a loop inside a piece runs inline
         f(begin, end);
         return;
