@@ -30,9 +30,13 @@ demo: build
 	$(BIN)/python examples/demo.py
 	$(BIN)/python examples/dist_softmax.py --steps 50
 
+# Two pytest-xdist workers (TEST_WORKERS=N for more, 0 for one process): the suite waits on
+# compilers and subprocesses for much of its time, and one process kept 2 cores about 60 % busy.
+# Each test file stays on one worker, and so do tests/dist and tests/packaging (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: build
 	$(BIN)/opsdk generate --check
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --durations=30
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadgroup
 
 # The alternatives (PyTorch, TensorFlow, SciPy) are installed for benchmarks only; every script
 # in bench/ runs, and bench/results/ gets results.md and results.json (bench/README.md).

@@ -28,6 +28,31 @@ def pytest_addoption(parser):
                      help="rewrite tests/codegen/golden/ from the current templates")
 
 
+TESTS = Path(__file__).resolve().parent
+
+# Folders whose tests share one session-wide fixture that takes minutes to make: all their tests go
+# to one worker under pytest-xdist.
+ONE_WORKER = {"dist": "Ray's embedded instance (tests/dist/conftest.py)",
+              "packaging": "a wheel built and installed in a venv (tests/packaging/conftest.py)"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marks
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`) a test file goes to one
+    worker as a whole, and so do the folders of ONE_WORKER: a fixture of a module or a session is
+    then made once, as in a run of one process, not once per worker (the flagship's 14 mutant
+    builds took twice the CPU when both workers made them)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        try:
+            where = item.path.relative_to(TESTS)
+        except ValueError:  # a test file named from outside tests/
+            where = item.path
+        group = where.parts[0] if where.parts[0] in ONE_WORKER else where.as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True)
 def _jax_ffi_only_where_tested(request, monkeypatch):
     """Workspaces built by tests compile no JAX FFI handlers (8-10 s per op on 2 cores) unless

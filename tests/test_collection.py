@@ -12,6 +12,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
@@ -36,3 +38,22 @@ def test_a_whole_run_collects_every_test_file():
     missing = sorted(f for f in files - collected
                      if f not in said and str(Path(f).parent) + "/conftest.py" not in said)
     assert not missing, f"test files a whole run leaves out: {missing}\n{out.stdout[-2000:]}"
+
+
+def test_each_test_file_and_each_shared_fixture_folder_goes_to_one_worker(request):
+    """`make test` runs two pytest-xdist workers with `--dist loadgroup`: each test file is one
+    group (its module fixtures made once), and tests/dist and tests/packaging are one group each
+    (one Ray instance; one wheel built and installed), as tests/conftest.py marks them."""
+    if not request.config.pluginmanager.hasplugin("xdist"):
+        pytest.skip("pytest-xdist is not loaded: one process runs every test (no groups)")
+    wrong = {}
+    for item in request.session.items:
+        where = item.path.relative_to(TESTS).as_posix()
+        want = where.split("/")[0] if where.split("/")[0] in ("dist", "packaging") else where
+        marks = [m.args[0] for m in item.iter_markers("xdist_group")]
+        # in a worker, xdist names the group in the node id (its scheduler sees only that): the
+        # marks must come before its own collection hook reads them
+        named = not hasattr(request.config, "workerinput") or item.nodeid.endswith(f"@{want}")
+        if marks != [want] or not named:
+            wrong[item.nodeid] = marks
+    assert not wrong, f"tests in the wrong xdist groups: {dict(list(wrong.items())[:5])}"
