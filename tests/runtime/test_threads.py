@@ -28,6 +28,11 @@ int main() {
     std::printf("%d %d %d %d %d %d\n", threads_for(2, 2, 1), threads_for(2, 2, 2),
                 threads_for(2, 2, 6), threads_for(4, 64, 10), threads_for(16, 8, 3),
                 opsdk::threads_detail::read_runnable());
+    using opsdk::threads_detail::busy;
+    // (free threads, budget, cores): 2 cores, one other thread; the budget 8 on 2 quiet cores;
+    // 64 cores with 10 others and a budget of 4; 8 cores with 2 others and a budget of 16
+    std::printf("%d %d %d %d\n", busy(1, 2, 2), busy(threads_for(8, 2, 1), 8, 2),
+                busy(threads_for(4, 64, 10), 4, 64), busy(threads_for(16, 8, 3), 16, 8));
 }
 """
 
@@ -46,6 +51,8 @@ def test_threads_for_leaves_the_cores_other_threads_want(tmp_path):
     assert big_host == 4  # a busy host with cores to spare: the budget, not its load
     assert budget_above == 6  # 8 cores, 2 others running: 6 free, below the budget of 16
     runnable = int(out.stdout.split()[5])
+    # busy: fewer free cores than the budget could use here, not a budget above the cores
+    assert out.stdout.split()[6:] == ["1", "0", "0", "1"]
     if Path("/proc/loadavg").exists():
         assert runnable >= 1  # the probe itself runs
     else:

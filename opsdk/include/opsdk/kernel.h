@@ -103,6 +103,15 @@ inline int threads_for(int budget, int cores, int runnable) {
     return std::max(1, std::min(budget, cores - others));
 }
 
+// Whether a parallel loop runs on a busy machine, where it shares its pieces (shared_loop.h)
+// instead of taking an OpenMP team: other runnable threads leave fewer cores (`free_threads`,
+// threads_for's count) than the budget could use on this machine. A budget above the machine's
+// cores, or a loop with fewer chunks than the budget, is not a busy machine: the team it gets on a
+// quiet one spins between loops where the shared loop's helpers would have to be woken.
+inline bool busy(int free_threads, int budget, int cores) {
+    return free_threads < std::min(budget, cores);
+}
+
 // This process's threads running now (state R in /proc/self/task/*/stat, the caller among
 // them); 0 where that cannot be read.
 inline int own_running() {
@@ -205,10 +214,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
         return v != nullptr ? std::max(std::atoi(v), 0) : 4;
     }();
     static const int online = static_cast<int>(std::max<long>(1, sysconf(_SC_NPROCESSORS_ONLN)));
-    // Busy: other runnable threads leave fewer cores than the budget could use (not a loop too
-    // short for the budget, nor a budget above the machine's cores).
-    const bool busy = free_threads < std::min(budget, online);
-    if (busy && busy_pieces > 0 && most > 1) {
+    if (threads_detail::busy(free_threads, budget, online) && busy_pieces > 0 && most > 1) {
         shared_loop(begin, end, std::min<int64_t>(most, int64_t(budget) * busy_pieces), budget, f);
         return;
     }
