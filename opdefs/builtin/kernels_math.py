@@ -205,12 +205,12 @@ def neg(xp, x, out=None):
     return _array(xp, xp.negative(x, out=out))
 
 
-def neg_grad(xp, x, grad_y):
-    return _array(xp, xp.negative(grad_y))
+def neg_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.negative(grad_y, out=out))
 
 
-def abs_(xp, x):  # trailing _: not the builtin
-    return _array(xp, xp.abs(x))
+def abs_(xp, x, out=None):  # trailing _: not the builtin
+    return _array(xp, xp.abs(x, out=out))
 
 
 def abs_grad(xp, x, grad_y, out=None):
@@ -221,28 +221,28 @@ def abs_grad(xp, x, grad_y, out=None):
     return xp.multiply(r, grad_y, out=r)
 
 
-def sign(xp, x):
-    return _array(xp, xp.sign(x))
+def sign(xp, x, out=None):
+    return _array(xp, xp.sign(x, out=out))
 
 
 def exp(xp, x, out=None):
     return _array(xp, xp.exp(x, out=out))
 
 
-def exp_grad(xp, x, y, grad_y):
-    return _array(xp, xp.multiply(grad_y, y))
+def exp_grad(xp, x, y, grad_y, out=None):
+    return _array(xp, xp.multiply(grad_y, y, out=out))
 
 
-def log(xp, x):
-    return _array(xp, xp.log(x))
+def log(xp, x, out=None):
+    return _array(xp, xp.log(x, out=out))
 
 
-def log_grad(xp, x, grad_y):
-    return _array(xp, xp.divide(grad_y, x))
+def log_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.divide(grad_y, x, out=out))
 
 
-def sqrt(xp, x):
-    return _array(xp, xp.sqrt(x))
+def sqrt(xp, x, out=None):
+    return _array(xp, xp.sqrt(x, out=out))
 
 
 def sqrt_grad(xp, x, y, grad_y, out=None):

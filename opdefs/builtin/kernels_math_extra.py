@@ -1,5 +1,10 @@
 """Python kernels of math_extra.yaml's elementwise functions and their gradients (NumPy and
-CuPy share each function, so one body serves CPU and GPU)."""
+CuPy share each function, so one body serves CPU and GPU).
+
+Each takes `out=None` (its output declares `inplace`, docs/opdefs.md): given an array, possibly
+the buffer of one of the inputs its declaration names, it writes the result there. A gradient
+computes its factor of x (or y) first, into a temporary of its own, and only then reads grad_y
+and writes `out`, so any of the named inputs may be the output's buffer."""
 
 from __future__ import annotations
 
@@ -9,93 +14,110 @@ def _array(xp, z):
     return z if z.ndim else xp.asarray(z)
 
 
-def sin(xp, x):
-    return _array(xp, xp.sin(x))
+def _again(xp, ufunc, a, *more):
+    """ufunc(a, *more) written over `a` where it is an array (a temporary of this kernel's
+    own), a new value where it is a NumPy scalar (0-d inputs)."""
+    return ufunc(a, *more, out=a) if isinstance(a, xp.ndarray) else ufunc(a, *more)
 
 
-def sin_grad(xp, x, grad_y):
-    return _array(xp, xp.multiply(grad_y, xp.cos(x)))
+def sin(xp, x, out=None):
+    return _array(xp, xp.sin(x, out=out))
 
 
-def cos(xp, x):
-    return _array(xp, xp.cos(x))
+def sin_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.multiply(grad_y, xp.cos(x), out=out))
 
 
-def cos_grad(xp, x, grad_y):
-    return _array(xp, xp.negative(xp.multiply(grad_y, xp.sin(x))))
+def cos(xp, x, out=None):
+    return _array(xp, xp.cos(x, out=out))
 
 
-def tan(xp, x):
-    return _array(xp, xp.tan(x))
+def cos_grad(xp, x, grad_y, out=None):
+    r = xp.multiply(grad_y, xp.sin(x), out=out)
+    return _array(xp, _again(xp, xp.negative, r))
 
 
-def tan_grad(xp, x, y, grad_y):
-    return _array(xp, xp.multiply(grad_y, 1 + xp.square(y)))
+def tan(xp, x, out=None):
+    return _array(xp, xp.tan(x, out=out))
 
 
-def asin(xp, x):
-    return _array(xp, xp.arcsin(x))
+def tan_grad(xp, x, y, grad_y, out=None):
+    factor = _again(xp, xp.add, xp.square(y), 1)  # 1 + y^2
+    return _array(xp, xp.multiply(grad_y, factor, out=out))
 
 
-def asin_grad(xp, x, grad_y):
-    return _array(xp, xp.divide(grad_y, xp.sqrt(1 - xp.square(x))))
+def _one_minus_square_root(xp, x):
+    """sqrt(1 - x^2), in one temporary."""
+    t = xp.square(x)
+    t = xp.subtract(1, t, out=t) if isinstance(t, xp.ndarray) else 1 - t
+    return _again(xp, xp.sqrt, t)
 
 
-def acos(xp, x):
-    return _array(xp, xp.arccos(x))
+def asin(xp, x, out=None):
+    return _array(xp, xp.arcsin(x, out=out))
 
 
-def acos_grad(xp, x, grad_y):
-    return _array(xp, xp.negative(xp.divide(grad_y, xp.sqrt(1 - xp.square(x)))))
+def asin_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.divide(grad_y, _one_minus_square_root(xp, x), out=out))
 
 
-def atan(xp, x):
-    return _array(xp, xp.arctan(x))
+def acos(xp, x, out=None):
+    return _array(xp, xp.arccos(x, out=out))
 
 
-def atan_grad(xp, x, grad_y):
-    return _array(xp, xp.divide(grad_y, 1 + xp.square(x)))
+def acos_grad(xp, x, grad_y, out=None):
+    r = xp.divide(grad_y, _one_minus_square_root(xp, x), out=out)
+    return _array(xp, _again(xp, xp.negative, r))
 
 
-def sinh(xp, x):
-    return _array(xp, xp.sinh(x))
+def atan(xp, x, out=None):
+    return _array(xp, xp.arctan(x, out=out))
 
 
-def sinh_grad(xp, x, grad_y):
-    return _array(xp, xp.multiply(grad_y, xp.cosh(x)))
+def atan_grad(xp, x, grad_y, out=None):
+    factor = _again(xp, xp.add, xp.square(x), 1)  # 1 + x^2
+    return _array(xp, xp.divide(grad_y, factor, out=out))
 
 
-def cosh(xp, x):
-    return _array(xp, xp.cosh(x))
+def sinh(xp, x, out=None):
+    return _array(xp, xp.sinh(x, out=out))
 
 
-def cosh_grad(xp, x, grad_y):
-    return _array(xp, xp.multiply(grad_y, xp.sinh(x)))
+def sinh_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.multiply(grad_y, xp.cosh(x), out=out))
 
 
-def expm1(xp, x):
-    return _array(xp, xp.expm1(x))
+def cosh(xp, x, out=None):
+    return _array(xp, xp.cosh(x, out=out))
 
 
-def expm1_grad(xp, x, y, grad_y):
-    return _array(xp, xp.multiply(grad_y, y + 1))
+def cosh_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.multiply(grad_y, xp.sinh(x), out=out))
 
 
-def log1p(xp, x):
-    return _array(xp, xp.log1p(x))
+def expm1(xp, x, out=None):
+    return _array(xp, xp.expm1(x, out=out))
 
 
-def log1p_grad(xp, x, grad_y):
-    return _array(xp, xp.divide(grad_y, 1 + x))
+def expm1_grad(xp, x, y, grad_y, out=None):
+    return _array(xp, xp.multiply(grad_y, y + 1, out=out))
 
 
-def floor(xp, x):
-    return _array(xp, xp.floor(x))
+def log1p(xp, x, out=None):
+    return _array(xp, xp.log1p(x, out=out))
 
 
-def ceil(xp, x):
-    return _array(xp, xp.ceil(x))
+def log1p_grad(xp, x, grad_y, out=None):
+    return _array(xp, xp.divide(grad_y, 1 + x, out=out))
 
 
-def round_(xp, x):
-    return _array(xp, xp.round(x))
+def floor(xp, x, out=None):
+    return _array(xp, xp.floor(x, out=out))
+
+
+def ceil(xp, x, out=None):
+    return _array(xp, xp.ceil(x, out=out))
+
+
+def round_(xp, x, out=None):
+    return _array(xp, xp.round(x, out=out))

@@ -7,21 +7,30 @@ intermediate overflows (softmax subtracts the row max; sigmoid only exponentiate
 from __future__ import annotations
 
 
-def relu(xp, x):
-    return xp.asarray(xp.maximum(x, xp.zeros_like(x)))
+def relu(xp, x, out=None):
+    return xp.asarray(xp.maximum(x, x.dtype.type(0), out=out))
 
 
 def relu_grad(xp, x, grad_y):
     return xp.asarray(xp.where(x > 0, grad_y, grad_y.dtype.type(0)))
 
 
-def sigmoid(xp, x):
+def sigmoid(xp, x, out=None):
     # 1 / (1 + e) for x >= 0, e / (1 + e) below, with e = exp(-|x|) in (0, 1]: never overflows.
     # The numerator is chosen by multiplying with the masks (e * 1 + 0, or e * 0 + 1), not with
     # `where`, which takes ~4 ns an element on a mixed mask: 7x faster, the same bits.
-    e = xp.exp(xp.negative(xp.abs(x)))
+    # Two temporaries (e and the mask), the numerator in `out` (which may be x's buffer: x is
+    # read before it is written).
+    e = xp.abs(x)
+    if not isinstance(e, xp.ndarray):  # 0-d input: NumPy scalars
+        e = xp.exp(-e)
+        negative = x < 0
+        return xp.asarray(xp.divide(e * negative + ~negative, e + 1))
+    e = xp.exp(xp.negative(e, out=e), out=e)
     negative = x < 0
-    return xp.asarray(xp.divide(e * negative + ~negative, e + 1))
+    r = xp.multiply(e, negative, out=out)
+    r = xp.add(r, ~negative, out=r)
+    return xp.divide(r, xp.add(e, 1, out=e), out=r)
 
 
 def _one_array(xp, y, grad_y, out):

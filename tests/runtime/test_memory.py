@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from opsdk.registry import OpDefErrors, load_registry, parse_opdef
+from opsdk.registry.spec import EllipsisDim
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
@@ -18,10 +19,21 @@ pytestmark = pytest.mark.usefixtures("host_default")
 UNFUSED = SessionConfig(passes_off=frozenset({"fuse"}))
 INPLACE_OPS = sorted(n for n in load_registry().names()
                      if any(o.inplace for o in load_registry().get(n).outputs))
+
+
+def _elementwise(spec) -> bool:
+    """Declares a fusion formula, or every input and the output are `[...]` of one dtype attr."""
+    same = [t for t in (*spec.inputs, *spec.outputs) if t.shape == (EllipsisDim(),) and t.dtype == "T"]
+    return bool(spec.elementwise) or len(same) == len(spec.inputs) + len(spec.outputs)
+
+
 # The optimizers' updates (several outputs, scalar hyperparameters) are checked in
-# tests/runtime/test_optimizers.py; these are the graph's elementwise ops.
-ELEMENTWISE_INPLACE_OPS = [n for n in INPLACE_OPS if len(load_registry().get(n).outputs) == 1
-                           and not n.startswith("apply_") and load_registry().get(n).elementwise]
+# tests/runtime/test_optimizers.py; these are the graph's elementwise ops, each with every input
+# its output may be written into.
+ELEMENTWISE_INPLACE = [(n, donor) for n in INPLACE_OPS
+                       if len(load_registry().get(n).outputs) == 1 and not n.startswith("apply_")
+                       and _elementwise(load_registry().get(n))
+                       for donor in load_registry().get(n).outputs[0].inplace]
 
 
 def test_the_builtin_arithmetic_declares_inplace_outputs():
@@ -57,17 +69,28 @@ def test_reduce_mean_grad_gives_the_same_result_in_place_and_not(registry, attrs
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", ELEMENTWISE_INPLACE_OPS)
-def test_each_inplace_op_gives_the_same_result_in_place_and_not(registry, name):
+def test_the_elementwise_functions_and_their_gradients_declare_inplace_outputs():
+    names = {name for name, _ in ELEMENTWISE_INPLACE}
+    assert {"relu", "sigmoid", "sqrt", "log", "abs", "sign", "sin", "cos", "tan", "asin", "acos",
+            "atan", "sinh", "cosh", "expm1", "log1p", "floor", "ceil", "round"} <= names
+    assert {"exp_grad", "log_grad", "neg_grad", "sin_grad", "cos_grad", "tan_grad", "asin_grad",
+            "acos_grad", "atan_grad", "sinh_grad", "cosh_grad", "expm1_grad",
+            "log1p_grad"} <= names
+
+
+@pytest.mark.parametrize("name, donor", ELEMENTWISE_INPLACE)
+def test_each_inplace_op_gives_the_same_result_in_place_and_not(registry, name, donor):
+    """The output written into each input its declaration names (the others fed, so never
+    donated) equals the output of a run that donates nothing."""
     spec = registry.get(name)
     g = Graph()
     rng = np.random.default_rng(0)
     with g.as_default():
         x = placeholder("float64", [64], name="x")
-        first = apply_op(registry, "exp", [x], {}, name="first")  # a buffer of the step's own
-        args = [first] + [x] * (len(spec.inputs) - 1)
+        first = apply_op(registry, "square", [x], {}, name="first")  # a buffer of the step's own
+        args = [first if t.name == donor else x for t in spec.inputs]
         y = apply_op(registry, name, args, {}, name="y")
-    value = rng.uniform(0.5, 1.5, 64)
+    value = rng.uniform(0.1, 0.9, 64)  # squared or not, inside every function's domain
     explanation, got, want = _in_place_and_not(g, y, first, {x: value})
     assert explanation.donated == ("y",)
     np.testing.assert_array_equal(got, want)
