@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opsdk.registry import OpDefErrors, load_registry, parse_opdef
+from opsdk.registry import OpDefErrors, load_callable, load_registry, parse_opdef
+from opsdk.registry.errors import OpsdkError
 from opsdk.registry.spec import EllipsisDim
 from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
@@ -189,6 +190,75 @@ def test_a_buffer_someone_else_still_holds_is_not_written(registry):
         got_a, got_b = sess.run([a, b], {x: np.zeros(8)})
     np.testing.assert_array_equal(got_a, np.ones(8))
     np.testing.assert_array_equal(got_b, -np.ones(8))
+
+
+SCALED_YAML = """
+op: scaled
+summary: factor * x, with an attr (its kernel is called with the attr bound).
+type_attrs:
+  T: [float64]
+attrs:
+  factor: {type: float, default: 2.0}
+inputs:
+  x: {dtype: T, shape: [...]}
+outputs:
+  y: {dtype: T, shape: [...], inplace: [x]}
+kernels:
+  python: scaled_kernels.py:scaled
+"""
+SCALED_KERNELS = """
+given = []
+
+
+def scaled(xp, x, factor, out=None):
+    given.append(out is not None)
+    return xp.multiply(x, factor, out=out)
+"""
+
+
+@pytest.mark.parametrize("batch", [8, None])
+def test_a_kernel_with_attrs_is_handed_the_donated_buffer_for_a_batch_known_or_not(tmp_path, batch):
+    """A donation the plan reports happens: the kernel of an op with an attr is given `out=`
+    (the planner had reported softmax's and reduce_mean_grad's donations, whose steps called the
+    kernel without it), also where the batch is None (the op declares x and y `[...]`, so the
+    actual shapes, checked first, make y's x's)."""
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "scaled.yaml").write_text(SCALED_YAML.lstrip())
+    (tmp_path / "opdefs" / "scaled_kernels.py").write_text(SCALED_KERNELS)
+    registry = load_registry(tmp_path)
+    spec = registry.get("scaled")
+    given = load_callable(spec, spec.kernel("python").source).__globals__["given"]
+    given.clear()
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [batch, 3], name="x")
+        first = apply_op(registry, "exp", [x], {}, name="first")  # a buffer of the step's own
+        y = apply_op(registry, "scaled", [first], {"factor": 3.0}, name="y")
+    value = np.random.default_rng(4).uniform(-1, 1, (8, 3))
+    with Session(g, UNFUSED) as sess:
+        assert sess.explain(y, {x: None}, show=False).donated == ("y",)
+        np.testing.assert_array_equal(sess.run(y, {x: value}), 3.0 * np.exp(value))
+    assert given == [True]
+
+
+def test_a_donation_on_declared_shapes_checks_the_actual_shapes_first(registry):
+    """sin_grad declares x, grad_y and grad_x `[...]`: with the batch open, grad_y's buffer is
+    donated on the declaration alone, and values that break it fail with the op's name and the
+    declaration's wording, not with NumPy's broadcasting error (or a result in a buffer of the
+    wrong shape)."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [None, 3], name="x")
+        gy = placeholder("float64", [None, None], name="gy")
+        first = apply_op(registry, "exp", [gy], {}, name="first")  # a buffer of the step's own
+        y = apply_op(registry, "sin_grad", [x, first], {}, name="y")
+    rng = np.random.default_rng(5)
+    with Session(g, UNFUSED) as sess:
+        assert sess.explain(y, {x: None, gy: None}, show=False).donated == ("y",)
+        a, b = rng.uniform(-1, 1, (4, 3)), rng.uniform(-1, 1, (4, 3))
+        np.testing.assert_array_equal(sess.run(y, {x: a, gy: b}), np.exp(b) * np.cos(a))
+        with pytest.raises(OpsdkError, match=r"sin_grad.*grad_y"):
+            sess.run(y, {x: a, gy: b[:, :1]})
 
 
 @pytest.mark.parametrize("inplace, message", [

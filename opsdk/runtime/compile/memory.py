@@ -55,9 +55,12 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
                    reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
     """The memory planner's choice of which steps write into a donated input: a node whose op
     declares `inplace` for its output, run by a python kernel on the host, whose input of the
-    output's static shape and dtype lives in a slot that this step alone reads (no other step,
-    no fetch, not a feed, constant or scalar slot). Returns node -> index of that input. The step
-    still checks at run time that it holds the only reference to the buffer."""
+    output's dtype and shape lives in a slot that this step alone reads (no other step, no
+    fetch, not a feed, constant or scalar slot). The shapes are the same when both are static
+    and equal, or, where either is open (a batch of None), when the op declares the input and
+    the output with the same shape (`[...]` both, or the same dims): the step then checks the
+    actual shapes against the declaration before the kernel runs. Returns node -> index of that
+    input. The step still checks at run time that it holds the only reference to the buffer."""
     readers: dict[int, int] = {}
     for r in reads:
         for s in r:
@@ -66,16 +69,21 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
     out: dict[Operation, int] = {}
     for op in ops:
         choice = kernels.get(op)
-        if (op.spec is None or choice is None or choice.kind != "python"
+        if (op.spec is None or choice is None or choice.kind != "python" or op.absent
                 or not part.device.is_host or len(op.spec.outputs) != 1
-                or not op.spec.outputs[0].inplace):
+                or not op.spec.outputs[0].inplace
+                # a kernel that cannot be handed `out=` here (a list input to regroup)
+                or given_output_call(op.spec, choice, op.attrs, op.type_attrs) is None):
             continue
-        target = op.outputs[0]
-        if target.shape is None or None in target.shape or not target.shape:
+        target, declared = op.outputs[0], op.spec.outputs[0]
+        if target.shape == ():
             continue
+        static = target.shape is not None and None not in target.shape
         for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
             s = slots.slot_of[t]
-            if (decl.name in op.spec.outputs[0].inplace and t.shape == target.shape
+            same = (t.shape == target.shape if static and t.shape is not None and None not in t.shape
+                    else decl.shape is not None and decl.shape == declared.shape)
+            if (decl.name in declared.inplace and same
                     and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
                     and s not in feeds and not slots.is_const[s]
                     and t.op.type not in ("variable", "read_variable")):

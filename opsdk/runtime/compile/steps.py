@@ -25,7 +25,7 @@ from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import owns_memory, take_all
 from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
 from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
-                                          kernel_call, scalar_form)
+                                          given_output_call, kernel_call, scalar_form)
 
 RunFn = Callable[[list, Any], None]
 
@@ -79,10 +79,18 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
     if form is not None:
         return Step(op, _scalar_run(op, form, ins, outs[0], outs[0] in scalars))
     open_shapes = any(t.shape is None or None in t.shape for t in inputs)
+    if donate is not None:
+        # The raw kernel where it needs nothing bound, else through the device's convention
+        # (attrs bound: softmax's axis). A donation planned on declared shapes alone
+        # (compile/memory.py) checks the actual shapes against the declaration first, as
+        # _general_step's steps do.
+        raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
+        into = None if raw is not None else given_output_call(op.spec, choice, op.attrs, op.type_attrs)
+        if raw is not None or into is not None:  # (the planner donates only where one is)
+            open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
+            return Step(op, _donating_run(op, raw, into, device.xp, ins, outs[0], donate, open_inputs))
     if not open_shapes:
         raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
-        if raw is not None and donate is not None:
-            return Step(op, _donating_run(op, raw, device.xp, ins, outs[0], donate))
         if take is not None:
             return Step(op, _pooled_run(op, take[1], ins, outs, take[0]))
         if raw is not None and len(ins) == 2:
@@ -134,19 +142,31 @@ def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> Ru
     return run
 
 
-def _donating_run(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int, d: int) -> RunFn:
+def _donating_run(op: Operation, fn: Optional[Callable], into: Optional[Callable], xp: Any,
+                  ins: tuple, o: int, d: int, open_inputs: tuple[int, ...] = ()) -> RunFn:
     """A python kernel handed `out=`: the buffer of input `d`, when this step holds the only
     reference to it (the slot list, and nothing else: no view, no fetch, no variable) and it is
-    a writable array of its own. Otherwise the kernel allocates, as always."""
+    a writable array of its own. Otherwise the kernel allocates, as always. `fn` is the raw
+    kernel, called `fn(xp, *inputs, out=)`, or None and `into(inputs, given outputs)` the kernel
+    with its attrs bound (kernels.choice.given_output_call). With `open_inputs` (inputs whose
+    static shape is open), their actual shapes are checked against the declaration first (as
+    _checked_run does), which makes the output's shape the donor's."""
     slot = ins[d]
     refs = sys.getrefcount
     ndarray = np.ndarray
+    gather = _gatherer(ins)
+    check = _shape_check(op, open_inputs) if open_inputs else None
 
     def run(v: list, ctx: Any) -> None:
         buf = v[slot]
         try:
-            if (type(buf) is ndarray and (buf.base is None or owns_memory(buf)) and buf.flags.writeable
-                    and refs(buf) == 3):  # v's entry, `buf` and refs' own argument
+            if check is not None:
+                check(gather(v))  # (the tuple is gone before the reference count below)
+            given = (type(buf) is ndarray and (buf.base is None or owns_memory(buf))
+                     and buf.flags.writeable and refs(buf) == 3)  # v's entry, `buf`, refs' argument
+            if fn is None:
+                v[o] = into(gather(v), (buf,) if given else ())
+            elif given:
                 v[o] = fn(xp, *[v[i] for i in ins], out=buf)
             else:
                 v[o] = fn(xp, *[v[i] for i in ins])
@@ -260,22 +280,15 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
     if it passes). The signature covers the inputs of open static shape (`open_inputs`, by
     position) alone: the others hold their static shape and dtype at run time (a feed is held
     to it, a kernel's output is)."""
-    passed = BoundedDict(SHAPES_MAX)
-    seen = passed.data
     gather = _gatherer(ins)
     if single and len(open_inputs) == 1:
-        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]], passed)
-    signature_of = _signature(open_inputs)
+        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]], BoundedDict(SHAPES_MAX))
+    check = _shape_check(op, open_inputs)
 
     def run(v: list, ctx: Any) -> None:
         values = gather(v)
         try:
-            try:
-                signature = signature_of(values)
-            except AttributeError:  # a plain Python value: checked every time, not remembered
-                signature = None
-            if signature is None or signature not in seen:
-                _admit(op, passed, signature, values)
+            check(values)
             results = call(values)
         except Exception as exc:
             raise step_error(op, exc) from exc
@@ -308,6 +321,23 @@ def _checked_run_one(op: Operation, call: Callable, ins: tuple, o: int, slot: in
         except Exception as exc:
             raise step_error(op, exc) from exc
     return run
+
+
+def _shape_check(op: Operation, open_inputs: tuple[int, ...]) -> Callable[[Sequence], None]:
+    """_checked_run's check, as a function of a step's input values: raises where the actual
+    shapes break the declaration, and remembers each signature that passed."""
+    passed = BoundedDict(SHAPES_MAX)
+    seen = passed.data
+    signature_of = _signature(open_inputs)
+
+    def check(values: Sequence) -> None:
+        try:
+            signature = signature_of(values)
+        except AttributeError:  # a plain Python value: checked every time, not remembered
+            signature = None
+        if signature is None or signature not in seen:
+            _admit(op, passed, signature, values)
+    return check
 
 
 def _admit(op: Operation, passed: BoundedDict, signature: Optional[tuple],
