@@ -136,8 +136,14 @@ def div_grad(xp, x, y, grad_z):
 
 
 def _div_y_of(xp, x, y, gx):
-    """d/dy of x / y from grad_z / y (grad_x before it is summed)."""
-    return unbroadcast(xp, xp.negative(xp.multiply(gx, xp.divide(x, y))), y.shape)
+    """d/dy of x / y from grad_z / y (grad_x before it is summed): -(grad_z / y) * (x / y), in
+    the one temporary x / y where it has gx's shape (a fresh array of the batch's size at every
+    call otherwise three)."""
+    t = xp.divide(x, y)
+    if isinstance(t, xp.ndarray) and t.shape == gx.shape and t.dtype == gx.dtype:
+        t = xp.multiply(gx, t, out=t)
+        return unbroadcast(xp, xp.negative(t, out=t), y.shape)
+    return unbroadcast(xp, xp.negative(xp.multiply(gx, t)), y.shape)
 
 
 def _div_grad_x(xp, x, y, grad_z):
