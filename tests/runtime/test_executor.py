@@ -137,7 +137,9 @@ def _wide(registry):
     return x, [apply_op(registry, "counted_add", [x, x], {}, name=f"b{i}") for i in range(3)]
 
 
-def test_auto_step_mode_times_both_ways_twice_then_keeps_one(graph, registry, hooks):
+def test_auto_step_mode_times_both_ways_then_keeps_one(graph, registry, hooks):
+    """With no fused kernel compiling beside the trials, the first choice is final: a second
+    round of trials would run the losing mode's steps again, at its pace."""
     from opsdk.runtime.exec.step_mode import RECHECK_AFTER, TRIALS
     x, outs = _wide(registry)
 
@@ -151,19 +153,61 @@ def test_auto_step_mode_times_both_ways_twice_then_keeps_one(graph, registry, ho
         for _ in range(1 + 2 * TRIALS):  # a warm-up run, then each way TRIALS times
             assert mode.decided is None
             run()
-        assert mode.decided in (True, False) and not mode.final
-        assert sess._pool is not None  # the concurrent runs used it
-        for _ in range(RECHECK_AFTER):  # in the chosen mode, every run counted
-            assert mode.decided is not None and not mode.final
-            run()
-        for _ in range(2 * TRIALS):  # each way again, no warm-up run this time
-            assert mode.decided is None
-            run()
         assert mode.decided in (True, False) and mode.final
+        assert sess._pool is not None  # the concurrent runs used it
         choice = mode.decided
         for _ in range(2 * RECHECK_AFTER):
             run()
         assert mode.decided is choice
+
+
+class _Compiles:
+    """A stand-in for kernels.fused.compile_activity: (started, finished) as a test sets it."""
+
+    def __init__(self, started: int, finished: int):
+        self.now = (started, finished)
+
+    def __call__(self) -> tuple[int, int]:
+        return self.now
+
+
+def _trials(mode, during=None):
+    """The warm-up run and one round of trials (inline slower), `during()` called midway."""
+    from opsdk.runtime.exec.step_mode import TRIALS
+    mode.record(False, 1.0)
+    for i in range(2 * TRIALS):
+        if i == TRIALS and during is not None:
+            during()
+        inline = mode.inline()
+        mode.record(inline, 2.0 if inline else 1.0)
+
+
+@pytest.mark.parametrize("at_start, later", [((1, 0), (1, 1)), ((0, 0), (1, 0)), ((2, 2), (3, 3))],
+                         ids=["compiling-then-done", "started-during", "one-ran-between"])
+def test_trials_beside_a_background_compile_are_made_again(at_start, later):
+    from opsdk.runtime.exec.step_mode import RECHECK_AFTER, TRIALS, StepMode
+    compiles = _Compiles(*at_start)
+    mode = StepMode(activity=compiles)
+
+    def move_on():
+        compiles.now = later
+    _trials(mode, move_on)
+    assert mode.decided is False and not mode.final  # concurrent, for now
+    for _ in range(RECHECK_AFTER):
+        mode.record(False, 1.0)
+    assert mode.decided is None  # trials again, both ways, no warm-up run: inline wins now
+    for _ in range(2 * TRIALS):
+        assert mode.decided is None
+        inline = mode.inline()
+        mode.record(inline, 1.0 if inline else 3.0)
+    assert mode.decided is True and mode.final
+
+
+def test_quiet_trials_are_final():
+    from opsdk.runtime.exec.step_mode import StepMode
+    mode = StepMode(activity=_Compiles(4, 4))
+    _trials(mode)
+    assert mode.decided is False and mode.final
 
 
 def test_each_mode_is_judged_by_its_fastest_run():

@@ -22,7 +22,7 @@ from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import Graph, device, placeholder
 from opsdk.runtime.kernels import fused
-from opsdk.runtime.kernels.fused import fusion_compiler, set_fusion_compiler, \
+from opsdk.runtime.kernels.fused import compile_activity, fusion_compiler, set_fusion_compiler, \
     wait_for_fused_kernels
 
 pytestmark = pytest.mark.skipif(fusion_compiler() is None or fusion_compiler().problem(),
@@ -217,12 +217,17 @@ def test_while_the_kernel_compiles_the_region_runs_unfused(registry):
         x = placeholder("float64", [N], name="x")
         y = _gelu(registry, x, np.dtype(np.float64))
     value = np.linspace(-2, 2, N)
+    assert wait_for_fused_kernels(120)  # (any compile an earlier test began)
+    started, finished = compile_activity()
+    assert started == finished
     with Session(g) as sess:
         before = sess.run(y, {x: value})  # not compiled yet: the members run one by one
+        assert compile_activity() == (started + 1, finished)  # what a step's timing is told
         release.set()
         assert wait_for_fused_kernels(120)
         after = sess.run(y, {x: value})
     np.testing.assert_allclose(before, after, rtol=1e-13)
+    assert compile_activity() == (started + 1, finished + 1)
 
 
 def test_a_second_process_finds_the_compiled_kernel_at_once(registry, tmp_path):

@@ -12,7 +12,9 @@ fixes it instead).
 from __future__ import annotations
 
 import threading
-from typing import Optional
+from typing import Callable, Optional
+
+from opsdk.runtime.kernels.fused import compile_activity
 
 MODES = ("auto", "concurrent", "inline")
 # Runs timed per mode, alternating, after one untimed warm-up run (first-call costs: shape
@@ -20,19 +22,23 @@ MODES = ("auto", "concurrent", "inline")
 # time, and a median of three still followed it (a TF1 MLP whose steps take 1.8 ms in order and
 # 2.7 concurrently went concurrent in half of its processes, from trial runs of 3-22 ms).
 TRIALS = 5
-# The choice is made twice: after the first trials, and again after this many runs in the chosen
-# mode, for good. A plan's first runs are not its steady ones: fused kernels compile in the
-# background meanwhile (the step runs unfused, and the compiler holds a core), buffers are first
-# allocated, caches are cold.
+# The choice is made again, for good, after this many runs in the chosen mode when a fused kernel
+# was compiling in the background during the first trials: the step then ran unfused, and the
+# compiler held a core. Otherwise the first choice stands: the trials of the losing mode are
+# steps at its pace (a deep-MNIST CNN step timed concurrently ran its heavy kernels on pool
+# threads of one thread each, at half speed), and the untimed warm-up run has already allocated
+# the buffers and loaded the kernels.
 RECHECK_AFTER = 50
 
 
 class StepMode:
     """The mode of one plan: `inline()` says how to run the next step; `record()` its time."""
 
-    __slots__ = ("decided", "final", "_times", "_lock", "_warm", "_since", "_rechecking")
+    __slots__ = ("decided", "final", "_times", "_lock", "_warm", "_since", "_rechecking",
+                 "_activity", "_at_start")
 
-    def __init__(self, fixed: Optional[bool] = None):
+    def __init__(self, fixed: Optional[bool] = None,
+                 activity: Callable[[], tuple[int, int]] = compile_activity):
         self.decided: Optional[bool] = fixed  # True: inline; False: concurrent; None: trying
         self.final = fixed is not None  # no further trials
         self._times: dict[bool, list[float]] = {True: [], False: []}
@@ -40,6 +46,8 @@ class StepMode:
         self._warm = False
         self._since = 0  # runs in the mode of the first choice
         self._rechecking = False  # the second trials have begun
+        self._activity = activity  # (background compiles started, finished) so far
+        self._at_start: Optional[tuple[int, int]] = None  # the activity as the trials began
 
     def inline(self) -> bool:
         decided = self.decided
@@ -64,8 +72,12 @@ class StepMode:
                 return
             if not self._warm:
                 self._warm = True
+                self._at_start = self._activity()
                 return
             self._times[inline].append(seconds)
             if min(len(t) for t in self._times.values()) >= TRIALS:
                 self.decided = min(self._times[True]) < min(self._times[False])
-                self.final = self._rechecking
+                at_start = self._at_start  # no compile in flight then, none started since
+                quiet = (at_start is not None and at_start[0] == at_start[1]
+                         and self._activity() == at_start)
+                self.final = self._rechecking or quiet

@@ -45,6 +45,7 @@ _lock = threading.Lock()
 _calls: dict[tuple, "FusedCall"] = {}  # (target, compile args, kernel) -> its one call
 _pool: Optional[ThreadPoolExecutor] = None
 _said: set[str] = set()
+_activity = [0, 0]  # background compiles started, finished (compile_activity)
 
 
 def fusion_compiler(target: str = "cpu") -> Optional[FusionCompiler]:
@@ -119,6 +120,9 @@ class FusedCall:
             self.load(compiler.compile(self.kernel, *self.args))
         except Exception as exc:  # noqa: BLE001 - a failed compile leaves the region unfused
             self.fail(exc)
+        finally:
+            with _lock:
+                _activity[1] += 1
 
     def fail(self, exc: Exception) -> None:
         """The kernel cannot be had: its region runs unfused, said once."""
@@ -171,8 +175,16 @@ def fused_call(kernel: FusedKernel, kind: type[FusedCall] = FusedCall, *args: An
     with _lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(1, thread_name_prefix="opsdk-fuse")
+        _activity[0] += 1
         call.future = _pool.submit(call.compile_now, compiler)
     return call
+
+
+def compile_activity() -> tuple[int, int]:
+    """(background compiles started, finished) in this process so far. While they differ a
+    compiler holds a core, so timings taken then are not the steady ones (exec/step_mode.py)."""
+    with _lock:
+        return _activity[0], _activity[1]
 
 
 def wait_for_fused_kernels(timeout: Optional[float] = None) -> bool:
