@@ -141,11 +141,15 @@ def test_auto_step_mode_times_both_ways_then_keeps_one(graph, registry, hooks):
     """With no fused kernel compiling beside the trials, the first choice is final: a second
     round of trials would run the losing mode's steps again, at its pace."""
     from opsdk.runtime.exec.step_mode import RECHECK_AFTER, TRIALS
+    from opsdk.runtime.kernels.fused import wait_for_fused_kernels
     x, outs = _wide(registry)
 
     def run():
         for got in sess.run(outs, {x: [1.0, 2.0, 3.0]}):
             np.testing.assert_array_equal(got, [2.0, 4.0, 6.0])
+    # (a fused kernel an earlier test of this process left compiling would make it a first
+    # choice only, by design: the second test below)
+    assert wait_for_fused_kernels(300)
     with Session(graph, config=SessionConfig(constant_folding=False, cse=False)) as sess:
         plan = sess.plan_for(outs, (x,))
         assert not plan.inline

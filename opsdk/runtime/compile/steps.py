@@ -25,7 +25,7 @@ from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.buffers import owns_memory, take_all
 from opsdk.runtime.kernels.call_cache import SHAPES_MAX, BoundedDict
 from opsdk.runtime.kernels.choice import (KernelChoice, bind_kernel, direct_python_kernel,
-                                          given_output_call, kernel_call, scalar_form)
+                                          given_output_call, kernel_call, scalar_form, star_call)
 
 RunFn = Callable[[list, Any], None]
 
@@ -108,13 +108,20 @@ def _general_step(op: Operation, choice: Optional[KernelChoice], inputs: Sequenc
     # still have one graph output, and its kernel returns a tuple all the same.
     single = len(op.spec.outputs) == 1 and not op.spec.outputs[0].is_list
     call = (kernel_call if single else bind_kernel)(op.spec, choice, op.attrs, op.type_attrs, op.absent)
+    # The kernel called with no frame in between where the convention allows (a step of tiny
+    # inputs is mostly such frames): one output, or a built kernel's glue, whose tuple of
+    # outputs is generated from the declaration (a python kernel's is checked by bind_kernel).
+    star = None
+    if choice is not None and (single or (choice.kind == "cpu" and not any(
+            t.is_list for t in op.spec.outputs))):
+        star = star_call(op.spec, choice, op.attrs, op.type_attrs, op.absent)
     # A built cpu kernel's glue checks its inputs against the declaration itself, with the
     # wording of the registry's inference (docs/internals.md, The binding module), so its
     # error reads as the check's would: checking first only doubled the work.
     if open_shapes and not (choice is not None and choice.kind == "cpu" and choice.device.is_host):
         open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
-        return Step(op, _checked_run(op, call, ins, outs, single, open_inputs))
-    return Step(op, _kernel_run(op, call, ins, outs, single))
+        return Step(op, _checked_run(op, call, ins, outs, single, open_inputs, star))
+    return Step(op, _kernel_run(op, call, ins, outs, single, star))
 
 
 def partial_kernel(op: Operation, choice: Optional[KernelChoice],
@@ -236,8 +243,11 @@ def _primitive_run(op: Operation, prim: Callable, ins: tuple, outs: tuple) -> Ru
     return run
 
 
-def _kernel_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool) -> RunFn:
+def _kernel_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool,
+                star: Optional[tuple[Callable, bool]] = None) -> RunFn:
     gather = _gatherer(ins)
+    if star is not None:
+        return _star_run(op, call, star, gather, outs, single)
     if single:
         (o,) = outs
 
@@ -258,6 +268,51 @@ def _kernel_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: 
     return run
 
 
+def _star_run(op: Operation, call: Callable, star: tuple[Callable, bool], gather: Callable,
+              outs: tuple, single: bool) -> RunFn:
+    """_kernel_run calling the kernel as `f(*inputs)` (kernels.choice.star_call). With `retry`,
+    a ValueError or TypeError is retried through `call`, the device's convention, which copies
+    what the kernel refused (a strided view) or raises the kernel's own error again."""
+    f, retry = star
+    if single and not retry:
+        (o,) = outs
+
+        def run1(v: list, ctx: Any) -> None:
+            try:
+                v[o] = f(*gather(v))
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run1
+    if single:
+        (o,) = outs
+
+        def run1_retried(v: list, ctx: Any) -> None:
+            values = gather(v)
+            try:
+                try:
+                    v[o] = f(*values)
+                except (ValueError, TypeError):
+                    v[o] = call(values)
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run1_retried
+
+    def run(v: list, ctx: Any) -> None:
+        values = gather(v)
+        try:
+            try:
+                results = f(*values)
+            except (ValueError, TypeError):
+                if not retry:
+                    raise
+                results = call(values)
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        for slot, value in zip(outs, results):
+            v[slot] = value
+    return run
+
+
 def _gatherer(ins: tuple) -> Callable[[list], Sequence]:
     """The input values of a step from the slot list, as a sequence (itemgetter: no frame)."""
     if len(ins) >= 2:
@@ -269,7 +324,8 @@ def _gatherer(ins: tuple) -> Callable[[list], Sequence]:
 
 
 def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single: bool,
-                 open_inputs: tuple[int, ...]) -> RunFn:
+                 open_inputs: tuple[int, ...],
+                 star: Optional[tuple[Callable, bool]] = None) -> RunFn:
     """A step that checks the actual shapes against the declaration before the kernel (only
     for nodes whose static shapes were not fully known and whose kernel is not a built cpu
     kernel, which checks in its glue).
@@ -282,7 +338,9 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
     to it, a kernel's output is)."""
     gather = _gatherer(ins)
     if single and len(open_inputs) == 1:
-        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]], BoundedDict(SHAPES_MAX))
+        direct = None if star is None or star[1] else star[0]  # (nothing here is retried)
+        return _checked_run_one(op, call, ins, outs[0], ins[open_inputs[0]],
+                                BoundedDict(SHAPES_MAX), direct)
     check = _shape_check(op, open_inputs)
 
     def run(v: list, ctx: Any) -> None:
@@ -301,11 +359,27 @@ def _checked_run(op: Operation, call: Callable, ins: tuple, outs: tuple, single:
 
 
 def _checked_run_one(op: Operation, call: Callable, ins: tuple, o: int, slot: int,
-                     passed: BoundedDict) -> RunFn:
+                     passed: BoundedDict, star: Optional[Callable] = None) -> RunFn:
     """_checked_run of one output and one open input (in `slot`), its signature built inline:
-    a reduction's or a gradient's step on a batch of unknown size."""
+    a reduction's or a gradient's step on a batch of unknown size. `star`: the kernel as
+    `star(*inputs)`, called instead of `call(inputs)` (no frame in between)."""
     seen = passed.data
     gather = _gatherer(ins)
+    if star is not None:
+        def run_star(v: list, ctx: Any) -> None:
+            x = v[slot]
+            values = gather(v)
+            try:
+                try:
+                    signature = (x.shape, x.dtype)
+                except AttributeError:  # a plain Python value: checked every time
+                    signature = None
+                if signature is None or signature not in seen:
+                    _admit(op, passed, signature, values)
+                v[o] = star(*values)
+            except Exception as exc:
+                raise step_error(op, exc) from exc
+        return run_star
 
     def run(v: list, ctx: Any) -> None:
         x = v[slot]

@@ -13,6 +13,7 @@ giving what the kernel gives (bare for one output, a tuple for several).
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any, Callable, ClassVar, Mapping, Optional, Sequence
 
 import numpy as np
@@ -96,6 +97,18 @@ class Device:
         if kind != "python":
             raise OpsdkError(f"op '{spec.name}': {self.name} cannot run {kind} kernels")
         return python_call(spec, fn, attrs, type_attrs, self.xp)
+
+    def star_call(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+                  type_attrs: Mapping[str, str]) -> Optional[tuple[Callable, bool]]:
+        """The kernel as `f(*inputs)` with nothing in Python between a step and the kernel, where
+        `call`'s convention amounts to that, else None: (f, retry), `retry` saying that a
+        ValueError or TypeError of f's is to be retried through `call`, which may first convert
+        the inputs (a built kernel's glue takes contiguous arrays only). A python kernel without
+        list inputs: `fn` with the array module and its attrs bound, never retried."""
+        if kind != "python" or packer(spec, attrs) is not None:
+            return None
+        kwargs = {**attrs, **{k: np.dtype(v) for k, v in type_attrs.items()}}
+        return partial(fn, self.xp, **kwargs), False
 
     def call_into(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
                   type_attrs: Mapping[str, str]) -> Optional[GivenCall]:

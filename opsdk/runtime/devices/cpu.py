@@ -49,6 +49,17 @@ class CpuDevice(Device):
             return super().call(spec, kind, fn, attrs, type_attrs)
         return _built_call(fn, packer(spec, attrs), compiled_tail(spec, attrs, type_attrs))
 
+    def star_call(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
+                  type_attrs: Mapping[str, str]) -> Optional[tuple[Callable, bool]]:
+        """A built kernel without attrs, unbound type attrs or list inputs is its glue function
+        itself, retried through `call` (which copies strided and scalar inputs) on ValueError or
+        TypeError."""
+        if kind != "cpu":
+            return super().star_call(spec, kind, fn, attrs, type_attrs)
+        if packer(spec, attrs) is not None or compiled_tail(spec, attrs, type_attrs):
+            return None
+        return fn, True
+
     def call_into(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
                   type_attrs: Mapping[str, str]) -> Optional[GivenCall]:
         """A built kernel's glue takes given outputs after its other arguments: `cpu(*inputs,

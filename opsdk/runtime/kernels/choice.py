@@ -126,6 +126,17 @@ def kernel_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
                        choice.device.call(spec, choice.kind, choice.fn, attrs, type_attrs))
 
 
+def star_call(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
+              type_attrs: Mapping[str, str],
+              absent: Collection[str] = ()) -> Optional[tuple[Callable, bool]]:
+    """The kernel as `f(*inputs)`, returning what `kernel_call`'s function returns, with no
+    Python frame in between (the device's `star_call`): (f, retry), or None where the
+    convention does more (absent optional inputs among them)."""
+    if absent:
+        return None
+    return choice.device.star_call(spec, choice.kind, choice.fn, attrs, type_attrs)
+
+
 def with_absent(spec: OpSpec, attrs: Mapping[str, Any], absent: Collection[str],
                 call: Callable[[Sequence[Any]], Any]) -> Callable[[Sequence[Any]], Any]:
     """`call` as a function of a node's edge values: None put where each absent optional input
@@ -156,6 +167,8 @@ def bind_kernel(spec: OpSpec, choice: KernelChoice, attrs: Mapping[str, Any],
         return lambda values: _flatten(spec, _as_tuple(spec, call(values), n_out), sizes)
     if n_out == 1:
         return lambda values: (call(values),)
+    if choice.kind == "cpu":  # the glue, generated from the declaration, returns that tuple
+        return call
     return lambda values: _as_tuple(spec, call(values), n_out)
 
 
