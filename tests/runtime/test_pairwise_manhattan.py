@@ -248,3 +248,46 @@ def test_a_graph_step_of_the_built_kernel_leaves_the_checks_to_its_glue(monkeypa
                                               r"5 columns but x has 4 \(dim p\)$"):
                 sess.run(dist, {x: np.zeros((3, 4), np.float32), y: np.zeros((2, 5), np.float32)})
     assert checks == []
+
+
+# The forward's two forms (opdefs/pairwise_manhattan_cpu.cc): with AVX-512 a call of 48 rows or
+# more packs y's columns k-major and runs outer-product tiles over whole tiles of columns, the
+# columns left over through the reducing tiles; fewer rows, or no AVX-512, run the reducing tiles
+# alone. The shapes straddle the rows' threshold, leave columns over, and block k.
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n, m, p", [(47, 200, 256), (48, 64, 256), (49, 65, 257), (100, 513, 600),
+                                     (300, 1000, 31), (53, 130, 1), (64, 32, 5)])
+def test_both_forms_of_the_forward_match_numpy(dtype, n, m, p):
+    rng = np.random.default_rng(n * 1000 + m + p)
+    x, y = draw(rng, (n, p), dtype), draw(rng, (m, p), dtype)
+    out = load_kernel(load_registry().get("pairwise_manhattan"), "cpu")(x, y)
+    np.testing.assert_allclose(out, reference(x, y), rtol=4e-6 if dtype == np.float32 else 1e-13)
+
+
+def test_the_packed_forward_keeps_nan_and_inf():
+    rng = np.random.default_rng(17)
+    x, y = draw(rng, (60, 70), np.float32), draw(rng, (90, 70), np.float32)
+    x[3, 5], y[7, 9], x[10, 9] = np.nan, np.inf, np.inf
+    out = load_kernel(load_registry().get("pairwise_manhattan"), "cpu")(x, y)
+    with np.errstate(invalid="ignore"):
+        expected = reference(x, y)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    np.testing.assert_array_equal(np.isinf(out), np.isinf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(out[finite], expected[finite], rtol=4e-6)
+
+
+@pytest.mark.parametrize("n", [20, 300])  # the reducing tiles alone; packed where AVX-512 is
+def test_the_forward_has_the_same_bits_on_one_thread_and_on_two(n):
+    """Threads split the rows; neither form's sums depend on where a thread's rows begin."""
+    from opsdk import SessionConfig
+    rng = np.random.default_rng(n)
+    x, y = draw(rng, (n, 256), np.float32), draw(rng, (777, 256), np.float32)
+    with Graph().as_default() as graph:
+        xp = placeholder("float32", [None, 256], name="x")
+        z = ops.pairwise_manhattan(xp, y, name="dist")
+        results = []
+        for threads in (1, 2):
+            with Session(graph, SessionConfig(intra_op_threads=threads)) as sess:
+                results.append(sess.run(z, {xp: x}))
+    np.testing.assert_array_equal(results[0], results[1])
