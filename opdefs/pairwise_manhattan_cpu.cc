@@ -11,8 +11,8 @@
 //   R * C subtract/abs/add triples.
 // - Rows of y are visited in blocks that stay in L2 while a thread's rows of x pass over them,
 //   and k is blocked too so that very long rows still fit.
-// - With AVX-512 and many rows (n >= kPackMinRows), y's columns are first copied k-major
-//   (O(m * p) more memory, y's own size) and a tile is an outer product whose lanes are z
+// - With AVX-512, many rows (n >= kPackMinRows) and y of at most 256 MiB, y's columns are first
+//   copied k-major (y's own size again) and a tile is an outer product whose lanes are z
 //   entries: no sum across lanes at all, which at p = 256 cost a sixth of the time (packed_tile).
 //   Which form runs depends on the call's shape alone, so a result's bits do not depend on the
 //   threads; the two forms add in different orders, so they may differ in the last bits.
@@ -229,6 +229,7 @@ template <int B> constexpr int kPackC = 4;
 constexpr int64_t kPanel = 512;   // columns of a panel (a multiple of kPackC * lanes)
 constexpr int64_t kPackK = 256;   // k per block: a block of a panel is 512 KiB of float32
 constexpr int64_t kPackMinRows = 48;  // fewer rows than this: packing y costs more than it saves
+constexpr int64_t kPackMaxBytes = int64_t(256) << 20;  // a larger y is not copied (memory)
 
 // A vector of W lanes, each s.
 template <typename V, typename T, int... L>
@@ -455,7 +456,8 @@ void cpu(const Inputs<T>& in, Outputs<T>& out, const Dims& dims, const Attrs&) {
     // Many rows with AVX-512: y's columns packed once (O(m * p), y's own size), then the outer-
     // product tiles. The form depends on the call's shape alone, never on the threads, so a
     // result has the same bits whatever the thread budget.
-    const int64_t cols = entry.packed_columns != nullptr && n >= detail::kPackMinRows
+    const int64_t cols = entry.packed_columns != nullptr && n >= detail::kPackMinRows &&
+                                 m * p <= detail::kPackMaxBytes / int64_t(sizeof(T))
                              ? entry.packed_columns(m) : 0;
     if (cols > 0) {
         const int64_t panels = (cols + detail::kPanel - 1) / detail::kPanel;
