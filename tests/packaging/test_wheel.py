@@ -84,7 +84,7 @@ def test_wheel_kernels_are_built_for_the_portable_baseline(installed_wheel, tmp_
                 function = line
             elif "%zmm" in line or "%ymm" in line:
                 wide.add(function)
-        assert all(re.search(r"::Level<(32|64)>::run_tile<", f) for f in wide), (kernel, wide)
+        assert all(re.search(r"::Level<(32|64)>::run_(packed_)?tile<", f) for f in wide), (kernel, wide)
 
 
 def test_installed_ops_graphs_and_gradients_work_from_any_folder(installed_wheel):

@@ -164,23 +164,39 @@ def _openmp_threads_here() -> int:
     return gomp.omp_get_max_threads()
 
 
-def test_a_session_sets_the_budget_on_the_threads_running_its_steps():
+def test_a_session_sets_the_budget_on_the_threads_running_its_steps(monkeypatch):
+    """The caller's thread has the session's budget while the step runs, and its own again
+    after: a session's setting never reaches an eager call or another session on that thread."""
+    from opsdk.runtime.exec import session as session_module
     graph = Graph()
     with graph.as_default():
         x = placeholder("float32", [None], name="x")
         from opsdk import ops
         y = ops.add(x, x)
     seen = {}
+    run_slots = session_module.run_slots
+
+    def watched(*args):
+        seen.setdefault("during", []).append(_openmp_threads_here())
+        return run_slots(*args)
+    monkeypatch.setattr(session_module, "run_slots", watched)
 
     def run():
+        seen["before"] = _openmp_threads_here()
+        for threads in (1, 2):
+            sess = Session(graph, config=SessionConfig(intra_op_threads=threads))
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones(3, np.float32)}), 2)
+            seen.setdefault("after", []).append(_openmp_threads_here())
         sess = Session(graph, config=SessionConfig(intra_op_threads=1))
-        np.testing.assert_array_equal(sess.run(y, {x: np.ones(3, np.float32)}), 2)
-        seen["threads"] = _openmp_threads_here()
+        sess.profile(y, {x: np.ones(3, np.float32)}, steps=2, warmup=1, show=False)
+        seen["after profile"] = _openmp_threads_here()
 
     thread = threading.Thread(target=run)  # a thread of its own: the budget is per thread
     thread.start()
     thread.join()
-    assert seen["threads"] == 1
+    assert seen["during"][:2] == [1, 2]
+    assert seen["after"] == [seen["before"]] * 2
+    assert seen["after profile"] == seen["before"]
 
 
 @pytest.mark.parametrize("intra, workers, want", [(None, 1, None), (4, 1, 2), (4, 3, 1), (8, 3, 2),

@@ -40,7 +40,7 @@ from opsdk.runtime.kernels.call_cache import BoundedDict
 from opsdk.runtime.kernels.buffers import (LEND_FROM, BufferPool, default_pool_bytes, owns_memory,
                                            pooling_problem)
 from opsdk.runtime.kernels.threads import (check_intra_op_threads, pool_thread_budget,
-                                           use_intra_op_threads)
+                                           restore_intra_op_threads, use_intra_op_threads)
 
 if TYPE_CHECKING:
     from opsdk.runtime.frontend.variables import Variable
@@ -62,7 +62,8 @@ class SessionConfig:
     inter_op_threads: Optional[int] = None
     # Threads one kernel's parallel loops may use, shared by every kernel the session's threads
     # call (opsdk/runtime/kernels/threads.py); None: every core. Kernels use fewer while other runnable
-    # threads keep the cores busy (opsdk::num_threads).
+    # threads keep the cores busy (opsdk::num_threads). On the caller's thread it holds while a
+    # run's step runs; the thread's own budget comes back after.
     intra_op_threads: Optional[int] = None
     # An op with no kernel for its requested (or an unavailable) device runs where it can,
     # logged once per node; False makes that an error.
@@ -168,22 +169,27 @@ class Session:
         then it is yours. With `SessionConfig(buffer_pool_bytes=0)` results own their memory."""
         if self._closed:
             raise OpsdkError("Session.run on a closed session; create a new Session")
-        if self.config.intra_op_threads is not None:
-            use_intra_op_threads(self.config.intra_op_threads)
-        structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
-        mode = None if plan.inline else self._modes[id(plan)]
-        if timeout is None and not plan.rendezvous and (
-                mode is None or (mode.decided and mode.final)):
-            # the common small step, or one whose timing chose to run in order: the caller's
-            # thread, the shared token and context, nothing to time
-            run_slots(plan, values, self._inline_ctx, None)
-            self.stats.runs += 1
+        intra = self.config.intra_op_threads
+        # the session's budget on this thread while its step runs, the thread's own after
+        previous = _NO_BUDGET if intra is None else use_intra_op_threads(intra)
+        try:
+            structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
+            mode = None if plan.inline else self._modes[id(plan)]
+            if timeout is None and not plan.rendezvous and (
+                    mode is None or (mode.decided and mode.final)):
+                # the common small step, or one whose timing chose to run in order: the caller's
+                # thread, the shared token and context, nothing to time
+                run_slots(plan, values, self._inline_ctx, None)
+                self.stats.runs += 1
+                return structure.rebuild(_fetched(values, plan, self.buffers))
+            inline = True if mode is None else mode.inline()
+            seconds = self._run_plan(plan, values, inline, timeout)
+            if mode is not None and not mode.final:
+                mode.record(inline, seconds)
             return structure.rebuild(_fetched(values, plan, self.buffers))
-        inline = True if mode is None else mode.inline()
-        seconds = self._run_plan(plan, values, inline, timeout)
-        if mode is not None and not mode.final:
-            mode.record(inline, seconds)
-        return structure.rebuild(_fetched(values, plan, self.buffers))
+        finally:
+            if previous is not _NO_BUDGET:
+                restore_intra_op_threads(previous)
 
     def _run_plan(self, plan: Plan, values: list, inline: bool, timeout: Optional[float]) -> float:
         """Run `plan` over `values` (in order here, or on the session's pool) under a token of
@@ -224,16 +230,20 @@ class Session:
         inline = mode is None or mode.decided is not False  # as the session runs it (trials: in order)
         recorder = StepRecorder(plan)
         timed = recorder.timed_plan()
-        for _ in range(steps):
-            if self._closed:
-                raise OpsdkError("Session.profile on a closed session; create a new Session")
-            if self.config.intra_op_threads is not None:
-                use_intra_op_threads(self.config.intra_op_threads)
-            _, _, values = self._prepare(fetches, feed_dict)
-            recorder.begin()
-            self._run_plan(timed, values, inline, None)
-            recorder.end()
-            _fetched(values, timed, self.buffers)  # what a run hands out, lent arrays included
+        intra = self.config.intra_op_threads
+        previous = None if intra is None else use_intra_op_threads(intra)
+        try:
+            for _ in range(steps):
+                if self._closed:
+                    raise OpsdkError("Session.profile on a closed session; create a new Session")
+                _, _, values = self._prepare(fetches, feed_dict)
+                recorder.begin()
+                self._run_plan(timed, values, inline, None)
+                recorder.end()
+                _fetched(values, timed, self.buffers)  # what a run hands out, lent ones included
+        finally:
+            if intra is not None:
+                restore_intra_op_threads(previous)
         result = recorder.profile(warmup, inline)
         if show:
             print(result)
@@ -389,6 +399,7 @@ def _fetch_key(fetches: Any) -> Optional[tuple]:
 
 
 _refs = sys.getrefcount
+_NO_BUDGET = object()  # Session.run: no intra_op_threads to set and give back
 
 
 def _fetched(values: list, plan: Plan, pool: Optional[BufferPool]) -> list:

@@ -41,14 +41,48 @@ def _openmp():
     return _gomp
 
 
-def use_intra_op_threads(threads: int) -> None:
-    """Give kernels called from this thread at most `threads` threads (a no-op when unchanged)."""
-    if getattr(_local, "threads", None) == threads:
-        return
+_default_threads: list[Optional[int]] = []  # OpenMP's count before any was set here
+
+
+def use_intra_op_threads(threads: int) -> Optional[int]:
+    """Give kernels called from this thread at most `threads` threads (a no-op when unchanged);
+    returns the budget this thread had (None: none set, OpenMP's default), for
+    `restore_intra_op_threads`."""
+    previous = getattr(_local, "threads", None)
+    if previous == threads:
+        return previous
     setter = _openmp()
     if setter is not None:
+        if not _default_threads:
+            _default_threads.append(_openmp_max_threads())
         setter(threads)
     _local.threads = threads
+    return previous
+
+
+def restore_intra_op_threads(previous: Optional[int]) -> None:
+    """Give this thread back the budget `use_intra_op_threads` returned: a session's
+    `intra_op_threads` holds on the caller's thread while its step runs, not after (an eager call
+    or another session's step on that thread gets its own)."""
+    if previous is not None:
+        use_intra_op_threads(previous)
+        return
+    if getattr(_local, "threads", None) is None:
+        return
+    setter = _openmp()
+    if setter is not None and _default_threads and _default_threads[0] is not None:
+        setter(_default_threads[0])
+    del _local.threads
+
+
+def _openmp_max_threads() -> Optional[int]:
+    """omp_get_max_threads() of this thread, None without libgomp."""
+    try:
+        getter = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1").omp_get_max_threads
+    except (OSError, AttributeError):
+        return None
+    getter.restype = ctypes.c_int
+    return int(getter())
 
 
 def pool_thread_budget(intra_op_threads: Optional[int], workers: int) -> int:
