@@ -228,7 +228,10 @@ template <int B> constexpr int kPackR = 6;
 template <int B> constexpr int kPackC = 4;
 constexpr int64_t kPanel = 512;   // columns of a panel (a multiple of kPackC * lanes)
 constexpr int64_t kPackK = 256;   // k per block: a block of a panel is 512 KiB of float32
-constexpr int64_t kPackMinRows = 48;  // fewer rows than this: packing y costs more than it saves
+// Fewer rows than this: packing y (copied, its memory first touched) costs more than it saves.
+// m=4096, p=256, float32: one thread, the packed form won from 96 rows; two threads, from 192
+// (n=96: 104 GF/s packed, 135 reducing; n=192: 124 and 115; n=576: 151 and 127; best of 15).
+constexpr int64_t kPackMinRows = 192;
 constexpr int64_t kPackMaxBytes = int64_t(256) << 20;  // a larger y is not copied (memory)
 
 // A vector of W lanes, each s.
@@ -391,7 +394,22 @@ void packed_rows(const T* x, const T* y, const T* panels, T* z, int64_t m, int64
                 for (int64_t c = 0; c < width; c += C * W)
                     L::template run_packed_tile<T, R, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
                                                          accumulate);
-            for (; i < i1; ++i)
+            // The rows left in tiles of 4, 2, then 1: a tile of one row streams the panel from
+            // L2 for 4 triples a vector (n=256, one thread, 4 rows left in tiles of one: 64 GF/s
+            // against 81 for n=192, none left).
+            if (i + 4 <= i1) {
+                for (int64_t c = 0; c < width; c += C * W)
+                    L::template run_packed_tile<T, 4, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
+                                                         accumulate);
+                i += 4;
+            }
+            if (i + 2 <= i1) {
+                for (int64_t c = 0; c < width; c += C * W)
+                    L::template run_packed_tile<T, 2, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
+                                                         accumulate);
+                i += 2;
+            }
+            if (i < i1)
                 for (int64_t c = 0; c < width; c += C * W)
                     L::template run_packed_tile<T, 1, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
                                                          accumulate);

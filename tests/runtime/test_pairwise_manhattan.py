@@ -250,13 +250,13 @@ def test_a_graph_step_of_the_built_kernel_leaves_the_checks_to_its_glue(monkeypa
     assert checks == []
 
 
-# The forward's two forms (opdefs/pairwise_manhattan_cpu.cc): with AVX-512 a call of 48 rows or
+# The forward's two forms (opdefs/pairwise_manhattan_cpu.cc): with AVX-512 a call of 192 rows or
 # more packs y's columns k-major and runs outer-product tiles over whole tiles of columns, the
 # columns left over through the reducing tiles; fewer rows, or no AVX-512, run the reducing tiles
 # alone. The shapes straddle the rows' threshold, leave columns over, and block k.
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n, m, p", [(47, 200, 256), (48, 64, 256), (49, 65, 257), (100, 513, 600),
-                                     (300, 1000, 31), (53, 130, 1), (64, 32, 5)])
+@pytest.mark.parametrize("n, m, p", [(191, 200, 256), (192, 64, 256), (193, 65, 257),
+                                     (200, 513, 600), (300, 1000, 31), (197, 130, 1), (256, 32, 5)])
 def test_both_forms_of_the_forward_match_numpy(dtype, n, m, p):
     rng = np.random.default_rng(n * 1000 + m + p)
     x, y = draw(rng, (n, p), dtype), draw(rng, (m, p), dtype)
@@ -266,7 +266,7 @@ def test_both_forms_of_the_forward_match_numpy(dtype, n, m, p):
 
 def test_the_packed_forward_keeps_nan_and_inf():
     rng = np.random.default_rng(17)
-    x, y = draw(rng, (60, 70), np.float32), draw(rng, (90, 70), np.float32)
+    x, y = draw(rng, (200, 70), np.float32), draw(rng, (90, 70), np.float32)
     x[3, 5], y[7, 9], x[10, 9] = np.nan, np.inf, np.inf
     out = load_kernel(load_registry().get("pairwise_manhattan"), "cpu")(x, y)
     with np.errstate(invalid="ignore"):
