@@ -376,13 +376,23 @@ void pack(const T* y, T* panels, int64_t p, int64_t cols, int64_t b0, int64_t b1
     }
 }
 
+// Rows [i, i + Rt) of z against a panel's `width` columns (from column j0 of z), tile by tile.
+template <typename T, int B, int Rt>
+inline void packed_tile_row(const T* x, const T* panel, T* z, int64_t p, int64_t m, int64_t i,
+                            int64_t j0, int64_t width, int64_t k0, int64_t k1, bool accumulate) {
+    constexpr int C = kPackC<B>, W = lanes<T, B>();
+    for (int64_t c = 0; c < width; c += C * W)
+        Level<B>::template run_packed_tile<T, Rt, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
+                                                     accumulate);
+}
+
 // Rows [i0, i1) of z, the packed columns [0, cols): blocks of k, then panels, then tiles; the
 // columns after them through rows.
 template <typename T, int B>
 void packed_rows(const T* x, const T* y, const T* panels, T* z, int64_t m, int64_t p,
                  int64_t cols, int64_t i0, int64_t i1) {
-    using L = Level<B>;
-    constexpr int R = kPackR<B>, C = kPackC<B>, W = lanes<T, B>();
+    constexpr int R = kPackR<B>;
+    static_assert(R <= 7, "the rows left after the tiles of R go in at most one tile of 4, 2, 1");
     for (int64_t k0 = 0; k0 < p; k0 += kPackK) {
         const int64_t k1 = std::min(p, k0 + kPackK);
         const bool accumulate = k0 > 0;
@@ -391,28 +401,20 @@ void packed_rows(const T* x, const T* y, const T* panels, T* z, int64_t m, int64
             const int64_t width = std::min(kPanel, cols - j0);
             int64_t i = i0;
             for (; i + R <= i1; i += R)
-                for (int64_t c = 0; c < width; c += C * W)
-                    L::template run_packed_tile<T, R, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
-                                                         accumulate);
+                packed_tile_row<T, B, R>(x, panel, z, p, m, i, j0, width, k0, k1, accumulate);
             // The rows left in tiles of 4, 2, then 1: a tile of one row streams the panel from
-            // L2 for 4 triples a vector (n=256, one thread, 4 rows left in tiles of one: 64 GF/s
-            // against 81 for n=192, none left).
+            // L2 for 4 triples a vector (n=160, one thread, 4 rows left: 73 GF/s in tiles of one,
+            // 78 in one tile of 4).
             if (i + 4 <= i1) {
-                for (int64_t c = 0; c < width; c += C * W)
-                    L::template run_packed_tile<T, 4, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
-                                                         accumulate);
+                packed_tile_row<T, B, 4>(x, panel, z, p, m, i, j0, width, k0, k1, accumulate);
                 i += 4;
             }
             if (i + 2 <= i1) {
-                for (int64_t c = 0; c < width; c += C * W)
-                    L::template run_packed_tile<T, 2, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
-                                                         accumulate);
+                packed_tile_row<T, B, 2>(x, panel, z, p, m, i, j0, width, k0, k1, accumulate);
                 i += 2;
             }
             if (i < i1)
-                for (int64_t c = 0; c < width; c += C * W)
-                    L::template run_packed_tile<T, 1, C>(x, panel, z, p, m, i, j0 + c, c, k0, k1,
-                                                         accumulate);
+                packed_tile_row<T, B, 1>(x, panel, z, p, m, i, j0, width, k0, k1, accumulate);
         }
     }
     if (cols < m) rows<T, B>(x, y, z, m, p, i0, i1, cols);

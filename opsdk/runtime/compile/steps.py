@@ -297,14 +297,13 @@ def _star_run(op: Operation, call: Callable, star: tuple[Callable, bool], gather
                 raise step_error(op, exc) from exc
         return run1_retried
 
+    # several outputs: a built kernel's glue (_general_step), always retried
     def run(v: list, ctx: Any) -> None:
         values = gather(v)
         try:
             try:
                 results = f(*values)
             except (ValueError, TypeError):
-                if not retry:
-                    raise
                 results = call(values)
         except Exception as exc:
             raise step_error(op, exc) from exc

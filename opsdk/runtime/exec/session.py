@@ -171,7 +171,7 @@ class Session:
             raise OpsdkError("Session.run on a closed session; create a new Session")
         intra = self.config.intra_op_threads
         # the session's budget on this thread while its step runs, the thread's own after
-        previous = _NO_BUDGET if intra is None else use_intra_op_threads(intra)
+        previous = None if intra is None else use_intra_op_threads(intra)
         try:
             structure, plan, values = self._prepare(fetches, {} if feed_dict is None else feed_dict)
             mode = None if plan.inline else self._modes[id(plan)]
@@ -188,7 +188,7 @@ class Session:
                 mode.record(inline, seconds)
             return structure.rebuild(_fetched(values, plan, self.buffers))
         finally:
-            if previous is not _NO_BUDGET:
+            if intra is not None:
                 restore_intra_op_threads(previous)
 
     def _run_plan(self, plan: Plan, values: list, inline: bool, timeout: Optional[float]) -> float:
@@ -399,7 +399,6 @@ def _fetch_key(fetches: Any) -> Optional[tuple]:
 
 
 _refs = sys.getrefcount
-_NO_BUDGET = object()  # Session.run: no intra_op_threads to set and give back
 
 
 def _fetched(values: list, plan: Plan, pool: Optional[BufferPool]) -> list:

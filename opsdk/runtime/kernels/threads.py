@@ -22,26 +22,29 @@ from opsdk.registry.errors import OpsdkError
 _local = threading.local()
 _gomp: Optional[object] = None
 _gomp_searched = False
+_default_threads: Optional[int] = None  # OpenMP's count before anything here set one
 
 
 def _openmp():
-    """libgomp's omp_set_num_threads, the runtime the compiled kernels link; None without it."""
-    global _gomp, _gomp_searched
+    """libgomp's omp_set_num_threads, the runtime the compiled kernels link; None without it.
+    The first lookup also reads OpenMP's default count (`_default_threads`), before anything
+    here has set one."""
+    global _gomp, _gomp_searched, _default_threads
     if not _gomp_searched:
         _gomp_searched = True
         name = ctypes.util.find_library("gomp")
         try:
-            setter = ctypes.CDLL(name or "libgomp.so.1").omp_set_num_threads
+            library = ctypes.CDLL(name or "libgomp.so.1")
+            setter, getter = library.omp_set_num_threads, library.omp_get_max_threads
         except (OSError, AttributeError):
             setter = None
         if setter is not None:
             setter.argtypes = (ctypes.c_int,)
             setter.restype = None
+            getter.restype = ctypes.c_int
+            _default_threads = int(getter())
         _gomp = setter
     return _gomp
-
-
-_default_threads: list[Optional[int]] = []  # OpenMP's count before any was set here
 
 
 def use_intra_op_threads(threads: int) -> Optional[int]:
@@ -53,8 +56,6 @@ def use_intra_op_threads(threads: int) -> Optional[int]:
         return previous
     setter = _openmp()
     if setter is not None:
-        if not _default_threads:
-            _default_threads.append(_openmp_max_threads())
         setter(threads)
     _local.threads = threads
     return previous
@@ -70,19 +71,9 @@ def restore_intra_op_threads(previous: Optional[int]) -> None:
     if getattr(_local, "threads", None) is None:
         return
     setter = _openmp()
-    if setter is not None and _default_threads and _default_threads[0] is not None:
-        setter(_default_threads[0])
+    if setter is not None and _default_threads is not None:
+        setter(_default_threads)
     del _local.threads
-
-
-def _openmp_max_threads() -> Optional[int]:
-    """omp_get_max_threads() of this thread, None without libgomp."""
-    try:
-        getter = ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1").omp_get_max_threads
-    except (OSError, AttributeError):
-        return None
-    getter.restype = ctypes.c_int
-    return int(getter())
 
 
 def pool_thread_budget(intra_op_threads: Optional[int], workers: int) -> int:
