@@ -69,11 +69,11 @@ def test_async_updates_are_never_lost(ray_engine):
     np.testing.assert_allclose(value, [-(25 * 1 + 25 * 10)] * 2)  # every update applied once
 
 
-def _apply_node(replicas, sparse=False):
+def _apply_node(replicas, sparse=False, shape=(2,)):
     g = Graph()
     with g.as_default():
         r = g.create_op("_dist_round", [], {"variable": "w"}, [((), "int64")])
-        grads = [placeholder("float32", [2])] if not sparse else [
+        grads = [placeholder("float32", list(shape))] if not sparse else [
             placeholder("int64", [None]), placeholder("float32", [None, 2])]
         return g.create_op("_dist_apply", [r.outputs[0], *grads],
                            {"variable": "w", "slots": [], "update_op": "apply_gradient_descent",
@@ -100,6 +100,39 @@ def test_a_round_applies_the_mean_of_the_first_n_and_drops_late_ones():
     run(ctx, op, [np.int64(0), np.full(2, 100.0, np.float32)])  # the backup, too late
     np.testing.assert_allclose(store.read("w"), [-2.0, -2.0])
     assert accumulator_counts(store)["w"] == {"round": 1, "applied": 1, "dropped": 1}
+
+
+def test_rounds_of_a_scalar_variable_take_the_cached_update(monkeypatch):
+    """The mean of two 0-d gradients is a NumPy scalar; the update must still find its eager
+    call in the cache after the first round (it took the whole uncached path every round)."""
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+    from opsdk.runtime.kernels import eager
+
+    store = VariableStore()
+    store.assign("w", np.zeros((), np.float32))
+    op = _apply_node(2, shape=())
+    run = PRIMITIVES["_dist_apply"].run
+    ctx = StepContext(store, None, RunToken(10))
+    chosen = []
+    choose = eager.choose_kernel
+    monkeypatch.setattr(eager, "choose_kernel", lambda *a, **k: chosen.append(a) or choose(*a, **k))
+
+    def round_of(i, a, b):
+        waiter = threading.Thread(target=run, args=(ctx, op, [np.int64(i), np.float32(a)]))
+        waiter.start()
+        run(ctx, op, [np.int64(i), np.float32(b)])
+        waiter.join(10)
+        assert not waiter.is_alive()
+
+    round_of(0, 1.0, 3.0)
+    first = len(chosen)
+    round_of(1, 2.0, 4.0)
+    round_of(2, 0.0, 2.0)
+    assert len(chosen) == first  # rounds 1 and 2 ran the cached call
+    assert isinstance(store.read("w"), np.ndarray) and store.read("w").dtype == np.float32
+    np.testing.assert_allclose(store.read("w"), -(2.0 + 3.0 + 1.0))
 
 
 def test_a_waiting_contribution_stops_at_its_deadline():
