@@ -21,6 +21,7 @@ from opsdk.runtime.io.serialize import export_graph
 from opsdk.runtime.ir.device_names import DeviceSpec
 from opsdk.runtime.ir.graph import Graph, Operation
 
+from opsdk.dist import wire
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist.compiled import CALL_CYCLES, COMPILE_AFTER, GRAPH_WARMUP
 from opsdk.dist.partitions import op_digests, workspace_roots
@@ -203,7 +204,7 @@ class DistributedStep:
         nxt = Carry() if push else None
         for task in (self.steady_order if steady else self.by_task):
             parts = self.by_task[task]
-            values = tuple({name: feeds[t] for t, name in p.feeds} for p in parts)
+            values = tuple({name: wire.pack(feeds[t]) for t, name in p.feeds} for p in parts)
             keys = tuple((*p.key, "steady") if steady and p.steady is not None else p.key
                          for p in parts)
             mode = StepMode(steady, self.outboxes[task] if steady else (),
@@ -230,7 +231,7 @@ class DistributedStep:
         for task, parts in self.by_task.items():
             for part, got in zip(parts, results.get(task, ())):
                 for element, name in part.fetches:
-                    values[element] = got.get(name)
+                    values[element] = wire.unpack(got.get(name))
         return values
 
 

@@ -39,6 +39,7 @@ from opsdk.runtime.exec.executor import RunToken, StepContext
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.variable_store import VariableStore
 
+from opsdk.dist import wire
 from opsdk.dist.cluster import task_of
 from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
 
@@ -76,7 +77,7 @@ class TaskRendezvous:
         if peer is None:
             raise OpsdkError(f"task {self.task} has no route to {destination} (sending "
                              f"'{key[1]}'); the master did not introduce it")
-        peer.deliver.remote(key, self.count(value))
+        peer.deliver.remote(key, wire.pack(self.count(value)))
 
     def count(self, value: Any) -> np.ndarray:
         """`value` as an array, counted as sent to another task."""
@@ -87,11 +88,11 @@ class TaskRendezvous:
         return value
 
     def deliver(self, key: tuple, value: Any) -> None:
-        """A value another task sent here."""
+        """A value another task sent here (in its wire form, opsdk/dist/wire.py)."""
         with self._lock:
             if key[0] in self._ended:
                 return  # the step is over (aborted elsewhere): nobody will receive it
-        self.local.send(key, value)
+        self.local.send(key, wire.unpack(value))
 
     def recv(self, key: tuple, token: RunToken) -> Any:
         return self.local.recv(key, token)
@@ -313,7 +314,8 @@ class TaskState:
         token = RunToken(timeout)
         self.tokens[step_id] = token  # before the abort check: an abort sees one or the other
         outbox: dict[str, list] = {task: [] for task in mode.outboxes}
-        rendezvous = (SteadyRendezvous(self.rendezvous, dict(v for vs in inbox for v in vs),
+        rendezvous = (SteadyRendezvous(self.rendezvous,
+                                       dict(v for vs in inbox for v in wire.unpack_pairs(vs)),
                                        outbox) if mode.steady else self.rendezvous)
         ctx = StepContext(self.variables, self, token, rendezvous=rendezvous, step_id=step_id)
         others: list = []
@@ -321,15 +323,16 @@ class TaskState:
             aborted = self.rendezvous.aborted(step_id)
             if aborted is not None:
                 raise aborted
-            feeds = tuple(self._with_rounds(p, f, rounds) for p, f in zip(parts, feeds))
+            feeds = tuple(self._with_rounds(p, wire.unpack_map(f), rounds)
+                          for p, f in zip(parts, feeds))
             profiler = self.profiler
             if profiler is not None and step_id >> 32 != profiler.client:
                 profiler = None  # another client's step
             others = [self.runner.submit(_run, p, f, ctx, profiler)
                       for p, f in zip(parts[1:], feeds[1:])]
             first = _run(parts[0], feeds[0], ctx, profiler)
-            fetched = [first, *(f.result() for f in others)]
-            out = [fetched, *(outbox[t] for t in mode.outboxes)]
+            fetched = [wire.pack_map(first), *(wire.pack_map(f.result()) for f in others)]
+            out = [fetched, *(wire.pack_pairs(outbox[t]) for t in mode.outboxes)]
             out += self._pushed(parts, mode) if mode.pushes else []
             # Ray: one return is the value itself; several a tuple (a compiled graph takes no list)
             return tuple(out) if mode.returns > 1 else fetched
@@ -366,7 +369,7 @@ class TaskState:
         if kept is None:
             raise OpsdkError(f"task {self.task}: a steady step of {plan.location} came without "
                              "the rounds read with its pushed values (a bug of the master)")
-        return {**feeds, **{name: kept[variable] for name, variable in plan.rounds}}
+        return {**feeds, **{name: wire.unpack(kept[variable]) for name, variable in plan.rounds}}
 
     def _pushed(self, parts: list, mode: StepMode) -> list:
         """The values of the next step, one list per task of `mode.pushes`, then (if asked)
@@ -378,7 +381,10 @@ class TaskState:
                 values, rounds[part.push_plan.location] = read_pushed(self.variables,
                                                                       part.push_plan)
                 for task, pushed in values.items():
-                    by_task[task] += [(k, self.rendezvous.count(v)) for k, v in pushed]
+                    by_task[task] += [(k, wire.pack(self.rendezvous.count(v)))
+                                      for k, v in pushed]
+        if mode.rounds:
+            rounds = {location: wire.pack_map(kept) for location, kept in rounds.items()}
         return [by_task[t] for t in mode.pushes] + ([rounds] if mode.rounds else [])
 
     def _partition(self, key: tuple) -> Partition:

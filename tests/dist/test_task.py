@@ -85,3 +85,32 @@ def test_restarted_task_has_a_new_incarnation(ray_engine):
             time.sleep(0.2)
     assert second["pid"] != first["pid"]
     assert second["incarnation"] != first["incarnation"]
+
+
+class _Recorder:
+    """A peer actor's `deliver.remote`, recording what would cross to it."""
+
+    def __init__(self):
+        self.sent = []
+        self.deliver = self
+
+    def remote(self, key, value):
+        self.sent.append((key, value))
+
+
+def test_a_small_value_crosses_to_another_task_packed_and_arrives_an_array():
+    from opsdk.dist import wire
+
+    sender, receiver, peer = TaskRendezvous(A), TaskRendezvous(B), _Recorder()
+    sender.peers = {B: peer}
+    small, large = np.arange(3, dtype=np.float32), np.ones(wire.SMALL_BYTES, np.float32)
+    sender.send(_key(8), small)
+    sender.send(_key(8, name="y:0"), large)
+    (k1, v1), (k2, v2) = peer.sent
+    assert not isinstance(v1, np.ndarray)  # msgpack-able, not Ray's pickled array
+    assert v2 is large
+    for key, value in peer.sent:
+        receiver.deliver(key, value)
+    np.testing.assert_array_equal(receiver.recv(k1, RunToken(5)), small)
+    assert receiver.recv(k2, RunToken(5)) is large
+    assert sender.bytes_sent == small.nbytes + large.nbytes
