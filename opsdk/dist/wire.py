@@ -1,13 +1,13 @@
 """Small arrays as plain values on their way between the client and the tasks.
 
-Ray serialises a NumPy array through pickle with its data out of band, which pays off for a
-large array and costs a fixed 20-70 us per message that holds one, on each side, for a small
-one: `bench/bench_dist.py`'s null step sends a few 0-d arrays a run (the variable pushed to the
-worker, its round, the gradient), and that fixed cost was a fifth of the step (docs/
-distributed.md, Speed). An array of at most SMALL_BYTES of a plain dtype (or a NumPy scalar)
-travels instead as a tuple of a marker, its dtype, shape and bytes, which Ray writes with
-msgpack alone; the receiver makes it an array again (its own, writable). Larger arrays, object
-arrays and every other value travel as they are.
+Ray serialises a NumPy array through pickle with its data in a buffer of its own (out of
+band), which pays off for a large array and costs a fixed 20-70 us per message that holds one,
+on each side, for a small one: `bench/bench_dist.py`'s null step sends a few 0-d arrays a run
+(the variable pushed to the worker, its round, the gradient), and that fixed cost was a fifth of
+the step (docs/distributed.md, Speed). An array of at most SMALL_BYTES of a plain dtype (bool or
+a number), or such a NumPy scalar, travels instead as a tuple of a marker, its dtype, shape and
+bytes, which Ray serialises in band like the rest of the message; the receiver makes it an array
+again (its own, writable). Larger arrays, other arrays and every other value travel as they are.
 
 Only the places that hold tensor values are packed and unpacked (feeds, fetched values, values
 pushed or sent between tasks, rounds), so a packed value is never mistaken for a user's value.
@@ -25,15 +25,16 @@ import numpy as np
 # weigh.
 SMALL_BYTES = 64 * 1024
 _MARK = "\x00opsdk.ndarray"  # first field of a packed array (Ray may return it as a list)
+_PLAIN = frozenset("biufc")  # bool and numbers: dtype.str says all (not a record's fields)
 
 
 def pack(value: Any) -> Any:
     """`value` in its wire form: a small array (or NumPy scalar) of a plain dtype packed,
     anything else as is."""
     if type(value) is np.ndarray:
-        if value.nbytes <= SMALL_BYTES and not value.dtype.hasobject:
+        if value.nbytes <= SMALL_BYTES and value.dtype.kind in _PLAIN:
             return (_MARK, value.dtype.str, value.shape, value.tobytes())
-    elif isinstance(value, np.generic) and not value.dtype.hasobject:
+    elif isinstance(value, np.generic) and value.dtype.kind in _PLAIN:
         return (_MARK, value.dtype.str, None, value.tobytes())  # shape None: a scalar
     return value
 

@@ -19,11 +19,11 @@ from opsdk.dist import wire
     np.arange(12, dtype=np.float64).reshape(3, 4).T,  # not contiguous
     np.zeros((0, 5), np.float32),
 ], ids=lambda v: f"{v.dtype.str}{v.shape}")
-def test_a_small_array_travels_as_msgpack_and_comes_back_equal_and_its_own(value):
+def test_a_small_array_travels_as_plain_values_and_comes_back_equal_and_its_own(value):
     packed = wire.pack(value)
     assert not isinstance(packed, np.ndarray)
-    # What Ray's channels write for it: msgpack alone (no pickle, no out-of-band buffer), and
-    # msgpack may give the tuple back as a list.
+    # Plain values (no out-of-band buffer): msgpack can write it, and may give the tuple back
+    # as a list.
     back = msgpack.unpackb(msgpack.packb(packed), use_list=True)
     for got in (wire.unpack(packed), wire.unpack(back)):
         assert got.dtype == value.dtype and got.shape == value.shape
@@ -42,7 +42,9 @@ def test_a_numpy_scalar_comes_back_a_numpy_scalar(value):
 def test_large_object_and_other_values_travel_as_they_are():
     large = np.zeros(wire.SMALL_BYTES // 4 + 1, np.float32)
     strings = np.array(["a", None], dtype=object)
-    for value in (large, strings, None, 3, "x", (1, 2), [np.float32(1)]):
+    records = np.zeros(2, [("a", np.int32), ("b", np.float32)])
+    for value in (large, strings, records, records[0], np.array(["ab"]), None, 3, "x", (1, 2),
+                  [np.float32(1)]):
         assert wire.pack(value) is value
         assert wire.unpack(value) is value
     assert wire.pack(np.zeros(wire.SMALL_BYTES // 4, np.float32)) is not None
