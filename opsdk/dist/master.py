@@ -163,13 +163,12 @@ class ClusterSession:
         where = {t: actors[t].info.remote() for t in self._placed}
         try:
             incarnations = {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
-            nodes = {t: ray.get(r, timeout=self.step_timeout)["ray_node"]
-                     for t, r in where.items()}
+            infos = {t: ray.get(r, timeout=self.step_timeout) for t, r in where.items()}
         except Exception as exc:
             raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
-        for task, node in nodes.items():
+        for task, info in infos.items():
             options, listed = self._placed[task]
-            problem = misplaced(task, options, node, listed)
+            problem = misplaced(task, options, info["ray_node"], listed, info["reserved"])
             if problem:
                 raise OpsdkError(f"{problem}: another client started it under cluster_name "
                                  f"'{self.cluster_name}' and it keeps its place; close that "

@@ -160,10 +160,12 @@ def actor_options(task: str, options: Optional[Mapping], address: Optional[str],
     return (ray_options(task, options, nodes) if options else {}), problem
 
 
-def misplaced(task: str, options: Mapping, node_id: str, nodes: list) -> Optional[str]:
-    """Why `task`'s actor, found running on node `node_id`, does not sit where its Ray actor
-    `options` (ray_options) would have put it, or None. A task another client started (the
-    same actor name) keeps the place that client gave it."""
+def misplaced(task: str, options: Mapping, node_id: str, nodes: list,
+              reserved: Optional[Mapping] = None) -> Optional[str]:
+    """Why `task`'s actor, found running on node `node_id` with the Ray resources `reserved`
+    (what the actor holds; None: not known), does not sit where its Ray actor `options`
+    (ray_options) would have put it, or None. A task another client started (the same actor
+    name) keeps the place and the reservation that client gave it."""
     node = next((n for n in nodes if n.get("NodeID") == node_id), {})
     where = f"node {node_id[:12]} at {node.get('NodeManagerAddress', '?')}"
     strategy = options.get("scheduling_strategy")
@@ -175,6 +177,12 @@ def misplaced(task: str, options: Mapping, node_id: str, nodes: list) -> Optiona
     lacks = {r: a for r, a in wants.items() if node.get("Resources", {}).get(r, 0) < a}
     if lacks:
         return f"task {task} runs on {where}, which lacks {_wants(lacks)} that its placement asks for"
+    if reserved is not None:
+        short = {r: a for r, a in wants.items() if reserved.get(r, 0) < a - 1e-9}
+        if short:
+            held = _wants({r: a for r, a in reserved.items() if a}) or "nothing"
+            return (f"task {task} runs on {where} holding {held}, not the {_wants(short)} that "
+                    "its placement asks for")
     return None
 
 

@@ -161,12 +161,15 @@ class TaskState:
 
     # ------------------------------------------------------------------ control group
     def info(self) -> dict:
-        """Who and where this task is (the master's liveness check and the error text)."""
+        """Who and where this task is (the master's liveness check and the error text), and
+        the Ray resources its actor reserved (a client whose placement asks for more learns that
+        another client started it without them)."""
         from opsdk.dist.engine import ray_module
 
+        context = ray_module().get_runtime_context()
         return {"task": self.task, "incarnation": self.incarnation, "pid": os.getpid(),
-                "node": socket.gethostname(),
-                "ray_node": ray_module().get_runtime_context().get_node_id()}
+                "node": socket.gethostname(), "ray_node": context.get_node_id(),
+                "reserved": dict(context.get_assigned_resources())}
 
     def set_peers(self, peers: dict) -> int:
         """The actors of the other tasks, by task name; returns this task's incarnation."""

@@ -193,6 +193,31 @@ def test_a_running_task_that_does_not_sit_where_placed_is_named():
         f"task {PS} runs on node cccccccccccc at 10.0.0.3, which lacks 1 GPU, 1 ps_host that its "
         "placement asks for")
     assert misplaced(PS, {"num_gpus": 1}, "b" * 56, NODES) is None
+    # on the right node, but started by another client that reserved less
+    assert misplaced(PS, {"num_gpus": 1}, "b" * 56, NODES, {"GPU": 1.0}) is None
+    assert misplaced(PS, {"num_gpus": 1}, "b" * 56, NODES, {}) == (
+        f"task {PS} runs on node bbbbbbbbbbbb at 10.0.0.2 holding nothing, not the 1 GPU that its "
+        "placement asks for")
+    assert misplaced(PS, {"resources": {"ps_host": 1}}, "a" * 56, NODES,
+                     {"ps_host": 0.5, "CPU": 1.0}) == (
+        f"task {PS} runs on node aaaaaaaaaaaa at 10.0.0.1 holding 0.5 ps_host, 1 CPU, not the 1 "
+        "ps_host that its placement asks for")
+
+
+def test_a_task_another_client_started_without_the_reservation_asked_is_named(ray_engine):
+    """The node has the CPU this session's placement asks for; the running ps, started by an
+    earlier session of the same cluster_name, reserved none: that is an error, not a task
+    silently short of what was asked (the node check alone passed it)."""
+    cluster = {"ps": 1, "worker": 1}
+    with ClusterSession(None, cluster, cluster_name="reserved-elsewhere") as first:
+        first.reconnect()  # starts and introduces the tasks (num_cpus=0)
+        with ClusterSession(None, cluster, cluster_name="reserved-elsewhere",
+                            placement={"ps": {"num_cpus": 1}}) as second:
+            with pytest.raises(OpsdkError, match=(
+                    rf"task {re.escape(PS)} runs on node \w+ at \S+ holding nothing, not the 1 "
+                    r"CPU that its placement asks for: another client started it under "
+                    r"cluster_name 'reserved-elsewhere'")):
+                second.reconnect()
 
 
 def test_a_cluster_spec_keeps_the_addresses_tf1s_form_gave():
