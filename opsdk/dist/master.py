@@ -112,6 +112,7 @@ class ClusterSession:
         self._incarnations: dict[str, int] = {}
         self._lock = threading.Lock()
         self._closed = False
+        self._ended = False  # end_tasks() ran: no task is started again
         self._active: set[RunToken] = set()
         self._in_graph: dict[RunToken, tuple] = {}  # compiled runs in flight: (step, step id)
         # (step, what it pushed) when the last run pushed the values of its step's next run
@@ -124,6 +125,9 @@ class ClusterSession:
         """The Ray actor of `task` (created, or found by name, on first use)."""
         handle = self._actors.get(task)  # a step asks for each of its tasks: no parsing then
         if handle is None:
+            if self._ended:
+                raise OpsdkError("this ClusterSession ended its tasks (end_tasks); create a new "
+                                 "session to start them again")
             name = self.cluster.check_location(task)
             handle = self._actors.get(name)
             if handle is None:
@@ -148,9 +152,8 @@ class ClusterSession:
                                              ray.get_runtime_context().get_node_id())
             if problem:
                 warn_user(problem)
-        handle = start_task(name, max_restarts=self.max_restarts,
-                            name=f"opsdk:{self.cluster_name}:{name}", namespace="opsdk",
-                            placement=options)
+        handle = start_task(name, max_restarts=self.max_restarts, name=self._actor_name(name),
+                            namespace=_NAMESPACE, placement=options)
         if options:  # checked by _introduce, all tasks at once, when they answer
             self._placed[name] = (options, nodes)
         return handle
@@ -510,6 +513,28 @@ class ClusterSession:
                 for t in self.cluster.task_names()}
 
     # ------------------------------------------------------------------ lifetime
+    def end_tasks(self) -> None:
+        """Close the session and end its cluster's tasks (Ray kills their actors): for every
+        client of the same `cluster_name`, whose next step fails on a dead task, and with
+        them the variables they held. Without it a task lives on after `close()` until the
+        program that started it ends (the tasks hold one another's Ray handles to send values),
+        as TensorFlow's servers outlive a session; another session of the same `cluster_name`
+        finds it with its variables."""
+        self.close()
+        ray = engine.ray_module()
+        with self._lock:
+            self._ended = True
+            self._actors.clear()
+        for task in self.cluster.task_names():
+            try:
+                handle = ray.get_actor(self._actor_name(task), namespace=_NAMESPACE)
+            except ValueError:  # never started, or already ended
+                continue
+            ray.kill(handle, no_restart=True)
+
+    def _actor_name(self, task: str) -> str:
+        return f"opsdk:{self.cluster_name}:{task}"
+
     def close(self) -> None:
         """Stop the steps in flight on every task (they abort at their next wait)."""
         self._closed = True
@@ -543,6 +568,7 @@ class ClusterSession:
         self.close()
 
 
+_NAMESPACE = "opsdk"  # the Ray namespace of the task actors (named opsdk:<cluster_name>:<task>)
 RELEASE_JOIN_S = 15.0  # close() waits this long for the watcher (a teardown it is in included)
 
 

@@ -76,3 +76,38 @@ def test_a_device_the_cluster_lacks_is_refused_before_anything_runs(ray_engine):
     with ClusterSession(g, CLUSTER, cluster_name="master4") as sess:
         with pytest.raises(OpsdkError, match="node '.*': device '/job:worker/task:5' names task 5"):
             sess.run(y, {"x:0": np.ones(2, np.float32)})
+
+
+def test_close_leaves_the_tasks_and_end_tasks_ends_them_for_every_client(ray_engine):
+    import os
+
+    import ray
+
+    ps, worker = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"
+    cluster = {"ps": 1, "worker": 1}
+    first = ClusterSession(None, cluster, cluster_name="end-tasks")
+    first.reconnect()  # starts and introduces the tasks
+    pids = {t: first.engine_info(t)["pid"] for t in (ps, worker)}
+    other = ClusterSession(None, cluster, cluster_name="end-tasks")
+    other.reconnect()
+    first.close()
+    assert {t: other.engine_info(t)["pid"] for t in (ps, worker)} == pids  # still there
+    other.end_tasks()
+    with pytest.raises(OpsdkError, match=r"ended its tasks \(end_tasks\); create a new session"):
+        other.actor(ps)
+    for task in (ps, worker):
+        with pytest.raises(ValueError):
+            ray.get_actor(f"opsdk:end-tasks:{task}", namespace="opsdk")
+    deadline = time.monotonic() + 30
+    for pid in pids.values():
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            assert time.monotonic() < deadline, f"task process {pid} still runs"
+            time.sleep(0.1)
+    # a new session of the name starts new tasks
+    with ClusterSession(None, cluster, cluster_name="end-tasks") as again:
+        again.reconnect()
+        assert again.engine_info(ps)["pid"] not in pids.values()
