@@ -1,7 +1,8 @@
 """opsdk.dist figures, in one run on one embedded Ray instance (docs/distributed.md):
 
 - a plain Ray actor round trip (tiny and 1 MiB), the baseline of everything below (measured
-  again after the null steps: on a shared machine it drifts);
+  again after the null steps, once their tasks' processes have ended: on a shared machine it
+  drifts);
 - the null step's exchange written directly in Ray (driver -> ps and worker, ps -> worker value,
   worker -> ps gradient): the floor under opsdk's step;
 - a steady step's exchange written directly in Ray (the client calls the worker with the value
@@ -282,7 +283,27 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
     for sessions in by_kind.values():
         for sess in sessions:
             sess.close()
+        sessions[0].end_tasks()  # the kind's tasks, shared by its sessions
     return {kind: statistics.median(t) * 1e3 for kind, t in times.items()}
+
+
+def tasks_gone(limit_s: float = 15.0) -> bool:
+    """Wait until no task actor's process is left on this machine (the null steps ended their
+    tasks, and Ray ends the processes in the background: measured meanwhile, a round trip
+    shares the cores with their exits); False if some are still there after `limit_s`."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        names = []
+        for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    names.append(f.read(64))
+            except OSError:  # not a process, or it ended meanwhile
+                continue
+        if not any(n.startswith(b"ray::TaskActor") for n in names):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def sparse_bytes() -> tuple[int, int]:
@@ -355,8 +376,10 @@ def main() -> None:
         print(f"sync-replica null step, {workers} worker(s): {ms['compiled']:.2f} ms (median; "
               f"{ms['task calls']:.2f} ms with Ray task calls, {ms['read at start']:.2f} ms "
               "with values read at each step's start)")
+    gone = tasks_gone()
     rt = ray_round_trip(args.repeat)
-    print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms")
+    print(f"Ray actor round trip again (median): tiny {rt['tiny']:.2f} ms"
+          + ("" if gone else " (task processes of the null steps were still running)"))
     if args.null_only:
         print(f"load average after: {os.getloadavg()}")
         engine.shutdown()
