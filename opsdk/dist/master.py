@@ -171,7 +171,7 @@ class ClusterSession:
             raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
         for task, info in infos.items():
             options, listed = self._placed[task]
-            problem = misplaced(task, options, info["ray_node"], listed, info["reserved"])
+            problem = misplaced(task, options, info["ray_node"], listed, info.get("reserved"))
             if problem:
                 raise OpsdkError(f"{problem}: another client started it under cluster_name "
                                  f"'{self.cluster_name}' and it keeps its place; close that "

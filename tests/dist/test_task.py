@@ -107,7 +107,7 @@ def test_a_small_value_crosses_to_another_task_packed_and_arrives_an_array():
     sender.send(_key(8), small)
     sender.send(_key(8, name="y:0"), large)
     (k1, v1), (k2, v2) = peer.sent
-    assert not isinstance(v1, np.ndarray)  # msgpack-able, not Ray's pickled array
+    assert not isinstance(v1, np.ndarray)  # plain values, not an array for Ray to pickle
     assert v2 is large
     for key, value in peer.sent:
         receiver.deliver(key, value)
