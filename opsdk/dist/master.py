@@ -525,6 +525,8 @@ class ClusterSession:
         with self._lock:
             self._ended = True
             self._actors.clear()
+        if not ray.is_initialized():  # Ray was shut down: its tasks went with it
+            return
         for task in self.cluster.task_names():
             try:
                 handle = ray.get_actor(self._actor_name(task), namespace=_NAMESPACE)

@@ -111,3 +111,24 @@ def test_close_leaves_the_tasks_and_end_tasks_ends_them_for_every_client(ray_eng
     with ClusterSession(None, cluster, cluster_name="end-tasks") as again:
         again.reconnect()
         assert again.engine_info(ps)["pid"] not in pids.values()
+
+
+def test_end_tasks_after_ray_was_shut_down_starts_no_ray(monkeypatch):
+    """Ray's `get_actor` starts a new local instance when none runs; end_tasks must not."""
+    from opsdk.dist import engine
+
+    class NoRay:  # Ray as it is after engine.shutdown()
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def get_actor(*args, **kwargs):
+            raise AssertionError("end_tasks looked an actor up with Ray shut down")
+
+    monkeypatch.setattr(engine, "connect", lambda address=None: None)
+    monkeypatch.setattr(engine, "ray_module", lambda: NoRay)
+    sess = ClusterSession(None, {"ps": 1, "worker": 1}, cluster_name="gone")
+    sess.end_tasks()
+    with pytest.raises(OpsdkError, match="ended its tasks"):
+        sess.actor("/job:ps/replica:0/task:0")
