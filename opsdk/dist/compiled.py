@@ -45,7 +45,6 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
-from opsdk.dist import wire
 from opsdk.dist.prefetch import StepMode
 
 GRAPH_SLOTS = 8  # compiled graphs one task takes part in at once (threads of `_ray_system`)
@@ -135,8 +134,8 @@ class CompiledSteady:
         for task in self.order:
             parts = self.step.by_task[task]
             keys = tuple((*p.key, "steady") if p.steady is not None else p.key for p in parts)
-            values = tuple({name: wire.pack(feeds[t]) for t, name in p.feeds} for p in parts)
-            call = (keys, step_id, values, timeout, self.modes[task].fields())
+            call = (keys, step_id, self.step.task_feeds(task, feeds), timeout,
+                    self.modes[task].fields())
             pushed = carry.pushes.get(task, [])
             if len(pushed) != self.pushed_count[task]:
                 raise OpsdkError(f"a compiled step of {task} came with {len(pushed)} lists of "

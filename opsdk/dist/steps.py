@@ -204,7 +204,7 @@ class DistributedStep:
         nxt = Carry() if push else None
         for task in (self.steady_order if steady else self.by_task):
             parts = self.by_task[task]
-            values = tuple({name: wire.pack(feeds[t]) for t, name in p.feeds} for p in parts)
+            values = self.task_feeds(task, feeds)
             keys = tuple((*p.key, "steady") if steady and p.steady is not None else p.key
                          for p in parts)
             mode = StepMode(steady, self.outboxes[task] if steady else (),
@@ -224,6 +224,12 @@ class DistributedStep:
             if mode.rounds:
                 nxt.rounds[task] = next(rest)
         return fetch_refs, made, nxt
+
+    def task_feeds(self, task: str, feeds: dict) -> tuple:
+        """The fed values of each of `task`'s partitions, by placeholder name, in their wire
+        form (opsdk/dist/wire.py): a step call's `feeds`."""
+        return tuple({name: wire.pack(feeds[t]) for t, name in p.feeds}
+                     for p in self.by_task[task])
 
     def collect(self, results: dict[str, list]) -> dict:
         """Fetched element -> value, from each task's results (None for an Operation)."""
