@@ -72,7 +72,8 @@ def save(sess: Any, folder: str | os.PathLike, step: int, keep: int = 3) -> Path
     refs = {}
     for task in sess.cluster.task_names():
         name = f"ckpt-{step}.{task.strip('/').replace('/', '_').replace(':', '-')}.shard"
-        refs[task] = sess.actor(task).save_shard.remote(str(folder / name))
+        refs[task] = sess.actor(task).save_shard.remote(str(folder / name),
+                                                        sess.trusted_incarnation(task))
     shards = {}
     for task, ref in refs.items():
         try:
@@ -117,6 +118,7 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
         except Exception as exc:
             from opsdk.dist.master import _reason
             raise OpsdkError(f"restoring {index.name}: task {task}: {_reason(exc)}") from None
+    sess.trust_tasks()  # the tasks as they run now hold the variables again
     return step
 
 

@@ -110,6 +110,9 @@ class ClusterSession:
         self._steps: dict[tuple, DistributedStep] = {}
         self._actors: dict[str, Any] = {}
         self._incarnations: dict[str, int] = {}
+        # Per task the incarnation holding this session's variables: the first one seen, and
+        # each one a restore put them back in (checkpoint.save refuses a task restarted since).
+        self._trusted: dict[str, int] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._ended = False  # end_tasks() ran: no task is started again
@@ -178,6 +181,8 @@ class ClusterSession:
                                  "client's session first, or give this one another "
                                  "cluster_name")
             del self._placed[task]  # where it runs now; a restart keeps its placement
+        for task, incarnation in incarnations.items():
+            self._trusted.setdefault(task, incarnation)
         return incarnations
 
     def reconnect(self) -> None:
@@ -185,6 +190,19 @@ class ClusterSession:
         the next step registers the partitions a restarted task lost."""
         with self._lock:
             self._incarnations = self._introduce()
+            self._pushed = None
+
+    def trusted_incarnation(self, task: str) -> Optional[int]:
+        """The incarnation of `task` that holds this session's variables (None before its
+        first step): a task that restarted since holds none until a restore."""
+        return self._trusted.get(task)
+
+    def trust_tasks(self) -> None:
+        """Every task, as it runs now, holds the session's variables (after a restore put them
+        back); also introduces the tasks again."""
+        with self._lock:
+            self._incarnations = self._introduce()
+            self._trusted = dict(self._incarnations)
             self._pushed = None
 
     def forget_pushed(self) -> None:

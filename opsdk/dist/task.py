@@ -245,9 +245,16 @@ class TaskState:
         reset_accumulators(self.variables)
         return len(values)
 
-    def save_shard(self, path: str) -> Optional[dict]:
-        """Write this task's variables to `path` atomically (checkpoint.py); None if none."""
+    def save_shard(self, path: str, incarnation: Optional[int] = None) -> Optional[dict]:
+        """Write this task's variables to `path` atomically (checkpoint.py); None if none.
+        `incarnation`: the one the master trusts to hold its variables; a task restarted since
+        (which holds none of them) refuses, where an empty shard would lose them."""
         from opsdk.dist.checkpoint import write_shard
+
+        if incarnation is not None and incarnation != self.incarnation:
+            raise OpsdkError(f"task {self.task} restarted since its variables were last "
+                             "known here and holds none of them: restore the latest "
+                             "checkpoint first (opsdk.dist.checkpoint.restore)")
 
         return write_shard(self.variables.host_values(), path)
 

@@ -74,6 +74,36 @@ def test_a_killed_task_is_reported_restarted_restored_and_training_goes_on(ray_e
     assert abs(final - undisturbed) < 0.05 + 0.2 * undisturbed
 
 
+def _kill_and_wait_for_restart(sess, task):
+    pid = sess.engine_info(task)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:  # until Ray restarted it
+        try:
+            if sess.engine_info(task)["pid"] != pid:
+                return
+        except Exception:  # noqa: BLE001 - restarting
+            pass
+        assert time.monotonic() < deadline, f"Ray did not restart {task}"
+        time.sleep(0.2)
+
+
+def test_a_checkpoint_refuses_a_task_that_restarted_since_the_session_knew_it(ray_engine,
+                                                                             tmp_path):
+    # a ps killed between steps and restarted by Ray holds no variables: a checkpoint written
+    # then would name no shard of it, and restoring it would lose the ps's variables
+    g, x, w, loss, train, init = _regression()
+    with ClusterSession(g, CLUSTER, cluster_name="ckpt-restarted", step_timeout=60) as sess:
+        sess.run(init)
+        sess.run(train, {x: _data(0)})
+        checkpoint.save(sess, tmp_path, 1)
+        _kill_and_wait_for_restart(sess, PS)
+        with pytest.raises(OpsdkError, match=f"checkpoint 2: .*task {PS} restarted since"):
+            checkpoint.save(sess, tmp_path, 2)
+        assert checkpoint.latest(tmp_path).name == "ckpt-1.index"
+        assert not list(tmp_path.glob("ckpt-2*"))
+
+
 def test_checkpoint_shards_then_the_index(ray_engine, tmp_path):
     g, x, w, loss, train, init = _regression()
     with ClusterSession(g, CLUSTER, cluster_name="ckpt") as sess:
