@@ -35,8 +35,8 @@ def train_supervised(sess: Any, step: Callable[[Any, int], Any], steps: int,
                      checkpoint_dir: str | os.PathLike, every: int, init: Any,
                      max_failures: int = 3) -> list[Recovery]:
     """Run `step(sess, i)` for i up to `steps`, checkpointing every `every` steps; returns the
-    failures it recovered from. A closed session (or Ctrl-C) stops it; more than
-    `max_failures` failures raise the last one."""
+    failures it recovered from (a step's, or a checkpoint's that met a dead task). A closed
+    session (or Ctrl-C) stops it; more than `max_failures` failures raise the last one."""
     index = checkpoint.latest(checkpoint_dir)
     if index is not None:
         i = checkpoint.restore(sess, index)
@@ -48,6 +48,11 @@ def train_supervised(sess: Any, step: Callable[[Any, int], Any], steps: int,
     while i < steps:
         try:
             step(sess, i)
+            # A task that died between steps shows here first (a client's own task whose
+            # steady steps run in the client, opsdk/dist/inprocess.py, is met by nothing else):
+            # a failed checkpoint is a failure like a step's.
+            if (i + 1) % every == 0 or i + 1 == steps:
+                checkpoint.save(sess, checkpoint_dir, i + 1)
         except CancelledError:
             raise
         except OpsdkError as exc:
@@ -61,6 +66,4 @@ def train_supervised(sess: Any, step: Callable[[Any, int], Any], steps: int,
         i += 1
         if recoveries and recoveries[-1].resumed_at is None:
             recoveries[-1].resumed_at = time.monotonic()
-        if i % every == 0 or i == steps:
-            checkpoint.save(sess, checkpoint_dir, i)
     return recoveries

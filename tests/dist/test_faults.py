@@ -88,6 +88,26 @@ def _kill_and_wait_for_restart(sess, task):
         time.sleep(0.2)
 
 
+def test_a_task_that_died_between_steps_fails_the_checkpoint_and_the_loop_recovers(ray_engine,
+                                                                                  tmp_path):
+    g, x, w, loss, train, init = _regression()
+    with ClusterSession(g, CLUSTER, cluster_name="kill-between", step_timeout=60) as sess:
+        killed = []
+
+        def step(sess, i):
+            sess.run(train, {x: _data(i)})
+            if i == 14 and not killed:  # restarted before the checkpoint of step 15
+                killed.append(i)
+                _kill_and_wait_for_restart(sess, PS)
+
+        recoveries = train_supervised(sess, step, 20, tmp_path, every=5, init=init)
+        assert len(recoveries) == 1
+        assert recoveries[0].error.startswith("checkpoint 15: ") and PS in recoveries[0].error
+        assert recoveries[0].restored_step == 10
+        index = json.loads((tmp_path / "ckpt-20.index").read_text())
+        assert PS in index["shards"]  # the ps's variables are in the last checkpoint
+
+
 def test_a_checkpoint_refuses_a_task_that_restarted_since_the_session_knew_it(ray_engine,
                                                                              tmp_path):
     # a ps killed between steps and restarted by Ray holds no variables: a checkpoint written
