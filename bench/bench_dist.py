@@ -12,10 +12,12 @@
   floor under opsdk's compiled steady step (opsdk/dist/compiled.py); and as 2 and 4 such
   graphs, one per worker, sharing one ps that answers a round once every worker has called;
 - the synchronous-replica step of a null model (one scalar variable on the ps, each worker's
-  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), three ways
-  in alternating rounds of steps: the default (the ps pushes the next step's values, and the
-  steady step runs as a compiled graph), pushed values with Ray task calls
-  (`compiled_steps=False`), and values read at each step's start (`push_values=False`);
+  gradient a constant) for 1, 2 and 4 workers (workers are threads of this client), four ways
+  in alternating rounds of steps: the default (the ps pushes the next step's values, the
+  steady step runs as a compiled graph, and each client runs its worker's part in its own
+  process, opsdk/dist/inprocess.py), the same with the workers' parts on their actors
+  (`in_process_worker=False`), pushed values with Ray task calls (`compiled_steps=False`), and
+  values read at each step's start (`push_values=False`);
 - the bytes a sparse-embedding step sends against the dense table;
 - softmax-model throughput (examples/dist_softmax.py) for 1 and 2 workers;
 - the time from a killed ps task to the first successful step after the restore.
@@ -222,12 +224,16 @@ def ray_compiled_rounds(workers: int, repeat: int) -> float:
 
 
 # The null step's variants: ClusterSession options by label.
-# The compiled kind is compiled at once and warmed up until it is (the default waits for 2 s
-# of steady runs first, so that a short run does not pay for the compile), and keeps its graph
-# while the other kinds' rounds run (by default a graph idle for 2 s is torn down).
+# The compiled kinds are compiled at once and warmed up until they are, before each of their
+# rounds (the default waits for 2 s of steady runs first, so that a short run does not pay for
+# the compile), keep their graphs through the round (by default a graph idle for 2 s is torn
+# down) and tear them down after it.
 NULL_KINDS = {"compiled": {"compile_after_s": 0, "graph_idle_s": 3600},
+              "worker actors": {"compile_after_s": 0, "graph_idle_s": 3600,
+                                "in_process_worker": False},
               "task calls": {"compiled_steps": False},
               "read at start": {"push_values": False}}
+COMPILED_KINDS = ("compiled", "worker actors")
 
 
 def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
@@ -255,19 +261,28 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
                       for w, m in enumerate(models)]
                for n, (kind, options) in enumerate(NULL_KINDS.items())}
     times: dict[str, list] = {kind: [] for kind in NULL_KINDS}
-    warm = by_kind["compiled"]
-    warm[0].run(models[0][2])
-    deadline = time.monotonic() + 60
-    while not all(any(s.graph for s in sess._steps.values()) for sess in warm):
-        threads = [threading.Thread(target=warm[w].run, args=(models[w][1],))
-                   for w in range(workers)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        if time.monotonic() > deadline:
-            raise RuntimeError("the compiled null step was not compiled within 60 s")
+
+    def compiled(kind):
+        """Run `kind`'s steps (untimed) until every client's graph is compiled."""
+        warm = by_kind[kind]
+        deadline = time.monotonic() + 60
+        while not all(any(s.graph for s in sess._steps.values()) for sess in warm):
+            threads = [threading.Thread(target=warm[w].run, args=(models[w][1],))
+                       for w in range(workers)]
+            [t.start() for t in threads]
+            [t.join() for t in threads]
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the null step ({kind}) was not compiled within 60 s")
+
     for kind in list(NULL_KINDS) * rounds:
         sessions = by_kind[kind]
         sessions[0].run(models[0][2])
+        # A compiled kind's graphs spin on its tasks and client while they exist: each kind's
+        # are compiled before its round and torn down after it, so that they do not take the
+        # cores from the other kinds' rounds.
+        graphs = kind in COMPILED_KINDS
+        if graphs:
+            compiled(kind)
         mine: dict[int, list] = {w: [] for w in range(workers)}
 
         def loop(w):
@@ -280,6 +295,9 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
         [t.start() for t in threads]
         [t.join() for t in threads]
         times[kind] += mine[0][3:]
+        if graphs:
+            for sess in sessions:
+                sess._drop_graphs()
     for sessions in by_kind.values():
         for sess in sessions:
             sess.close()
@@ -374,6 +392,7 @@ def main() -> None:
     for workers in (1, 2, 4):
         ms = null_step(workers, args.repeat)
         print(f"sync-replica null step, {workers} worker(s): {ms['compiled']:.2f} ms (median; "
+              f"{ms['worker actors']:.2f} ms with the workers' parts on their actors, "
               f"{ms['task calls']:.2f} ms with Ray task calls, {ms['read at start']:.2f} ms "
               "with values read at each step's start)")
     gone = tasks_gone()

@@ -14,7 +14,9 @@ one output a task): the call's tuple and the kept rounds come from the client, t
 pushed to the task last run too (the previous run's outputs, read back by the client: a graph
 carries nothing from one run to the next), and the values of the tasks before it come over
 their channels. Its outputs are each task's fetched values and what this run pushes for the
-next.
+next. Where the client runs its own task's part (the head, opsdk/dist/inprocess.py), the graph
+holds the other tasks: the client runs the head first, and what it sends them joins their
+inputs.
 
 What this answers (each with a test in tests/dist/test_compiled.py):
 
@@ -93,23 +95,26 @@ class CompiledSteady:
     """The steady step of `step` (a DistributedStep) as one compiled graph on `actor_of`'s
     actors. Build with `compile_steady`, which claims the tasks' slots first."""
 
-    def __init__(self, step: Any, actor_of: Callable[[str], Any], owner: tuple):
+    def __init__(self, step: Any, actor_of: Callable[[str], Any], owner: tuple,
+                 head: Any = None):
         from ray.dag import InputNode, MultiOutputNode
 
-        self.step, self.owner = step, owner
-        self.order = list(step.steady_order)
-        self.actors = {t: actor_of(t) for t in self.order}
+        self.step, self.owner, self.head = step, owner, head
+        self.order = list(step.steady_order)  # the head (a ClientTask) first, when there is one
+        self.remote = self.order[1:] if head is not None else list(self.order)
+        self.actors = {t: actor_of(t) for t in self.remote}
         self.modes = {t: StepMode(True, step.outboxes[t], step.push_to[t], step.has_rounds[t])
                       for t in self.order}
-        # Per task one input from the client, (call, rounds, values pushed to it last run),
-        # and one output to it (TaskState.run_graph_step): each value is a channel to write
-        # and read, about 0.05 ms apiece.
+        # Per task one input from the client, (call, rounds, values pushed to it last run,
+        # values the head sent it this run), and one output to it (TaskState.run_graph_step):
+        # each value is a channel to write and read, about 0.05 ms apiece.
         self.pushed_count = {t: sum(t in step.push_to[p] for p in self.order)
                              for t in self.order}
+        self.from_head = (set(step.outboxes[head.task]) if head is not None else set())
         with InputNode() as inp:
             sent: dict[str, list] = {}  # receiving task -> nodes of values sent to it this run
             to_client = []
-            for n, task in enumerate(self.order):
+            for n, task in enumerate(self.remote):
                 mode = self.modes[task]
                 returns = 1 + len(mode.outboxes)
                 node = self.actors[task].run_graph_step.options(num_returns=returns).bind(
@@ -129,9 +134,20 @@ class CompiledSteady:
 
     def execute(self, step_id: int, feeds: dict, timeout: Optional[float], carry: Any) -> list:
         """Start one run (`carry`: the previous run's pushed values, as values); the refs of
-        each task's output (CompiledDAGRefs: each read once, in order)."""
+        each task's output in `order` (CompiledDAGRefs: each read once, in order; the head's,
+        run here first, is read at once). Raises HeadFailed when the head's part failed (the
+        graph did not run)."""
+        done = []
+        sent: dict = {}
+        if self.head is not None:
+            try:
+                fetched, sent = self.head.run(self.step, step_id, feeds, timeout,
+                                              carry.pushes.get(self.head.task, []))
+            except Exception as exc:  # noqa: BLE001 - a node's error, named by the task
+                raise HeadFailed(exc) from None
+            done = [_Done((fetched,))]
         args = []
-        for task in self.order:
+        for task in self.remote:
             parts = self.step.by_task[task]
             keys = tuple((*p.key, "steady") if p.steady is not None else p.key for p in parts)
             call = (keys, step_id, self.step.task_feeds(task, feeds), timeout,
@@ -142,8 +158,10 @@ class CompiledSteady:
                                  f"pushed values, not {self.pushed_count[task]} (a bug of the "
                                  "master)")
             # (Which pusher's list is which does not matter: a task merges them by key.)
+            if task in self.from_head:
+                pushed = [*pushed, sent[task]]
             args.append((call, carry.rounds.get(task), *pushed))
-        return self.graph.execute(*args)
+        return [*done, *self.graph.execute(*args)]
 
     def fetched(self, outputs: list) -> dict:
         """Each task's fetched values, from the outputs of a run."""
@@ -176,21 +194,42 @@ class CompiledSteady:
         self._finalizer()
 
 
+class HeadFailed(Exception):
+    """The head's part of a compiled run failed in the client (`error`, naming its task and
+    node); nothing of the run started on the tasks."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Done:
+    """An output already read (the head's), read like a CompiledDAGRef."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def get(self, timeout: Any = None) -> Any:
+        return self.value
+
+
 def compile_steady(step: Any, actor_of: Callable[[str], Any], owner: tuple,
-                   timeout: Optional[float]) -> Optional[CompiledSteady]:
-    """`step`'s steady step compiled, or None when a task has no slot free (the caller keeps
-    the plain steady launch)."""
+                   timeout: Optional[float], head: Any = None) -> Optional[CompiledSteady]:
+    """`step`'s steady step compiled (its first task run in the client when `head`, a
+    ClientTask, is given), or None when a task has no slot free (the caller keeps the plain
+    steady launch)."""
     from opsdk.dist.engine import ray_module
 
     ray = ray_module()
-    actors = [actor_of(t) for t in step.steady_order]
+    order = step.steady_order[1:] if head is not None else step.steady_order
+    actors = [actor_of(t) for t in order]
     claims = [a.claim_graph_slot.remote(owner) for a in actors]
     granted = ray.get(claims, timeout=timeout)
     if not all(granted):
         _release(actors, owner)
         return None
     try:
-        return CompiledSteady(step, actor_of, owner)
+        return CompiledSteady(step, actor_of, owner, head)
     except BaseException:
         _release(actors, owner)
         raise

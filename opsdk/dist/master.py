@@ -12,7 +12,8 @@ values (a steady step, opsdk/dist/prefetch.py, starts them in the order its valu
 call taking the earlier calls' values as Ray arguments; after a few such runs as a Ray compiled
 graph, opsdk/dist/compiled.py); the first error (a node's, or a task that died) aborts the step
 on every task and is raised naming the task. Nodes with no `/job:` device run on the session's
-own task; nothing runs in the client itself.
+own task; in a steady step that task's part may run in the client's process instead of its
+actor (opsdk/dist/inprocess.py), and nothing else runs in the client.
 
 Several clients may share tasks (between-graph replication: each worker's client builds its own
 graph): the task actors are named `opsdk:<cluster_name>:<task>` in Ray, so every ClusterSession
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import secrets
+import socket
 import threading
 import time
 from typing import Any, Mapping, Optional
@@ -40,6 +42,7 @@ from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
 from opsdk.dist import compiled
+from opsdk.dist.inprocess import ClientTask, runs_in_client
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
 
@@ -72,7 +75,11 @@ class ClusterSession:
     e.g. `{"worker": {"num_gpus": 1}, "ps": {"node": "10.0.0.1"}}`; a cluster in TF1's form
     places each task on the node its address names, where there is one. A task another client
     of the same `cluster_name` started keeps its place: where that is not the one asked for, the
-    session's first step is an error."""
+    session's first step is an error.
+    `in_process_worker`: steady steps run the session's own task's part in the client's
+    process, where that part holds no state and runs on the CPU and the task has no placement
+    of its own (opsdk/dist/inprocess.py): one hop and, on a small machine, one busy process
+    fewer a step; False keeps every part on its task's actor."""
 
     def __init__(self, graph: Optional[Graph] = None, cluster: Any = None,
                  task: str = "/job:worker/replica:0/task:0", address: Optional[str] = None,
@@ -80,7 +87,7 @@ class ClusterSession:
                  step_timeout: Optional[float] = DEFAULT_STEP_TIMEOUT, max_restarts: int = 3,
                  push_values: bool = True, compiled_steps: bool = True,
                  compile_after_s: float = 2.0, placement: Optional[dict] = None,
-                 graph_idle_s: float = 2.0):
+                 graph_idle_s: float = 2.0, in_process_worker: bool = True):
         if isinstance(graph_idle_s, bool) or not (  # before anything starts
                 isinstance(graph_idle_s, (int, float)) and 0 < graph_idle_s < math.inf):
             raise OpsdkError(f"ClusterSession: graph_idle_s must be a number of seconds above "
@@ -100,6 +107,9 @@ class ClusterSession:
         self.compiled_steps = compiled_steps
         self.compile_after_s = compile_after_s
         self.graph_idle_s = float(graph_idle_s)
+        self.in_process_worker = in_process_worker
+        self._local: Optional[ClientTask] = None  # this client's task in its process
+        self._task_machine: Optional[str] = None  # the host its actor runs on, once asked
         self._last_step: Optional[DistributedStep] = None  # the step of the last run begun
         self._watcher: Optional[threading.Thread] = None  # lets go of idle graphs; the last
         self._watching = False  # it runs (under _lock: it ends where there is no graph to watch)
@@ -185,6 +195,17 @@ class ClusterSession:
             self._trusted.setdefault(task, incarnation)
         return incarnations
 
+    def _placed_elsewhere(self) -> bool:
+        """Whether this client's task must not run in the client's process: the session places
+        it (`placement=`), or its TF1 address put its actor on another machine."""
+        if self.task in self.placement:
+            return True
+        if self.task not in self._addresses:
+            return False
+        if self._task_machine is None:
+            self._task_machine = self.engine_info(self.task)["node"]
+        return self._task_machine != socket.gethostname()
+
     def reconnect(self) -> None:
         """Wait until every task answers (a restarted one included) and introduce them again;
         the next step registers the partitions a restarted task lost."""
@@ -257,6 +278,9 @@ class ClusterSession:
         ray = engine.ray_module()
         ray.get([self.actor(t).start_profile.remote(self._client) for t in tasks],
                 timeout=self.step_timeout)
+        local = self._local
+        if local is not None:  # steady runs of this client's task in its process
+            local.state.start_profile(self._client)
         walls = []
         try:
             for _ in range(steps):
@@ -265,9 +289,13 @@ class ClusterSession:
                 walls.append(time.perf_counter() - start)
         except BaseException:  # the step's error, not a failure to stop the timers, goes up
             _collect_quietly(ray, [self.actor(t).stop_profile.remote() for t in tasks])
+            if local is not None:
+                local.state.stop_profile()
             raise
         timed = dict(zip(tasks, ray.get([self.actor(t).stop_profile.remote() for t in tasks],
                                         timeout=self.step_timeout)))
+        if local is not None:
+            timed[local.task] = _merged(timed.get(local.task, []), local.state.stop_profile())
         result = ClusterProfile.of(steps, warmup, walls, timed)
         if show:
             print(result)
@@ -279,13 +307,19 @@ class ClusterSession:
             step = self._steps.get(key)
             if step is None:
                 step = build_step(self.graph, elements, feeds, self.options, self.cluster)
+                if self.in_process_worker and runs_in_client(step, self.task,
+                                                             self._placed_elsewhere()):
+                    step.head = self.task
+                    if self._local is None:
+                        self._local = ClientTask(self.task)
                 self._steps[key] = step
             if not self._incarnations:
                 self._incarnations = self._introduce()
             if step.registered_for != self._incarnations:
                 self._pushed = None
                 step.drop_graph()
-                step.register(self.actor, self._incarnations, self._client, self.step_timeout)
+                step.register(self.actor, self._incarnations, self._client, self.step_timeout,
+                              self._local)
         return step
 
     def _run_step(self, step: DistributedStep, feeds: dict, timeout: Optional[float]) -> dict:
@@ -335,10 +369,10 @@ class ClusterSession:
         """One run as Ray task calls: (each task's results, what it pushed for the next run)."""
         ray = engine.ray_module()
         started = time.perf_counter()
-        refs, made, pushed = step.launch(self.actor, step_id, feeds, timeout, carry,
-                                         self.push_values)
+        refs, made, pushed, results = step.launch(
+            self.actor, step_id, feeds, timeout, carry, self.push_values,
+            self._local if step.head is not None else None)
         pending = list(refs)
-        results: dict[str, list] = {}
         try:
             while pending:
                 # All at once: one call when the step goes well; a failed task still shows
@@ -384,7 +418,8 @@ class ClusterSession:
 
         graph, ray = None, engine.ray_module()
         try:
-            graph = compile_steady(step, self.actor, (self._client, id(step)), self.step_timeout)
+            graph = compile_steady(step, self.actor, (self._client, id(step)), self.step_timeout,
+                                   self._local if step.head is not None else None)
         except ray.exceptions.RayActorError:
             pass  # a task died: the next step says so, and its restart compiles again
         except Exception as exc:  # noqa: BLE001 - Ray task calls run it instead
@@ -436,13 +471,16 @@ class ClusterSession:
                       ) -> tuple[dict, Any]:
         """One steady run on `step`'s compiled graph, as `_run_launched`, the wait blocking in
         Ray (Ctrl-C interrupts it; close() aborts the step on the tasks, which ends it)."""
-        from opsdk.dist.compiled import owned, resolved
+        from opsdk.dist.compiled import HeadFailed, owned, resolved
 
         ray = engine.ray_module()
         outputs, keep = [], True  # _run_step put the run in _in_graph
         try:
             try:
                 refs = graph.execute(step_id, feeds, timeout, resolved(carry, ray, timeout))
+            except HeadFailed as exc:  # a node of the task run here: nothing else started
+                token.check("distributed step")  # closed: say so, not what it caused
+                raise exc.error from None
             except Exception as exc:  # a graph Ray tore down (a task died), a lost value
                 keep = False
                 raise self._failed(step, step_id, graph.task_of(exc, graph.order[0]), exc
@@ -506,6 +544,8 @@ class ClusterSession:
         """Abort the step on every task and wait (briefly) until each has done so, so that
         nothing of it is left to meet a later step (a dead task does not answer: skipped)."""
         ray = engine.ray_module()
+        if self._local is not None:
+            self._local.state.abort(step_id, message)
         refs = [self.actor(task).abort.remote(step_id, message) for task in step.tasks]
         ray.wait(refs, num_returns=len(refs), timeout=_ABORT_WAIT_S)
 
@@ -525,10 +565,16 @@ class ClusterSession:
         return ray.get(self.actor(task).info.remote(), timeout=self.step_timeout)
 
     def task_stats(self) -> dict[str, dict]:
-        """Per task: bytes and values sent to other tasks, partitions registered."""
+        """Per task: bytes and values sent to other tasks, partitions registered, steady
+        steps run (this client's task: its steady runs in the client's process included)."""
         ray = engine.ray_module()
-        return {t: ray.get(self.actor(t).stats.remote(), timeout=self.step_timeout)
-                for t in self.cluster.task_names()}
+        stats = {t: ray.get(self.actor(t).stats.remote(), timeout=self.step_timeout)
+                 for t in self.cluster.task_names()}
+        if self._local is not None:  # the steady runs of this client's task in its process
+            here = self._local.state.stats()
+            for counter in ("bytes_sent", "values_sent", "steady_steps"):
+                stats[self._local.task][counter] += here[counter]
+        return stats
 
     # ------------------------------------------------------------------ lifetime
     def end_tasks(self) -> None:
@@ -599,6 +645,17 @@ def _reason(exc: BaseException) -> str:
         return str(cause)
     text = str(exc)
     return text.strip().splitlines()[-1] if text.strip() else type(exc).__name__
+
+
+def _merged(*timings: list) -> list:
+    """Node timings ((name, type, device, calls, seconds) rows) of one task, summed by node."""
+    totals: dict[tuple, list] = {}
+    for rows in timings:
+        for *node, calls, seconds in rows:
+            total = totals.setdefault(tuple(node), [0, 0.0])
+            total[0] += calls
+            total[1] += seconds
+    return [(*node, calls, seconds) for node, (calls, seconds) in totals.items()]
 
 
 def _collect_quietly(ray: Any, refs: list) -> None:

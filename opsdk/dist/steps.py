@@ -93,6 +93,9 @@ class DistributedStep:
         # before; None when the tasks' values go both ways even with pushed values.
         self.steady_order = (task_order(self.outboxes)
                              if any(self.push_to.values()) else None)
+        # The task whose part steady runs run in the client's process (opsdk/dist/inprocess.py),
+        # set by the session; None: every part runs on its task's actor.
+        self.head: Optional[str] = None
         # Its steady runs as a Ray compiled graph (opsdk/dist/compiled.py), once compiled.
         self.graph: Any = None
         self.steady_runs = 0
@@ -151,8 +154,9 @@ class DistributedStep:
         return list(self.by_task)
 
     def register(self, actor_of: Callable[[str], Any], incarnations: dict[str, int],
-                 client: int, timeout: Optional[float]) -> None:
-        """Register every partition on its task for these incarnations (see the docstring)."""
+                 client: int, timeout: Optional[float], local: Any = None) -> None:
+        """Register every partition on its task for these incarnations (see the docstring),
+        the head's also on `local` (a ClientTask, opsdk/dist/inprocess.py)."""
         from opsdk.dist.engine import ray_module
 
         ray = ray_module()
@@ -170,8 +174,11 @@ class DistributedStep:
             part.make_push_plan()
             part.key = (client, id(self), part.location, hash(stamp))
             actor = actor_of(part.task)
+            text = export_graph(part.graph)
+            if local is not None and part.task == self.head:
+                local.register(part, text)
             refs[part.location] = actor.register.remote(
-                part.key, export_graph(part.graph), [n for _, n in part.feeds],
+                part.key, text, [n for _, n in part.feeds],
                 [n for _, n in part.fetches], part.targets, part.digests, shipments,
                 part.push_plan)
             if part.steady is not None:
@@ -190,19 +197,34 @@ class DistributedStep:
         self.registered_for = dict(incarnations)
 
     def launch(self, actor_of: Callable[[str], Any], step_id: int, feeds: dict,
-               timeout: Optional[float], carry: Optional["Carry"], push: bool
-               ) -> tuple[dict, list, Optional["Carry"]]:
+               timeout: Optional[float], carry: Optional["Carry"], push: bool,
+               local: Any = None) -> tuple[dict, list, Optional["Carry"], dict]:
         """Start step `step_id` on every task, one call each: all at once, values between
         tasks delivered by the tasks; or, steady (`carry`: what the previous run of this step
         pushed), in `steady_order`, each call taking the values of the calls before as Ray
-        arguments. Returns the refs of each task's fetches (ref -> task), every ref made, and
-        what this run pushes for the next (when `push`)."""
+        arguments, the head's part run first in the client (on `local`, a ClientTask: the
+        values pushed to it read here). Returns the refs of each task's fetches (ref -> task),
+        every ref made, what this run pushes for the next (when `push`), and the fetches of
+        the head run here (task -> its results)."""
         steady = carry is not None and self.steady_order is not None
         push = push and self.steady_order is not None
-        fetch_refs, made = {}, []
-        outboxes: dict[str, list] = {}  # receiving task -> refs of values sent to it
+        fetch_refs, made, done = {}, [], {}
+        outboxes: dict[str, list] = {}  # receiving task -> refs (or values) sent to it
         nxt = Carry() if push else None
-        for task in (self.steady_order if steady else self.by_task):
+        order = self.steady_order if steady else list(self.by_task)
+        if steady and local is not None and self.head is not None:
+            from opsdk.dist.engine import ray_module
+
+            ray = ray_module()
+            pushed = list(carry.pushes.get(self.head, []))  # refs, or values a graph returned
+            refs = [p for p in pushed if isinstance(p, ray.ObjectRef)]
+            got = dict(zip(refs, ray.get(refs, timeout=timeout))) if refs else {}
+            pushed = [got[p] if isinstance(p, ray.ObjectRef) else p for p in pushed]
+            done[self.head], sent = local.run(self, step_id, feeds, timeout, pushed)
+            for receiver, values in sent.items():
+                outboxes.setdefault(receiver, []).append(values)
+            order = order[1:]
+        for task in order:
             parts = self.by_task[task]
             values = self.task_feeds(task, feeds)
             keys = tuple((*p.key, "steady") if steady and p.steady is not None else p.key
@@ -223,7 +245,7 @@ class DistributedStep:
                 nxt.pushes.setdefault(receiver, []).append(next(rest))
             if mode.rounds:
                 nxt.rounds[task] = next(rest)
-        return fetch_refs, made, nxt
+        return fetch_refs, made, nxt, done
 
     def task_feeds(self, task: str, feeds: dict) -> tuple:
         """The fed values of each of `task`'s partitions, by placeholder name, in their wire

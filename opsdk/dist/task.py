@@ -351,6 +351,8 @@ class TaskState:
             self.rendezvous.abort(step_id, StepAborted(f"task {self.task} failed"))
             token.cancel(f"task {self.task} failed")
             wait_futures(others)
+            if isinstance(exc, KeyboardInterrupt):  # a client running its own task (Ctrl-C)
+                raise
             raise OpsdkError(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
         finally:
             self.tokens.pop(step_id, None)

@@ -55,12 +55,16 @@ def _run_until_compiled(sess, step, at_least=8, limit_s=60.0):
     return results
 
 
-@pytest.mark.parametrize("compiled", [True, False])
-def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
+@pytest.mark.parametrize("compiled,in_process", [(True, True), (True, False), (False, True),
+                                                 (False, False)])
+def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled, in_process):
+    # in_process: the worker's part of a steady step runs in the client (its actor is in no
+    # graph); else on its actor, in the graph
     cluster = {"ps": 1, "worker": 1}
     g, _, x, i, fetches, init = _model(cluster)
-    with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}",
-                        compiled_steps=compiled, compile_after_s=0, graph_idle_s=KEEP) as sess:
+    with ClusterSession(g, cluster, cluster_name=f"graph-exact-{compiled}-{in_process}",
+                        compiled_steps=compiled, compile_after_s=0, graph_idle_s=KEEP,
+                        in_process_worker=in_process) as sess:
         sess.run(init)
 
         def step():
@@ -69,7 +73,9 @@ def test_compiled_steps_compute_what_ray_task_calls_do(ray_engine, compiled):
         losses = (_run_until_compiled(sess, step) if compiled
                   else [step() for _ in range(12)])
         assert len(_compiled(sess)) == int(compiled)
-        assert _graphs(sess) == {PS: int(compiled), _worker(0): int(compiled)}
+        assert _graphs(sess) == {PS: int(compiled), _worker(0): int(compiled and not in_process)}
+        assert all((s.head is not None) == in_process for s in sess._steps.values()
+                   if s.steady_order is not None)
         assert sess.task_stats()[_worker(0)]["steady_steps"] == len(losses) - 1
         # Ray's channels did not import torch on the tasks (1.8 s on a graph's first run)
         import ray

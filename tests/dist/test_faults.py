@@ -40,9 +40,9 @@ def _data(i):
     return np.random.default_rng(i).standard_normal((32, 8)).astype(np.float32)
 
 
-def _train(name, folder, kill=None, steps=40):
+def _train(name, folder, kill=None, steps=40, **options):
     g, x, w, loss, train, init = _regression()
-    sess = ClusterSession(g, CLUSTER, cluster_name=name, step_timeout=60)
+    sess = ClusterSession(g, CLUSTER, cluster_name=name, step_timeout=60, **options)
     killed_at = []
 
     def step(sess, i):
@@ -59,12 +59,16 @@ def _train(name, folder, kill=None, steps=40):
     return recoveries, killed_at, final
 
 
-@pytest.mark.parametrize("victim", [PS, WORKER])
+@pytest.mark.parametrize("victim,in_process", [(PS, True), (WORKER, True), (WORKER, False)])
 def test_a_killed_task_is_reported_restarted_restored_and_training_goes_on(ray_engine, tmp_path,
-                                                                          victim):
-    name = "kill-" + victim.split("/")[1].split(":")[1]
-    _, _, undisturbed = _train(name + "-ref", tmp_path / "ref")
-    recoveries, killed_at, final = _train(name, tmp_path / "run", kill=victim)
+                                                                          victim, in_process):
+    # in_process: the worker's steady steps run in the client (opsdk/dist/inprocess.py), so its
+    # actor's death shows at the next checkpoint, which asks every task for its shard; else
+    # the next step, which runs on it, meets it
+    name = "kill-" + victim.split("/")[1].split(":")[1] + f"-{in_process}"
+    _, _, undisturbed = _train(name + "-ref", tmp_path / "ref", in_process_worker=in_process)
+    recoveries, killed_at, final = _train(name, tmp_path / "run", kill=victim,
+                                          in_process_worker=in_process)
     assert len(recoveries) == 1
     r = recoveries[0]
     assert victim in r.error  # the error names the task that died

@@ -123,8 +123,9 @@ def test_synchronous_rounds_of_two_workers_match_reading_at_each_step(ray_engine
         [t.start() for t in threads]
         [t.join() for t in threads]
         finals[push] = float(sessions[0].variable_values()["v"])
-        stats = sessions[0].task_stats()
-        steady = sum(stats[f"/job:worker/replica:0/task:{w}"]["steady_steps"] for w in range(2))
+        # each client counts its own task's steady steps (run in the client's process)
+        steady = sum(sessions[w].task_stats()[f"/job:worker/replica:0/task:{w}"]
+                     ["steady_steps"] for w in range(2))
         assert steady == (8 if push else 0)  # 4 steady steps per worker
     # the round's mean gradient is LR * 2 v * 1.5: v *= 1 - 0.3 per round
     np.testing.assert_allclose(finals[True], 0.7 ** 5, rtol=1e-5)
