@@ -234,6 +234,9 @@ NULL_KINDS = {"compiled": {"compile_after_s": 0, "graph_idle_s": 3600},
               "task calls": {"compiled_steps": False},
               "read at start": {"push_values": False}}
 COMPILED_KINDS = ("compiled", "worker actors")
+# Steps of each round left untimed: a compile's and the other kinds' processes settle (a
+# graph's first steps after its compile ran 1.5-2x slower than its 100th).
+WARM_STEPS = 50
 
 
 def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
@@ -286,7 +289,7 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
         mine: dict[int, list] = {w: [] for w in range(workers)}
 
         def loop(w):
-            for _ in range(repeat + 3):
+            for _ in range(WARM_STEPS + repeat):
                 start = time.perf_counter()
                 sessions[w].run(models[w][1])
                 mine[w].append(time.perf_counter() - start)
@@ -294,7 +297,7 @@ def null_step(workers: int, repeat: int, rounds: int = 3) -> dict[str, float]:
         threads = [threading.Thread(target=loop, args=(w,)) for w in range(workers)]
         [t.start() for t in threads]
         [t.join() for t in threads]
-        times[kind] += mine[0][3:]
+        times[kind] += mine[0][WARM_STEPS:]
         if graphs:
             for sess in sessions:
                 sess._drop_graphs()
