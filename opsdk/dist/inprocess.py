@@ -88,3 +88,10 @@ class ClientTask:
         if mode.returns == 1:
             return out, {}
         return out[0], dict(zip(mode.outboxes, out[1:]))
+
+    def close(self) -> None:
+        """Let the threads of its partitions' pools end (the session closed): the client's
+        process lives on, where a task's actor would have ended with them."""
+        for part in list(self.state.partitions.values()):
+            part.pool.shutdown(wait=False)
+        self.state.runner.shutdown(wait=False)

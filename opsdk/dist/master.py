@@ -613,6 +613,8 @@ class ClusterSession:
             self._abort(step, step_id, "the session was closed")
         if not in_graph:
             self._drop_graphs()
+        if self._local is not None:
+            self._local.close()
         # The watcher ends before close() returns: a thread of the session still running when
         # the program shuts Ray down next may collect garbage holding Ray objects, and a Ray
         # object freed after the shutdown ends the process (Ray: "The core worker has already

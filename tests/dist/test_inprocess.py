@@ -100,3 +100,6 @@ def test_a_node_error_in_the_client_names_the_task_and_keeps_the_compiled_graph(
             sess.run(fetches, _feeds(x, i))
         assert sess.task_stats()[WORKER]["steady_steps"] == before + 3
         assert step.graph is graph
+    # closed: the client's task lets its threads go (the process lives on)
+    local = sess._local.state
+    assert local.runner._shutdown and all(p.pool._shutdown for p in local.partitions.values())
