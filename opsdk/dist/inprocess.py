@@ -16,8 +16,9 @@ Only where running it here cannot change a result (`runs_in_client`):
   stream on the task), placeholders, constants, sends, receives and `no_op`s, no variable, no
   control flow;
 - all of it on the CPU (a GPU of the task's actor is not the client's);
-- the task has no placement of the session's (`placement=`, a TF1 cluster's addresses): where it
-  was asked to run elsewhere, it runs there.
+- the session gives the task no placement (`placement=`), and a TF1 cluster's address for it,
+  if any, put its actor on the client's machine: where it was asked to run elsewhere, it runs
+  there.
 
 The task's actor stays: full steps (the first, and any after another step, a failure, a
 restore) run there, as values from other tasks reach it by delivery, which the client's process
