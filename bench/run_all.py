@@ -66,7 +66,7 @@ SCRIPTS = (
     Script("bench_jax_ffi", ("--quick",), ("--quick",),
            leaves_out=("n=m=128 and n=m=1024", "--quick runs n=m=16 and 512; the script "
                        "without it runs them all")),
-    Script("bench_dist", ("--null-only",), ("--null-only", "--repeat", "10"),
+    Script("bench_dist", ("--null-only",), ("--null-only", "--repeat", "10"), False, 600,
            leaves_out=("sparse-embedding bytes, softmax throughput, recovery from a killed ps",
                        "Ray clusters started and killed for each; the script without --null-only "
                        "runs them")),
