@@ -4,7 +4,7 @@ opsdk writes no RPC, scheduler or process manager of its own: tasks are Ray acto
 between them are Ray calls. `connect()` with no address (and no `RAY_ADDRESS`) starts the
 *embedded* instance, sized for a small machine: dashboard off, bound to loopback, a small object
 store and a temp dir of its own (Ray's default under /tmp/ray is shared by every user of the
-machine), its task processes at the client's priority (Ray's default is nice 15). Recent Ray turns token authentication on for a local instance it starts (the token is
+machine). Recent Ray turns token authentication on for a local instance it starts (the token is
 kept under ~/.ray, or where RAY_AUTH_TOKEN_PATH points); opsdk leaves that on. With an address,
 the process joins that cluster instead, after checking that the address answers at all (Ray's own
 connect retries for a minute before it gives up).
@@ -87,30 +87,13 @@ def _join(ray: Any, address: str) -> Engine:
     return Engine(address, "")
 
 
-# Ray starts its worker processes (opsdk's tasks) at nice 15, below the client. On the embedded
-# instance the tasks are the program's own training, and a client computing its worker's part
-# (opsdk/dist/inprocess.py) or waiting on channels in a busy loop took the cores from the ps:
-# the 2-worker null step ran 1.18-1.37 ms with the ps at nice 15 against 0.70-1.04 at 0, the
-# 4-worker one 1.96-2.13 against 1.24-2.07 (alternating runs, 2,000 steps each, 2 cores). So the
-# embedded instance starts them at the client's priority, unless RAY_worker_niceness says
-# otherwise; a cluster joined by address keeps its own setting.
-_NICENESS_ENV = "RAY_worker_niceness"
-
-
 def _start_embedded(ray: Any, temp_dir: Optional[str]) -> Engine:
     # Ray keeps Unix sockets under its temp dir, whose paths may not exceed 107 bytes: a short
     # folder directly under the system temp dir.
     folder = temp_dir or tempfile.mkdtemp(prefix="opsdk-ray-")
-    given = _NICENESS_ENV in os.environ
-    if not given:  # read by the raylet that ray.init starts (a Ray setting's variable)
-        os.environ[_NICENESS_ENV] = "0"
-    try:
-        ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                 object_store_memory=OBJECT_STORE_BYTES, _temp_dir=folder,
-                 configure_logging=False, log_to_driver=True)
-    finally:
-        if not given:
-            os.environ.pop(_NICENESS_ENV, None)
+    ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
+             object_store_memory=OBJECT_STORE_BYTES, _temp_dir=folder,
+             configure_logging=False, log_to_driver=True)
     return Engine("", folder)
 
 

@@ -47,20 +47,3 @@ def test_an_address_that_does_not_answer_is_a_clear_error():
         check_answers("127.0.0.1:1")
     with pytest.raises(OpsdkError, match="expected host:port"):
         check_answers("nowhere")
-
-
-def test_the_embedded_instance_runs_its_tasks_at_the_clients_priority(ray_engine):
-    # Ray's default, nice 15, put the ps below a client that computes its worker's part or
-    # waits on channels in a busy loop (opsdk/dist/engine.py)
-    import os
-
-    import ray
-
-    if os.environ.get("RAY_worker_niceness") is not None:
-        pytest.skip("RAY_worker_niceness is set for this run: Ray follows it")
-
-    @ray.remote(num_cpus=0)
-    def niceness():
-        return os.nice(0)
-
-    assert ray.get(niceness.remote(), timeout=60) == os.nice(0)
