@@ -24,7 +24,7 @@ import numpy as np
 # KiB, 0.46 against 0.31 at 64 KiB, 0.59 against 0.54 at 256 KiB, where the copies begin to
 # weigh.
 SMALL_BYTES = 64 * 1024
-_MARK = "\x00opsdk.ndarray"  # first field of a packed array (Ray may return it as a list)
+MARK = "\x00opsdk.ndarray"  # first field of a packed array (Ray may return it as a list)
 _PLAIN = frozenset("biufc")  # bool and numbers: dtype.str says all (not a record's fields)
 
 
@@ -33,16 +33,16 @@ def pack(value: Any) -> Any:
     anything else as is."""
     if type(value) is np.ndarray:
         if value.nbytes <= SMALL_BYTES and value.dtype.kind in _PLAIN:
-            return (_MARK, value.dtype.str, value.shape, value.tobytes())
+            return (MARK, value.dtype.str, value.shape, value.tobytes())
     elif isinstance(value, np.generic) and value.dtype.kind in _PLAIN:
-        return (_MARK, value.dtype.str, None, value.tobytes())  # shape None: a scalar
+        return (MARK, value.dtype.str, None, value.tobytes())  # shape None: a scalar
     return value
 
 
 def unpack(value: Any) -> Any:
     """`value` from its wire form (a packed array becomes an array of its own, a packed
     scalar a NumPy scalar)."""
-    if type(value) in (tuple, list) and len(value) == 4 and value[0] == _MARK:
+    if type(value) in (tuple, list) and len(value) == 4 and value[0] == MARK:
         _, dtype, shape, data = value
         flat = np.frombuffer(data, np.dtype(dtype))
         return flat[0] if shape is None else flat.reshape(shape).copy()

@@ -61,3 +61,27 @@ def test_maps_and_pairs_pack_their_values_only():
     assert wire.unpack_map(None) is None
     got = wire.unpack_map(wire.pack_map({"x": np.arange(3)}))
     np.testing.assert_array_equal(got["x"], np.arange(3))
+
+
+def test_a_read_output_owns_its_arrays_and_passes_packed_values_and_other_kinds_over():
+    import collections
+
+    from opsdk.dist.compiled import owned
+
+    buffer = np.arange(8, dtype=np.float32)
+    view = buffer[2:6]  # as Ray reads an array out of a channel: not its own memory
+    packed = wire.pack(np.ones(2, np.float32))
+    Pair = collections.namedtuple("Pair", "a b")
+    value = {"view": view, "rows": [view, (view, packed)], "packed": packed,
+             "as_list": list(packed), "pair": Pair(view, 1), "scalar": np.float32(2),
+             "four": (view, view, view, view), "plain": (1, "x", None, b"y", 2.5, True)}
+    got = owned(value)
+    for array in (got["view"], got["rows"][0], got["rows"][1][0], *got["four"], got["pair"].a):
+        assert array.flags.owndata and not np.shares_memory(array, buffer)
+        np.testing.assert_array_equal(array, view)
+    assert got["packed"] is packed and got["rows"][1][1] is packed  # bytes: already its own
+    assert got["as_list"] == list(packed)  # Ray may read a packed tuple back as a list
+    assert type(got["pair"]) is Pair and type(got["rows"]) is list
+    assert got["plain"] == value["plain"] and got["scalar"] == np.float32(2)
+    own = np.ones(3)
+    assert owned(own) is own  # an array of its own is not copied
