@@ -42,6 +42,7 @@ from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
 from opsdk.dist import compiled
+from opsdk.dist.errors import TaskUnavailable
 from opsdk.dist.inprocess import ClientTask, runs_in_client
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
@@ -123,6 +124,9 @@ class ClusterSession:
         # Per task the incarnation holding this session's variables: the first one seen, and
         # each one a restore put them back in (checkpoint.save refuses a task restarted since).
         self._trusted: dict[str, int] = {}
+        # The tasks that held no variables at this session's last checkpoint or restore: a
+        # restart loses nothing there, so checkpoint.save does not refuse one's new incarnation.
+        self._empty: set[str] = set()
         self._lock = threading.Lock()
         self._closed = False
         self._ended = False  # end_tasks() ran: no task is started again
@@ -181,7 +185,8 @@ class ClusterSession:
             incarnations = {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
             infos = {t: ray.get(r, timeout=self.step_timeout) for t, r in where.items()}
         except Exception as exc:
-            raise OpsdkError(f"the cluster's tasks did not answer: {_reason(exc)}") from None
+            raise TaskUnavailable(f"the cluster's tasks did not answer: {_reason(exc)}"
+                                  ) from None
         for task, info in infos.items():
             options, listed = self._placed[task]
             problem = misplaced(task, options, info["ray_node"], listed, info.get("reserved"))
@@ -214,9 +219,18 @@ class ClusterSession:
             self._pushed = None
 
     def trusted_incarnation(self, task: str) -> Optional[int]:
-        """The incarnation of `task` that holds this session's variables (None before its
-        first step): a task that restarted since holds none until a restore."""
+        """The incarnation of `task` that holds this session's variables, which
+        checkpoint.save checks: a task that restarted since holds none until a restore. None
+        where there is nothing to check: before the session's first step, and for a task that
+        held no variables at its last checkpoint or restore (a worker, whose restart loses
+        nothing; a task given variables after that checkpoint is not guarded until the next)."""
+        if task in self._empty:
+            return None
         return self._trusted.get(task)
+
+    def note_holders(self, tasks: Any) -> None:
+        """After a checkpoint or restore: `tasks` held variables in it, the others none."""
+        self._empty = set(self.cluster.task_names()) - set(tasks)
 
     def trust_tasks(self) -> None:
         """Every task, as it runs now, holds the session's variables (after a restore put them
@@ -536,9 +550,9 @@ class ClusterSession:
         self._incarnations = {}
         ray = engine.ray_module()
         if isinstance(exc, ray.exceptions.RayActorError):
-            return OpsdkError(f"task {task} died during the step ({_reason(exc)}); the step was "
-                              "aborted on every task")
-        return OpsdkError(_reason(exc))
+            return TaskUnavailable(f"task {task} died during the step ({_reason(exc)}); the "
+                                   "step was aborted on every task")
+        return (TaskUnavailable if is_gone(exc) else OpsdkError)(_reason(exc))
 
     def _abort(self, step: DistributedStep, step_id: int, message: str) -> None:
         """Abort the step on every task and wait (briefly) until each has done so, so that
@@ -555,8 +569,13 @@ class ClusterSession:
         ray = engine.ray_module()
         values: dict[str, Any] = {}
         for task in self.cluster.task_names():
-            values.update(ray.get(self.actor(task).variable_values.remote(),
-                                  timeout=self.step_timeout))
+            try:
+                values.update(ray.get(self.actor(task).variable_values.remote(),
+                                      timeout=self.step_timeout))
+            except Exception as exc:
+                if not is_gone(exc):
+                    raise
+                raise TaskUnavailable(f"task {task} did not answer: {_reason(exc)}") from None
         return values
 
     def engine_info(self, task: str) -> dict:
@@ -638,6 +657,21 @@ class ClusterSession:
 
 _NAMESPACE = "opsdk"  # the Ray namespace of the task actors (named opsdk:<cluster_name>:<task>)
 RELEASE_JOIN_S = 15.0  # close() waits this long for the watcher (a teardown it is in included)
+
+
+def is_gone(exc: BaseException) -> bool:
+    """Whether `exc` (from Ray) says a task is gone: its actor died or is restarting, a task
+    refused because it restarted (TaskUnavailable), or Ray tore a compiled graph down (it does
+    when one of the graph's tasks dies; a graph this client tears down stops its step by its
+    token first)."""
+    ray = engine.ray_module()
+    errors = ray.exceptions
+    if isinstance(exc, (errors.RayActorError, TaskUnavailable)):
+        return True
+    if (isinstance(exc, errors.RayChannelError)
+            and not isinstance(exc, errors.RayChannelTimeoutError)):
+        return True
+    return isinstance(getattr(exc, "cause", None), TaskUnavailable)
 
 
 def _reason(exc: BaseException) -> str:

@@ -14,10 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.exec.executor import CancelledError
-
 from opsdk.dist import checkpoint
+from opsdk.dist.errors import TaskUnavailable
 
 
 @dataclass
@@ -35,8 +33,9 @@ def train_supervised(sess: Any, step: Callable[[Any, int], Any], steps: int,
                      checkpoint_dir: str | os.PathLike, every: int, init: Any,
                      max_failures: int = 3) -> list[Recovery]:
     """Run `step(sess, i)` for i up to `steps`, checkpointing every `every` steps; returns the
-    failures it recovered from (a step's, or a checkpoint's that met a dead task). A closed
-    session (or Ctrl-C) stops it; more than `max_failures` failures raise the last one."""
+    failures it recovered from (a step's or a checkpoint's TaskUnavailable: it met a task that
+    died or restarted). Any other error, a closed session or Ctrl-C stops it; more than
+    `max_failures` failures raise the last one."""
     index = checkpoint.latest(checkpoint_dir)
     if index is not None:
         i = checkpoint.restore(sess, index)
@@ -53,9 +52,7 @@ def train_supervised(sess: Any, step: Callable[[Any, int], Any], steps: int,
             # a failed checkpoint is a failure like a step's.
             if (i + 1) % every == 0 or i + 1 == steps:
                 checkpoint.save(sess, checkpoint_dir, i + 1)
-        except CancelledError:
-            raise
-        except OpsdkError as exc:
+        except TaskUnavailable as exc:
             if len(recoveries) >= max_failures:
                 raise
             failed = time.monotonic()

@@ -41,6 +41,7 @@ from opsdk.runtime.exec.variable_store import VariableStore
 
 from opsdk.dist import wire
 from opsdk.dist.cluster import task_of
+from opsdk.dist.errors import TaskUnavailable
 from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
 
 STEP_THREADS = 16      # steps of one task running at once (async workers share a ps)
@@ -252,9 +253,9 @@ class TaskState:
         from opsdk.dist.checkpoint import write_shard
 
         if incarnation is not None and incarnation != self.incarnation:
-            raise OpsdkError(f"task {self.task} restarted since its variables were last "
-                             "known here and holds none of them: restore the latest "
-                             "checkpoint first (opsdk.dist.checkpoint.restore)")
+            raise TaskUnavailable(f"task {self.task} restarted since its variables were last "
+                                  "known here and holds none of them: restore the latest "
+                                  "checkpoint first (opsdk.dist.checkpoint.restore)")
 
         return write_shard(self.variables.host_values(), path)
 
@@ -353,7 +354,8 @@ class TaskState:
             wait_futures(others)
             if isinstance(exc, KeyboardInterrupt):  # a client running its own task (Ctrl-C)
                 raise
-            raise OpsdkError(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
+            kind = TaskUnavailable if isinstance(exc, TaskUnavailable) else OpsdkError
+            raise kind(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
         finally:
             self.tokens.pop(step_id, None)
             self.rendezvous.end_step(step_id)
@@ -402,8 +404,9 @@ class TaskState:
     def _partition(self, key: tuple) -> Partition:
         part = self.partitions.get(key)
         if part is None:
-            raise OpsdkError(f"task {self.task}: no partition registered under {key} (the task "
-                             "restarted?); the master registers it again on the next step")
+            raise TaskUnavailable(f"task {self.task}: no partition registered under {key} (the "
+                                  "task restarted?); the master registers it again on the next "
+                                  "step")
         return part
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import opsdk.v1 as tf
 from opsdk.dist import ClusterSession, ReplicatedOptimizer, checkpoint, replica_device_setter
+from opsdk.dist.errors import TaskUnavailable
 from opsdk.dist.supervisor import train_supervised
 from opsdk.registry.errors import OpsdkError
 
@@ -62,13 +63,18 @@ def _train(name, folder, kill=None, steps=40, **options):
 @pytest.mark.parametrize("victim,in_process", [(PS, True), (WORKER, True), (WORKER, False)])
 def test_a_killed_task_is_reported_restarted_restored_and_training_goes_on(ray_engine, tmp_path,
                                                                           victim, in_process):
-    # in_process: the worker's steady steps run in the client (opsdk/dist/inprocess.py), so its
-    # actor's death shows at the next checkpoint, which asks every task for its shard; else
+    # in_process: the worker's steady steps run in the client (opsdk/dist/inprocess.py), so
+    # nothing meets its actor's death: the next checkpoint asks every task for its shard, and
+    # the restarted worker, which held no variables, has lost none (nothing to recover); else
     # the next step, which runs on it, meets it
     name = "kill-" + victim.split("/")[1].split(":")[1] + f"-{in_process}"
     _, _, undisturbed = _train(name + "-ref", tmp_path / "ref", in_process_worker=in_process)
     recoveries, killed_at, final = _train(name, tmp_path / "run", kill=victim,
                                           in_process_worker=in_process)
+    if victim == WORKER and in_process:
+        assert killed_at and recoveries == []
+        assert abs(final - undisturbed) < 1e-4  # every step ran once, as undisturbed
+        return
     assert len(recoveries) == 1
     r = recoveries[0]
     assert victim in r.error  # the error names the task that died
@@ -112,6 +118,33 @@ def test_a_task_that_died_between_steps_fails_the_checkpoint_and_the_loop_recove
         assert PS in index["shards"]  # the ps's variables are in the last checkpoint
 
 
+def test_a_nodes_own_error_ends_the_supervised_loop_without_a_restore(ray_engine, tmp_path):
+    # no restore mends a bad feed: retrying it from the last checkpoint would only redo steps
+    g, x, w, loss, train, init = _regression()
+    with ClusterSession(g, CLUSTER, cluster_name="node-error", step_timeout=60) as sess:
+        def step(sess, i):
+            sess.run(train, {x: _data(i)[:, :7] if i == 12 else _data(i)})
+
+        with pytest.raises(OpsdkError) as caught:
+            train_supervised(sess, step, 20, tmp_path, every=5, init=init)
+        assert not isinstance(caught.value, TaskUnavailable)
+        assert checkpoint.latest(tmp_path).name == "ckpt-10.index"
+
+
+def test_a_restarted_worker_holding_no_variables_does_not_fail_the_checkpoint(ray_engine,
+                                                                              tmp_path):
+    g, x, w, loss, train, init = _regression()
+    with ClusterSession(g, CLUSTER, cluster_name="ckpt-worker-restarted",
+                        step_timeout=60) as sess:
+        sess.run(init)
+        sess.run(train, {x: _data(0)})
+        checkpoint.save(sess, tmp_path, 1)  # the worker held no variables in it
+        _kill_and_wait_for_restart(sess, WORKER)
+        checkpoint.save(sess, tmp_path, 2)
+        index = json.loads((tmp_path / "ckpt-2.index").read_text())
+        assert list(index["shards"]) == [PS]
+
+
 def test_a_checkpoint_refuses_a_task_that_restarted_since_the_session_knew_it(ray_engine,
                                                                              tmp_path):
     # a ps killed between steps and restarted by Ray holds no variables: a checkpoint written
@@ -122,7 +155,7 @@ def test_a_checkpoint_refuses_a_task_that_restarted_since_the_session_knew_it(ra
         sess.run(train, {x: _data(0)})
         checkpoint.save(sess, tmp_path, 1)
         _kill_and_wait_for_restart(sess, PS)
-        with pytest.raises(OpsdkError, match=f"checkpoint 2: .*task {PS} restarted since"):
+        with pytest.raises(TaskUnavailable, match=f"checkpoint 2: .*task {PS} restarted since"):
             checkpoint.save(sess, tmp_path, 2)
         assert checkpoint.latest(tmp_path).name == "ckpt-1.index"
         assert not list(tmp_path.glob("ckpt-2*"))
