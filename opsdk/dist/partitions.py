@@ -77,6 +77,17 @@ def _remedy(spec: Any) -> str:
             "ops again, rebuild the graph and run it from a new ClusterSession")
 
 
+def waits_after_contributions(graph: Any) -> None:
+    """Order every `_dist_wait` of a partition after every `_dist_apply` in it: a step then
+    contributes all its gradients on the task before it waits for any round
+    (opsdk/dist/primitives.py says why)."""
+    applies = [op for op in graph.operations if op.type == "_dist_apply"]
+    for op in graph.operations:
+        if op.type == "_dist_wait":
+            for apply in applies:
+                op.add_control_input(apply)
+
+
 def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, fetches: list,
                     targets: list, digests: dict) -> Any:
     """Import, check and lower one partition on its task."""
@@ -92,10 +103,11 @@ def build_partition(task: str, workspaces: tuple, graph_text: str, feeds: list, 
     except OpsdkError as exc:
         raise OpsdkError(f"task {task} cannot load its partition: {exc}") from None
     check_ops(task, graph, digests)
+    waits_after_contributions(graph)
     try:
         plan = plan_for_partition(graph, list(feeds), list(fetches), list(targets),
                                   PlanOptions(default_task=task))
     except OpsdkError as exc:
         raise OpsdkError(f"task {task} cannot run its partition: {exc}") from None
-    receivers = sum(1 for op in graph.operations if op.type in ("_recv", "_dist_apply"))
+    receivers = sum(1 for op in graph.operations if op.type in ("_recv", "_dist_wait"))
     return Partition(plan, [graph.get_tensor(name) for name in feeds], list(fetches), receivers)

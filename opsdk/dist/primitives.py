@@ -4,11 +4,19 @@
   variable, and its gradient counts for that round only.
 - `_dist_apply` (ps): a worker's gradient for one variable (dense, or sparse as (indices, rows)).
   `replicas` = 0 applies it at once (asynchronous training); else gradients are aggregated per
-  round and the round's mean is applied once the `replicas`-th arrives: the step of every
-  contributor then returns; a gradient of an earlier round (a backup worker that was too late)
-  is dropped and counted. The update runs the optimizer's declared `apply_*` op under the
-  variable's lock, so concurrent updates never lose one another. Waits honour the step's
-  token: an abort or the deadline ends them.
+  round and the round's mean is applied once the `replicas`-th arrives; a gradient of an
+  earlier round (a backup worker that was too late) is dropped and counted. The update runs the
+  optimizer's declared `apply_*` op under the variable's lock, so concurrent updates never lose
+  one another. It does not wait: it outputs the round its gradient waits in and the
+  gradient's ticket (-1s: none waits).
+- `_dist_wait` (ps): waits until the round a `_dist_apply` output names is applied, so the
+  step of every contributor returns once its rounds are; a task runs a partition's waits after
+  all of its contributions (opsdk/dist/partitions.py adds those control edges). The wait honours
+  the step's token: an abort or the deadline ends it and takes the step's gradient out.
+  Contributing everything before waiting on anything keeps a cluster going when the variables'
+  rounds part: a worker that died inside a step may have completed one variable's round (the
+  global step's counts at once) and not another's, and a step that waited on each in turn
+  would then wait for a round that the other workers' steps could only finish after it.
 - `_dist_partition_ids` / `_dist_stitch` (worker): the ids of a lookup split by shard (`mod`:
   id % shards, row id // shards), and the rows put back in order. So a shard receives only the
   ids it holds and the gradient of a lookup reaches it as (its ids, their gradient rows).
@@ -17,6 +25,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import threading
 import weakref
 from typing import Any
@@ -44,6 +53,7 @@ class Accumulator:
         self.applied = 0   # updates applied (rounds, or single gradients when asynchronous)
         self.dropped = 0   # stale gradients dropped
         self.owners: dict[int, int] = {}  # id() of a waiting gradient -> its step id
+        self.pending: dict[int, tuple] = {}  # a waiting gradient's ticket -> the gradient
 
 
 def withdraw(variables: Any, step_id: int) -> None:
@@ -56,6 +66,8 @@ def withdraw(variables: Any, step_id: int) -> None:
         with acc.cond:
             for waiting in (acc.dense, acc.sparse):
                 waiting[:] = [g for g in waiting if acc.owners.get(id(g)) != step_id]
+            acc.pending = {t: g for t, g in acc.pending.items()
+                           if acc.owners.get(id(g)) != step_id}
             acc.owners = {k: v for k, v in acc.owners.items() if v != step_id}
 
 
@@ -88,7 +100,7 @@ def reset_accumulators(variables: Any) -> None:
         table = _TABLES.get(variables, {})
     for acc in table.values():
         with acc.cond:
-            acc.dense, acc.sparse, acc.owners = [], [], {}
+            acc.dense, acc.sparse, acc.owners, acc.pending = [], [], {}, {}
 
 
 def read_with_round(variables: Any, name: str) -> tuple:
@@ -104,41 +116,59 @@ def _round(ctx: Any, op: Any, inputs: list) -> tuple:
     return (np.asarray(acc.round, np.int64),)
 
 
+_NONE_PENDING = np.array([-1, -1], np.int64)  # (round, ticket): no gradient waits
+_TICKETS = itertools.count()  # a waiting gradient's ticket (steps may share a token)
+
+
 def _contribute(ctx: Any, op: Any, inputs: list) -> tuple:
     a = op.attrs
     acc = accumulator(ctx.variables, a["variable"])
     local = int(inputs[0])
     grad = tuple(np.asarray(v) for v in inputs[1:])
-    where = f"{op.type} (node '{op.name}')"
     with acc.cond:
         if a["replicas"] == 0:
             _apply(ctx, op, [grad])
             acc.applied += 1
-            return ()
+            return (_NONE_PENDING,)
         if local < acc.round:
             acc.dropped += 1
-            return ()
+            return (_NONE_PENDING,)
         waiting = acc.sparse if a["sparse"] else acc.dense
         waiting.append(grad)
         acc.owners[id(grad)] = ctx.step_id
         if len(acc.sparse) + len(acc.dense) >= a["replicas"]:
             _apply(ctx, op, acc.sparse or acc.dense)
-            acc.sparse, acc.dense, acc.owners = [], [], {}
+            acc.sparse, acc.dense, acc.owners, acc.pending = [], [], {}, {}
             acc.round += 1
             acc.applied += 1
             acc.cond.notify_all()
-            return ()
-        mine = acc.round
+            return (_NONE_PENDING,)
+        ticket = next(_TICKETS)
+        acc.pending[ticket] = grad
+        return (np.array([acc.round, ticket], np.int64),)
+
+
+def _wait(ctx: Any, op: Any, inputs: list) -> tuple:
+    mine, ticket = (int(v) for v in inputs[0])
+    if mine < 0:
+        return ()
+    name = op.attrs["variable"]
+    acc = accumulator(ctx.variables, name)
+    with acc.cond:
         while acc.round == mine:
             try:
-                ctx.token.check(f"{where}: waiting for round {mine}'s other gradients")
+                ctx.token.check(f"{op.type} (node '{op.name}'): waiting for round {mine} of "
+                                f"'{name}''s other gradients")
             except BaseException:
                 # The step is over (aborted, closed, late): its gradient must not count for
                 # the round either.
-                waiting[:] = [g for g in waiting if g is not grad]
+                grad = acc.pending.pop(ticket, None)
+                for waiting in (acc.dense, acc.sparse):
+                    waiting[:] = [g for g in waiting if g is not grad]
                 acc.owners.pop(id(grad), None)
                 raise
             acc.cond.wait(_WAIT_S)
+        acc.pending.pop(ticket, None)
     return ()
 
 
@@ -239,17 +269,24 @@ def _check_apply(attrs: dict, outputs: list) -> Any:
     return None
 
 
+def _check_wait(attrs: dict, outputs: list) -> Any:
+    return None if type(attrs.get("variable")) is str else "attr 'variable' must be a str"
+
+
 if "_dist_apply" not in PRIMITIVES:
     register_primitive(Primitive("_dist_round", True, _round,
                                  "the round of a variable's gradient accumulator (ps)"))
     register_primitive(Primitive("_dist_apply", True, _contribute,
                                  "a replica's gradient: aggregated per round or applied at once",
                                  check=_check_apply))
+    register_primitive(Primitive("_dist_wait", True, _wait,
+                                 "a step's rounds on this task, waited for together",
+                                 check=_check_wait))
     register_primitive(Primitive("_dist_partition_ids", False, _partition_ids,
                                  "the ids of one shard (mod strategy) and their positions"))
     register_primitive(Primitive("_dist_stitch", False, _stitch,
                                  "rows of every shard put back in the ids' order"))
     register_gradient_rule("_dist_stitch", _stitch_gradient)
-    for _name in ("_dist_round", "_dist_apply", "_dist_partition_ids"):
+    for _name in ("_dist_round", "_dist_apply", "_dist_wait", "_dist_partition_ids"):
         register_gradient_rule(_name, lambda op, out_grads, _: [None] * len(op.inputs))
 

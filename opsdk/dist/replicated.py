@@ -125,11 +125,16 @@ class ReplicatedOptimizer:
             if not updates:
                 raise OpsdkError(f"{name}: no gradient reaches any variable")
             if global_step is not None:
-                updates.append(self._update(g, global_step, [], sparse=False, counter=True))
+                # counted once the step's gradients have reached their variables, as
+                # TensorFlow's apply_gradients does: a worker that dies before they all did
+                # leaves no count behind that its variables' rounds lack
+                applies = [wait.inputs[0].op for wait in updates]
+                updates.append(self._update(g, global_step, [], sparse=False, counter=True,
+                                            after=applies))
             return g.create_op("no_op", [], {}, [], name=name, control_inputs=updates)
 
     def _update(self, g: Graph, var: Variable, grad: list, sparse: bool,
-                counter: bool = False) -> Operation:
+                counter: bool = False, after: Sequence[Operation] = ()) -> Operation:
         opt = self.optimizer
         if not counter:
             with g.device(var.op.device or None):  # slots live beside their variable
@@ -148,8 +153,12 @@ class ReplicatedOptimizer:
             attrs = {"variable": var.name, "slots": slots,
                      "update_op": "" if counter else opt._op, "hypers": [],
                      "replicas": self.replicas, "sparse": sparse, **recipe}
-            return g.create_op("_dist_apply", [round_op.outputs[0], *grad], attrs, [],
-                               name=f"{base}/apply")
+            apply = g.create_op("_dist_apply", [round_op.outputs[0], *grad], attrs,
+                                [((2,), "int64")], name=f"{base}/apply", control_inputs=after)
+            # The wait for the round runs apart, after every contribution of the step on the
+            # task (opsdk/dist/partitions.py orders them; primitives.py says why).
+            return g.create_op("_dist_wait", [apply.outputs[0]], {"variable": var.name}, [],
+                               name=f"{base}/wait")
 
     def _recipe(self, g: Graph, var: Variable) -> dict:
         """How the ps calls the update op for `var`: its numeric hyperparameters with the

@@ -72,6 +72,7 @@ def test_a_train_op_waits_for_its_updates_through_the_master_not_a_marker():
     ps, worker = (train.parts[f"/job:{job}/replica:0/task:0/device:CPU:0"]
                   for job in ("ps", "worker"))
     assert not _markers(ps) and not _markers(worker)  # no hop back from the ps per step
-    assert "replicated_train/v/apply" in ps.targets  # the update still runs, as a target
+    # the update still runs: its wait is a target, the contribution that wait reads before it
+    assert "replicated_train/v/wait" in ps.targets
     # A node that runs after the update on the worker still waits for its marker there.
     assert [op.type for p in after.parts.values() for op in _markers(p)] == ["_send", "_recv"]

@@ -69,15 +69,32 @@ def test_async_updates_are_never_lost(ray_engine):
     np.testing.assert_allclose(value, [-(25 * 1 + 25 * 10)] * 2)  # every update applied once
 
 
-def _apply_node(replicas, sparse=False, shape=(2,)):
+def _apply_node(replicas, sparse=False, shape=(2,), variable="w",
+                update_op="apply_gradient_descent"):
     g = Graph()
     with g.as_default():
-        r = g.create_op("_dist_round", [], {"variable": "w"}, [((), "int64")])
+        r = g.create_op("_dist_round", [], {"variable": variable}, [((), "int64")])
         grads = [placeholder("float32", list(shape))] if not sparse else [
             placeholder("int64", [None]), placeholder("float32", [None, 2])]
+        if update_op == "":  # a counter: no gradient
+            grads = []
         return g.create_op("_dist_apply", [r.outputs[0], *grads],
-                           {"variable": "w", "slots": [], "update_op": "apply_gradient_descent",
-                            "hypers": [1.0], "replicas": replicas, "sparse": sparse}, [])
+                           {"variable": variable, "slots": [], "update_op": update_op,
+                            "hypers": [1.0] if update_op else [], "replicas": replicas,
+                            "sparse": sparse}, [((2,), "int64")])
+
+
+def _step(ctx, *contributions):
+    """One step's contributions on a task: each (apply node, inputs) contributes, then the
+    step waits for each round, as a partition orders them (opsdk/dist/partitions.py)."""
+    from opsdk.dist.primitives import PRIMITIVES
+
+    tickets = [(op, PRIMITIVES["_dist_apply"].run(ctx, op, inputs)[0])
+               for op, inputs in contributions]
+    for op, ticket in tickets:
+        wait = op.graph.create_op("_dist_wait", [op.outputs[0]],
+                                  {"variable": op.attrs["variable"]}, [])
+        PRIMITIVES["_dist_wait"].run(ctx, wait, [ticket])
 
 
 def test_a_round_applies_the_mean_of_the_first_n_and_drops_late_ones():
@@ -89,15 +106,16 @@ def test_a_round_applies_the_mean_of_the_first_n_and_drops_late_ones():
     store = VariableStore()
     store.assign("w", np.zeros(2, np.float32))
     op = _apply_node(2)
-    run = PRIMITIVES["_dist_apply"].run
     ctx = StepContext(store, None, RunToken(10))
-    waiter = threading.Thread(target=run, args=(ctx, op, [np.int64(0), np.ones(2, np.float32)]))
+    waiter = threading.Thread(target=_step, args=(ctx, (op, [np.int64(0), np.ones(2, np.float32)])))
     waiter.start()  # the first of round 0 waits for a second
-    run(ctx, op, [np.int64(0), np.full(2, 3.0, np.float32)])
+    waiter.join(0.3)
+    assert waiter.is_alive()
+    _step(ctx, (op, [np.int64(0), np.full(2, 3.0, np.float32)]))
     waiter.join(10)
     assert not waiter.is_alive()
     np.testing.assert_allclose(store.read("w"), [-2.0, -2.0])  # mean of 1 and 3
-    run(ctx, op, [np.int64(0), np.full(2, 100.0, np.float32)])  # the backup, too late
+    _step(ctx, (op, [np.int64(0), np.full(2, 100.0, np.float32)]))  # the backup, too late
     np.testing.assert_allclose(store.read("w"), [-2.0, -2.0])
     assert accumulator_counts(store)["w"] == {"round": 1, "applied": 1, "dropped": 1}
 
@@ -113,16 +131,15 @@ def test_rounds_of_a_scalar_variable_take_the_cached_update(monkeypatch):
     store = VariableStore()
     store.assign("w", np.zeros((), np.float32))
     op = _apply_node(2, shape=())
-    run = PRIMITIVES["_dist_apply"].run
     ctx = StepContext(store, None, RunToken(10))
     chosen = []
     choose = eager.choose_kernel
     monkeypatch.setattr(eager, "choose_kernel", lambda *a, **k: chosen.append(a) or choose(*a, **k))
 
     def round_of(i, a, b):
-        waiter = threading.Thread(target=run, args=(ctx, op, [np.int64(i), np.float32(a)]))
+        waiter = threading.Thread(target=_step, args=(ctx, (op, [np.int64(i), np.float32(a)])))
         waiter.start()
-        run(ctx, op, [np.int64(i), np.float32(b)])
+        _step(ctx, (op, [np.int64(i), np.float32(b)]))
         waiter.join(10)
         assert not waiter.is_alive()
 
@@ -145,12 +162,54 @@ def test_a_waiting_contribution_stops_at_its_deadline():
     op = _apply_node(2)
     ctx = StepContext(store, None, RunToken(0.3))
     with pytest.raises(CancelledError, match="waiting for round 0"):
-        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+        _step(ctx, (op, [np.int64(0), np.ones(2, np.float32)]))
     # the stopped step's gradient does not count: the next one alone completes no round
     ctx = StepContext(store, None, RunToken(0.3))
     with pytest.raises(CancelledError):
-        PRIMITIVES["_dist_apply"].run(ctx, op, [np.int64(0), np.ones(2, np.float32)])
+        _step(ctx, (op, [np.int64(0), np.ones(2, np.float32)]))
     assert accumulator_counts(store)["w"]["applied"] == 0
+
+
+def test_steps_go_on_when_a_dead_workers_step_parted_the_variables_rounds():
+    """A worker died inside a step after its count of the global step had completed that
+    round, and before its gradient of w reached the ps: the counter is a round ahead of w.
+    The chief's step waits in w's round 0; the worker's retried step holds the counter's round
+    1 and w's round 0. Waiting on each in turn, the retried step waited in the counter's round
+    1, which only the chief's next step could finish, while the chief waited for its gradient
+    of w: neither returned. Contributing both before waiting, both steps go on."""
+    from opsdk.dist.primitives import PRIMITIVES
+    from opsdk.runtime.exec.executor import CancelledError, RunToken, StepContext
+    from opsdk.runtime.exec.variable_store import VariableStore
+
+    store = VariableStore()
+    store.assign("w", np.zeros(2, np.float32))
+    store.assign("global_step", np.zeros((), np.int64))
+    w, count = _apply_node(2), _apply_node(2, variable="global_step", update_op="")
+    one = np.ones(2, np.float32)
+    done = []
+
+    def chief():
+        _step(StepContext(store, None, RunToken(10)), (count, [np.int64(0)]),
+              (w, [np.int64(0), one]))
+        done.append("chief")
+        try:  # its next step: round 1 of both, w's waiting for the worker's next step
+            _step(StepContext(store, None, RunToken(1)), (count, [np.int64(1)]),
+                  (w, [np.int64(1), one]))
+        except CancelledError:
+            done.append("chief's next waited for the worker's next")
+
+    thread = threading.Thread(target=chief)
+    thread.start()
+    # the dead worker's step: its count, and nothing more
+    PRIMITIVES["_dist_apply"].run(StepContext(store, None, RunToken(10)), count, [np.int64(0)])
+    # its retried step: the counter's round 1 first in its order, then w's round 0
+    _step(StepContext(store, None, RunToken(10)), (count, [np.int64(1)]),
+          (w, [np.int64(0), one]))
+    done.append("worker")
+    thread.join(10)
+    assert done == ["chief", "worker", "chief's next waited for the worker's next"]
+    counts = accumulator_counts(store)
+    assert counts["global_step"]["round"] == 2 and counts["w"]["round"] == 1
 
 
 def test_a_sparse_update_touches_only_its_rows():
