@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 
 import numpy as np
@@ -11,8 +13,11 @@ import opsdk.v1 as tf
 from opsdk.registry.errors import OpsdkError
 
 
-def worker_main(task_index, cluster, checkpoint_dir, losses):
-    """What a TF1 script's worker does, with only `import opsdk.v1 as tf` changed."""
+def worker_main(task_index, cluster, checkpoint_dir, losses, last_step=20, kill=None,
+                recoveries=None):
+    """What a TF1 script's worker does, with only `import opsdk.v1 as tf` changed (`kill`:
+    the task the chief kills before its 25th step, `recoveries`: where each worker's
+    session lists what it recovered from, for the tests below)."""
     server = tf.train.Server(cluster, job_name="worker", task_index=task_index)
     with tf.Graph().as_default():
         with tf.device(tf.train.replica_device_setter(
@@ -25,15 +30,27 @@ def worker_main(task_index, cluster, checkpoint_dir, losses):
             opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
                                                  replicas_to_aggregate=2, total_num_replicas=2)
             train_op = opt.minimize(loss, global_step=global_step)
-        hooks = [opt.make_session_run_hook(task_index == 0), tf.train.StopAtStepHook(last_step=20)]
+        hooks = [opt.make_session_run_hook(task_index == 0),
+                 tf.train.StopAtStepHook(last_step=last_step)]
         rng = np.random.default_rng(task_index)
         with tf.train.MonitoredTrainingSession(master=server.target, is_chief=(task_index == 0),
                                                checkpoint_dir=checkpoint_dir, hooks=hooks,
                                                save_checkpoint_steps=10) as sess:
             while not sess.should_stop():
+                if kill is not None and task_index == 0 and len(losses[0]) == 24:
+                    _kill(server.target, kill)
                 xb = rng.standard_normal((16, 4)).astype(np.float32)
                 yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
                 losses[task_index].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
+            if recoveries is not None:
+                recoveries[task_index] = list(sess.recoveries)
+
+
+def _kill(target, task):
+    from opsdk.dist import ClusterSession
+
+    probe = ClusterSession(tf.Graph(), target.cluster, task=target.task)
+    os.kill(probe.engine_info(task)["pid"], signal.SIGKILL)
 
 
 def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path):
@@ -59,6 +76,42 @@ def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path
     assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
     assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])
     assert (tmp_path / "checkpoint").exists()  # the chief checkpointed every 10 steps
+
+
+PS, WORKER_1 = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"
+
+
+@pytest.mark.parametrize("victim", [PS, WORKER_1])
+def test_the_monitored_sessions_recover_from_a_killed_task(ray_engine, tmp_path, victim):
+    # TensorFlow's MonitoredTrainingSession recovers from a preempted task: the chief
+    # restores the latest checkpoint, the others wait for it, the failed call runs again
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
+                                    "worker": ["localhost:2223", "localhost:2224"]})
+    losses, recoveries, errors = {0: [], 1: []}, {}, []
+
+    def run(i):
+        try:
+            worker_main(i, cluster, str(tmp_path), losses, last_step=50, kill=victim,
+                        recoveries=recoveries)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join(300) for t in threads]
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    if victim == PS:  # both workers' steps met the dead ps; the chief restored step 20
+        assert all(r and PS in r[0] for r in recoveries.values()), recoveries
+        assert len(losses[0]) == len(losses[1]) == 24 + 30
+    else:  # worker 1's client runs its steady steps itself: it meets the death, or not
+        assert all(WORKER_1 in e for r in recoveries.values() for e in r), recoveries
+        assert not recoveries[0]  # the chief restored nothing: the ps lost nothing
+        # a step that failed on worker 1 after its gradient counted runs again, and counts
+        # again (as TensorFlow's would): worker 1 may finish a step short
+        assert len(losses[0]) == 50 and len(losses[1]) in (49, 50)
+    for w in (0, 1):
+        assert np.mean(losses[w][-5:]) < 0.2 * np.mean(losses[w][:5])
 
 
 def test_monitored_session_needs_a_server_target():
