@@ -280,7 +280,8 @@ if "_dist_apply" not in PRIMITIVES:
                                  "a replica's gradient: aggregated per round or applied at once",
                                  check=_check_apply))
     register_primitive(Primitive("_dist_wait", True, _wait,
-                                 "a step's rounds on this task, waited for together",
+                                 "the round of a _dist_apply's gradient, waited for after the step's "
+                                 "contributions",
                                  check=_check_wait))
     register_primitive(Primitive("_dist_partition_ids", False, _partition_ids,
                                  "the ids of one shard (mod strategy) and their positions"))
