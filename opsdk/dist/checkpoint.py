@@ -23,7 +23,7 @@ from typing import Any, Optional
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.train.saver import encode, read_checkpoint
 
-from opsdk.dist.errors import TaskUnavailable
+from opsdk.dist.errors import failure
 
 _POINTER = "checkpoint"
 
@@ -81,10 +81,9 @@ def save(sess: Any, folder: str | os.PathLike, step: int, keep: int = 3) -> Path
         try:
             record = ray.get(ref, timeout=sess.step_timeout)
         except Exception as exc:
-            from opsdk.dist.master import _reason, is_gone
-            kind = TaskUnavailable if is_gone(exc) else OpsdkError
-            raise kind(f"checkpoint {step}: task {task} could not write its shard: "
-                       f"{_reason(exc)}") from None
+            from opsdk.dist.master import _reason
+            raise failure(f"checkpoint {step}: task {task} could not write its shard: "
+                          f"{_reason(exc)}", exc) from None
         if record is not None:
             shards[task] = record
     sess.note_holders(shards)
@@ -120,9 +119,8 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
         try:
             ray.get(ref, timeout=sess.step_timeout)
         except Exception as exc:
-            from opsdk.dist.master import _reason, is_gone
-            kind = TaskUnavailable if is_gone(exc) else OpsdkError
-            raise kind(f"restoring {index.name}: task {task}: {_reason(exc)}") from None
+            from opsdk.dist.master import _reason
+            raise failure(f"restoring {index.name}: task {task}: {_reason(exc)}", exc) from None
     sess.trust_tasks()  # the tasks as they run now hold the variables again
     sess.note_holders(shards)
     return step

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from opsdk.registry.errors import OpsdkError
+
+from opsdk.dist import engine
 
 
 class TaskUnavailable(OpsdkError):
@@ -12,3 +16,23 @@ class TaskUnavailable(OpsdkError):
     `opsdk.dist.supervisor.train_supervised` and `opsdk.v1`'s `MonitoredTrainingSession` do. A
     node's own error (a bad feed, a failed kernel) is an OpsdkError of another kind, which no
     restore would mend."""
+
+
+def is_gone(exc: BaseException) -> bool:
+    """Whether `exc` (from Ray) says a task is gone: its actor died or is restarting, a task
+    refused because it restarted (TaskUnavailable), or Ray tore a compiled graph down (it does
+    when one of the graph's tasks dies; a graph this client tears down stops its step by its
+    token first)."""
+    errors = engine.ray_module().exceptions
+    if isinstance(exc, (errors.RayActorError, TaskUnavailable)):
+        return True
+    if (isinstance(exc, errors.RayChannelError)
+            and not isinstance(exc, errors.RayChannelTimeoutError)):
+        return True
+    return isinstance(getattr(exc, "cause", None), TaskUnavailable)
+
+
+def failure(message: str, exc: Any) -> OpsdkError:
+    """The error to raise for `exc` (from Ray), saying `message`: a TaskUnavailable where a
+    task is gone, else an OpsdkError."""
+    return (TaskUnavailable if is_gone(exc) else OpsdkError)(message)

@@ -42,7 +42,7 @@ from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist import engine
 from opsdk.dist.placement import actor_options, misplaced, task_placement
 from opsdk.dist import compiled
-from opsdk.dist.errors import TaskUnavailable
+from opsdk.dist.errors import TaskUnavailable, failure, is_gone
 from opsdk.dist.inprocess import ClientTask, runs_in_client
 from opsdk.dist.profile import ClusterProfile
 from opsdk.dist.steps import Carry, DistributedStep, build_step
@@ -552,7 +552,7 @@ class ClusterSession:
         if isinstance(exc, ray.exceptions.RayActorError):
             return TaskUnavailable(f"task {task} died during the step ({_reason(exc)}); the "
                                    "step was aborted on every task")
-        return (TaskUnavailable if is_gone(exc) else OpsdkError)(_reason(exc))
+        return failure(_reason(exc), exc)
 
     def _abort(self, step: DistributedStep, step_id: int, message: str) -> None:
         """Abort the step on every task and wait (briefly) until each has done so, so that
@@ -657,21 +657,6 @@ class ClusterSession:
 
 _NAMESPACE = "opsdk"  # the Ray namespace of the task actors (named opsdk:<cluster_name>:<task>)
 RELEASE_JOIN_S = 15.0  # close() waits this long for the watcher (a teardown it is in included)
-
-
-def is_gone(exc: BaseException) -> bool:
-    """Whether `exc` (from Ray) says a task is gone: its actor died or is restarting, a task
-    refused because it restarted (TaskUnavailable), or Ray tore a compiled graph down (it does
-    when one of the graph's tasks dies; a graph this client tears down stops its step by its
-    token first)."""
-    ray = engine.ray_module()
-    errors = ray.exceptions
-    if isinstance(exc, (errors.RayActorError, TaskUnavailable)):
-        return True
-    if (isinstance(exc, errors.RayChannelError)
-            and not isinstance(exc, errors.RayChannelTimeoutError)):
-        return True
-    return isinstance(getattr(exc, "cause", None), TaskUnavailable)
 
 
 def _reason(exc: BaseException) -> str:

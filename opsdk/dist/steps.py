@@ -24,7 +24,7 @@ from opsdk.runtime.ir.graph import Graph, Operation
 from opsdk.dist import wire
 from opsdk.dist.cluster import ClusterSpec, task_of
 from opsdk.dist.compiled import CALL_CYCLES, COMPILE_AFTER, GRAPH_WARMUP
-from opsdk.dist.errors import TaskUnavailable
+from opsdk.dist.errors import failure
 from opsdk.dist.partitions import op_digests, workspace_roots
 from opsdk.dist.prefetch import (PushPlan, StepMode, pushed_sends, rest_of, steady_partition,
                                  task_order)
@@ -192,9 +192,9 @@ class DistributedStep:
             try:
                 ray.get(ref, timeout=timeout)
             except Exception as exc:
-                from opsdk.dist.master import _reason, is_gone
-                kind = TaskUnavailable if is_gone(exc) else OpsdkError
-                raise kind(f"registering the partition of {location}: {_reason(exc)}") from None
+                from opsdk.dist.master import _reason
+                raise failure(f"registering the partition of {location}: {_reason(exc)}",
+                              exc) from None
         self.registered_for = dict(incarnations)
 
     def launch(self, actor_of: Callable[[str], Any], step_id: int, feeds: dict,
