@@ -23,7 +23,7 @@ from typing import Any, Optional
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.train.saver import encode, read_checkpoint
 
-from opsdk.dist.errors import failure
+from opsdk.dist.errors import failure, is_gone
 
 _POINTER = "checkpoint"
 
@@ -81,6 +81,8 @@ def save(sess: Any, folder: str | os.PathLike, step: int, keep: int = 3) -> Path
         try:
             record = ray.get(ref, timeout=sess.step_timeout)
         except Exception as exc:
+            if sess.held_nothing(task) and is_gone(exc):
+                continue  # a worker Ray is restarting: it had no variables to write
             from opsdk.dist.master import _reason
             raise failure(f"checkpoint {step}: task {task} could not write its shard: "
                           f"{_reason(exc)}", exc) from None

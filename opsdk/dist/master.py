@@ -224,9 +224,13 @@ class ClusterSession:
         where there is nothing to check: before the session's first step, and for a task that
         held no variables at its last checkpoint or restore (a worker, whose restart loses
         nothing; a task given variables after that checkpoint is not guarded until the next)."""
-        if task in self._empty:
+        if self.held_nothing(task):
             return None
         return self._trusted.get(task)
+
+    def held_nothing(self, task: str) -> bool:
+        """Whether `task` held no variables at this session's last checkpoint or restore."""
+        return task in self._empty
 
     def note_holders(self, tasks: Any) -> None:
         """After a checkpoint or restore: `tasks` held variables in it, the others none."""
