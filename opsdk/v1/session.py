@@ -16,7 +16,7 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import graph_state
+from opsdk.v1 import errors, graph_state
 
 # Tensors whose fetched array stands for something else (a serialized Summary, a string
 # constant) have a decoder in their graph's "decoders" table, by tensor name; `Session.run`
@@ -68,8 +68,12 @@ class Session(opsdk.Session):
 
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
             options: Any = None, run_metadata: Any = None) -> Any:
-        """`opsdk.Session.run`, with TF's extra arguments accepted and summaries decoded."""
-        result = super().run(fetches, _feeds(feed_dict))
+        """`opsdk.Session.run`, with TF's extra arguments accepted, summaries decoded and
+        errors raised as their tf.errors classes (opsdk/v1/errors.py)."""
+        try:
+            result = super().run(fetches, _feeds(feed_dict))
+        except OpsdkError as exc:
+            raise errors.as_tf_error(exc) from None
         return _decode(fetches, result) if _decoding else result
 
     def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,

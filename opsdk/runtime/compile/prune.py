@@ -9,6 +9,10 @@ from opsdk.runtime.compile.program import Program
 from opsdk.runtime.ir.graph import Operation
 
 
+class UnfedPlaceholderError(OpsdkError):
+    """A run needs a placeholder that `feed_dict` gives no value (TF's InvalidArgumentError)."""
+
+
 def prune_pass(program: Program) -> Program:
     """Keep what the fetches (and the program's roots) need, walking inputs (stopping at fed
     tensors) and control inputs; order it topologically."""
@@ -23,7 +27,7 @@ def keep_everything(program: Program) -> Program:
     graph = _graph_of(program)
     for op in graph.operations:
         if op.type == "placeholder" and not all(t in program.feed_set for t in op.outputs):
-            raise OpsdkError(f"placeholder '{op.name}' must be fed (the prune pass is off, so "
+            raise UnfedPlaceholderError(f"placeholder '{op.name}' must be fed (the prune pass is off, so "
                              "every node runs)")
     ops = [op for op in graph.operations if op.type != "placeholder"]
     program.ops = topological_order(ops, program.feed_set)
@@ -53,7 +57,7 @@ def needed_ops(elements: Sequence, roots: Sequence[Operation], fed: frozenset
             continue
         if op.type == "placeholder":
             by = f"needed by '{needed_by.name}'" if needed_by else "fetched"
-            raise OpsdkError(f"placeholder '{op.name}' must be fed ({by}); "
+            raise UnfedPlaceholderError(f"placeholder '{op.name}' must be fed ({by}); "
                              f"pass feed_dict={{{op.name}: value}}")
         needed[op] = None
         stack.extend((t.op, op) for t in op.inputs if t not in fed)

@@ -29,6 +29,10 @@ from opsdk.runtime.devices import Device, device_of, to_host
 from opsdk.runtime.kernels.buffers import owns_memory
 
 
+class UninitialisedVariableError(OpsdkError):
+    """A variable was read before anything gave it a value (TF's FailedPreconditionError)."""
+
+
 class VariableStore:
     """The values of one session's variables, by variable node name."""
 
@@ -48,7 +52,7 @@ class VariableStore:
         try:
             return self._values[name]
         except KeyError:
-            raise OpsdkError(f"variable '{name}' is not initialised; run "
+            raise UninitialisedVariableError(f"variable '{name}' is not initialised; run "
                              "global_variables_initializer() first") from None
 
     def host_values(self) -> dict[str, np.ndarray]:
