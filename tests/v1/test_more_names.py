@@ -123,3 +123,16 @@ def test_reentering_a_scope_by_name_numbers_its_default_names_again():
         sess.run(tf.global_variables_initializer())
         a, b = sess.run([real, fake], {x: np.ones([1, 4])})
     assert a.shape == b.shape == (1, 2)
+
+
+def test_assign_converts_numbers_to_the_variables_dtype_where_no_value_changes():
+    tf.reset_default_graph()
+    step = tf.train.get_or_create_global_step()  # int64
+    weight = tf.Variable(1.0)  # float32
+    bump, set_weight = tf.assign_add(step, 1), tf.assign(weight, 3)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(bump)
+        assert sess.run([step, set_weight]) == [1, 3.0]
+    with pytest.raises(OpsdkError, match="is float32; variable 'global_step' is int64"):
+        tf.assign_add(step, 1.5)  # a value the int64 step cannot hold: refused, as TF does
