@@ -77,14 +77,11 @@ class SyncReplicasOptimizer:
         return self._replicated.minimize(loss, global_step=global_step, var_list=var_list,
                                          name=name or self._name)
 
-    def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> "_NoHook":
-        """Nothing to run: the ps aggregates and releases the workers itself."""
-        return _NoHook()
+    def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
+        """A hook with nothing to do: the ps aggregates and releases the workers itself."""
+        from opsdk.v1.hooks import SessionRunHook
 
-
-class _NoHook:
-    def begin(self) -> None:
-        pass
+        return SessionRunHook()
 
 
 def device(name_or_function: Any) -> Any:
@@ -95,11 +92,21 @@ def device(name_or_function: Any) -> Any:
 
 
 def install(train: Any, names: dict) -> None:
-    """Add these names to `tf.train` and make `tf.device` take a setter (the one hook line in
+    """Add these names, the monitored sessions' (opsdk/v1/monitored.py) and the hooks'
+    (opsdk/v1/hooks.py) to `tf.train`, and make `tf.device` take a setter (the one hook line in
     opsdk/v1/__init__.py)."""
-    from opsdk.v1 import monitored
+    from opsdk.v1 import hooks, monitored
 
-    for name in ("ClusterSpec", "Server", "replica_device_setter", "SyncReplicasOptimizer",
-                 "MonitoredTrainingSession", "StopAtStepHook"):
-        setattr(train, name, getattr(monitored, name, None) or globals()[name])
+    for name in ("ClusterSpec", "Server", "replica_device_setter", "SyncReplicasOptimizer"):
+        setattr(train, name, globals()[name])
+    for name in ("Coordinator", "Scaffold", "SessionCreator", "ChiefSessionCreator",
+                 "WorkerSessionCreator", "MonitoredSession", "SingularMonitoredSession",
+                 "MonitoredTrainingSession"):
+        setattr(train, name, getattr(monitored, name))
+    for name in ("SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+                 "SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverHook",
+                 "CheckpointSaverListener", "LoggingTensorHook", "NanTensorHook",
+                 "NanLossDuringTrainingError", "StepCounterHook", "SummarySaverHook",
+                 "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook"):
+        setattr(train, name, getattr(hooks, name))
     names["device"] = device

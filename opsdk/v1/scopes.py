@@ -34,6 +34,7 @@ class GraphKeys(opsdk.GraphKeys):
     UPDATE_OPS = "update_ops"
     TRAIN_OP = "train_op"
     GLOBAL_STEP = "global_step"
+    SAVERS = "savers"
 
 
 class _Scope:
