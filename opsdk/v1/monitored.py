@@ -231,6 +231,19 @@ class SessionCreator:
     def create_session(self) -> Any:
         raise OpsdkError(f"{type(self).__name__}.create_session is not written")
 
+    def prepare(self, sess: Any) -> None:
+        """Make `sess` ready (again after a recovery); the creators below restore, initialise
+        or wait for the chief."""
+
+    def _prepared(self, sess: Any) -> Any:
+        """`sess` made ready, or closed when that fails."""
+        try:
+            self.prepare(sess)
+        except BaseException:
+            sess.close()
+            raise
+        return sess
+
 
 class ChiefSessionCreator(SessionCreator):
     """`tf.train.ChiefSessionCreator(scaffold=None, master='', config=None, checkpoint_dir=None,
@@ -245,13 +258,7 @@ class ChiefSessionCreator(SessionCreator):
         self._dir, self._path = checkpoint_dir, checkpoint_filename_with_path
 
     def create_session(self) -> Any:
-        sess = _session(self._master, self._config, "ChiefSessionCreator")
-        try:
-            self.prepare(sess)
-        except BaseException:
-            sess.close()
-            raise
-        return sess
+        return self._prepared(_session(self._master, self._config, "ChiefSessionCreator"))
 
     def prepare(self, sess: Any) -> None:
         """Restore or initialise the variables of `sess` (again after a recovery)."""
@@ -299,13 +306,7 @@ class WorkerSessionCreator(SessionCreator):
                              "is_chief=False): a worker waits for a chief of its cluster, so "
                              "master must be a tf.train.Server's target; in one process use "
                              "is_chief=True")
-        sess = _session(self._master, self._config, "WorkerSessionCreator")
-        try:
-            self.prepare(sess)
-        except BaseException:
-            sess.close()
-            raise
-        return sess
+        return self._prepared(_session(self._master, self._config, "WorkerSessionCreator"))
 
     def prepare(self, sess: Any) -> None:
         from opsdk.runtime.frontend.variables import global_variables

@@ -39,6 +39,17 @@ def _batch(rng):
     return xb, xb @ TRUE_W
 
 
+def _varint(record, at):
+    value, shift = 0, 0
+    while True:
+        byte = record[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
 def _events(folder):
     """(step, summary bytes) of every event with a summary in the folder's event files."""
     found = []
@@ -46,33 +57,16 @@ def _events(folder):
         for record in events.read_records(path):
             step, summary, at = 0, None, 0
             while at < len(record):
-                key = record[at]
+                field, wire = record[at] >> 3, record[at] & 7
                 at += 1
-                field, wire = key >> 3, key & 7
                 if wire == 0:
-                    value, shift = 0, 0
-                    while True:
-                        byte = record[at]
-                        at += 1
-                        value |= (byte & 0x7F) << shift
-                        shift += 7
-                        if byte < 0x80:
-                            break
-                    if field == 2:
-                        step = value
-                elif wire == 1:
+                    value, at = _varint(record, at)
+                    step = value if field == 2 else step
+                elif wire == 1:  # a double (the wall time)
                     at += 8
                 else:  # length-delimited
-                    n, shift = 0, 0
-                    while True:
-                        byte = record[at]
-                        at += 1
-                        n |= (byte & 0x7F) << shift
-                        shift += 7
-                        if byte < 0x80:
-                            break
-                    if field == 5:
-                        summary = record[at:at + n]
+                    n, at = _varint(record, at)
+                    summary = record[at:at + n] if field == 5 else summary
                     at += n
             if summary is not None:
                 found.append((step, summary))
