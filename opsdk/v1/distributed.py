@@ -25,8 +25,10 @@ from typing import Any, Optional
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import errors
+from opsdk.v1 import session as v1_session
 
-from opsdk.dist import ClusterSpec, ReplicatedOptimizer
+from opsdk.dist import ClusterSession, ClusterSpec, ReplicatedOptimizer
 from opsdk.dist import replica_device_setter as _setter
 
 
@@ -82,6 +84,20 @@ class SyncReplicasOptimizer:
         from opsdk.v1.hooks import SessionRunHook
 
         return SessionRunHook()
+
+
+class _ClusterSession(ClusterSession):
+    """A ClusterSession that takes `run` as TF1's session does: TF1's feeds, summaries
+    decoded, errors raised as their tf.errors classes, `options` and `run_metadata` accepted
+    (and not used)."""
+
+    def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
+            run_metadata: Any = None, timeout: Optional[float] = None) -> Any:
+        try:
+            result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
+        except OpsdkError as exc:
+            raise errors.as_tf_error(exc) from None
+        return v1_session._decode(fetches, result) if v1_session._decoding else result
 
 
 def device(name_or_function: Any) -> Any:

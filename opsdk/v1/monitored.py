@@ -28,7 +28,7 @@ from opsdk.dist import ClusterSession, checkpoint
 from opsdk.dist.errors import TaskUnavailable
 from opsdk.v1 import errors, scopes
 from opsdk.v1 import session as v1_session
-from opsdk.v1.distributed import Target
+from opsdk.v1.distributed import Target, _ClusterSession
 from opsdk.v1.hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext,
                             SessionRunHook, SessionRunValues, StepCounterHook, StopAtStepHook,
                             SummarySaverHook)
@@ -196,20 +196,6 @@ class Scaffold:
     @staticmethod
     def default_local_init_op() -> Any:
         return scopes.local_variables_initializer()
-
-
-class _ClusterSession(ClusterSession):
-    """A ClusterSession that takes `run` as TF1's session does: TF1's feeds, summaries
-    decoded, errors raised as their tf.errors classes, `options` and `run_metadata` accepted
-    (and not used)."""
-
-    def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
-            run_metadata: Any = None, timeout: Optional[float] = None) -> Any:
-        try:
-            result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
-        except OpsdkError as exc:
-            raise errors.as_tf_error(exc) from None
-        return v1_session._decode(fetches, result) if v1_session._decoding else result
 
 
 def _session(master: Any, config: Any, who: str) -> Any:
