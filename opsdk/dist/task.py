@@ -39,7 +39,7 @@ from opsdk.runtime.exec.executor import RunToken, StepContext
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.variable_store import VariableStore
 
-from opsdk.dist import wire
+from opsdk.dist import engine, wire
 from opsdk.dist.cluster import task_of
 from opsdk.dist.errors import TaskUnavailable
 from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
@@ -520,6 +520,9 @@ def start_task(task: str, max_restarts: int = 3,
     client."""
     options: dict = {"num_cpus": 0, **(placement or {}), "max_restarts": max_restarts,
                      "max_task_retries": 0}
-    if name is not None:
-        options.update(name=name, namespace=namespace, get_if_exists=True)
-    return actor_class().options(**options).remote(task)
+    if name is None:
+        return actor_class().options(**options).remote(task)
+    options.update(name=name, namespace=namespace, get_if_exists=True)
+    handle = actor_class().options(**options).remote(task)
+    engine.hold(f"{namespace}/{name}", handle)  # the tasks outlive the session (engine.hold)
+    return handle

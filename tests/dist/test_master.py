@@ -11,7 +11,7 @@ import pytest
 from opsdk.dist.master import ClusterSession
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
-from opsdk.runtime.ir.graph import Graph, placeholder
+from opsdk.runtime.ir.graph import Graph, constant, placeholder
 
 CLUSTER = {"ps": 1, "worker": 2}
 
@@ -111,6 +111,32 @@ def test_close_leaves_the_tasks_and_end_tasks_ends_them_for_every_client(ray_eng
     with ClusterSession(None, cluster, cluster_name="end-tasks") as again:
         again.reconnect()
         assert again.engine_info(ps)["pid"] not in pids.values()
+
+
+def test_the_tasks_outlive_the_session_that_started_them(ray_engine):
+    # Ray keeps an actor alive while its creator's handles last; a handle found by name (the
+    # second session's) does not count, and the second session's introduction replaced the
+    # tasks' handles of one another with those: dropping the first session ended the tasks.
+    ps = "/job:ps/replica:0/task:0"
+    cluster = {"ps": 1, "worker": 1}
+    g = Graph()
+    with g.as_default():
+        with g.device(ps):
+            w = constant(np.float32(2.0)) * 3.0
+    first = ClusterSession(g, cluster, cluster_name="outlive")
+    assert first.run(w) == 6.0
+    pid = first.engine_info(ps)["pid"]
+    other = ClusterSession(g, cluster, cluster_name="outlive")
+    other.reconnect()
+    first.close()
+    del first
+    gc.collect()
+    time.sleep(1.0)
+    try:
+        assert other.run(w) == 6.0
+        assert other.engine_info(ps)["pid"] == pid
+    finally:
+        other.end_tasks()
 
 
 def test_end_tasks_after_ray_was_shut_down_starts_no_ray(monkeypatch):
