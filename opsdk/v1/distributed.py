@@ -87,9 +87,28 @@ class SyncReplicasOptimizer:
 
 
 class _ClusterSession(ClusterSession):
-    """A ClusterSession that takes `run` as TF1's session does: TF1's feeds, summaries
-    decoded, errors raised as their tf.errors classes, `options` and `run_metadata` accepted
-    (and not used)."""
+    """What `tf.Session(server.target)` makes (and a monitored session on a cluster holds): a
+    ClusterSession that takes `run` as TF1's session does (TF1's feeds, summaries decoded,
+    errors raised as their tf.errors classes, `options` and `run_metadata` accepted and not
+    used) and is the default session inside its `with` block (`Tensor.eval()`)."""
+
+    @classmethod
+    def for_target(cls, target: "Target", graph: Any = None) -> "_ClusterSession":
+        return cls(graph if graph is not None else opsdk.get_default_graph(), target.cluster,
+                   task=target.task, address=target.address)
+
+    def as_default(self) -> Any:
+        """Make this the default session inside a `with` block (does not close it after)."""
+        return v1_session._DefaultContext(self)
+
+    def __enter__(self) -> "_ClusterSession":
+        v1_session._stack.sessions.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if v1_session._stack.sessions and v1_session._stack.sessions[-1] is self:
+            v1_session._stack.sessions.pop()
+        self.close()
 
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
             run_metadata: Any = None, timeout: Optional[float] = None) -> Any:

@@ -203,7 +203,7 @@ def _session(master: Any, config: Any, who: str) -> Any:
     names."""
     graph = opsdk.get_default_graph()
     if isinstance(master, Target):
-        return _ClusterSession(graph, master.cluster, task=master.task, address=master.address)
+        return _ClusterSession.for_target(master, graph)
     if master in ("", None):
         return v1_session.Session(graph=graph, config=config)
     raise OpsdkError(f"{who}: master {master!r}: give '' (this process) or a tf.train.Server's "

@@ -57,12 +57,25 @@ def get_default_session() -> Optional["Session"]:
 
 
 class Session(opsdk.Session):
-    """`tf.Session(target='', graph=None, config=None)`; entering it makes it the default."""
+    """`tf.Session(target='', graph=None, config=None)`; entering it makes it the default.
+    With a `tf.train.Server`'s target, the session runs on that server's cluster (a
+    ClusterSession whose own task is the server's; docs/distributed.md, TF1 programs)."""
+
+    def __new__(cls, target: Any = "", graph: Any = None, config: Any = None) -> Any:
+        from opsdk.v1.distributed import Target, _ClusterSession
+
+        if isinstance(target, Target):
+            if cls is not Session:
+                raise OpsdkError(f"{cls.__name__}: a cluster's target is taken by tf.Session "
+                                 "(and tf.train.MonitoredTrainingSession) only")
+            return _ClusterSession.for_target(target, graph)
+        return super().__new__(cls)
 
     def __init__(self, target: str = "", graph: Any = None, config: Any = None):
         if target not in ("", None):
-            raise OpsdkError(f"Session: target {target!r}: opsdk.v1 runs in this process only "
-                             "(for clusters use opsdk.dist)")
+            raise OpsdkError(f"Session: target {target!r}: give '' (this process) or a "
+                             "tf.train.Server's target, whose cluster the tasks of Ray run "
+                             "(docs/distributed.md, TF1 programs)")
         super().__init__(graph, _session_config(config))
         self.tf_config = config
 

@@ -117,3 +117,47 @@ def test_the_monitored_sessions_recover_from_a_killed_task(ray_engine, tmp_path,
 def test_monitored_session_needs_a_server_target():
     with pytest.raises(OpsdkError, match="tf.train.Server's target"):
         tf.train.MonitoredTrainingSession(master="grpc://localhost:2222")
+
+
+def _regression(task_index, cluster):
+    with tf.device(tf.train.replica_device_setter(
+            worker_device="/job:worker/task:%d" % task_index, cluster=cluster)):
+        x = tf.placeholder(tf.float32, [16, 4])
+        y = tf.placeholder(tf.float32, [16, 1])
+        w = tf.Variable(tf.zeros([4, 1]), name="w")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return x, y, w, loss, train_op
+
+
+def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
+    # the older between-graph form: tf.Session(server.target), variables living on the ps
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2232"],
+                                    "worker": ["localhost:2233", "localhost:2234"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    rng = np.random.default_rng(0)
+    with tf.Graph().as_default():
+        x, y, w, loss, train_op = _regression(0, cluster)
+        with tf.Session(server.target) as sess:
+            assert tf.get_default_session() is sess
+            assert sess.task == "/job:worker/replica:0/task:0"
+            sess.run(tf.global_variables_initializer())
+            for _ in range(40):
+                xb = rng.standard_normal((16, 4)).astype(np.float32)
+                sess.run(train_op, {x: xb, y: xb @ np.array([[1.0], [2.0], [3.0], [4.0]])})
+            trained = w.eval()  # through the default session
+            with pytest.raises(tf.errors.InvalidArgumentError, match="must be fed"):
+                sess.run(loss)
+        assert tf.get_default_session() is None
+    np.testing.assert_allclose(trained.ravel(), [1, 2, 3, 4], atol=0.1)
+    # worker 1's client (another process in a real cluster) finds w where worker 0 left it
+    server1 = tf.train.Server(cluster, job_name="worker", task_index=1)
+    with tf.Graph().as_default():
+        x, y, w, loss, train_op = _regression(1, cluster)
+        sess = tf.Session(server1.target)
+        try:
+            np.testing.assert_array_equal(sess.run(w), trained)
+        finally:
+            sess.end_tasks()
+    with pytest.raises(OpsdkError, match="tf.Session .* only"):
+        tf.InteractiveSession(server.target)
