@@ -68,6 +68,45 @@ def read_records(path: str | os.PathLike) -> Iterator[bytes]:
         at += 16 + n
 
 
+def read_summaries(folder: str | os.PathLike) -> list[tuple[int, bytes]]:
+    """(step, serialized Summary) of every event holding a summary, in the event files of
+    `folder` (oldest file first), read back without TensorFlow."""
+    found = []
+    for path in sorted(Path(folder).glob("events.out.tfevents.*")):
+        for data in read_records(path):
+            step, summary, at = 0, None, 0
+            while at < len(data):
+                field, wire = data[at] >> 3, data[at] & 7
+                at += 1
+                if wire == 0:  # a varint: the step is field 2
+                    value, at = _read_varint(data, at)
+                    step = value if field == 2 else step
+                elif wire == 1:  # a double: the wall time
+                    at += 8
+                elif wire == 2:  # bytes: the summary is field 5
+                    size, at = _read_varint(data, at)
+                    summary = data[at:at + size] if field == 5 else summary
+                    at += size
+                else:
+                    raise ValueError(f"{path}: an event field of wire type {wire} at byte {at}")
+            if summary is not None:
+                found.append((step, summary))
+    return found
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if at >= len(data):
+            raise ValueError("an event ends inside a number")
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
 # ------------------------------------------------------------------------ protobuf encoding
 def _varint(value: int) -> bytes:
     out = bytearray()

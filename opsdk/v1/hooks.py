@@ -162,6 +162,20 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+def save_checkpoint(session: Any, folder: str, step: Optional[int], saver: Any,
+                    basename: str = "model.ckpt") -> None:
+    """A checkpoint of `session` at `step` in `folder`: with `saver` as
+    `folder/basename-STEP` in one process, the cluster checkpoint of opsdk.dist on a cluster
+    (each ps shard, the index last; docs/distributed.md)."""
+    if _on_cluster(session):
+        from opsdk.dist import checkpoint
+
+        checkpoint.save(session, folder, 0 if step is None else step)
+    else:
+        saver.save(session, os.path.join(folder, basename), global_step=step)
+    log.info("Saved a checkpoint of step %s in %s", step, folder)
+
+
 def _on_cluster(session: Any) -> bool:
     from opsdk.dist import ClusterSession
 
@@ -235,16 +249,10 @@ class CheckpointSaverHook(SessionRunHook):
 
     def _save(self, session: Any, step: int) -> bool:
         """Save at `step`; True when a listener asks to stop."""
-        from opsdk.dist import ClusterSession, checkpoint
-
         for listener in self._listeners:
             listener.before_save(session, step)
-        if isinstance(session, ClusterSession):
-            checkpoint.save(session, self._dir, step)
-        else:
-            self._get_saver().save(session, os.path.join(self._dir, self._basename),
-                                   global_step=step)
-        log.info("Saved a checkpoint of step %d in %s", step, self._dir)
+        save_checkpoint(session, self._dir, step, None if _on_cluster(session)
+                        else self._get_saver(), self._basename)
         return any([listener.after_save(session, step) for listener in self._listeners])
 
     def _get_saver(self) -> Any:

@@ -39,40 +39,6 @@ def _batch(rng):
     return xb, xb @ TRUE_W
 
 
-def _varint(record, at):
-    value, shift = 0, 0
-    while True:
-        byte = record[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
-
-
-def _events(folder):
-    """(step, summary bytes) of every event with a summary in the folder's event files."""
-    found = []
-    for path in sorted(folder.glob("events.out.tfevents.*")):
-        for record in events.read_records(path):
-            step, summary, at = 0, None, 0
-            while at < len(record):
-                field, wire = record[at] >> 3, record[at] & 7
-                at += 1
-                if wire == 0:
-                    value, at = _varint(record, at)
-                    step = value if field == 2 else step
-                elif wire == 1:  # a double (the wall time)
-                    at += 8
-                else:  # length-delimited
-                    n, at = _varint(record, at)
-                    summary = record[at:at + n] if field == 5 else summary
-                    at += n
-            if summary is not None:
-                found.append((step, summary))
-    return found
-
-
 def test_a_tf1_training_loop_stops_checkpoints_resumes_and_writes_summaries(tmp_path, caplog):
     rng = np.random.default_rng(0)
     steps_run, losses = [], []
@@ -94,7 +60,7 @@ def test_a_tf1_training_loop_stops_checkpoints_resumes_and_writes_summaries(tmp_
     assert losses[-1] < 1e-3 * losses[0]
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-50")
     assert (tmp_path / "model.ckpt-40").exists() and not (tmp_path / "model.ckpt-0").exists()
-    written = _events(tmp_path)
+    written = events.read_summaries(tmp_path)
     loss_steps = sorted({step for step, summary in written if b"loss" in summary})
     assert loss_steps[:3] == [0, 5, 10] and 45 in loss_steps, loss_steps
     rates = sorted(step for step, summary in written if b"global_step/sec" in summary)
