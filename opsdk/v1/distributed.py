@@ -127,8 +127,8 @@ def device(name_or_function: Any) -> Any:
 
 
 def install(train: Any, names: dict) -> None:
-    """Add these names, the monitored sessions' (opsdk/v1/monitored.py) and the hooks'
-    (opsdk/v1/hooks.py) to `tf.train`, and make `tf.device` take a setter (the one hook line in
+    """Add these names, the monitored sessions' (opsdk/v1/monitored.py), the Supervisor's
+    (opsdk/v1/supervisor.py) and the hooks' (opsdk/v1/hooks.py) to `tf.train`, and make `tf.device` take a setter (the one hook line in
     opsdk/v1/__init__.py)."""
     from opsdk.v1 import hooks, monitored
 
@@ -138,6 +138,9 @@ def install(train: Any, names: dict) -> None:
                  "WorkerSessionCreator", "MonitoredSession", "SingularMonitoredSession",
                  "MonitoredTrainingSession"):
         setattr(train, name, getattr(monitored, name))
+    from opsdk.v1 import supervisor
+
+    train.Supervisor, train.LooperThread = supervisor.Supervisor, supervisor.LooperThread
     for name in ("SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
                  "SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverHook",
                  "CheckpointSaverListener", "LoggingTensorHook", "NanTensorHook",
