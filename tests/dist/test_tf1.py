@@ -161,3 +161,44 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
             sess.end_tasks()
     with pytest.raises(OpsdkError, match="tf.Session .* only"):
         tf.InteractiveSession(server.target)
+
+
+def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp_path):
+    # the Supervisor form of a between-graph script: the chief initialises and checkpoints,
+    # worker 1 waits for it; asynchronous updates of w on the ps
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2242"],
+                                    "worker": ["localhost:2243", "localhost:2244"]})
+    losses, errors = {0: [], 1: []}, []
+
+    def worker(i):
+        try:
+            server = tf.train.Server(cluster, job_name="worker", task_index=i)
+            rng = np.random.default_rng(i)
+            with tf.Graph().as_default():
+                with tf.device(tf.train.replica_device_setter(
+                        worker_device="/job:worker/task:%d" % i, cluster=cluster)):
+                    x = tf.placeholder(tf.float32, [16, 4])
+                    y = tf.placeholder(tf.float32, [16, 1])
+                    w = tf.Variable(tf.zeros([4, 1]), name="w")
+                    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+                    global_step = tf.train.get_or_create_global_step()
+                    train_op = tf.train.GradientDescentOptimizer(0.05).minimize(
+                        loss, global_step=global_step)
+                sv = tf.train.Supervisor(is_chief=(i == 0), logdir=str(tmp_path),
+                                         global_step=global_step, save_model_secs=0.5)
+                with sv.managed_session(server.target) as sess:
+                    while not sv.should_stop() and sess.run(global_step) < 60:
+                        xb = rng.standard_normal((16, 4)).astype(np.float32)
+                        yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+                        losses[i].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join(300) for t in threads]
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+    assert len(losses[0]) + len(losses[1]) >= 60 and losses[1]
+    assert np.mean(losses[0][-3:]) < 0.2 * np.mean(losses[0][:3])
+    assert (tmp_path / "checkpoint").exists()  # the chief's checkpoint service wrote one
