@@ -104,6 +104,13 @@ def bias_add(value: Any, bias: Any, data_format: Any = None, name: Optional[str]
     return _ops.bias_add(_t(value), _t(bias), name=name)
 
 
+def xw_plus_b(x: Any, weights: Any, biases: Any, name: Optional[str] = None) -> Any:
+    """`tf.nn.xw_plus_b`: matmul(x, weights) + biases, the bias added along the last axis."""
+    from opsdk.v1.math_ops import matmul
+
+    return bias_add(matmul(x, weights), biases, name=name)
+
+
 def _hw(who: str, values: Any, name: str) -> list[int]:
     """TF's 4-entry NHWC strides/ksize ([1, s, s, 1]) or 2 entries, as (height, width)."""
     values = [int(v) for v in (values if isinstance(values, (list, tuple)) else [values] * 2)]

@@ -136,3 +136,16 @@ def test_assign_converts_numbers_to_the_variables_dtype_where_no_value_changes()
         assert sess.run([step, set_weight]) == [1, 3.0]
     with pytest.raises(OpsdkError, match="is float32; variable 'global_step' is int64"):
         tf.assign_add(step, 1.5)  # a value the int64 step cannot hold: refused, as TF does
+
+
+def test_xw_plus_b_is_a_matmul_and_a_bias_with_their_gradients():
+    tf.reset_default_graph()
+    x = tf.constant(np.ones((2, 3), np.float32))
+    w = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+    b = tf.constant(np.array([1.0, -1.0], np.float32))
+    y = tf.nn.xw_plus_b(x, w, b)
+    gw, gb = tf.gradients(tf.reduce_sum(y), [w, b])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y), [[7.0, 8.0], [7.0, 8.0]])
+        np.testing.assert_array_equal(sess.run(gw), np.full((3, 2), 2.0))
+        np.testing.assert_array_equal(sess.run(gb), [2.0, 2.0])
