@@ -66,18 +66,48 @@ class Server:
 
 
 class SyncReplicasOptimizer:
-    """`tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas)`."""
+    """`tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate, total_num_replicas)`.
+
+    The ps aggregates each round and releases the workers itself (opsdk.dist's
+    ReplicatedOptimizer), so what TensorFlow's has the program run for its token queue is
+    there and does nothing: after `minimize`, `local_step_init_op`, `chief_init_op` and
+    `get_init_tokens_op()` are no-ops, `ready_for_local_init_op` is None and
+    `get_chief_queue_runner()` a queue runner with nothing to run, which
+    `Supervisor.start_queue_runners` accepts."""
 
     def __init__(self, opt: Any, replicas_to_aggregate: int, total_num_replicas: Any = None,
                  variable_averages: Any = None, variables_to_average: Any = None,
                  use_locking: bool = False, name: str = "sync_replicas"):
         self._replicated = ReplicatedOptimizer(opt, replicas_to_aggregate, total_num_replicas)
         self._name = name
+        self._nothing: Any = None
 
     def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
                  name: Optional[str] = None, **unused: Any) -> Any:
-        return self._replicated.minimize(loss, global_step=global_step, var_list=var_list,
-                                         name=name or self._name)
+        train_op = self._replicated.minimize(loss, global_step=global_step, var_list=var_list,
+                                             name=name or self._name)
+        from opsdk.v1.scopes import no_op
+
+        self._nothing = no_op(name=f"{self._name}/nothing_to_run")
+        return train_op
+
+    def _built(self, what: str) -> Any:
+        if self._nothing is None:
+            raise OpsdkError(f"SyncReplicasOptimizer.{what}: call minimize first (TensorFlow "
+                             "makes it there too)")
+        return self._nothing
+
+    local_step_init_op = property(lambda self: self._built("local_step_init_op"))
+    chief_init_op = property(lambda self: self._built("chief_init_op"))
+    ready_for_local_init_op = property(lambda self: self._built("ready_for_local_init_op")
+                                       and None)
+
+    def get_init_tokens_op(self, num_tokens: int = -1) -> Any:
+        return self._built("get_init_tokens_op")
+
+    def get_chief_queue_runner(self) -> "NothingToRun":
+        self._built("get_chief_queue_runner")
+        return NothingToRun()
 
     def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> Any:
         """A hook with nothing to do: the ps aggregates and releases the workers itself."""
@@ -117,6 +147,15 @@ class _ClusterSession(ClusterSession):
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
         return v1_session._decode(fetches, result) if v1_session._decoding else result
+
+
+class NothingToRun:
+    """What `SyncReplicasOptimizer.get_chief_queue_runner()` returns: a queue runner with no
+    thread to start (the ps releases the workers itself)."""
+
+    def create_threads(self, sess: Any, coord: Any = None, daemon: bool = False,
+                       start: bool = False) -> list:
+        return []
 
 
 def device(name_or_function: Any) -> Any:

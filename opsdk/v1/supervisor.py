@@ -266,8 +266,11 @@ class Supervisor:
         return thread
 
     def start_queue_runners(self, sess: Any, queue_runners: Any = None) -> list:
-        """No threads: opsdk graphs have no queue runners (docs/tf1.md, Not provided)."""
-        if queue_runners:
+        """No threads: opsdk graphs have no queue runners (docs/tf1.md, Not provided), and
+        SyncReplicasOptimizer's chief queue runner has nothing to run."""
+        from opsdk.v1.distributed import NothingToRun
+
+        if any(not isinstance(runner, NothingToRun) for runner in queue_runners or ()):
             raise OpsdkError("Supervisor.start_queue_runners: opsdk.v1 has no queues or queue "
                              "runners (docs/tf1.md)")
         return []

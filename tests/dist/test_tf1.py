@@ -163,9 +163,11 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
         tf.InteractiveSession(server.target)
 
 
-def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp_path):
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp_path, sync):
     # the Supervisor form of a between-graph script: the chief initialises and checkpoints,
-    # worker 1 waits for it; asynchronous updates of w on the ps
+    # worker 1 waits for it; asynchronous updates of w on the ps, or TensorFlow's
+    # synchronous-replicas form with its token queue's ops (nothing to run here)
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2242"],
                                     "worker": ["localhost:2243", "localhost:2244"]})
     losses, errors = {0: [], 1: []}, []
@@ -182,12 +184,24 @@ def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp
                     w = tf.Variable(tf.zeros([4, 1]), name="w")
                     loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
                     global_step = tf.train.get_or_create_global_step()
-                    train_op = tf.train.GradientDescentOptimizer(0.05).minimize(
-                        loss, global_step=global_step)
+                    opt = tf.train.GradientDescentOptimizer(0.05)
+                    if sync:
+                        opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2,
+                                                             total_num_replicas=2)
+                    train_op = opt.minimize(loss, global_step=global_step)
+                    extra = {}
+                    if sync:
+                        extra = {"local_init_op": opt.chief_init_op if i == 0
+                                 else opt.local_step_init_op,
+                                 "ready_for_local_init_op": opt.ready_for_local_init_op}
                 sv = tf.train.Supervisor(is_chief=(i == 0), logdir=str(tmp_path),
-                                         global_step=global_step, save_model_secs=0.5)
+                                         global_step=global_step, save_model_secs=0.5,
+                                         **extra)
                 with sv.managed_session(server.target) as sess:
-                    while not sv.should_stop() and sess.run(global_step) < 60:
+                    if sync and i == 0:
+                        sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
+                        sess.run(opt.get_init_tokens_op())
+                    while not sv.should_stop() and sess.run(global_step) < 40:
                         xb = rng.standard_normal((16, 4)).astype(np.float32)
                         yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
                         losses[i].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
@@ -199,6 +213,9 @@ def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp
     [t.join(300) for t in threads]
     assert not errors, errors
     assert not any(t.is_alive() for t in threads)
-    assert len(losses[0]) + len(losses[1]) >= 60 and losses[1]
+    if sync:  # one round of both per global step
+        assert len(losses[0]) == len(losses[1]) == 40
+    else:
+        assert len(losses[0]) + len(losses[1]) >= 40 and losses[1]
     assert np.mean(losses[0][-3:]) < 0.2 * np.mean(losses[0][:3])
     assert (tmp_path / "checkpoint").exists()  # the chief's checkpoint service wrote one
