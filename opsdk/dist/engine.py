@@ -129,31 +129,7 @@ def shutdown() -> None:
     """Leave (or stop, for the embedded instance) the Ray connection of this process."""
     global _engine
     with _lock:
-        _held.clear()
         if _engine is not None:
             ray_module().shutdown()
             _engine = None
 
-
-# Ray keeps an actor alive while its creator's handles last, and a handle found by name does
-# not count: a task actor must not end when the session that happened to start it is dropped
-# while another session of its cluster_name uses it (that session's handles are found by name,
-# and it introduces the tasks to one another with them). So the process holds the handle of
-# each task actor it started until end_tasks (or Ray's shutdown): the tasks end with the
-# program that started them (docs/distributed.md, "Task lifetime").
-_held: dict[str, Any] = {}
-
-
-def hold(name: str, handle: Any) -> None:
-    """Keep `handle`, of the actor named `name`, for as long as this process runs (it replaces
-    a held handle of another actor of that name: the old one ended)."""
-    with _lock:
-        held = _held.get(name)
-        if held is None or getattr(held, "_actor_id", None) != getattr(handle, "_actor_id", 0):
-            _held[name] = handle
-
-
-def release(name: str) -> None:
-    """Stop holding the actor named `name` (end_tasks ended it)."""
-    with _lock:
-        _held.pop(name, None)

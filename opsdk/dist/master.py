@@ -620,7 +620,6 @@ class ClusterSession:
             except ValueError:  # never started, or already ended
                 continue
             ray.kill(handle, no_restart=True)
-            engine.release(f"{_NAMESPACE}/{self._actor_name(task)}")
 
     def _actor_name(self, task: str) -> str:
         return f"opsdk:{self.cluster_name}:{task}"

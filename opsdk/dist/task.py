@@ -39,7 +39,7 @@ from opsdk.runtime.exec.executor import RunToken, StepContext
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.exec.variable_store import VariableStore
 
-from opsdk.dist import engine, wire
+from opsdk.dist import wire
 from opsdk.dist.cluster import task_of
 from opsdk.dist.errors import TaskUnavailable
 from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
@@ -516,13 +516,13 @@ def start_task(task: str, max_restarts: int = 3,
                placement: Optional[dict] = None) -> Any:
     """A new task actor. `num_cpus=0` unless `placement` (Ray actor options, from
     opsdk/dist/placement.py) says otherwise: a task waits far more than it computes, and Ray
-    would otherwise fit only as many tasks as cores. Not detached: tasks end with their
-    client."""
+    would otherwise fit only as many tasks as cores. A named task is detached, as a
+    TensorFlow server outlives its clients: on a cluster joined by address it lives until
+    `end_tasks` or the cluster stops, whichever client started it (each worker of a
+    between-graph program is a client of its own, and the first to finish must not take the ps
+    with it); the embedded instance, and its tasks, end with the program."""
     options: dict = {"num_cpus": 0, **(placement or {}), "max_restarts": max_restarts,
                      "max_task_retries": 0}
-    if name is None:
-        return actor_class().options(**options).remote(task)
-    options.update(name=name, namespace=namespace, get_if_exists=True)
-    handle = actor_class().options(**options).remote(task)
-    engine.hold(f"{namespace}/{name}", handle)  # the tasks outlive the session (engine.hold)
-    return handle
+    if name is not None:  # detached: the task outlives the client that started it
+        options.update(name=name, namespace=namespace, get_if_exists=True, lifetime="detached")
+    return actor_class().options(**options).remote(task)
