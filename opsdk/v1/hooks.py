@@ -19,7 +19,6 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import scopes
 
 log = logging.getLogger("opsdk.v1")
 
@@ -118,11 +117,13 @@ class SecondOrStepTimer:
 
 
 def _global_step_tensor(who: str) -> Any:
-    found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
-    if not found:
+    from opsdk.v1.train import get_global_step
+
+    found = get_global_step()
+    if found is None:
         raise OpsdkError(f"{who} needs a global step: create it with "
                          "tf.train.get_or_create_global_step() before the session")
-    return found[0]
+    return found
 
 
 def _step(value: Any) -> int:

@@ -110,8 +110,9 @@ class Supervisor:
                 local_init_op = (scopes.local_variables_initializer()
                                  if scopes.local_variables() else None)
             if global_step is USE_DEFAULT:
-                found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
-                global_step = found[0] if found else self._graph_step()
+                from opsdk.v1.train import get_global_step
+
+                global_step = get_global_step()
             if summary_op is USE_DEFAULT:
                 from opsdk.v1 import summary
 
@@ -138,13 +139,6 @@ class Supervisor:
         self._coord = Coordinator()
         self._services: list[threading.Thread] = []
         self._session: Any = None
-
-    def _graph_step(self) -> Any:
-        """A variable named 'global_step' of the graph, as TensorFlow's default finds it."""
-        for variable in scopes.global_variables():
-            if variable.name.split(":")[0] == "global_step":
-                return variable
-        return None
 
     # -- TensorFlow's properties ------------------------------------------------------------
     is_chief = property(lambda self: self._is_chief)

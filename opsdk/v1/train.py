@@ -51,17 +51,25 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: Any = None) -> An
 
 
 def get_or_create_global_step(graph: Any = None) -> Any:
-    found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
-    if found:
-        return found[0]
+    found = get_global_step()
+    if found is not None:
+        return found
     step = Variable(np.int64(0), trainable=False, name="global_step")
     opsdk.get_default_graph().add_to_collection(scopes.GraphKeys.GLOBAL_STEP, step)
     return step
 
 
 def get_global_step(graph: Any = None) -> Any:
+    """The graph's global step, as TensorFlow finds it: the one of the GLOBAL_STEP collection,
+    else a variable named `global_step` (`tf.Variable(0, name='global_step')`); None where
+    there is neither."""
     found = scopes.get_collection(scopes.GraphKeys.GLOBAL_STEP)
-    return found[0] if found else None
+    if found:
+        return found[0]
+    for variable in scopes.global_variables():
+        if variable.name.split(":")[0] == "global_step":
+            return variable
+    return None
 
 
 def exponential_decay(learning_rate: float, global_step: Any, decay_steps: int,

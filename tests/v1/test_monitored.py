@@ -301,3 +301,15 @@ def test_the_coordinator_stops_threads_together_and_raises_their_error():
     clean = tf.train.Coordinator()
     clean.request_stop(tf.errors.OutOfRangeError(None, None, "the data ended"))
     clean.join([])  # the end of the data is a clean stop: nothing raised
+
+
+def test_a_variable_named_global_step_is_the_global_step_as_in_tensorflow():
+    # tf.Variable(0, name='global_step') without the collection, as many TF1 scripts make it
+    step = tf.Variable(0, dtype=tf.int32, trainable=False, name="global_step")
+    bump = tf.assign_add(step, 1)
+    assert tf.train.get_global_step() is step and tf.train.get_or_create_global_step() is step
+    values = []
+    with tf.train.MonitoredSession(hooks=[tf.train.StopAtStepHook(last_step=3)]) as sess:
+        while not sess.should_stop():
+            values.append(sess.run(bump))
+    assert values == [1, 2, 3]
