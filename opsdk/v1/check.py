@@ -36,16 +36,8 @@ if sys.argv[1] == "tf":
     tf.disable_eager_execution()
     sys.modules["tensorflow"] = tf
 else:
-    import opsdk.v1 as tf
-    sys.modules["tensorflow"] = tf
-    # `import tensorflow.contrib.layers` and `from tensorflow.nn import ...` find the namespaces
-    for name in ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
-                 "contrib.rnn", "contrib.layers", "contrib.seq2seq", "contrib.framework",
-                 "contrib.factorization", "app", "gfile"):
-        value = tf
-        for part in name.split("."):
-            value = getattr(value, part)
-        sys.modules["tensorflow." + name] = value
+    from opsdk.v1.run import bind_tensorflow
+    bind_tensorflow()
 path = sys.argv[2]
 sys.argv = [path]
 sys.path.insert(0, __import__("os").path.dirname(path))

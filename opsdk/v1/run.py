@@ -1,6 +1,14 @@
-"""Run a TensorFlow 1 program, unchanged, with every op of its default graph on one device.
+"""Run a TensorFlow 1 program unchanged: its ops on one device, or its `import tensorflow` bound.
+
+Every op of the program's default graph goes under `--device`; `--as-tensorflow` answers the
+program's own `import tensorflow` with opsdk.v1.
 
     python -m opsdk.v1.run --device /gpu:0 examples/mnist_softmax.py [program args ...]
+    python -m opsdk.v1.run --as-tensorflow worker.py --job_name=worker --task_index=0
+
+`--as-tensorflow` binds `tensorflow` (and `tensorflow.nn`, `tensorflow.train`, ...) to
+opsdk.v1 before the program runs (`bind_tensorflow`), so a program whose import line says
+`import tensorflow as tf` runs without one line of it changed.
 
 The program runs as `__main__` (its folder first on sys.path, as `python PROGRAM` would) inside
 `with tf.device(DEVICE):` on the default graph, so every node it adds there asks for that
@@ -18,6 +26,26 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import opsdk
+
+
+# The namespaces a program may import as modules (`import tensorflow.contrib.layers`, `from
+# tensorflow.nn import relu`).
+NAMESPACES = ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
+              "contrib.rnn", "contrib.layers", "contrib.seq2seq", "contrib.framework",
+              "contrib.factorization", "app", "gfile", "errors")
+
+
+def bind_tensorflow() -> None:
+    """Answer `import tensorflow` (and its namespaces as modules) with opsdk.v1 in this
+    process."""
+    import opsdk.v1 as tf
+
+    sys.modules["tensorflow"] = tf
+    for name in NAMESPACES:
+        value: object = tf
+        for part in name.split("."):
+            value = getattr(value, part)
+        sys.modules["tensorflow." + name] = value  # type: ignore[assignment]
 
 
 def run_program(path: str, device: Optional[str], argv: Sequence[str] = ()) -> None:
@@ -44,9 +72,13 @@ class _nothing:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m opsdk.v1.run", description=__doc__.split("\n")[0])
     parser.add_argument("--device", default=None, help="e.g. /gpu:0, /cpu:0, /test:0")
+    parser.add_argument("--as-tensorflow", action="store_true",
+                        help="answer the program's `import tensorflow` with opsdk.v1")
     parser.add_argument("program")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
+    if ns.as_tensorflow:
+        bind_tensorflow()
     try:
         run_program(ns.program, ns.device, ns.args)
     except opsdk.OpsdkError as exc:

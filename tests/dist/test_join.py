@@ -25,7 +25,8 @@ def test_softmax_example_runs_against_a_cluster_given_by_address():
 def test_the_tasks_outlive_the_worker_process_that_started_them():
     # each worker of a between-graph program is a process of its own; the chief finishing first
     # must not take the ps (which its client started) away from the other worker
-    script = [sys.executable, str(Path(__file__).with_name("tf1_worker.py"))]
+    script = [sys.executable, "-m", "opsdk.v1.run", "--as-tensorflow",
+              str(Path(__file__).with_name("tf1_worker.py"))]
     with ray_cluster() as (address, env):
         chief = subprocess.run(script + ["0", "5", address], capture_output=True, text=True,
                                timeout=300, env=env, cwd=ROOT)

@@ -1,7 +1,8 @@
 """A between-graph TF1 worker script, run as its own process by tests/dist/test_join.py: the
-form of TensorFlow's distributed examples, with `import opsdk.v1 as tf` for its import.
+form of TensorFlow's distributed examples, as written for TensorFlow (`import tensorflow`),
+which `python -m opsdk.v1.run --as-tensorflow` answers with opsdk.v1.
 
-    python tf1_worker.py TASK_INDEX STEPS ADDRESS [--end-tasks]
+    python -m opsdk.v1.run --as-tensorflow tf1_worker.py TASK_INDEX STEPS ADDRESS [--end-tasks]
 
 Worker 0 is the chief (it initialises the variables); the others wait for it. With 0 steps it
 only prints w; --end-tasks then ends the cluster's tasks."""
@@ -10,7 +11,7 @@ import sys
 
 import numpy as np
 
-import opsdk.v1 as tf
+import tensorflow as tf
 
 task_index, steps, address = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 cluster = tf.train.ClusterSpec({"ps": ["localhost:2262"],

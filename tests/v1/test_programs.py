@@ -122,3 +122,19 @@ def test_the_checker_runs_programs_side_by_side_and_reads_their_costs(tmp_path, 
     assert main([str(tmp_path), "--timeout", "120", "--jobs", "2", "--opsdk-only"]) == 1
     out = capsys.readouterr().out
     assert "opsdk.v1: ValueError: no" in out and "1 of 2 programs ran" in out
+
+
+def test_run_as_tensorflow_answers_the_programs_own_import(tmp_path):
+    import subprocess
+    import sys
+
+    program = tmp_path / "program.py"
+    program.write_text("import sys\nimport tensorflow as tf\nfrom tensorflow.nn import relu\n"
+                       "from tensorflow.errors import OutOfRangeError\n"
+                       "print(tf.__name__, relu is tf.nn.relu, sys.argv[1:])\n"
+                       "print(tf.Session().run(relu(tf.constant([-1.0, 2.0]))))\n")
+    done = subprocess.run([sys.executable, "-m", "opsdk.v1.run", "--as-tensorflow",
+                           str(program), "--task_index=1"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["opsdk.v1 True ['--task_index=1']", "[0. 2.]"]
