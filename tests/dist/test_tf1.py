@@ -13,6 +13,43 @@ import opsdk.v1 as tf
 from opsdk.registry.errors import OpsdkError
 
 
+def _regression(task_index, cluster, optimizer):
+    """The workers' model, as TF1 scripts build it under a replica_device_setter: x @ w fitted
+    to y, a global step, and `optimizer`'s train op."""
+    with tf.device(tf.train.replica_device_setter(
+            worker_device="/job:worker/task:%d" % task_index, cluster=cluster)):
+        x = tf.placeholder(tf.float32, [16, 4])
+        y = tf.placeholder(tf.float32, [16, 1])
+        w = tf.Variable(tf.zeros([4, 1]), name="w")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        global_step = tf.train.get_or_create_global_step()
+        train_op = optimizer.minimize(loss, global_step=global_step)
+    return x, y, w, loss, global_step, train_op
+
+
+def _batch(rng):
+    xb = rng.standard_normal((16, 4)).astype(np.float32)
+    return xb, xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+
+
+def _two_workers(worker):
+    """worker(0) and worker(1) on threads of their own, as two worker scripts' clients; an
+    error of either fails the test."""
+    errors = []
+
+    def run(i):
+        try:
+            worker(i)
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join(300) for t in threads]
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+
+
 def worker_main(task_index, cluster, checkpoint_dir, losses, last_step=20, kill=None,
                 recoveries=None):
     """What a TF1 script's worker does, with only `import opsdk.v1 as tf` changed (`kill`:
@@ -20,16 +57,9 @@ def worker_main(task_index, cluster, checkpoint_dir, losses, last_step=20, kill=
     session lists what it recovered from, for the tests below)."""
     server = tf.train.Server(cluster, job_name="worker", task_index=task_index)
     with tf.Graph().as_default():
-        with tf.device(tf.train.replica_device_setter(
-                worker_device="/job:worker/task:%d" % task_index, cluster=cluster)):
-            x = tf.placeholder(tf.float32, [16, 4])
-            y = tf.placeholder(tf.float32, [16, 1])
-            w = tf.Variable(tf.zeros([4, 1]), name="w")
-            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-            global_step = tf.train.get_or_create_global_step()
-            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
-                                                 replicas_to_aggregate=2, total_num_replicas=2)
-            train_op = opt.minimize(loss, global_step=global_step)
+        opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                             replicas_to_aggregate=2, total_num_replicas=2)
+        x, y, w, loss, global_step, train_op = _regression(task_index, cluster, opt)
         hooks = [opt.make_session_run_hook(task_index == 0),
                  tf.train.StopAtStepHook(last_step=last_step)]
         rng = np.random.default_rng(task_index)
@@ -39,8 +69,7 @@ def worker_main(task_index, cluster, checkpoint_dir, losses, last_step=20, kill=
             while not sess.should_stop():
                 if kill is not None and task_index == 0 and len(losses[0]) == 24:
                     _kill(server.target, kill)
-                xb = rng.standard_normal((16, 4)).astype(np.float32)
-                yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
+                xb, yb = _batch(rng)
                 losses[task_index].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
             if recoveries is not None:
                 recoveries[task_index] = list(sess.recoveries)
@@ -57,22 +86,11 @@ def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path
     cluster = tf.train.ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222", "w1:2222"]})
     assert tf.train.Server(cluster, job_name="ps", task_index=0).join() is None
     losses = {0: [], 1: []}
-    errors = []
-
-    def run(i):
-        try:
-            worker_main(i, cluster, str(tmp_path), losses)
-        except Exception as exc:  # surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
     # the hosts are placeholders that name no Ray node: Ray places the tasks, with a warning
     with pytest.warns(UserWarning, match=r"its address '(ps0|w0|w1):2222' .*names no alive node") as caught:
-        [t.start() for t in threads]
-        [t.join(300) for t in threads]
+        _two_workers(lambda i: worker_main(i, cluster, str(tmp_path), losses))
     # each at the script's line that led to it (worker_main's), not inside opsdk
     assert {w.filename for w in caught if "names no alive node" in str(w.message)} == {__file__}
-    assert not errors, errors
     assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
     assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])
     assert (tmp_path / "checkpoint").exists()  # the chief checkpointed every 10 steps
@@ -87,20 +105,9 @@ def test_the_monitored_sessions_recover_from_a_killed_task(ray_engine, tmp_path,
     # restores the latest checkpoint, the others wait for it, the failed call runs again
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2222"],
                                     "worker": ["localhost:2223", "localhost:2224"]})
-    losses, recoveries, errors = {0: [], 1: []}, {}, []
-
-    def run(i):
-        try:
-            worker_main(i, cluster, str(tmp_path), losses, last_step=50, kill=victim,
-                        recoveries=recoveries)
-        except Exception as exc:  # surfaced below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
-    [t.start() for t in threads]
-    [t.join(300) for t in threads]
-    assert not errors, errors
-    assert not any(t.is_alive() for t in threads)
+    losses, recoveries = {0: [], 1: []}, {}
+    _two_workers(lambda i: worker_main(i, cluster, str(tmp_path), losses, last_step=50,
+                                       kill=victim, recoveries=recoveries))
     if victim == PS:  # both workers' steps met the dead ps; the chief restored step 20
         assert all(r and PS in r[0] for r in recoveries.values()), recoveries
         assert len(losses[0]) == len(losses[1]) == 24 + 30
@@ -119,17 +126,6 @@ def test_monitored_session_needs_a_server_target():
         tf.train.MonitoredTrainingSession(master="grpc://localhost:2222")
 
 
-def _regression(task_index, cluster):
-    with tf.device(tf.train.replica_device_setter(
-            worker_device="/job:worker/task:%d" % task_index, cluster=cluster)):
-        x = tf.placeholder(tf.float32, [16, 4])
-        y = tf.placeholder(tf.float32, [16, 1])
-        w = tf.Variable(tf.zeros([4, 1]), name="w")
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
-    return x, y, w, loss, train_op
-
-
 def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
     # the older between-graph form: tf.Session(server.target), variables living on the ps
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2232"],
@@ -137,14 +133,15 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
     server = tf.train.Server(cluster, job_name="worker", task_index=0)
     rng = np.random.default_rng(0)
     with tf.Graph().as_default():
-        x, y, w, loss, train_op = _regression(0, cluster)
+        x, y, w, loss, _, train_op = _regression(0, cluster,
+                                                 tf.train.GradientDescentOptimizer(0.1))
         with tf.Session(server.target) as sess:
             assert tf.get_default_session() is sess
             assert sess.task == "/job:worker/replica:0/task:0"
             sess.run(tf.global_variables_initializer())
             for _ in range(40):
-                xb = rng.standard_normal((16, 4)).astype(np.float32)
-                sess.run(train_op, {x: xb, y: xb @ np.array([[1.0], [2.0], [3.0], [4.0]])})
+                xb, yb = _batch(rng)
+                sess.run(train_op, {x: xb, y: yb})
             trained = w.eval()  # through the default session
             with pytest.raises(tf.errors.InvalidArgumentError, match="must be fed"):
                 sess.run(loss)
@@ -153,7 +150,8 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
     # worker 1's client (another process in a real cluster) finds w where worker 0 left it
     server1 = tf.train.Server(cluster, job_name="worker", task_index=1)
     with tf.Graph().as_default():
-        x, y, w, loss, train_op = _regression(1, cluster)
+        x, y, w, loss, _, train_op = _regression(1, cluster,
+                                                 tf.train.GradientDescentOptimizer(0.1))
         sess = tf.Session(server1.target)
         try:
             np.testing.assert_array_equal(sess.run(w), trained)
@@ -170,49 +168,34 @@ def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp
     # synchronous-replicas form with its token queue's ops (nothing to run here)
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2242"],
                                     "worker": ["localhost:2243", "localhost:2244"]})
-    losses, errors = {0: [], 1: []}, []
+    losses = {0: [], 1: []}
 
     def worker(i):
-        try:
-            server = tf.train.Server(cluster, job_name="worker", task_index=i)
-            rng = np.random.default_rng(i)
-            with tf.Graph().as_default():
-                with tf.device(tf.train.replica_device_setter(
-                        worker_device="/job:worker/task:%d" % i, cluster=cluster)):
-                    x = tf.placeholder(tf.float32, [16, 4])
-                    y = tf.placeholder(tf.float32, [16, 1])
-                    w = tf.Variable(tf.zeros([4, 1]), name="w")
-                    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-                    global_step = tf.train.get_or_create_global_step()
-                    opt = tf.train.GradientDescentOptimizer(0.05)
-                    if sync:
-                        opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2,
-                                                             total_num_replicas=2)
-                    train_op = opt.minimize(loss, global_step=global_step)
-                    extra = {}
-                    if sync:
-                        extra = {"local_init_op": opt.chief_init_op if i == 0
-                                 else opt.local_step_init_op,
-                                 "ready_for_local_init_op": opt.ready_for_local_init_op}
-                sv = tf.train.Supervisor(is_chief=(i == 0), logdir=str(tmp_path),
-                                         global_step=global_step, save_model_secs=0.5,
-                                         **extra)
-                with sv.managed_session(server.target) as sess:
-                    if sync and i == 0:
-                        sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
-                        sess.run(opt.get_init_tokens_op())
-                    while not sv.should_stop() and sess.run(global_step) < 40:
-                        xb = rng.standard_normal((16, 4)).astype(np.float32)
-                        yb = xb @ np.array([[1.0], [2.0], [3.0], [4.0]], np.float32)
-                        losses[i].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
-        except Exception as exc:  # surfaced below
-            errors.append(exc)
+        server = tf.train.Server(cluster, job_name="worker", task_index=i)
+        rng = np.random.default_rng(i)
+        with tf.Graph().as_default():
+            opt = tf.train.GradientDescentOptimizer(0.05)
+            if sync:
+                opt = tf.train.SyncReplicasOptimizer(opt, replicas_to_aggregate=2,
+                                                     total_num_replicas=2)
+            x, y, w, loss, global_step, train_op = _regression(i, cluster, opt)
+            extra = {}
+            if sync:
+                extra = {"local_init_op": opt.chief_init_op if i == 0
+                         else opt.local_step_init_op,
+                         "ready_for_local_init_op": opt.ready_for_local_init_op}
+            sv = tf.train.Supervisor(is_chief=(i == 0), logdir=str(tmp_path),
+                                     global_step=global_step, save_model_secs=0.5,
+                                     **extra)
+            with sv.managed_session(server.target) as sess:
+                if sync and i == 0:
+                    sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
+                    sess.run(opt.get_init_tokens_op())
+                while not sv.should_stop() and sess.run(global_step) < 40:
+                    xb, yb = _batch(rng)
+                    losses[i].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    [t.start() for t in threads]
-    [t.join(300) for t in threads]
-    assert not errors, errors
-    assert not any(t.is_alive() for t in threads)
+    _two_workers(worker)
     if sync:  # one round of both per global step
         assert len(losses[0]) == len(losses[1]) == 40
     else:
