@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from opsdk.registry.errors import OpsdkError
@@ -34,5 +35,19 @@ def is_gone(exc: BaseException) -> bool:
 
 def failure(message: str, exc: Any) -> OpsdkError:
     """The error to raise for `exc` (from Ray), saying `message`: a TaskUnavailable where a
-    task is gone, else an OpsdkError."""
-    return (TaskUnavailable if is_gone(exc) else OpsdkError)(message)
+    task is gone, else the class of the task's own error (`same_kind`)."""
+    if is_gone(exc):
+        return TaskUnavailable(message)
+    return same_kind(getattr(exc, "cause", None), message)
+
+
+def same_kind(exc: Any, message: str) -> OpsdkError:
+    """An error of `exc`'s class saying `message`, where that class is an OpsdkError made from
+    a message alone (an op's bad input, an uninitialised variable, an unfed placeholder, ...),
+    else an OpsdkError: a node's error keeps its kind across tasks (opsdk.v1 raises it as its
+    tf.errors class)."""
+    kind = type(exc)
+    if not isinstance(exc, OpsdkError) or any(
+            isinstance(c.__dict__.get("__init__"), types.FunctionType) for c in kind.__mro__):
+        return OpsdkError(message)
+    return kind(message)

@@ -41,7 +41,7 @@ from opsdk.runtime.exec.variable_store import VariableStore
 
 from opsdk.dist import wire
 from opsdk.dist.cluster import task_of
-from opsdk.dist.errors import TaskUnavailable
+from opsdk.dist.errors import TaskUnavailable, same_kind
 from opsdk.dist.prefetch import PushPlan, SteadyRendezvous, StepMode, read_pushed
 
 STEP_THREADS = 16      # steps of one task running at once (async workers share a ps)
@@ -354,8 +354,7 @@ class TaskState:
             wait_futures(others)
             if isinstance(exc, KeyboardInterrupt):  # a client running its own task (Ctrl-C)
                 raise
-            kind = TaskUnavailable if isinstance(exc, TaskUnavailable) else OpsdkError
-            raise kind(self._as_master_sees_it(f"task {self.task}: {exc}")) from None
+            raise same_kind(exc, self._as_master_sees_it(f"task {self.task}: {exc}")) from None
         finally:
             self.tokens.pop(step_id, None)
             self.rendezvous.end_step(step_id)

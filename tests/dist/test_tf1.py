@@ -202,3 +202,31 @@ def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp
         assert len(losses[0]) + len(losses[1]) >= 40 and losses[1]
     assert np.mean(losses[0][-3:]) < 0.2 * np.mean(losses[0][:3])
     assert (tmp_path / "checkpoint").exists()  # the chief's checkpoint service wrote one
+
+
+def test_a_tasks_node_error_keeps_its_kind_and_its_tf_errors_class(ray_engine):
+    from opsdk.registry.errors import OpError
+    from opsdk.runtime.exec.variable_store import UninitialisedVariableError
+
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2292"], "worker": ["localhost:2293"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                      cluster=cluster)):
+            doubled = tf.Variable(tf.zeros([4]), name="never_initialised") * 2.0
+        with tf.device("/job:ps/task:0"):
+            a = tf.placeholder(tf.float32, [None])
+            b = tf.placeholder(tf.float32, [None])
+            total = a + b
+        sess = tf.Session(server.target)
+        try:
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match="task /job:ps/replica:0/task:0: variable "
+                                     "'never_initialised' is not initialised") as caught:
+                sess.run(doubled)
+            assert isinstance(caught.value, UninitialisedVariableError)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="do not broadcast") as caught:
+                sess.run(total, {a: np.ones(2), b: np.ones(3)})
+            assert isinstance(caught.value, OpError) and isinstance(caught.value, ValueError)
+        finally:
+            sess.end_tasks()
