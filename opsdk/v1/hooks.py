@@ -381,14 +381,18 @@ class StepCounterHook(SessionRunHook):
                 rate = steps / secs
                 log.info("global_step/sec: %g", rate)
                 if self._writer is not None:
-                    from opsdk.v1 import events
-
-                    self._writer.add_summary(
-                        events.summary([events.scalar_value("global_step/sec", rate)]), step)
+                    write_steps_per_second(self._writer, rate, step)
 
     def end(self, session: Any) -> None:
         if self._writer is not None:
             self._writer.flush()
+
+
+def write_steps_per_second(writer: Any, rate: float, step: int) -> None:
+    """The `global_step/sec` summary, at `step` (StepCounterHook's, the Supervisor's)."""
+    from opsdk.v1 import events
+
+    writer.add_summary(events.summary([events.scalar_value("global_step/sec", rate)]), step)
 
 
 class SummarySaverHook(SessionRunHook):

@@ -166,16 +166,8 @@ class Scaffold:
             raise OpsdkError("Scaffold: init_fn must be callable as init_fn(scaffold, session)")
         self.init_op, self.init_feed_dict, self.init_fn = init_op, init_feed_dict, init_fn
         self.ready_op, self.ready_for_local_init_op = ready_op, ready_for_local_init_op
-        self.local_init_op, self.summary_op, self._saver = local_init_op, summary_op, saver
+        self.local_init_op, self.summary_op, self.saver = local_init_op, summary_op, saver
         self._finalized = False
-
-    @property
-    def saver(self) -> Any:
-        return self._saver
-
-    @saver.setter
-    def saver(self, value: Any) -> None:
-        self._saver = value
 
     def finalize(self, on_cluster: bool = False) -> "Scaffold":
         if self._finalized:
@@ -188,8 +180,8 @@ class Scaffold:
             self.local_init_op = scopes.local_variables_initializer()
         if self.summary_op is None:
             self.summary_op = summary.merge_all()
-        if self._saver is None and not on_cluster and scopes.global_variables():
-            self._saver = default_saver()
+        if self.saver is None and not on_cluster and scopes.global_variables():
+            self.saver = default_saver()
         self._finalized = True
         return self
 
@@ -198,17 +190,22 @@ class Scaffold:
         return scopes.local_variables_initializer()
 
 
+def _check_master(master: Any, who: str) -> None:
+    """Refuse a master other than "" / None (this process) or a Server's target."""
+    if not isinstance(master, Target) and master not in ("", None):
+        raise OpsdkError(f"{who}: master {master!r}: give '' (this process) or a "
+                         "tf.train.Server's target, whose cluster the tasks of Ray run "
+                         "(docs/distributed.md, TF1 programs)")
+
+
 def _session(master: Any, config: Any, who: str) -> Any:
     """A session of this process (master "" or None) or of the cluster a Server's target
     names."""
+    _check_master(master, who)
     graph = opsdk.get_default_graph()
     if isinstance(master, Target):
         return _ClusterSession.for_target(master, graph)
-    if master in ("", None):
-        return v1_session.Session(graph=graph, config=config)
-    raise OpsdkError(f"{who}: master {master!r}: give '' (this process) or a tf.train.Server's "
-                     "target, whose cluster the tasks of Ray run (docs/distributed.md, TF1 "
-                     "programs)")
+    return v1_session.Session(graph=graph, config=config)
 
 
 class SessionCreator:
@@ -591,8 +588,7 @@ def MonitoredTrainingSession(master: Any = "", is_chief: bool = True,  # noqa: N
         save_checkpoint_steps = None  # as TensorFlow's: the seconds win
     if save_summaries_secs is not None and save_summaries_steps is not None:
         save_summaries_steps = None
-    if not isinstance(master, Target) and master not in ("", None):
-        _session(master, config, "MonitoredTrainingSession")  # refuses, naming what to give
+    _check_master(master, "MonitoredTrainingSession")
     scaffold = scaffold or Scaffold()
     if not is_chief:
         creator: SessionCreator = WorkerSessionCreator(scaffold, master, config, max_wait_secs)

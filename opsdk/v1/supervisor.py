@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Optional
 import opsdk
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import scopes
-from opsdk.v1.hooks import _step, save_checkpoint
+from opsdk.v1.hooks import _step, save_checkpoint, write_steps_per_second
 from opsdk.v1.monitored import (USE_DEFAULT, ChiefSessionCreator, Coordinator, Scaffold,
                                 WorkerSessionCreator, default_saver)
 
@@ -292,11 +292,8 @@ class _StepCounter:
         self._last: Optional[tuple[float, int]] = None
 
     def __call__(self) -> None:
-        from opsdk.v1 import events
-
         now, step = time.time(), _step(self._sess.run(self._step))
         if self._last is not None and now > self._last[0]:
             rate = (step - self._last[1]) / (now - self._last[0])
-            self._writer.add_summary(
-                events.summary([events.scalar_value("global_step/sec", rate)]), step)
+            write_steps_per_second(self._writer, rate, step)
         self._last = (now, step)
