@@ -58,6 +58,11 @@ class Variable:
         return self.op.outputs[0].shape
 
     @property
+    def device(self) -> str:
+        """The device its node asked for (its scope's device string; '' if none)."""
+        return self.op.device
+
+    @property
     def dtype(self) -> str:
         return self.op.outputs[0].dtype
 

@@ -39,6 +39,11 @@ class Tensor:
         return self.op.graph
 
     @property
+    def device(self) -> str:
+        """The device its node asked for (its scope's device string; '' if none)."""
+        return self.op.device
+
+    @property
     def ndim(self) -> Optional[int]:
         return None if self.shape is None else len(self.shape)
 
