@@ -10,7 +10,8 @@ As TensorFlow's function of the same name, but as a scope: on leaving it, each n
 inside that names no job gets one: a variable (with its initializer and its other assigns) goes
 to a ps task chosen by the strategy (`round_robin`, or `by_size`: the least loaded ps by bytes),
 anything else to `worker_device` (merged under the node's own device, so `/gpu:0` stays).
-An optimizer's slot variables (`<var>/<Optimizer>`) and the replicated updates of a variable
+An optimizer's slot variables (`<var>/<Optimizer>`), a variable made in `colocate_with` another
+(Adam's beta powers, with the first variable) and the replicated updates of a variable
 (opsdk/dist/replicated.py) built inside the scope go with their variable.
 A node whose scope already named a job keeps it.
 """
@@ -62,7 +63,9 @@ class replica_device_setter:  # noqa: N801 - TensorFlow's name
         for op in created:
             if op.type == "variable" and _unplaced(op):
                 owner = _slot_owner(op.name, homes)
-                if owner is not None:  # an optimizer's slot lives beside its variable
+                if op.colocated is not None and op.colocated.name in homes:
+                    homes[op.name] = homes[op.colocated.name]  # made to live with it
+                elif owner is not None:  # an optimizer's slot lives beside its variable
                     homes[op.name] = homes[owner]
                 else:
                     task = self.strategy(op)

@@ -45,7 +45,7 @@ class Operation:
     """A node. `spec` is the op's declaration, or None for a runtime primitive."""
 
     __slots__ = ("graph", "type", "name", "inputs", "attrs", "type_attrs", "control_inputs",
-                 "device", "outputs", "spec", "absent", "_consumers", "_id")
+                 "device", "outputs", "spec", "absent", "_consumers", "_id", "colocated")
 
     def __init__(self, graph: "Graph", op_type: str, name: str, inputs: tuple[Tensor, ...],
                  attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
@@ -66,6 +66,9 @@ class Operation:
         self.outputs: tuple[Tensor, ...] = ()
         self._consumers: list[Operation] = []
         self._id = op_id  # creation order: a topological order of the whole graph
+        # The node it was made to live with (Graph.colocate_with), for a scope that places
+        # nodes after they are made (a replica device setter); None if none.
+        self.colocated: Optional[Operation] = None
 
     @property
     def stateful(self) -> bool:
@@ -101,6 +104,7 @@ class _ThreadStacks(threading.local):
         self.names: list[str] = []
         self.control: list[list[Operation]] = []
         self.devices: list[str] = []
+        self.colocations: list[Operation] = []
 
 
 class Graph:
@@ -156,6 +160,19 @@ class Graph:
         finally:
             self._stacks.devices.pop()
 
+    @contextmanager
+    def colocate_with(self, item: Any) -> Iterator[None]:
+        """Ops created inside live with `item` (an op or a tensor): they take its device string
+        alone (outer device scopes do not apply), and a replica device setter, which places
+        nodes on leaving its scope, puts them where it puts `item`."""
+        target = self._as_op(item)
+        self._stacks.colocations.append(target)
+        try:
+            with self.device(target.device or None):
+                yield
+        finally:
+            self._stacks.colocations.pop()
+
     def current_device(self) -> str:
         """The device string of the innermost `device(...)` scope of this thread ('' if none)."""
         return self._stacks.devices[-1] if self._stacks.devices else ""
@@ -193,6 +210,8 @@ class Graph:
                            self.current_device(), spec,
                            len(self._ops))
             op.absent = frozenset(absent)
+            if self._stacks.colocations:
+                op.colocated = self._stacks.colocations[-1]
             op.outputs = tuple(Tensor(op, i, None if s is None else tuple(s), dtype_name(d))
                                for i, (s, d) in enumerate(outputs))
             for producer in {t.op for t in op.inputs}:

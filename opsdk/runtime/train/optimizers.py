@@ -113,12 +113,13 @@ class Optimizer:
         if var.shape is None or any(d is None for d in var.shape):
             raise OpsdkError(f"{self._name}: variable '{var.name}' has shape "
                              f"{var.shape}; slots need a fully known shape")
-        for index, (slot, init) in enumerate(self._slots):
-            if (var.name, slot) not in self._slot_vars:
-                suffix = self._name if index == 0 else f"{self._name}_{index}"
-                value = np.full(var.shape, init, dtype=var.dtype)
-                self._slot_vars[(var.name, slot)] = Variable(value, name=f"{var.name}/{suffix}",
-                                                             trainable=False)
+        with beside(var):
+            for index, (slot, init) in enumerate(self._slots):
+                if (var.name, slot) not in self._slot_vars:
+                    suffix = self._name if index == 0 else f"{self._name}_{index}"
+                    value = np.full(var.shape, init, dtype=var.dtype)
+                    self._slot_vars[(var.name, slot)] = Variable(
+                        value, name=f"{var.name}/{suffix}", trainable=False)
 
     def _update(self, grad: Tensor, var: Variable) -> Update:
         """The update of one variable: its op, the variables it owns (var, slots) and reads, and
@@ -147,6 +148,11 @@ class Optimizer:
                                  f"it updates is {dtype}")
             return value
         return constant(np.asarray(value, dtype=dtype))
+
+
+def beside(var: Variable) -> Any:
+    """A scope whose variables live with `var` (its slots, as TensorFlow colocates them)."""
+    return var.graph.colocate_with(var.op)
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -213,11 +219,12 @@ class AdamOptimizer(Optimizer):
     def _create_slots(self, var: Variable) -> None:
         super()._create_slots(var)
         if var.dtype not in self._powers:
-            self._powers[var.dtype] = (
-                Variable(np.asarray(self.beta1, var.dtype), name=f"{self._name}/beta1_power",
-                         trainable=False),
-                Variable(np.asarray(self.beta2, var.dtype), name=f"{self._name}/beta2_power",
-                         trainable=False))
+            with beside(var):  # with the first variable of the dtype, as TensorFlow's
+                self._powers[var.dtype] = (
+                    Variable(np.asarray(self.beta1, var.dtype), name=f"{self._name}/beta1_power",
+                             trainable=False),
+                    Variable(np.asarray(self.beta2, var.dtype), name=f"{self._name}/beta2_power",
+                             trainable=False))
 
     def _reads(self, var: Variable) -> list[str]:
         return [p.name for p in self._powers[var.dtype]]
