@@ -230,3 +230,65 @@ def test_a_tasks_node_error_keeps_its_kind_and_its_tf_errors_class(ray_engine):
             assert isinstance(caught.value, OpError) and isinstance(caught.value, ValueError)
         finally:
             sess.end_tasks()
+
+
+OPTIMIZERS = {"gd": lambda: tf.train.GradientDescentOptimizer(0.05),
+              "adagrad": lambda: tf.train.AdagradOptimizer(0.1),
+              "momentum": lambda: tf.train.MomentumOptimizer(0.05, 0.9),
+              "adam": lambda: tf.train.AdamOptimizer(0.05),
+              "rmsprop": lambda: tf.train.RMSPropOptimizer(0.05)}
+
+
+def _two_ps_model(optimizer, cluster=None, inside=True):
+    """x @ w + b, w and b on the two ps tasks when `cluster` is given (round robin), trained
+    with `optimizer`'s plain minimize, called inside the setter's scope or after it;
+    (x, y, variables, train_op)."""
+    setter = (tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                             cluster=cluster)
+              if cluster is not None else tf.device(None))
+    with setter:
+        x = tf.placeholder(tf.float32, [16, 4])
+        y = tf.placeholder(tf.float32, [16, 1])
+        w = tf.Variable(tf.zeros([4, 1]), name="w")
+        b = tf.Variable(tf.zeros([1]), name="b")
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+        global_step = tf.train.get_or_create_global_step()
+        if inside:
+            train_op = optimizer.minimize(loss, global_step=global_step)
+    if not inside:
+        train_op = optimizer.minimize(loss, global_step=global_step)
+    return x, y, [w, b, global_step, *tf.global_variables()[3:]], train_op
+
+
+@pytest.mark.parametrize("name", [*sorted(OPTIMIZERS), "adam-after"])
+def test_a_plain_optimizer_trains_variables_on_two_ps_tasks_as_in_one_process(ray_engine,
+                                                                              name):
+    """A TF1 minimize over variables on two ps tasks (its one update node split per task,
+    slots beside their variables): the values of training in one process."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2242", "localhost:2243"],
+                                    "worker": ["localhost:2244"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    name, _, after = name.partition("-")
+    trained = {}
+    for where in ("process", "cluster"):
+        rng = np.random.default_rng(3)
+        with tf.Graph().as_default():
+            x, y, variables, train_op = _two_ps_model(
+                OPTIMIZERS[name](), cluster if where == "cluster" else None, inside=not after)
+            sess = tf.Session(server.target) if where == "cluster" else tf.Session()
+            try:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(12):
+                    xb, yb = _batch(rng)
+                    sess.run(train_op, {x: xb, y: yb + 1})
+                trained[where] = {v.op.name: (sess.run(v), v.device) for v in variables}
+            finally:
+                sess.end_tasks() if where == "cluster" else sess.close()
+    assert trained["cluster"]["w"][1] == "/job:ps/task:0"
+    assert trained["cluster"]["b"][1] == "/job:ps/task:1"
+    assert trained["process"].keys() == trained["cluster"].keys()
+    for var, (value, device) in trained["cluster"].items():
+        if "/" in var and not var.startswith(name.capitalize()):  # a slot: with its variable
+            assert device == trained["cluster"][var.split("/")[0]][1], var
+        np.testing.assert_allclose(value, trained["process"][var][0], rtol=1e-6, err_msg=var)
+    assert trained["cluster"]["global_step"][0] == 12

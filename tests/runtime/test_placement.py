@@ -18,7 +18,7 @@ from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, device, placeholder
-from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+from opsdk.runtime.train.optimizers import AdamOptimizer, GradientDescentOptimizer
 
 LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
 # Nodes outside a device scope go to the most preferred available device: a GPU where there is
@@ -346,3 +346,48 @@ def test_unscoped_variables_live_where_their_optimizer_updates_them(registry):
     update = next(o for o in g.operations if o.type == "apply_updates")
     assert explanation.placement[update.name] == LOCAL + "/device:TEST:0"
     assert (test.copies_in - before[0], test.copies_out - before[1]) == (1, 1)
+
+
+def _two_homes(registry, homes, optimizer):
+    """w and b under the scopes `homes`, trained by `optimizer`; (graph, x, loss, train, init,
+    w, b)."""
+    op = _ops(registry)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [4, 2], name="x")
+        with device(homes[0]):
+            w = Variable(np.array([[1.0], [-1.0]]), name="w")
+        with device(homes[1]):
+            b = Variable(np.array([0.5]), name="b")
+        loss = op("reduce_sum", op("square", op("add", op("matmul", x, w), b)), name="loss")
+        train = optimizer().minimize(loss)
+        init = global_variables_initializer()
+    return g, x, loss, train, init, w, b
+
+
+@pytest.mark.parametrize("optimizer", [lambda: GradientDescentOptimizer(0.05),
+                                       lambda: AdamOptimizer(0.05)], ids=["gd", "adam"])
+def test_an_update_of_variables_on_two_devices_runs_beside_each(registry, optimizer):
+    """One minimize over a host variable and a test-device one: an update node per device,
+    each beside its variable (Adam's powers, with w, read by b's update before they are
+    scaled), with the values of training both on the host."""
+    feed = np.arange(8.0).reshape(4, 2) / 8
+    values = {}
+    for homes in (("/cpu:0", "/cpu:0"), ("/cpu:0", "/test:0")):
+        g, x, loss, train, init, w, b = _two_homes(registry, homes, optimizer)
+        with Session(g, HOST_FIRST) as sess:
+            sess.run(init)
+            losses = [float(sess.run([train, loss], {x: feed})[1]) for _ in range(6)]
+            explanation = sess.explain(train, {x: None}, show=False)
+            values[homes] = (losses, sess.run(w), sess.run(b))
+        updates = {name: where for name, where in explanation.placement.items()
+                   if "/at_" in name}
+        if homes[1] == "/cpu:0":
+            assert not updates
+        else:
+            assert sorted(updates.values()) == [LOCAL + "/device:CPU:0", LOCAL + "/device:TEST:0"]
+            assert any("split into" in line for line in explanation.lines_of("place"))
+    one, two = values.values()
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+    assert one[0][-1] < one[0][0]

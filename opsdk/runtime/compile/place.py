@@ -11,6 +11,14 @@ node, the op, the device and the devices it has kernels for. A node with no scop
 first available device of the preference (accelerators first, then the host) whose kernels it
 has. Runtime primitives follow their data: constants on the host, a variable and the assigns of
 it on one device (the device of the ops that update it), control flow like a kernel-less op.
+
+An optimizer's `apply_updates` node runs where its variables live. When they live at more than
+one location (variables on two ps tasks, or on a CPU and a GPU) it becomes one node per location,
+each updating the variables there (`split_updates`), as TensorFlow's optimizers make one apply op
+per variable beside it. A variable an update only reads (Adam's beta powers) at another task
+reaches it as an input read at the step's start; the node that scales those variables waits for
+that read and for the other nodes that read them, so every update sees the step's values before
+the scaling, as in one node.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from typing import Optional
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.compile.program import PlanOptions, Program
 from opsdk.runtime.devices import DEVICE_TYPES, Device, get_device, host
-from opsdk.runtime.ir.device_names import DeviceSpec, location
+from opsdk.runtime.ir.device_names import DeviceSpec, location, task_of
 from opsdk.runtime.ir.graph import Graph, Operation
+from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.kernels.choice import choose_kernel, devices_text, kernel_kinds, runnable_somewhere
 
 log = logging.getLogger("opsdk.placement")
@@ -40,13 +49,15 @@ _UPDATES = "apply_updates"  # an optimizer's updates (train/update.py), done whe
 
 
 def _updated(op: Operation) -> list[str]:
-    """The variables an apply_updates node writes, in order."""
-    return [name for owned in op.attrs["variables"] for name in owned]
+    """The variables an apply_updates node writes, in order (its scaled ones last)."""
+    return [*(name for owned in op.attrs["variables"] for name in owned),
+            *op.attrs["scale_variables"]]
 
 
 def place_pass(program: Program) -> Program:
     """Give every node of the program a device, and every declared op its kernel there."""
     variables = _VariableHomes(program.options)
+    split_updates(program, variables)
     for op in program.ops:
         device = _place(program, op, variables)
         program.device[op] = device
@@ -181,6 +192,104 @@ def _log_once(op: Operation, message: str) -> None:
     log.warning(message)
 
 
+def split_updates(program: Program, variables: "_VariableHomes") -> None:
+    """One apply_updates node per location of the variables it updates (module docstring)."""
+    for op in [o for o in program.ops if o.type == _UPDATES]:
+        homes = {name: _home(program, op.graph, name, variables) for name in _updated(op)}
+        a = op.attrs
+        for owned in a["variables"]:
+            tasks = {task_of(homes[n]) for n in owned}
+            if len(tasks) > 1:
+                raise OpsdkError(
+                    f"{_UPDATES} (node '{op.name}'): the update of '{owned[0]}' writes variables "
+                    f"on {len(tasks)} tasks ({', '.join(f'{n} on {task_of(homes[n])}' for n in owned)}"
+                    "); an optimizer's slots must live on their variable's task (create them "
+                    "inside its device scope)")
+        groups: dict[str, list[int]] = {}
+        for i, owned in enumerate(a["variables"]):
+            groups.setdefault(homes[owned[0]], []).append(i)
+        for name in a["scale_variables"]:
+            groups.setdefault(homes[name], [])
+        if len(groups) > 1:
+            _split(program, op, groups, homes)
+
+
+def _split(program: Program, op: Operation, groups: dict[str, list[int]],
+           homes: dict[str, str]) -> None:
+    a, given = op.attrs, program.inputs_of(op)
+    starts = [sum(a["arity"][:i]) for i in range(len(a["arity"]))]
+    var_nodes: dict[str, Operation] = {}
+    made: list[tuple[Operation, str, set[str]]] = []  # (node, location, variables read in it)
+    for k, (where, members) in enumerate(groups.items()):
+        attrs: dict = {"ops": [], "variables": [], "reads": [], "arity": [], "op_attrs": []}
+        inputs: list[Tensor] = []
+        store_reads: set[str] = set()
+        for i in members:
+            reads = list(a["reads"][i])
+            remote = [n for n in reads if task_of(homes[n]) != task_of(where)]
+            moved = [_var_node(op.graph, n, var_nodes).outputs[0] for n in reads] if remote else []
+            own = given[starts[i]:starts[i] + a["arity"][i]]
+            inputs += [*moved, *own]
+            for key, value in (("ops", a["ops"][i]), ("variables", a["variables"][i]),
+                               ("reads", [] if remote else reads),
+                               ("arity", len(moved) + len(own)), ("op_attrs", a["op_attrs"][i])):
+                attrs[key].append(value)
+            store_reads.update([] if remote else reads)
+        scaled = [(v, f) for v, f in zip(a["scale_variables"], a["scale_factors"])
+                  if homes[v] == where]
+        attrs["scale_variables"] = [v for v, _ in scaled]
+        attrs["scale_factors"] = [f for _, f in scaled]
+        node = Operation(op.graph, _UPDATES, f"{op.name}/at_{k}", tuple(inputs), attrs, {},
+                         program.controls_of(op), op.device, None, op._id)
+        made.append((node, where, store_reads))
+    # The node scaling a variable waits for every other node that reads it from the store and,
+    # where one reads it as an input, for that read.
+    as_input = {n for n in var_nodes}
+    for node, _, _ in made:
+        scaled = set(node.attrs["scale_variables"])
+        if not scaled:
+            continue
+        waits = [other for other, _, reads in made if other is not node and reads & scaled]
+        waits += [var_nodes[n] for n in scaled & as_input]
+        program.controls[node] = (*program.controls_of(op), *waits)
+    nodes = [node for node, _, _ in made]
+    present = set(program.ops)
+    _replace(program, op, nodes, [n for n in var_nodes.values() if n not in present])
+    program.note("place", f"{op.name}: its variables live at {len(nodes)} locations; split into "
+                          f"{', '.join(n.name for n in nodes)}")
+
+
+def _var_node(graph: Graph, name: str, found: dict[str, Operation]) -> Operation:
+    if name not in found:
+        found[name] = graph.get_operation(name)
+    return found[name]
+
+
+def _replace(program: Program, op: Operation, nodes: list[Operation],
+             added: list[Operation]) -> None:
+    """`nodes` in `op`'s place: run where it ran, waited for where it was (`added`: variable
+    nodes read, placed before them)."""
+    at = next(i for i, o in enumerate(program.ops) if o is op)
+    program.ops[at:at + 1] = [*added, *nodes]
+    for other in program.ops:
+        controls = program.controls_of(other)
+        if any(c is op for c in controls):
+            program.controls[other] = tuple(n for c in controls
+                                            for n in (nodes if c is op else (c,)))
+    if any(r is op for r in program.roots):
+        program.roots = tuple(n for r in program.roots for n in (nodes if r is op else (r,)))
+    if any(e is op for e in program.fetches):
+        program.fetches = tuple(nodes[0] if e is op else e for e in program.fetches)
+        program.roots = (*program.roots, *nodes[1:])
+
+
+def _home(program: Program, graph: Graph, name: str, variables: "_VariableHomes") -> str:
+    """The location of variable `name`."""
+    var = _variable_node(graph, name)
+    return location(var.device if var is not None else "", program.options.default_task,
+                    variables.home_of(graph, name).name)
+
+
 class _VariableHomes:
     """Where each variable lives: its own device scope, else the device of the declared ops that
     compute its updates (the node feeding one of its assigns), else the host. Decided over the
@@ -210,7 +319,7 @@ class _VariableHomes:
                 producer = op.inputs[0].op
                 if producer.spec is not None:
                     return place_declared(producer, self.options)
-            if op.type == _UPDATES and name in _updated(op):
+            if op.type == _UPDATES and any(name in owned for owned in op.attrs["variables"]):
                 return self._update_device(op, name)
         return host()
 
