@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.compile.partition import drop_marker
 from opsdk.runtime.compile.pipeline import compile_program, new_program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
 from opsdk.runtime.io.serialize import export_graph
@@ -336,15 +337,4 @@ def drop_final_markers(partitions: dict[str, Any]) -> None:
             if drop:
                 part.controls[target] = tuple(c for c in controls if c not in drop)
                 for recv in drop:
-                    part.ops.remove(recv)
-                    _drop_send(partitions[recv.attrs["send_location"]], recv.attrs)
-
-
-def _drop_send(source: Any, attrs: dict) -> None:
-    send = next(op for op in source.ops if op.type == SEND
-                and op.attrs["tensor_name"] == attrs["tensor_name"]
-                and op.attrs["recv_location"] == attrs["recv_location"])
-    source.ops.remove(send)
-    for origin in source.controls_of(send):
-        if origin not in source.targets:
-            source.targets.append(origin)
+                    drop_marker(partitions, part, recv)

@@ -215,3 +215,29 @@ def test_a_session_on_another_default_task_places_there(registry):
     assert explanation.placement["y"] == WORKER + "/device:CPU:0"
     with pytest.raises(OpsdkError, match="write every field"):
         SessionConfig(default_task="/job:worker").plan_options()
+
+
+def test_a_constant_read_on_another_task_is_held_there_and_keeps_its_control_inputs(registry):
+    """A constant made under control_dependencies (as an optimizer's global step increment) on
+    the worker, read on the ps only: the ps's copy waits for the same node, the worker runs no
+    copy of it (which would wait for a marker from the ps for nothing)."""
+    from opsdk.runtime.ir.graph import constant
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [3], name="x")
+        with device("/job:ps/task:0"):
+            a = apply_op(registry, "exp", [x], {}, name="a")
+        with device("/job:worker/task:1"), control_dependencies([a]):
+            one = constant(np.ones(3), name="one")
+        with device("/job:ps/task:0"):
+            d = apply_op(registry, "add", [x, one], {}, name="d")
+    parts = _program(g, x, d).partitions
+    worker, ps = parts.get(WORKER + "/device:CPU:0"), parts[PS + "/device:CPU:0"]
+    assert worker is None or not any(op.type == "const" for op in worker.ops)
+    copy = next(op for op in ps.ops if op.type == "const")
+    a_node = next(op for op in ps.ops if op.name == "a")
+    assert ps.controls_of(copy) == (a_node,)
+    assert not any(r.attrs["tensor_name"] == "^a" for p in parts.values() for r in p.recvs)
+    with Session(g) as sess:
+        np.testing.assert_allclose(sess.run(d, {x: np.zeros(3)}), np.ones(3))

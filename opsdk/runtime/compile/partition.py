@@ -5,7 +5,8 @@ a `Partition`: its nodes in order, and for every edge that crosses locations a `
 the producer's side and a `_recv` node on the reader's (compile/sendrecv.py), one pair per
 (tensor, destination) however many nodes read it there. A control edge that crosses becomes a
 pair carrying an empty marker. Constants are not sent: each location that reads one holds its
-own copy. Fed values arrive at the program's feed location; fetched values are received at its
+own copy, which waits for the constant's control inputs (a constant read only elsewhere, and
+then a marker nothing waits for, is taken out). Fed values arrive at the program's feed location; fetched values are received at its
 result location. `Partition.to_graph()` gives the partition as a standalone graph (placeholders
 for its fed values), which the project's graph format exports, and which a task lowers and runs
 as it is (`pipeline.plan_for_partition`). `lower` (compile/plan.py) turns each partition into
@@ -91,8 +92,12 @@ class _Cutter:
         key = (t, here)
         if key not in self.received:
             if t.op.type == "const" and t not in self.program.feed_set:
+                # the copy waits for what the constant waits for (there, through markers)
+                waits = tuple(self.wait_for(c, here) for c in self.program.controls_of(t.op))
                 copy = constant_node(self.program, t.op, t, t.op.attrs["value"], here)
                 self.part(here).ops.append(copy.op)
+                if waits:
+                    self.part(here).controls[copy.op] = waits
                 self.received[key] = copy
             else:
                 self.received[key] = self._pair(t, source, here)
@@ -174,7 +179,47 @@ def partition_program(program: Program) -> dict[str, Partition]:
     for op in program.roots:
         if op in program.location:
             cut.part(program.location[op]).targets.append(op)
+    _drop_unread(cut.parts)
     return cut.parts
+
+
+def _drop_unread(parts: dict[str, Partition]) -> None:
+    """Take out the constants nothing reads in their partition, and then the control markers
+    nothing waits for: each location reading a constant holds its own copy (which waits for
+    the constant's control inputs), so a constant read only elsewhere would run for nothing,
+    after a marker from another location."""
+    for part in parts.values():
+        needed, waited = _readers(part)
+        part.ops = [op for op in part.ops if op.type != "const" or op in waited
+                    or any(t in needed for t in op.outputs)]
+    for part in list(parts.values()):
+        needed, waited = _readers(part)
+        for recv in [op for op in part.recvs if op.attrs["tensor_name"].startswith("^")
+                     and op not in waited and op.outputs[0] not in needed]:
+            drop_marker(parts, part, recv)
+
+
+def _readers(part: Partition) -> tuple[set, set]:
+    """(tensors read or fetched, nodes waited for or run as targets) in `part`."""
+    needed, waited = set(part.fetches.values()), set(part.targets)
+    for op in part.ops:
+        needed.update(part.inputs_of(op))
+        waited.update(part.controls_of(op))
+    return needed, waited
+
+
+def drop_marker(parts: dict[str, Partition], part: Partition, recv: Operation) -> None:
+    """Take control marker `recv` out of `part` and its `_send` out of the sender's partition;
+    the node the marker stood for becomes a target there, so it still runs."""
+    part.ops.remove(recv)
+    a = recv.attrs
+    source = parts[a["send_location"]]
+    send = next(op for op in source.sends if op.attrs["tensor_name"] == a["tensor_name"]
+                and op.attrs["recv_location"] == a["recv_location"])
+    source.ops.remove(send)
+    for origin in source.controls_of(send):
+        if origin not in source.targets:
+            source.targets.append(origin)
 
 
 def partition_pass(program: Program) -> Program:
