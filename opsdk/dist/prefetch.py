@@ -7,9 +7,10 @@ ps's reply in a row, and on Ray a message from inside an actor costs about as mu
 trip from the client (docs/distributed.md, Speed).
 
 A value is *pushed* when it cannot differ from what the next step would read at its start: the
-ps partition updates the variable densely in the step (`_dist_apply`), and the `variable` node
-has no control inputs and no reader on the ps but `_send`s to other tasks. Once every
-partition of the ps has succeeded, the ps reads those variables, each with its round under the
+ps partition writes the variable in the step (a dense `_dist_apply`, an optimizer's
+`apply_updates`, an `assign`, `assign_add` or `assign_sub`), and the `variable` node has no
+control inputs and no reader on the ps but `_send`s to other tasks. Once every partition of the
+ps has succeeded, the ps reads those variables, a replicated one with its round under the
 round's lock (so the two agree), and returns them with the step's result, with the rounds.
 
 A *steady* step is the next run of the same step by the same client, with nothing else run
@@ -43,11 +44,7 @@ from opsdk.dist.cluster import task_of
 def pushed_sends(part: Any, task: str) -> tuple[list, list]:
     """The `_send`s of runtime partition `part` (on `task`) whose values may be pushed, and the
     `_dist_round` nodes of their variables (fed with the kept rounds in a steady step)."""
-    # Dense updates only: a sparse one writes rows in place, which another client's step on
-    # the ps could do while Ray serialises the returned value (and a table is not worth
-    # sending whole each step); a dense update stores a new array.
-    updated = {op.attrs["variable"] for op in part.ops
-               if op.type == "_dist_apply" and not op.attrs["sparse"]}
+    updated = written(part)
     readers: Counter = Counter()
     for op in part.ops:
         readers.update(part.inputs_of(op))
@@ -70,6 +67,24 @@ def pushed_sends(part: Any, task: str) -> tuple[list, list]:
     return sends, rounds
 
 
+def written(part: Any) -> set[str]:
+    """The variables the nodes of `part` write with a new array (values that may be pushed).
+    Not a sparse `_dist_apply`: it writes rows in place, which another client's step on the ps
+    could do while Ray serialises the returned value (and a table is not worth sending whole
+    each step). An optimizer's update writes in place only an array nothing else holds
+    (runtime/exec/variable_store.py), so never one being returned."""
+    names: set[str] = set()
+    for op in part.ops:
+        if op.type == "_dist_apply" and not op.attrs["sparse"]:
+            names.add(op.attrs["variable"])
+        elif op.type in ("assign", "assign_add", "assign_sub"):
+            names.add(op.attrs["variable"])
+        elif op.type == "apply_updates":
+            names.update(n for owned in op.attrs["variables"] for n in owned)
+            names.update(op.attrs["scale_variables"])
+    return names
+
+
 def steady_partition(part: Any, sends: list, rounds: list) -> Any:
     """`part` without the pushed `_send`s, its rounds fed (placeholders after its own feeds)."""
     return dataclasses.replace(part, ops=[op for op in part.ops if op not in sends],
@@ -84,12 +99,13 @@ def rest_of(op: Any) -> tuple:
 @dataclasses.dataclass(frozen=True)
 class PushPlan:
     """What a partition (of `location`) pushes: (variable, key without step id, receiving task)
-    per pushed value, and in its steady variant the round fed per placeholder (placeholder
-    name, variable)."""
+    per pushed value, the pushed variables that have rounds (replicated training's), and in its
+    steady variant the round fed per placeholder (placeholder name, variable)."""
 
     location: str = ""
     pushes: tuple = ()
     rounds: tuple = ()
+    rounded: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,12 +176,13 @@ def task_order(sends_to: dict[str, tuple]) -> Any:
 
 def read_pushed(variables: Any, plan: PushPlan) -> tuple[dict, dict]:
     """The values to push, by receiving task (lists of (key, value)), and the rounds to keep
-    (by variable), each variable read with its round under the round's lock."""
+    (by variable), each variable with a round read with it under the round's lock."""
     from opsdk.dist.primitives import read_with_round
     from opsdk.dist.task import _host
 
-    read = {v: read_with_round(variables, v) for v in dict.fromkeys(v for v, _, _ in plan.pushes)}
+    read = {v: read_with_round(variables, v) if v in plan.rounded else (None, variables.read(v))
+            for v in dict.fromkeys(v for v, _, _ in plan.pushes)}
     by_task: dict[str, list] = {}
     for variable, rest, task in plan.pushes:
         by_task.setdefault(task, []).append((rest, _host(read[variable][1])))
-    return by_task, {v: r for v, (r, _) in read.items()}
+    return by_task, {v: r for v, (r, _) in read.items() if r is not None}

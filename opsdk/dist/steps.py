@@ -60,9 +60,12 @@ class LocationPart:
     def make_push_plan(self) -> None:
         """What this partition pushes, with the keys as now stamped."""
         ops = {op.name: op for op in self.graph.operations}
-        self.push_plan = PushPlan(self.location, tuple(
-            (ops[n].inputs[0].op.name, rest_of(ops[n]), task_of(ops[n].attrs["recv_location"]))
-            for n in self.pushed))
+        pushes = tuple((ops[n].inputs[0].op.name, rest_of(ops[n]),
+                        task_of(ops[n].attrs["recv_location"])) for n in self.pushed)
+        rounded = {op.attrs["variable"] for op in self.graph.operations
+                   if op.type == "_dist_round"}
+        self.push_plan = PushPlan(self.location, pushes, rounded=tuple(sorted(
+            {v for v, _, _ in pushes} & rounded)))
 
     def pushes_to(self) -> set[str]:
         """The tasks this partition pushes values to."""

@@ -76,3 +76,46 @@ def test_a_train_op_waits_for_its_updates_through_the_master_not_a_marker():
     assert "replicated_train/v/wait" in ps.targets
     # A node that runs after the update on the worker still waits for its marker there.
     assert [op.type for p in after.parts.values() for op in _markers(p)] == ["_send", "_recv"]
+
+
+def test_a_plain_adam_step_over_two_ps_tasks_sends_values_one_way_once_pushed():
+    """TF1's minimize under a replica_device_setter, w and b on two ps tasks: Adam's beta powers
+    live with the first variable, its update node is split per ps task, the global step's
+    increment constant is held on the ps (no marker back to the worker), and with the values
+    pushed the tasks' values flow one way: a steady step exists."""
+    import dataclasses
+
+    from opsdk.dist import replica_device_setter
+    from opsdk.dist.cluster import ClusterSpec
+    from opsdk.dist.steps import build_step
+    from opsdk.runtime.exec.session import SessionConfig
+    from opsdk.runtime.frontend.api import apply_op
+    from opsdk.runtime.frontend.registries import builtin_registry
+    from opsdk.runtime.frontend.variables import Variable
+    from opsdk.runtime.train.optimizers import AdamOptimizer
+
+    cluster = {"ps": 2, "worker": 1}
+    g = Graph()
+    with g.as_default():
+        with replica_device_setter(cluster=cluster, worker_device="/job:worker/task:0"):
+            x = placeholder("float32", [3], name="x")
+            w = Variable(np.ones(3, np.float32), name="w")
+            b = Variable(np.float32(0.5), name="b")
+            step = Variable(np.int64(0), name="global_step", trainable=False)
+            reg = builtin_registry()
+            y = apply_op(reg, "add", [apply_op(reg, "mul", [x, w.value()], {}), b.value()], {})
+            loss = apply_op(reg, "reduce_sum", [apply_op(reg, "square", [y], {})], {})
+            train = AdamOptimizer(0.1).minimize(loss, global_step=step)
+    devices = {op.name: op.device for op in g.operations if op.type == "variable"}
+    assert devices["w"] == devices["Adam/beta1_power"] == devices["Adam/beta2_power"] == (
+        "/job:ps/task:0")
+    assert devices["b"] == devices["b/Adam"] == "/job:ps/task:1"
+    options = dataclasses.replace(SessionConfig().plan_options(),
+                                  default_task="/job:worker/replica:0/task:0")
+    dist = build_step(g, [train], (x,), options, ClusterSpec(cluster))
+    updates = {op.name for p in dist.parts.values() for op in p.graph.operations
+               if op.type == "apply_updates"}
+    assert updates == {"Adam/update/at_0", "Adam/update/at_1"}
+    assert dist.steady_order == ["/job:worker/replica:0/task:0", "/job:ps/replica:0/task:1",
+                                 "/job:ps/replica:0/task:0"]
+    assert not _markers(dist.parts["/job:worker/replica:0/task:0/device:CPU:0"])

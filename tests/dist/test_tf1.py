@@ -264,7 +264,8 @@ def _two_ps_model(optimizer, cluster=None, inside=True):
 def test_a_plain_optimizer_trains_variables_on_two_ps_tasks_as_in_one_process(ray_engine,
                                                                               name):
     """A TF1 minimize over variables on two ps tasks (its one update node split per task,
-    slots beside their variables): the values of training in one process."""
+    slots beside their variables): the values of training in one process, with the variables
+    pushed to the worker after each step (steady steps)."""
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2242", "localhost:2243"],
                                     "worker": ["localhost:2244"]})
     server = tf.train.Server(cluster, job_name="worker", task_index=0)
@@ -281,6 +282,10 @@ def test_a_plain_optimizer_trains_variables_on_two_ps_tasks_as_in_one_process(ra
                 for _ in range(12):
                     xb, yb = _batch(rng)
                     sess.run(train_op, {x: xb, y: yb + 1})
+                if where == "cluster":  # pushed values: every step after the first steady
+                    stats = sess.task_stats()
+                    assert [stats[f"/job:ps/replica:0/task:{i}"]["steady_steps"]
+                            for i in (0, 1)] == [11, 11]
                 trained[where] = {v.op.name: (sess.run(v), v.device) for v in variables}
             finally:
                 sess.end_tasks() if where == "cluster" else sess.close()
