@@ -64,7 +64,8 @@ def reset_default_graph() -> None:
 
 
 name_scope, control_dependencies, device = opsdk.name_scope, opsdk.control_dependencies, opsdk.device
-cond, while_loop, gradients = opsdk.cond, opsdk.while_loop, opsdk.gradients
+cond, while_loop = opsdk.cond, opsdk.while_loop
+from opsdk.v1.math_ops import AggregationMethod, UnconnectedGradients, gradients  # noqa: E402
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
 logging = __import__("logging").getLogger("opsdk.v1")
 logging.set_verbosity = lambda level: None  # TF's tf.logging.set_verbosity: accepted

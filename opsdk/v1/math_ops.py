@@ -382,3 +382,45 @@ def linspace(start: Any, stop: Any, num: Any, name: Optional[str] = None, axis: 
     count = args.static_int("linspace", "num", num)
     dtype = _t(start).dtype if args.is_tensor(start) else default_array(float(bounds[0])).dtype
     return opsdk.constant(np.linspace(*bounds, count).astype(dtype), name=name or "LinSpace")
+
+
+class AggregationMethod:
+    """`tf.AggregationMethod`: how gradients reaching one tensor are summed (here always added)."""
+
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
+class UnconnectedGradients:
+    """`tf.UnconnectedGradients`: what `tf.gradients` gives for an x no y depends on."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients",
+              colocate_gradients_with_ops: bool = False, gate_gradients: bool = False,
+              aggregation_method: Any = None, stop_gradients: Any = None,
+              unconnected_gradients: str = UnconnectedGradients.NONE) -> list:
+    """`tf.gradients` with TF1's arguments. `colocate_gradients_with_ops`, `gate_gradients` and
+    `aggregation_method` are checked and change nothing (see `Optimizer.compute_gradients`);
+    `unconnected_gradients="zero"` gives zeros where no y depends on an x."""
+    from opsdk.runtime.train.optimizers import check_gradient_options
+
+    check_gradient_options("tf.gradients", int(gate_gradients) if isinstance(
+        gate_gradients, (bool, np.bool_)) else gate_gradients, aggregation_method,
+        colocate_gradients_with_ops)
+    if stop_gradients is not None:
+        raise OpsdkError("tf.gradients: stop_gradients is not provided; compute those tensors "
+                         "through tf.stop_gradient instead")
+    mode = getattr(unconnected_gradients, "value", unconnected_gradients)
+    if mode not in (UnconnectedGradients.NONE, UnconnectedGradients.ZERO):
+        raise OpsdkError(f"tf.gradients: unconnected_gradients must be 'none' or 'zero', got "
+                         f"{unconnected_gradients!r}")
+    grads = opsdk.gradients(ys, xs, grad_ys, name)
+    if mode == UnconnectedGradients.NONE:
+        return grads
+    x_list = xs if isinstance(xs, (list, tuple)) else [xs]
+    return [g if g is not None else _ops.zeros_like(_t(x)) for g, x in zip(grads, x_list)]

@@ -36,14 +36,21 @@ class Optimizer:
     """The shared machinery: gradients, slot variables, update nodes, the grouping train op.
 
     A subclass names its update op (`_op`), its slots (`_slots`: (name, initial value)) and its
-    scalar hyperparameters (`_hypers`: the update op's inputs after the slots, before grad)."""
+    scalar hyperparameters (`_hypers`: the update op's inputs after the slots, before grad).
+
+    The constructors take TensorFlow 1's arguments in its order. `use_locking` is accepted
+    either way: an update here always holds its variables' locks (no update is lost), which is
+    one of the outcomes TensorFlow allows without them."""
 
     _op = ""
     _slots: tuple[tuple[str, float], ...] = ()
+    # TensorFlow's gate_gradients values (compute_gradients)
+    GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
 
-    def __init__(self, learning_rate: Any, name: str):
+    def __init__(self, learning_rate: Any, name: str, use_locking: bool = False):
         self.learning_rate = learning_rate
         self._name = name
+        self._use_locking = bool(use_locking)
         self._slot_vars: dict[tuple[str, str], Variable] = {}
 
     def _hypers(self) -> list[Any]:
@@ -53,15 +60,25 @@ class Optimizer:
         return {}
 
     # ------------------------------------------------------------------------------ public API
-    def compute_gradients(self, loss: Tensor, var_list: Optional[Sequence[Variable]] = None
-                          ) -> GradsAndVars:
+    def compute_gradients(self, loss: Tensor, var_list: Optional[Sequence[Variable]] = None,
+                          gate_gradients: int = GATE_OP, aggregation_method: Any = None,
+                          colocate_gradients_with_ops: bool = False,
+                          grad_loss: Optional[Tensor] = None) -> GradsAndVars:
         """(gradient or None, variable) for each variable of `var_list` (default: the loss graph's
-        trainable variables)."""
+        trainable variables). `grad_loss`: the gradient the loss starts with (default ones).
+
+        TensorFlow's `gate_gradients`, `aggregation_method` and `colocate_gradients_with_ops`
+        are checked and change nothing here: an update reads gradients computed from the values
+        the step read at its start whatever the gating, gradients reaching one tensor are
+        added, and gradient nodes are placed by the usual rules (compile/place.py)."""
+        check_gradient_options(self._name, gate_gradients, aggregation_method,
+                               colocate_gradients_with_ops)
         variables = list(var_list) if var_list is not None else trainable_variables(loss.graph)
         if not variables:
             raise OpsdkError(f"{self._name}: no variables to optimize (create Variables with "
                              "trainable=True, or pass var_list)")
-        return list(zip(gradients(loss, variables), variables))
+        grad_ys = None if grad_loss is None else [grad_loss]
+        return list(zip(gradients(loss, variables, grad_ys=grad_ys), variables))
 
     def apply_gradients(self, grads_and_vars: GradsAndVars, global_step: Optional[Variable] = None,
                         name: Optional[str] = None) -> Operation:
@@ -90,10 +107,13 @@ class Optimizer:
                                    control_inputs=controls)
 
     def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
-                 var_list: Optional[Sequence[Variable]] = None, name: Optional[str] = None
-                 ) -> Operation:
-        """`apply_gradients(compute_gradients(loss, var_list), global_step)`."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+                 var_list: Optional[Sequence[Variable]] = None, gate_gradients: int = GATE_OP,
+                 aggregation_method: Any = None, colocate_gradients_with_ops: bool = False,
+                 name: Optional[str] = None, grad_loss: Optional[Tensor] = None) -> Operation:
+        """`apply_gradients(compute_gradients(loss, var_list, ...), global_step, name)`."""
+        grads = self.compute_gradients(loss, var_list, gate_gradients, aggregation_method,
+                                       colocate_gradients_with_ops, grad_loss)
+        return self.apply_gradients(grads, global_step, name)
 
     def get_slot(self, var: Variable, name: str) -> Variable:
         """The slot variable `name` of `var` (created by apply_gradients)."""
@@ -150,6 +170,20 @@ class Optimizer:
         return constant(np.asarray(value, dtype=dtype))
 
 
+def check_gradient_options(who: str, gate_gradients: Any, aggregation_method: Any,
+                           colocate_gradients_with_ops: Any) -> None:
+    """TensorFlow's gradient options that change nothing here, checked as it checks them."""
+    if gate_gradients not in (Optimizer.GATE_NONE, Optimizer.GATE_OP, Optimizer.GATE_GRAPH):
+        raise OpsdkError(f"{who}: gate_gradients must be GATE_NONE, GATE_OP or GATE_GRAPH "
+                         f"(0, 1, 2), got {gate_gradients!r}")
+    if aggregation_method not in (None, 0, 1, 2):  # ADD_N/DEFAULT, TREE, ACCUMULATE_N
+        raise OpsdkError(f"{who}: aggregation_method must be None or an AggregationMethod "
+                         f"(0, 1, 2), got {aggregation_method!r}")
+    if not isinstance(colocate_gradients_with_ops, (bool, np.bool_)):
+        raise OpsdkError(f"{who}: colocate_gradients_with_ops must be True or False, got "
+                         f"{colocate_gradients_with_ops!r}")
+
+
 def beside(var: Variable) -> Any:
     """A scope whose variables live with `var` (its slots, as TensorFlow colocates them)."""
     return var.graph.colocate_with(var.op)
@@ -160,8 +194,9 @@ class GradientDescentOptimizer(Optimizer):
 
     _op = "apply_gradient_descent"
 
-    def __init__(self, learning_rate: Any, name: str = "GradientDescent"):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate: Any, use_locking: bool = False,
+                 name: str = "GradientDescent"):
+        super().__init__(learning_rate, name, use_locking)
 
 
 class MomentumOptimizer(Optimizer):
@@ -170,9 +205,9 @@ class MomentumOptimizer(Optimizer):
     _op = "apply_momentum"
     _slots = (("momentum", 0.0),)
 
-    def __init__(self, learning_rate: Any, momentum: Any, use_nesterov: bool = False,
-                 name: str = "Momentum"):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate: Any, momentum: Any, use_locking: bool = False,
+                 name: str = "Momentum", use_nesterov: bool = False):
+        super().__init__(learning_rate, name, use_locking)
         self.momentum = momentum
         self.use_nesterov = use_nesterov
 
@@ -193,11 +228,11 @@ class AdagradOptimizer(Optimizer):
     _op = "apply_adagrad"
 
     def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
-                 name: str = "Adagrad"):
+                 use_locking: bool = False, name: str = "Adagrad"):
         if initial_accumulator_value <= 0:
             raise OpsdkError(f"{name}: initial_accumulator_value must be positive, got "
                              f"{initial_accumulator_value}")
-        super().__init__(learning_rate, name)
+        super().__init__(learning_rate, name, use_locking)
         self._slots = (("accumulator", float(initial_accumulator_value)),)
 
 
@@ -208,8 +243,8 @@ class AdamOptimizer(Optimizer):
     _slots = (("m", 0.0), ("v", 0.0))
 
     def __init__(self, learning_rate: Any = 0.001, beta1: float = 0.9, beta2: float = 0.999,
-                 epsilon: float = 1e-8, name: str = "Adam"):
-        super().__init__(learning_rate, name)
+                 epsilon: float = 1e-8, use_locking: bool = False, name: str = "Adam"):
+        super().__init__(learning_rate, name, use_locking)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self._powers: dict[str, tuple[Variable, Variable]] = {}
 
@@ -242,8 +277,12 @@ class RMSPropOptimizer(Optimizer):
     _slots = (("rms", 1.0), ("momentum", 0.0))
 
     def __init__(self, learning_rate: Any, decay: float = 0.9, momentum: float = 0.0,
-                 epsilon: float = 1e-10, name: str = "RMSProp"):
-        super().__init__(learning_rate, name)
+                 epsilon: float = 1e-10, use_locking: bool = False, centered: bool = False,
+                 name: str = "RMSProp"):
+        if centered:
+            raise OpsdkError(f"{name}: centered=True (RMSProp normalised by the gradient's "
+                             "variance) is not provided; use centered=False")
+        super().__init__(learning_rate, name, use_locking)
         self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
 
     def _hypers(self) -> list[Any]:
