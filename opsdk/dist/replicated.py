@@ -2,6 +2,8 @@
 
     opt = ReplicatedOptimizer(AdagradOptimizer(0.1), replicas_to_aggregate=2)  # synchronous
     train = opt.minimize(loss, global_step=gs)
+    # or, changing the gradients in between (clipping, say):
+    train = opt.apply_gradients(opt.compute_gradients(loss), global_step=gs)
 
 Between-graph replication: every worker's client builds the model (variables placed on the ps
 tasks by `replica_device_setter`), and `minimize` sends each gradient to its variable's ps as a
@@ -103,25 +105,48 @@ class ReplicatedOptimizer:
         self.total = total_num_replicas or replicas_to_aggregate
         self._powers: dict[str, list[str]] = {}  # Adam: variable -> its beta powers
 
+    def compute_gradients(self, loss: Tensor, var_list: Optional[Sequence[Variable]] = None,
+                          **options: Any) -> list[tuple[Optional[Tensor], Variable]]:
+        """(gradient or None, variable) for each variable of `var_list` (default: the loss
+        graph's trainable variables): the wrapped optimizer's compute_gradients, with its
+        options."""
+        return self.optimizer.compute_gradients(loss, var_list, **options)
+
+    def apply_gradients(self, grads_and_vars: Sequence[tuple[Optional[Tensor], Variable]],
+                        global_step: Optional[Variable] = None,
+                        name: str = "replicated_train") -> Operation:
+        """The train op of one worker: each gradient sent to its variable's ps task, applied
+        there as the module docstring says (a None gradient is skipped)."""
+        pairs = [(grad, var) for grad, var in grads_and_vars if grad is not None]
+        if not pairs:
+            raise OpsdkError(f"{name}: no gradient reaches any variable")
+        return self._train_op(pairs[0][1].graph, pairs, [], global_step, name)
+
     def minimize(self, loss: Tensor, global_step: Optional[Variable] = None,
                  var_list: Optional[Sequence[Variable]] = None,
                  embeddings: Sequence[ShardedEmbedding] = (), name: str = "replicated_train"
                  ) -> Operation:
-        """The train op of one worker: its gradients sent to their variables' ps tasks."""
+        """The train op of one worker: its gradients sent to their variables' ps tasks; the
+        lookups of `embeddings` sent as (ids, rows) to the shards they read."""
         g = loss.graph
         sparse = [entry for e in embeddings for entry in e.lookups]
         shards = {id(s) for s, _, _ in sparse}
         dense = [v for v in (var_list if var_list is not None else trainable_variables(g))
                  if id(v) not in shards]
         grads = gradients(loss, [*dense, *(rows for _, _, rows in sparse)])
+        return self._train_op(
+            g, [(grad, var) for grad, var in zip(grads, dense) if grad is not None],
+            [(shard, ids, grad) for (shard, ids, _), grad in zip(sparse, grads[len(dense):])
+             if grad is not None], global_step, name)
+
+    def _train_op(self, g: Graph, dense: list, sparse: list,
+                  global_step: Optional[Variable], name: str) -> Operation:
         updates = []
         with g.as_default(), g.name_scope(name):
-            for var, grad in zip(dense, grads[:len(dense)]):
-                if grad is not None:
-                    updates.append(self._update(g, var, [grad], sparse=False))
-            for (shard, ids, _), grad in zip(sparse, grads[len(dense):]):
-                if grad is not None:
-                    updates.append(self._update(g, shard, [ids, grad], sparse=True))
+            for grad, var in dense:
+                updates.append(self._update(g, var, [grad], sparse=False))
+            for shard, ids, grad in sparse:
+                updates.append(self._update(g, shard, [ids, grad], sparse=True))
             if not updates:
                 raise OpsdkError(f"{name}: no gradient reaches any variable")
             if global_step is not None:

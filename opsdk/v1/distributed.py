@@ -70,7 +70,7 @@ class SyncReplicasOptimizer:
 
     The ps aggregates each round and releases the workers itself (opsdk.dist's
     ReplicatedOptimizer), so what TensorFlow's has the program run for its token queue is
-    there and does nothing: after `minimize`, `local_step_init_op`, `chief_init_op` and
+    there and does nothing: after `minimize` (or `apply_gradients`), `local_step_init_op`, `chief_init_op` and
     `get_init_tokens_op()` are no-ops, `ready_for_local_init_op` is None and
     `get_chief_queue_runner()` a queue runner with nothing to run, which
     `Supervisor.start_queue_runners` accepts."""
@@ -82,19 +82,40 @@ class SyncReplicasOptimizer:
         self._name = name
         self._nothing: Any = None
 
-    def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
-                 name: Optional[str] = None, **unused: Any) -> Any:
-        train_op = self._replicated.minimize(loss, global_step=global_step, var_list=var_list,
-                                             name=name or self._name)
+    def compute_gradients(self, loss: Any, var_list: Any = None, **options: Any) -> list:
+        """The wrapped optimizer's (gradient, variable) pairs, with its options."""
+        return self._replicated.compute_gradients(loss, var_list, **options)
+
+    def apply_gradients(self, grads_and_vars: Any, global_step: Any = None,
+                        name: Optional[str] = None) -> Any:
+        """The train op: each gradient sent to its variable's ps, aggregated there per round."""
+        train_op = self._replicated.apply_gradients(list(grads_and_vars), global_step,
+                                                    name=name or self._name)
         from opsdk.v1.scopes import no_op
 
         self._nothing = no_op(name=f"{self._name}/nothing_to_run")
         return train_op
 
+    def minimize(self, loss: Any, global_step: Any = None, var_list: Any = None,
+                 gate_gradients: int = 1, aggregation_method: Any = None,
+                 colocate_gradients_with_ops: bool = False, name: Optional[str] = None,
+                 grad_loss: Any = None) -> Any:
+        """`apply_gradients(compute_gradients(loss, var_list, ...), global_step, name)`."""
+        grads = self.compute_gradients(
+            loss, var_list, gate_gradients=gate_gradients, aggregation_method=aggregation_method,
+            colocate_gradients_with_ops=colocate_gradients_with_ops, grad_loss=grad_loss)
+        return self.apply_gradients(grads, global_step, name)
+
+    def get_slot(self, var: Any, name: str) -> Any:
+        return self._replicated.optimizer.get_slot(var, name)
+
+    def get_slot_names(self) -> list[str]:
+        return self._replicated.optimizer.get_slot_names()
+
     def _built(self, what: str) -> Any:
         if self._nothing is None:
-            raise OpsdkError(f"SyncReplicasOptimizer.{what}: call minimize first (TensorFlow "
-                             "makes it there too)")
+            raise OpsdkError(f"SyncReplicasOptimizer.{what}: call minimize or apply_gradients "
+                             "first (TensorFlow makes it there too)")
         return self._nothing
 
     local_step_init_op = property(lambda self: self._built("local_step_init_op"))

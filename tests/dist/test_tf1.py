@@ -297,3 +297,40 @@ def test_a_plain_optimizer_trains_variables_on_two_ps_tasks_as_in_one_process(ra
             assert device == trained["cluster"][var.split("/")[0]][1], var
         np.testing.assert_allclose(value, trained["process"][var][0], rtol=1e-6, err_msg=var)
     assert trained["cluster"]["global_step"][0] == 12
+
+
+def test_sync_replicas_apply_gradients_takes_gradients_changed_in_between(ray_engine):
+    """compute_gradients, a change of the gradients (halved, at twice the rate), then
+    apply_gradients: the values of the plain minimize, on the cluster as in one process."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2252"], "worker": ["localhost:2253"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    trained = []
+    for rate, scale in ((0.1, None), (0.2, 0.5)):
+        rng = np.random.default_rng(5)
+        with tf.Graph().as_default():
+            opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(rate),
+                                                 replicas_to_aggregate=1)
+            with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                          cluster=cluster)):
+                x, y = tf.placeholder(tf.float32, [16, 4]), tf.placeholder(tf.float32, [16, 1])
+                w = tf.Variable(tf.zeros([4, 1]), name="w")
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+                step = tf.train.get_or_create_global_step()
+                if scale is None:
+                    train_op = opt.minimize(loss, global_step=step)
+                else:
+                    grads = opt.compute_gradients(loss, colocate_gradients_with_ops=True)
+                    train_op = opt.apply_gradients([(g * scale, v) for g, v in grads],
+                                                   global_step=step)
+            assert opt.chief_init_op is not None
+            sess = tf.Session(server.target)
+            try:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(8):
+                    xb, yb = _batch(rng)
+                    sess.run(train_op, {x: xb, y: yb})
+                trained.append((sess.run(w), sess.run(step)))
+            finally:
+                sess.end_tasks()
+    np.testing.assert_array_equal(trained[1][0], trained[0][0])
+    assert trained[0][1] == trained[1][1] == 8
