@@ -157,3 +157,12 @@ def test_a_constant_must_hold_what_its_output_declares(graph):
     with pytest.raises(OpsdkError, match=r"^const \(node 'c'\): its output is declared float32 "
                                          r"but its value is float64"):
         graph.create_op("const", [], {"value": np.zeros(2)}, [((2,), "float32")], name="c")
+
+
+def test_colocate_with_gives_its_nodes_the_devices_and_names_it(graph):
+    with graph.device("/job:ps/task:1"):
+        v = constant(np.zeros(2), name="v")
+    with graph.device("/gpu:0"), graph.colocate_with(v):
+        w = constant(np.ones(2), name="w")
+    assert w.op.device == "/job:ps/task:1" and w.op.colocated is v.op
+    assert constant(np.ones(2), name="u").op.colocated is None

@@ -167,10 +167,11 @@ class Graph:
         nodes on leaving its scope, puts them where it puts `item`."""
         target = self._as_op(item)
         self._stacks.colocations.append(target)
+        self._stacks.devices.append(target.device)
         try:
-            with self.device(target.device or None):
-                yield
+            yield
         finally:
+            self._stacks.devices.pop()
             self._stacks.colocations.pop()
 
     def current_device(self) -> str:
