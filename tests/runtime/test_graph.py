@@ -159,6 +159,18 @@ def test_a_constant_must_hold_what_its_output_declares(graph):
         graph.create_op("const", [], {"value": np.zeros(2)}, [((2,), "float32")], name="c")
 
 
+def test_a_finalized_graph_refuses_new_nodes_and_collection_entries(graph, registry):
+    a = placeholder("float32", [2], name="a")
+    b = apply_op(registry, "add", [a, a], {})
+    graph.finalize()
+    assert graph.finalized
+    with pytest.raises(RuntimeError, match=r"finalized .*\(a add node\)"):
+        apply_op(registry, "add", [b, a], {})
+    with pytest.raises(OpsdkError, match="collection 'extra'"):
+        graph.add_to_collection("extra", b)
+    assert [op.name for op in graph.operations] == ["a", "add"]
+
+
 def test_colocate_with_gives_its_nodes_the_devices_and_names_it(graph):
     with graph.device("/job:ps/task:1"):
         v = constant(np.zeros(2), name="v")

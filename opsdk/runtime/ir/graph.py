@@ -107,6 +107,10 @@ class _ThreadStacks(threading.local):
         self.colocations: list[Operation] = []
 
 
+class GraphFinalizedError(OpsdkError, RuntimeError):
+    """A node or collection entry added to a finalized graph (a RuntimeError, as TensorFlow's)."""
+
+
 class Graph:
     """A dataflow graph. Building is thread-safe; names are unique (`add`, `add_1`, ...)."""
 
@@ -118,6 +122,23 @@ class Graph:
         self._collections: dict[str, list] = {}
         self._lock = threading.RLock()
         self._stacks = _ThreadStacks()
+        self._finalized = False
+
+    # ----------------------------------------------------------------- finalizing
+    def finalize(self) -> None:
+        """Refuse any new node or collection entry from now on (TensorFlow's `finalize`: a
+        training loop that adds nodes at every step, a leak, then fails at once)."""
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def _check_not_finalized(self, what: str) -> None:
+        if self._finalized:
+            raise GraphFinalizedError(f"the graph is finalized and cannot be modified ({what}); "
+                                      "build every node before the training loop, or before "
+                                      "the monitored session or Supervisor that finalizes it")
 
     # ----------------------------------------------------------------- contexts
     @contextmanager
@@ -205,6 +226,7 @@ class Graph:
                 raise OpsdkError(f"{op_type}: input '{t.name}' belongs to another graph; "
                                  "build all ops of a step in one graph")
         with self._lock:
+            self._check_not_finalized(f"a {op_type} node")
             full = name if reserved_name and name else self.unique_name(name or op_type)
             op = Operation(self, op_type, full, tuple(inputs), attrs,
                            type_attrs or {}, self._control_inputs(control_inputs),
@@ -310,6 +332,7 @@ class Graph:
     def add_to_collection(self, key: str, value: Any) -> None:
         """Append `value` to the collection `key` (e.g. GraphKeys.TRAINABLE_VARIABLES)."""
         with self._lock:
+            self._check_not_finalized(f"an entry of collection '{key}'")
             self._collections.setdefault(key, []).append(value)
 
     def get_collection(self, key: str) -> list:
