@@ -124,17 +124,37 @@ class Coordinator:
             raise info[1].with_traceback(info[2])
 
 
+def get_or_default(key: str, make: Callable[[], Any]) -> Any:
+    """The first item of the default graph's collection `key`, else `make()`, kept there (when
+    not None): a second monitored session or Supervisor of a graph finds what the first made,
+    the graph finalized since (TensorFlow's `Scaffold.get_or_default`)."""
+    found = scopes.get_collection(key)
+    if found:
+        return found[0]
+    made = make()
+    if made is not None:
+        opsdk.get_default_graph().add_to_collection(key, made)
+    return made
+
+
 def default_saver() -> Any:
     """The graph's Saver (its SAVERS collection), else a new `tf.train.Saver()` of every global
     variable, kept in that collection."""
     from opsdk.v1.train import Saver
 
-    found = scopes.get_collection(scopes.GraphKeys.SAVERS)
-    if found:
-        return found[0]
-    saver = Saver()
-    opsdk.get_default_graph().add_to_collection(scopes.GraphKeys.SAVERS, saver)
-    return saver
+    return get_or_default(scopes.GraphKeys.SAVERS, Saver)
+
+
+def default_init_ops() -> tuple[Any, Any, Any]:
+    """The graph's (initializer of the global variables, of the local ones or None, merged
+    summaries or None), each kept in its collection (`get_or_default`)."""
+    from opsdk.v1 import summary
+
+    keys = scopes.GraphKeys
+    return (get_or_default(keys.INIT_OP, scopes.global_variables_initializer),
+            get_or_default(keys.LOCAL_INIT_OP, lambda: scopes.local_variables_initializer()
+                           if scopes.local_variables() else None),
+            get_or_default(keys.SUMMARY_OP, summary.merge_all))
 
 
 class Scaffold:
@@ -142,7 +162,9 @@ class Scaffold:
     ready_for_local_init_op=None, local_init_op=None, summary_op=None, saver=None)`: what a
     monitored session initialises, restores and summarises with. `finalize()` fills what is
     not given: the global variables' initializer, the local ones' (when there are any), all
-    summaries of the graph, and (in one process) the graph's Saver. `ready_op` and
+    summaries of the graph, and (in one process) the graph's Saver, each kept in (or found in)
+    its graph collection (`get_or_default`); then it finalizes the
+    default graph, as TensorFlow's does (a node added after that is an error). `ready_op` and
     `ready_for_local_init_op` are accepted and not used: a worker of a cluster waits until every
     global variable has a value."""
 
@@ -172,17 +194,17 @@ class Scaffold:
     def finalize(self, on_cluster: bool = False) -> "Scaffold":
         if self._finalized:
             return self
-        from opsdk.v1 import summary
-
+        init_op, local_init_op, summary_op = default_init_ops()
         if self.init_op is None:
-            self.init_op = scopes.global_variables_initializer()
-        if self.local_init_op is None and scopes.local_variables():
-            self.local_init_op = scopes.local_variables_initializer()
+            self.init_op = init_op
+        if self.local_init_op is None:
+            self.local_init_op = local_init_op
         if self.summary_op is None:
-            self.summary_op = summary.merge_all()
+            self.summary_op = summary_op
         if self.saver is None and not on_cluster and scopes.global_variables():
             self.saver = default_saver()
         self._finalized = True
+        opsdk.get_default_graph().finalize()  # as TensorFlow's: no node added from now on
         return self
 
     @staticmethod

@@ -35,6 +35,11 @@ class GraphKeys(opsdk.GraphKeys):
     TRAIN_OP = "train_op"
     GLOBAL_STEP = "global_step"
     SAVERS = "savers"
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
 
 
 class _Scope:

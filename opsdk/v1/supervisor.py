@@ -29,7 +29,7 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import scopes
 from opsdk.v1.hooks import _step, save_checkpoint, write_steps_per_second
 from opsdk.v1.monitored import (USE_DEFAULT, ChiefSessionCreator, Coordinator, Scaffold,
-                                WorkerSessionCreator, default_saver)
+                                WorkerSessionCreator, default_init_ops, default_saver)
 
 
 class LooperThread(threading.Thread):
@@ -104,19 +104,15 @@ class Supervisor:
                  init_fn: Any = None, local_init_run_options: Any = None):
         self._graph = graph if graph is not None else opsdk.get_default_graph()
         with self._graph.as_default():
-            if init_op is USE_DEFAULT:
-                init_op = scopes.global_variables_initializer()
-            if local_init_op is USE_DEFAULT:
-                local_init_op = (scopes.local_variables_initializer()
-                                 if scopes.local_variables() else None)
+            if USE_DEFAULT in (init_op, local_init_op, summary_op):
+                defaults = default_init_ops()  # found in, or kept in, the graph's collections
+                init_op = defaults[0] if init_op is USE_DEFAULT else init_op
+                local_init_op = defaults[1] if local_init_op is USE_DEFAULT else local_init_op
+                summary_op = defaults[2] if summary_op is USE_DEFAULT else summary_op
             if global_step is USE_DEFAULT:
                 from opsdk.v1.train import get_global_step
 
                 global_step = get_global_step()
-            if summary_op is USE_DEFAULT:
-                from opsdk.v1 import summary
-
-                summary_op = summary.merge_all()
             if saver is USE_DEFAULT:
                 saver = default_saver() if scopes.global_variables() else None
         self._is_chief = is_chief
@@ -138,6 +134,7 @@ class Supervisor:
         self._writer = summary_writer
         self._coord = Coordinator()
         self._services: list[threading.Thread] = []
+        self._graph.finalize()  # as TensorFlow's: no node added from now on
         self._session: Any = None
 
     # -- TensorFlow's properties ------------------------------------------------------------

@@ -130,6 +130,8 @@ def test_a_tensor_fed_twice_is_refused_naming_it():
     with tf.train.MonitoredSession(hooks=[Recorder([], feeds={a: 1.0})]) as sess:
         with pytest.raises(OpsdkError, match="fed by a hook and the caller: a"):
             sess.run(a, {a: 2.0})
+    tf.reset_default_graph()  # the session finalized the graph, as TensorFlow's does
+    a = tf.placeholder(tf.float32, [], name="a")
     hooks = [Recorder([], feeds={a: 1.0}), Recorder([], feeds={a: 2.0})]
     with tf.train.MonitoredSession(hooks=hooks) as sess:
         with pytest.raises(OpsdkError, match="fed by two hooks: a"):
@@ -152,10 +154,13 @@ def test_leaving_on_out_of_range_or_stop_iteration_ends_quietly_and_other_errors
 def test_run_errors_are_tf_errors_classes():
     v = tf.Variable(1.0)
     x = tf.placeholder(tf.float32, [2])
+    y = x * 2.0
     with tf.train.MonitoredSession() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="must be fed"):
-            sess.run(x * 2.0)
+            sess.run(y)
         assert sess.run(v) == 1.0  # the default scaffold initialised it
+        with pytest.raises(RuntimeError, match="graph is finalized"):  # as TensorFlow's
+            sess.run(x * 3.0)
 
 
 def test_nan_tensor_hook_raises_or_stops():
@@ -224,10 +229,11 @@ def test_scaffold_init_fn_runs_on_a_fresh_start_and_not_after_a_restore(tmp_path
     w = tf.Variable(tf.zeros([2]), name="w")
     tf.train.get_or_create_global_step()
     started = []
+    assign = tf.assign(w, [5.0, 6.0])  # built before the session finalizes the graph
 
     def init_fn(scaffold, session):
         started.append(True)
-        session.run(tf.assign(w, [5.0, 6.0]))
+        session.run(assign)
 
     scaffold = tf.train.Scaffold(init_fn=init_fn)
     with tf.train.SingularMonitoredSession(scaffold=scaffold, checkpoint_dir=str(tmp_path),

@@ -90,12 +90,23 @@ def test_a_failing_service_stops_the_loop_and_its_error_is_raised():
 
 def test_init_choices_and_misuse():
     x, w, loss, global_step, train_op = _model()
-    sv = tf.train.Supervisor(init_op=None, init_fn=lambda sess: sess.run(
-        tf.global_variables_initializer()), saver=None)
+    init = tf.global_variables_initializer()  # before the Supervisor finalizes the graph
+    sv = tf.train.Supervisor(init_op=None, init_fn=lambda sess: sess.run(init), saver=None)
+    assert tf.get_default_graph().finalized
     with sv.managed_session() as sess:
         assert sess.run(global_step) == 0
     assert sv.saver is None
-    with pytest.raises(OpsdkError, match="tf.train.Server's target"):
-        tf.train.Supervisor(is_chief=False).prepare_or_wait_for_session()
-    with pytest.raises(OpsdkError, match="no queues"):
-        tf.train.Supervisor().start_queue_runners(None, queue_runners=[object()])
+    # a second Supervisor of the finalized graph finds its initializers in the collections;
+    # its default Saver would be a new one, refused there as TensorFlow refuses it
+    with pytest.raises(RuntimeError, match="finalized"):
+        tf.train.Supervisor()
+    assert tf.train.Supervisor(saver=None).init_op is sv_init_op(tf.get_default_graph())
+    with tf.Graph().as_default():
+        with pytest.raises(OpsdkError, match="tf.train.Server's target"):
+            tf.train.Supervisor(is_chief=False).prepare_or_wait_for_session()
+        with pytest.raises(OpsdkError, match="no queues"):
+            tf.train.Supervisor().start_queue_runners(None, queue_runners=[object()])
+
+
+def sv_init_op(graph):
+    return graph.get_collection(tf.GraphKeys.INIT_OP)[0]
