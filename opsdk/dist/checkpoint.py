@@ -3,13 +3,17 @@
     <folder>/ckpt-<step>.<task>.shard    written by the task itself (the runtime's checkpoint
                                          format, train/saver.py), atomically
     <folder>/ckpt-<step>.index           JSON: step, per task its shard file and sha256
-    <folder>/checkpoint                  JSON: the latest index and those kept
+    <folder>/checkpoint                  JSON: the kept indexes, newest last
 
 Each shard is written to a temporary file, fsynced and renamed by its task; only when every
 shard is in place does the master write the index, then the `checkpoint` pointer, each
 atomically. A crash at any moment leaves the previous checkpoint whole and readable: an index
 names only shards that were complete before it was written. Tasks write to `folder` on their
 own file system, so on several machines it must be a shared one.
+
+The index and the `checkpoint` list are the runtime's sharded checkpoint (train/saver.py):
+`tf.train.latest_checkpoint(folder)` gives the newest index, and a `Saver` in one process
+restores it (an evaluation script after training on a cluster).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.train.saver import encode, read_checkpoint
+from opsdk.runtime.train.saver import (encode, latest_checkpoint, read_shard,  # noqa: F401
+                                       read_sharded_index)
 
 from opsdk.dist.errors import failure, is_gone
 
@@ -57,15 +62,6 @@ def write_shard(values: dict, path: str) -> Optional[dict]:
             "variables": sorted(values)}
 
 
-def read_shard(path: str, sha256: str) -> dict:
-    """A task's side: the arrays of its shard, checked against the index's digest."""
-    data = Path(path).read_bytes() if Path(path).exists() else b""
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise OpsdkError(f"{path}: checkpoint shard missing or not the one its index names "
-                         "(sha256 differs); restore an older checkpoint")
-    return read_checkpoint(Path(path))
-
-
 def save(sess: Any, folder: str | os.PathLike, step: int, keep: int = 3) -> Path:
     """Checkpoint every task's variables as `ckpt-<step>`; returns the index's path."""
     ray = _ray()
@@ -92,27 +88,24 @@ def save(sess: Any, folder: str | os.PathLike, step: int, keep: int = 3) -> Path
     index = folder / f"ckpt-{step}.index"
     write_atomically(index, json.dumps({"format": 1, "step": step, "shards": shards},
                                        indent=1, sort_keys=True).encode())
-    kept = ([p for p in _pointer(folder).get("all", []) if p != index.name] + [index.name])[-keep:]
-    write_atomically(folder / _POINTER, json.dumps({"latest": index.name, "all": kept}).encode())
+    listed = _kept(folder)
+    kept = ([p for p in listed if p != index.name] + [index.name])[-keep:]
+    write_atomically(folder / _POINTER, json.dumps({"checkpoints": kept}).encode())
     _remove_unkept(folder, kept)
     return index
 
 
 def latest(folder: str | os.PathLike) -> Optional[Path]:
     """The index of the latest complete checkpoint in `folder`, or None."""
-    name = _pointer(Path(folder)).get("latest")
-    return Path(folder) / name if name else None
+    found = latest_checkpoint(folder)
+    return Path(found) if found else None
 
 
 def restore(sess: Any, index: str | os.PathLike) -> int:
     """Put every task's variables back as checkpoint `index` has them; returns its step."""
     ray = _ray()
     index = Path(index)
-    try:
-        record = json.loads(index.read_text())
-        step, shards = int(record["step"]), dict(record["shards"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OpsdkError(f"{index}: not a readable checkpoint index ({exc})") from None
+    step, shards = read_sharded_index(index)  # names only files of its folder
     sess.forget_pushed()  # values pushed before the restore must not start the next step
     refs = {task: sess.actor(task).restore_shard.remote(str(index.parent / s["file"]),
                                                          s["sha256"])
@@ -128,11 +121,16 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
     return step
 
 
-def _pointer(folder: Path) -> dict:
+def _kept(folder: Path) -> list[str]:
+    """The indexes the folder's `checkpoint` list keeps ([] when it is unreadable: a save
+    writes a new one)."""
+    from opsdk.runtime.train.saver import get_checkpoint_state
+
     try:
-        return json.loads((folder / _POINTER).read_text())
-    except (OSError, ValueError):
-        return {}
+        state = get_checkpoint_state(folder)
+    except OpsdkError:
+        return []
+    return [Path(p).name for p in state.all_model_checkpoint_paths] if state else []
 
 
 def _remove_unkept(folder: Path, kept: list[str]) -> None:

@@ -94,6 +94,16 @@ def test_between_graph_tf1_script_trains_with_sync_replicas(ray_engine, tmp_path
     assert len(losses[0]) == len(losses[1]) == 20  # one round per step of each
     assert np.mean(losses[0][-3:]) < 0.5 * np.mean(losses[0][:3])
     assert (tmp_path / "checkpoint").exists()  # the chief checkpointed every 10 steps
+    # An evaluation script in one process restores what the cluster trained, as with TF.
+    latest = tf.train.latest_checkpoint(str(tmp_path))
+    assert latest.endswith("ckpt-20.index")
+    with tf.Graph().as_default():
+        w = tf.Variable(tf.zeros([4, 1]), name="w")
+        global_step = tf.train.get_or_create_global_step()
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, latest)
+            assert sess.run(global_step) == 20
+            np.testing.assert_allclose(sess.run(w).ravel(), [1, 2, 3, 4], atol=0.5)
 
 
 PS, WORKER_1 = "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:1"

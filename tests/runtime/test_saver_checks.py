@@ -118,3 +118,58 @@ def test_saving_where_nothing_can_be_written_names_the_checkpoint_not_a_temp_fil
                            f": Read-only file system (in folder '{tmp_path / 'ro'}')")
     assert ".tmp" not in text
     sess.close()
+
+
+def _sharded(tmp_path, shards=None):
+    """A sharded checkpoint as a cluster writes it: w on one task's shard, v on another's."""
+    from opsdk.runtime.train.saver import encode
+
+    records = {}
+    for task, values in {"/job:ps/task:0": {"w": np.arange(3, dtype=np.float32)},
+                         "/job:ps/task:1": {"v": np.full(2, 7, np.int64)}}.items():
+        name = f"ckpt-5.{task[-1]}.shard"
+        data = encode(values)
+        (tmp_path / name).write_bytes(data)
+        records[task] = {"file": name, "sha256": hashlib.sha256(data).hexdigest(),
+                         "variables": sorted(values)}
+    index = tmp_path / "ckpt-5.index"
+    index.write_text(json.dumps({"format": 1, "step": 5, "shards": shards or records}))
+    (tmp_path / "checkpoint").write_text(json.dumps({"checkpoints": [index.name]}))
+    return index, records
+
+
+def test_a_sharded_checkpoint_restores_in_one_process(tmp_path):
+    index, _ = _sharded(tmp_path)
+    assert saver_module.latest_checkpoint(tmp_path) == str(index)
+    saver, sess, _ = _saved(tmp_path / "other")
+    saver.restore(sess, index)
+    np.testing.assert_array_equal(sess.variables.read("w"), np.arange(3))
+    np.testing.assert_array_equal(sess.variables.read("v"), [7, 7])
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda r: r["/job:ps/task:0"].update(file="../outside.shard"), "not a checkpoint file in"),
+    (lambda r: r["/job:ps/task:0"].update(file="checkpoint"), "not a checkpoint file in"),
+    (lambda r: r["/job:ps/task:1"].update(sha256="0" * 64), "sha256 differs"),
+    (lambda r: r["/job:ps/task:1"].pop("sha256"), "is not {\"file\""),
+    (lambda r: r.update({"/job:ps/task:1": {"file": "ckpt-5.index", "sha256":
+                                            "x"}}), "sha256 differs"),
+])
+def test_a_crafted_sharded_index_is_refused_naming_it(tmp_path, change, words):
+    _, records = _sharded(tmp_path)
+    change(records)
+    index, _ = _sharded(tmp_path, records)
+    with pytest.raises(OpsdkError, match=words.replace("(", r"\(").replace("{", r"\{")) as err:
+        read_checkpoint(index)
+    assert str(tmp_path) in str(err.value)
+
+
+def test_a_shard_must_be_a_file_of_arrays_not_another_index(tmp_path):
+    index, records = _sharded(tmp_path)
+    inner = tmp_path / "inner.index"
+    inner.write_text(index.read_text())
+    records["/job:ps/task:1"] = {"file": inner.name,
+                                 "sha256": hashlib.sha256(inner.read_bytes()).hexdigest()}
+    index, _ = _sharded(tmp_path, records)
+    with pytest.raises(OpsdkError, match="not an opsdk checkpoint"):
+        read_checkpoint(index)

@@ -11,8 +11,15 @@ same folder, is fsynced, then `os.replace`d over the target, so a crash mid-writ
 good checkpoint; a save killed before the rename leaves its temporary file, which the next save
 into that folder removes (temp names carry the writer's host and pid: a live writer's is kept).
 
+A checkpoint may also be *sharded* (what a cluster writes, opsdk/dist/checkpoint.py): each task
+writes its own variables to a shard file in the format above, and a JSON file `<name>.index`
+(`{"format": 1, "step": N, "shards": {task: {"file", "sha256", "variables"}}}`) names the shards
+by plain file names in its folder with their sha256. `read_checkpoint` and `Saver.restore` take
+the index's path and read every shard, checked against its digest: a model trained on a cluster
+restores in one process as any checkpoint does.
+
 A small JSON index (`checkpoint` in the folder, `{"checkpoints": [names]}`) lists the kept
-checkpoints, newest last; the Saver deletes the oldest beyond `max_to_keep`. The index is data:
+checkpoints (files, or the indexes of sharded ones), newest last; the Saver deletes the oldest beyond `max_to_keep`. The index is data:
 it holds plain file names resolved inside its own folder, so a crafted one naming `/x` or `../x`
 (or a link out) is refused with an error naming the index, and nothing that is not a checkpoint
 is ever deleted.
@@ -209,12 +216,23 @@ def encode(values: dict[str, np.ndarray]) -> bytes:
 
 
 def read_checkpoint(path: Path) -> dict[str, np.ndarray]:
-    """The arrays of the checkpoint at `path`; OpsdkError naming the file when it is missing,
-    not a checkpoint, or corrupt."""
+    """The arrays of the checkpoint at `path` (a file, or a sharded checkpoint's index: the
+    arrays of all its shards); OpsdkError naming the file when it is missing, not a checkpoint,
+    or corrupt."""
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise OpsdkError(f"{path}: cannot read checkpoint ({exc.strerror})") from None
+    if data.lstrip()[:1] == b"{":  # a sharded checkpoint's index
+        arrays: dict[str, np.ndarray] = {}
+        for shard in read_sharded_index(Path(path))[1].values():
+            arrays.update(read_shard(Path(path).parent / shard["file"], shard["sha256"]))
+        return arrays
+    return _arrays(path, data)
+
+
+def _arrays(path: Path, data: bytes) -> dict[str, np.ndarray]:
+    """The arrays of checkpoint file `path` holding `data`."""
     if not data.startswith(MAGIC):
         raise OpsdkError(f"{path}: not an opsdk checkpoint (bad magic bytes)")
     digest = data[len(MAGIC):len(MAGIC) + _DIGEST]
@@ -229,6 +247,32 @@ def read_checkpoint(path: Path) -> dict[str, np.ndarray]:
         array = np.frombuffer(chunk, dtype=np.dtype(e.dtype)).reshape(e.shape)
         arrays[e.name] = array.copy()  # writable, detached from the file's bytes
     return arrays
+
+
+def read_sharded_index(index: Path) -> tuple[int, dict[str, dict]]:
+    """(step, per task its shard: {"file", "sha256", ...}) of a sharded checkpoint's index; an
+    OpsdkError naming it when it is unreadable, malformed or names a file outside its folder."""
+    try:
+        record = json.loads(index.read_text(encoding="utf-8"))
+        step, shards = int(record["step"]), dict(record["shards"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OpsdkError(f"{index}: not a readable checkpoint index ({exc})") from None
+    for task, shard in shards.items():
+        if not (isinstance(shard, dict) and isinstance(shard.get("file"), str)
+                and isinstance(shard.get("sha256"), str)):
+            raise OpsdkError(f"{index}: the shard of {task!r} is not "
+                             '{"file": name, "sha256": digest}')
+        _check_entry(index, shard["file"])
+    return step, shards
+
+
+def read_shard(path: Path, sha256: str) -> dict[str, np.ndarray]:
+    """The arrays of a sharded checkpoint's shard, checked against its index's digest."""
+    data = Path(path).read_bytes() if Path(path).is_file() else b""
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise OpsdkError(f"{path}: checkpoint shard missing or not the one its index names "
+                         "(sha256 differs); restore an older checkpoint")
+    return _arrays(Path(path), data)  # a file of arrays, never another index
 
 
 def _parse_payload(path: Path, payload: bytes) -> tuple[list[CheckpointEntry], bytes]:
@@ -361,6 +405,8 @@ def _read_index(folder: Path) -> list[str]:
         raise OpsdkError(f"{index}: unreadable checkpoint index ({exc}); remove it (the "
                          "checkpoints stay) and save again") from None
     listed = data.get("checkpoints") if isinstance(data, dict) else None
+    if listed is None and isinstance(data, dict) and "latest" in data:
+        listed = data.get("all")  # a cluster's index as opsdk wrote it before it shared this
     if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
         raise OpsdkError(f'{index}: the index is not {{"checkpoints": [names]}}; remove it (the '
                          "checkpoints stay) and save again")
