@@ -134,12 +134,13 @@ class StopAtStepHook(SessionRunHook):
     """`tf.train.StopAtStepHook(num_steps=None, last_step=None)`: requests a stop once the
     global step reaches `last_step` (or `num_steps` past its value when the session starts).
 
-    In one process it reads the global step in each run, as TensorFlow's does, and reads it
-    again once that value says the last step may have been reached (the run's own increment
-    may come after its read). On a cluster it reads the global step after each run instead: a
-    worker's step may see a value older than the one before its own increment (a value the ps
-    pushed in an earlier step, or a round of the other workers), and a worker that ran past
-    the last step would wait for a round the others never join."""
+    It reads the global step in each run, as TensorFlow's does, and reads it again once that
+    value says the last step may have been reached (the run's own increment may come after its
+    read). On a cluster a worker's step may see a value older than that: the value after its
+    previous step (pushed by the ps), the other workers' rounds or steps since not counted. So
+    there it reads the global step again after every run from the point where the last step is
+    as many steps away as the cluster has tasks: a worker that ran past the last step of
+    synchronous training would wait for a round the others never join."""
 
     def __init__(self, num_steps: Optional[int] = None, last_step: Optional[int] = None):
         if (num_steps is None) == (last_step is None):
@@ -153,12 +154,15 @@ class StopAtStepHook(SessionRunHook):
     def after_create_session(self, session: Any, coord: Any) -> None:
         if self.num_steps is not None:
             self._last_step = _step(session.run(self._global_step)) + self.num_steps
+        # steps a value read in a run may lag by: none in one process, else up to a step or
+        # round per task of the cluster (a generous bound; only the last ones read twice)
+        self._slack = len(session.cluster.task_names()) if _on_cluster(session) else 0
 
     def before_run(self, run_context: SessionRunContext) -> Optional[SessionRunArgs]:
-        return None if _on_cluster(run_context.session) else SessionRunArgs(self._global_step)
+        return SessionRunArgs(self._global_step)
 
     def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
-        if run_values.results is None or _step(run_values.results) + 1 >= self._last_step:
+        if _step(run_values.results) + 1 + self._slack >= self._last_step:
             if _step(run_context.session.run(self._global_step)) >= self._last_step:
                 run_context.request_stop()
 
