@@ -171,10 +171,8 @@ class Variable(opsdk.Variable):
                 value = _ops.cast(value, dtype=name_of(dtype))
         if not isinstance(value, opsdk.Tensor):
             value = default_array(value, dtype)
-        super().__init__(value, name=name or "Variable", trainable=trainable)
-        for key in collections or ():
-            if key not in (opsdk.GraphKeys.GLOBAL_VARIABLES,):
-                self.graph.add_to_collection(key, self)
+        super().__init__(value, name=name or "Variable", trainable=trainable,
+                         collections=collections)
 
     def eval(self, session: Any = None) -> Any:
         """The variable's value in `session` (default: the default session)."""

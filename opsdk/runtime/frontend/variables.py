@@ -14,7 +14,7 @@ independent copies.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 
 from opsdk.registry.errors import OpError
@@ -24,10 +24,14 @@ from opsdk.runtime.ir.tensor import Tensor
 
 
 class Variable:
-    """A trainable (or not) value kept across `Session.run` calls of one session."""
+    """A trainable (or not) value kept across `Session.run` calls of one session.
+
+    `collections`: the graph collections it joins (default: GLOBAL_VARIABLES alone, so a
+    variable made for LOCAL_VARIABLES is not a global one); a trainable one joins
+    TRAINABLE_VARIABLES too, as in TensorFlow."""
 
     def __init__(self, initial_value: Any, name: Optional[str] = None, trainable: bool = True,
-                 dtype: Any = None):
+                 dtype: Any = None, collections: Optional[Sequence[str]] = None):
         graph = initial_value.graph if isinstance(initial_value, Tensor) else get_default_graph()
         self.graph: Graph = graph
         self.trainable = trainable
@@ -45,9 +49,11 @@ class Variable:
                 reserved_name=True)
             self.initializer: Operation = graph.create_op(
                 "assign", [init], {"variable": full}, out, name=f"{base}/Assign")
-        graph.add_to_collection(GraphKeys.GLOBAL_VARIABLES, self)
+        keys = list(collections) if collections is not None else [GraphKeys.GLOBAL_VARIABLES]
         if trainable:
-            graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, self)
+            keys.append(GraphKeys.TRAINABLE_VARIABLES)
+        for key in dict.fromkeys(keys):
+            graph.add_to_collection(key, self)
 
     @property
     def name(self) -> str:
