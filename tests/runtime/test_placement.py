@@ -18,7 +18,7 @@ from opsdk.runtime.exec.session import Session, SessionConfig
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 from opsdk.runtime.ir.graph import Graph, device, placeholder
-from opsdk.runtime.train.optimizers import AdamOptimizer, GradientDescentOptimizer
+from opsdk.runtime.train.optimizers import AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer
 
 LOCAL = "/job:localhost/replica:0/task:0"  # the session's default task
 # Nodes outside a device scope go to the most preferred available device: a GPU where there is
@@ -391,3 +391,19 @@ def test_an_update_of_variables_on_two_devices_runs_beside_each(registry, optimi
     for a, b in zip(one, two):
         np.testing.assert_allclose(b, a, rtol=1e-12)
     assert one[0][-1] < one[0][0]
+
+
+def test_an_update_whose_slot_lives_on_another_task_is_refused_naming_both(registry):
+    op = _ops(registry)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [4, 2], name="x")
+        with device("/job:ps/task:0"):
+            w = Variable(np.array([[1.0], [-1.0]]), name="w")
+        loss = op("reduce_sum", op("square", op("matmul", x, w)))
+        opt = AdagradOptimizer(0.1)
+        train = opt.minimize(loss)
+    opt.get_slot(w, "accumulator").op.device = "/job:ps/task:1"  # as a hand-edited graph
+    with Session(g) as sess, pytest.raises(OpsdkError, match=r"w/Adagrad on /job:ps/replica:0/"
+                                                             r"task:1\); an optimizer's slots"):
+        sess.explain(train, {x: None}, show=False)

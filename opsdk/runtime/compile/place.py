@@ -200,11 +200,11 @@ def split_updates(program: Program, variables: "_VariableHomes") -> None:
         for owned in a["variables"]:
             tasks = {task_of(homes[n]) for n in owned}
             if len(tasks) > 1:
+                where = ", ".join(f"{n} on {task_of(homes[n])}" for n in owned)
                 raise OpsdkError(
                     f"{_UPDATES} (node '{op.name}'): the update of '{owned[0]}' writes variables "
-                    f"on {len(tasks)} tasks ({', '.join(f'{n} on {task_of(homes[n])}' for n in owned)}"
-                    "); an optimizer's slots must live on their variable's task (create them "
-                    "inside its device scope)")
+                    f"on {len(tasks)} tasks ({where}); an optimizer's slots must live on their "
+                    "variable's task (create them inside its device scope)")
         groups: dict[str, list[int]] = {}
         for i, owned in enumerate(a["variables"]):
             groups.setdefault(homes[owned[0]], []).append(i)

@@ -19,10 +19,10 @@ the index's path and read every shard, checked against its digest: a model train
 restores in one process as any checkpoint does.
 
 A small JSON index (`checkpoint` in the folder, `{"checkpoints": [names]}`) lists the kept
-checkpoints (files, or the indexes of sharded ones), newest last; the Saver deletes the oldest beyond `max_to_keep`. The index is data:
-it holds plain file names resolved inside its own folder, so a crafted one naming `/x` or `../x`
-(or a link out) is refused with an error naming the index, and nothing that is not a checkpoint
-is ever deleted.
+checkpoints (files, or the indexes of sharded ones), newest last; the Saver deletes the oldest
+beyond `max_to_keep`. The index is data: it holds plain file names resolved inside its own
+folder, so a crafted one naming `/x` or `../x` (or a link out) is refused with an error naming
+the index, and nothing that is not a checkpoint is ever deleted.
 
     saver = Saver()
     path = saver.save(sess, "ckpt/model", global_step=100)   # 'ckpt/model-100'
