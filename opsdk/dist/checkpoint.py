@@ -21,12 +21,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
+
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.train.saver import (encode, latest_checkpoint, read_shard,  # noqa: F401
-                                       read_sharded_index)
+from opsdk.runtime.frontend.variables import global_variables
+from opsdk.runtime.ir.device_names import location, task_of
+from opsdk.runtime.train.saver import (checked_values, encode, is_checkpoint_file,
+                                       latest_checkpoint, read_checkpoint,
+                                       read_shard, read_sharded_index)  # noqa: F401
 
 from opsdk.dist.errors import failure, is_gone
 
@@ -102,9 +108,13 @@ def latest(folder: str | os.PathLike) -> Optional[Path]:
 
 
 def restore(sess: Any, index: str | os.PathLike) -> int:
-    """Put every task's variables back as checkpoint `index` has them; returns its step."""
+    """Put every task's variables back as checkpoint `index` has them; returns its step. A
+    checkpoint of one file (a Saver's, written in one process) restores too: every global
+    variable of the session's graph must be in it, and each task gets the values it holds."""
     ray = _ray()
     index = Path(index)
+    if is_checkpoint_file(index):
+        return _restore_file(sess, index)
     step, shards = read_sharded_index(index)  # names only files of its folder
     sess.forget_pushed()  # values pushed before the restore must not start the next step
     refs = {task: sess.actor(task).restore_shard.remote(str(index.parent / s["file"]),
@@ -119,6 +129,37 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
     sess.trust_tasks()  # the tasks as they run now hold the variables again
     sess.note_holders(shards)
     return step
+
+
+def _restore_file(sess: Any, path: Path) -> int:
+    values = checked_values(path, read_checkpoint(path), global_variables(sess.graph))
+    restore_values(sess, path, values)
+    step = values.get("global_step")
+    if step is not None and np.ndim(step) == 0:
+        return int(step)
+    digits = re.search(r"-(\d+)$", path.name)
+    return int(digits.group(1)) if digits else 0
+
+
+def restore_values(sess: Any, path: Path, values: dict) -> None:
+    """Give each task of `sess` the values of `values` (variable name -> array) it holds: a
+    variable lives on the task of its device scope, else on the session's own."""
+    ray = _ray()
+    by_task: dict[str, dict] = {}
+    for op in sess.graph.operations:
+        if op.type == "variable" and op.name in values:
+            task = task_of(location(op.device, sess.task, ""))
+            by_task.setdefault(task, {})[op.name] = values[op.name]
+    sess.forget_pushed()  # values pushed before the restore must not start the next step
+    refs = {task: sess.actor(task).restore.remote(held) for task, held in by_task.items()}
+    for task, ref in refs.items():
+        try:
+            ray.get(ref, timeout=sess.step_timeout)
+        except Exception as exc:
+            from opsdk.dist.master import _reason
+            raise failure(f"restoring {path.name}: task {task}: {_reason(exc)}", exc) from None
+    sess.trust_tasks()
+    sess.note_holders(by_task)
 
 
 def _kept(folder: Path) -> list[str]:

@@ -29,6 +29,7 @@ import secrets
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from opsdk.registry.errors import OpsdkError, warn_user
@@ -243,6 +244,13 @@ class ClusterSession:
             self._incarnations = self._introduce()
             self._trusted = dict(self._incarnations)
             self._pushed = None
+
+    def restore_checkpoint(self, path: Any, values: dict) -> None:
+        """Give each task the variables of `values` it holds (a Saver's restore of checkpoint
+        `path`, already read and checked: opsdk/dist/checkpoint.py)."""
+        from opsdk.dist.checkpoint import restore_values
+
+        restore_values(self, Path(path), values)
 
     def forget_pushed(self) -> None:
         """Start the next step in full: variables may have changed other than by the steps of

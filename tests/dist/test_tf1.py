@@ -344,3 +344,36 @@ def test_sync_replicas_apply_gradients_takes_gradients_changed_in_between(ray_en
                 sess.end_tasks()
     np.testing.assert_array_equal(trained[1][0], trained[0][0])
     assert trained[0][1] == trained[1][1] == 8
+
+
+def test_a_checkpoint_of_one_process_restores_on_a_cluster(ray_engine, tmp_path):
+    """A model saved by a Saver in one process: a Saver's restore on a cluster session, and a
+    MonitoredTrainingSession given its folder, put each variable on its ps."""
+    with tf.Graph().as_default():
+        tf.Variable([[1.0], [2.0], [3.0], [4.0]], name="w")
+        step = tf.train.get_or_create_global_step()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(tf.assign(step, 7))
+            path = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"), global_step=step)
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2292", "localhost:2293"],
+                                    "worker": ["localhost:2294"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    with tf.Graph().as_default():
+        with tf.device(tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                      cluster=cluster)):
+            w = tf.Variable(tf.zeros([4, 1]), name="w")
+            step = tf.train.get_or_create_global_step()
+            saver = tf.train.Saver()
+        assert {w.device, step.device} == {"/job:ps/task:0", "/job:ps/task:1"}
+        sess = tf.Session(server.target)
+        try:
+            saver.restore(sess, path)
+            assert sess.run(step) == 7
+            np.testing.assert_array_equal(sess.run(w).ravel(), [1, 2, 3, 4])
+        finally:
+            sess.end_tasks()
+        with tf.train.MonitoredTrainingSession(master=server.target, checkpoint_dir=str(tmp_path),
+                                               save_checkpoint_secs=None) as sess:
+            assert sess.run(step) == 7
+            np.testing.assert_array_equal(sess.run(w).ravel(), [1, 2, 3, 4])

@@ -120,20 +120,13 @@ class Saver:
 
     def restore(self, sess: Any, save_path: str | os.PathLike) -> None:
         """Set the variables in `sess` from the checkpoint at `save_path`, after checking its
-        checksum and that every variable is there with the same dtype and shape."""
+        checksum and that every variable is there with the same dtype and shape. A session of
+        a cluster (it has `restore_checkpoint`) has each task restore the variables it holds."""
         path = Path(os.fspath(save_path))
-        stored = read_checkpoint(path)
-        loaded = {}
-        for var in self.var_list:
-            if var.name not in stored:
-                raise OpsdkError(f"{path}: checkpoint has no variable '{var.name}' (it has "
-                                 f"{', '.join(sorted(stored)) or 'none'})")
-            value = stored[var.name]
-            if value.dtype.name != var.dtype or not _fits(var.shape, value.shape):
-                raise OpsdkError(f"{path}: variable '{var.name}' is {value.dtype.name} "
-                                 f"{list(value.shape)} in the checkpoint but {var.dtype} "
-                                 f"{_shape_text(var.shape)} in the graph")
-            loaded[var.name] = value
+        loaded = checked_values(path, read_checkpoint(path), self.var_list)
+        if not hasattr(sess, "variables") and hasattr(sess, "restore_checkpoint"):
+            sess.restore_checkpoint(path, loaded)
+            return
         for name, value in loaded.items():  # all checked first: a bad file changes nothing
             sess.variables.assign(name, value)
 
@@ -141,10 +134,28 @@ class Saver:
         folder = path.parent
         kept = [name for name in listed if name != path.name] + [path.name]
         for old in kept[:-self.max_to_keep]:
-            if _is_checkpoint(folder / old):  # never a file the index merely names
+            if is_checkpoint_file(folder / old):  # never a file the index merely names
                 (folder / old).unlink(missing_ok=True)
         kept = kept[-self.max_to_keep:]
         _write_atomically(folder / INDEX_NAME, json.dumps({"checkpoints": kept}).encode())
+
+
+def checked_values(path: Path, stored: dict[str, np.ndarray],
+                   variables: Sequence[Variable]) -> dict[str, np.ndarray]:
+    """The values of `variables` in checkpoint `path` (`stored`), each there with the
+    variable's dtype and shape; an OpsdkError naming the first that is not."""
+    loaded = {}
+    for var in variables:
+        if var.name not in stored:
+            raise OpsdkError(f"{path}: checkpoint has no variable '{var.name}' (it has "
+                             f"{', '.join(sorted(stored)) or 'none'})")
+        value = stored[var.name]
+        if value.dtype.name != var.dtype or not _fits(var.shape, value.shape):
+            raise OpsdkError(f"{path}: variable '{var.name}' is {value.dtype.name} "
+                             f"{list(value.shape)} in the checkpoint but {var.dtype} "
+                             f"{_shape_text(var.shape)} in the graph")
+        loaded[var.name] = value
+    return loaded
 
 
 def latest_checkpoint(folder: str | os.PathLike) -> Optional[str]:
@@ -426,7 +437,8 @@ def _check_entry(index: Path, name: str) -> None:
                          "remove that entry")
 
 
-def _is_checkpoint(path: Path) -> bool:
+def is_checkpoint_file(path: Path) -> bool:
+    """Whether `path` is a checkpoint file (its magic bytes), not an index or anything else."""
     try:
         with open(path, "rb") as f:
             return f.read(len(MAGIC)) == MAGIC
