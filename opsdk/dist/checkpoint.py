@@ -30,8 +30,8 @@ import numpy as np
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.variables import global_variables
 from opsdk.runtime.ir.device_names import location, task_of
-from opsdk.runtime.train.saver import (checked_values, encode, is_checkpoint_file,
-                                       latest_checkpoint, read_checkpoint,
+from opsdk.runtime.train.saver import (checked_values, encode, get_checkpoint_state,
+                                       is_checkpoint_file, latest_checkpoint, read_checkpoint,
                                        read_shard, read_sharded_index)  # noqa: F401
 
 from opsdk.dist.errors import failure, is_gone
@@ -111,23 +111,12 @@ def restore(sess: Any, index: str | os.PathLike) -> int:
     """Put every task's variables back as checkpoint `index` has them; returns its step. A
     checkpoint of one file (a Saver's, written in one process) restores too: every global
     variable of the session's graph must be in it, and each task gets the values it holds."""
-    ray = _ray()
     index = Path(index)
     if is_checkpoint_file(index):
         return _restore_file(sess, index)
     step, shards = read_sharded_index(index)  # names only files of its folder
-    sess.forget_pushed()  # values pushed before the restore must not start the next step
-    refs = {task: sess.actor(task).restore_shard.remote(str(index.parent / s["file"]),
-                                                         s["sha256"])
-            for task, s in shards.items()}
-    for task, ref in refs.items():
-        try:
-            ray.get(ref, timeout=sess.step_timeout)
-        except Exception as exc:
-            from opsdk.dist.master import _reason
-            raise failure(f"restoring {index.name}: task {task}: {_reason(exc)}", exc) from None
-    sess.trust_tasks()  # the tasks as they run now hold the variables again
-    sess.note_holders(shards)
+    _put_back(sess, index, {task: (lambda actor, s=s: actor.restore_shard.remote(
+        str(index.parent / s["file"]), s["sha256"])) for task, s in shards.items()})
     return step
 
 
@@ -144,14 +133,21 @@ def _restore_file(sess: Any, path: Path) -> int:
 def restore_values(sess: Any, path: Path, values: dict) -> None:
     """Give each task of `sess` the values of `values` (variable name -> array) it holds: a
     variable lives on the task of its device scope, else on the session's own."""
-    ray = _ray()
     by_task: dict[str, dict] = {}
     for op in sess.graph.operations:
         if op.type == "variable" and op.name in values:
             task = task_of(location(op.device, sess.task, ""))
             by_task.setdefault(task, {})[op.name] = values[op.name]
+    _put_back(sess, path, {task: (lambda actor, held=held: actor.restore.remote(held))
+                           for task, held in by_task.items()})
+
+
+def _put_back(sess: Any, path: Path, calls: dict) -> None:
+    """Run each task's restore call (task -> call(actor) -> Ray ref) and wait for them all; the
+    tasks as they run then hold the variables again, the others none."""
+    ray = _ray()
     sess.forget_pushed()  # values pushed before the restore must not start the next step
-    refs = {task: sess.actor(task).restore.remote(held) for task, held in by_task.items()}
+    refs = {task: call(sess.actor(task)) for task, call in calls.items()}
     for task, ref in refs.items():
         try:
             ray.get(ref, timeout=sess.step_timeout)
@@ -159,14 +155,12 @@ def restore_values(sess: Any, path: Path, values: dict) -> None:
             from opsdk.dist.master import _reason
             raise failure(f"restoring {path.name}: task {task}: {_reason(exc)}", exc) from None
     sess.trust_tasks()
-    sess.note_holders(by_task)
+    sess.note_holders(calls)
 
 
 def _kept(folder: Path) -> list[str]:
     """The indexes the folder's `checkpoint` list keeps ([] when it is unreadable: a save
     writes a new one)."""
-    from opsdk.runtime.train.saver import get_checkpoint_state
-
     try:
         state = get_checkpoint_state(folder)
     except OpsdkError:
