@@ -62,6 +62,21 @@ def _jax_ffi_only_where_tested(request, monkeypatch):
         monkeypatch.setenv("OPSDK_JAX_FFI", "0")
 
 
+@pytest.fixture(autouse=True)
+def _default_graph_left_open():
+    """A test whose monitored session, Supervisor or Scaffold finalized the process's default
+    graph leaves it finalized, as TensorFlow does; the next test in the same worker would then
+    fail to add a node. Such a graph is replaced after the test, whatever order xdist picks."""
+    yield
+    import sys
+
+    if "opsdk" in sys.modules:  # a test that never imported the runtime has no graph to replace
+        import opsdk
+
+        if opsdk.get_default_graph().finalized:
+            opsdk.reset_default_graph()
+
+
 @pytest.fixture
 def host_default(monkeypatch):
     """Nodes with no device scope go to the host, as on a machine without a GPU: for tests of what
