@@ -6,6 +6,7 @@ arguments and a closed session are errors that say what to give."""
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -132,3 +133,24 @@ def test_a_tf1_session_profiles_with_the_feeds_run_takes(capsys):
         profile = sess.profile(y, {v: 3.0}, steps=2)  # a Variable fed, as TF allows
     assert "sq (square)" in capsys.readouterr().out
     assert any(n.name == "sq" and n.calls == 2 for n in profile.nodes)
+
+
+def test_a_traced_run_returns_the_runs_values_and_times_its_nodes_once():
+    g, x, w, loss, train, init = _graph()
+    feed = {x: np.full((4, 3), 0.25, np.float32)}
+    with opsdk.Session(g) as sess:
+        sess.run(init)
+        expected = sess.run(loss, feed)
+        runs = sess.stats.runs
+        before = time.time()
+        (value, _), profile = sess.traced_run([loss, train], feed)
+        after = time.time()
+        assert sess.stats.runs == runs + 1
+        np.testing.assert_allclose(value, expected, rtol=1e-6)
+        assert sess.run(loss, feed) < expected  # the traced step trained
+    assert profile.steps == 1 and profile.warmup == 0
+    assert before <= profile.started <= after
+    assert {"product", "loss"} <= {n.name for n in profile.nodes}
+    assert all(n.calls == 1 for n in profile.nodes)
+    assert len(profile.events) == len(profile.nodes)
+    assert all(0 <= start <= end <= after - before for _, _, _, start, end in profile.events)

@@ -53,6 +53,7 @@ class StepProfile:
     # every node run: (node, op type, thread number, start, end), seconds from the first step's
     # start; thread 0 is the caller's
     events: tuple[tuple[str, str, int, float, float], ...]
+    started: float = 0.0  # the first profiled step's start, as Unix time (time.time())
 
     @property
     def step_seconds(self) -> float:
@@ -125,6 +126,7 @@ class StepRecorder:
         self._events: list = []  # (node index, start, end, thread ident); list.append is atomic
         self._walls: list[float] = []
         self._origin: Optional[float] = None
+        self._started = 0.0
         self._start = 0.0
 
     def timed_plan(self) -> Plan:
@@ -145,6 +147,7 @@ class StepRecorder:
         self._start = time.perf_counter()
         if self._origin is None:
             self._origin = self._start
+            self._started = time.time()
 
     def end(self) -> None:
         self._walls.append(time.perf_counter() - self._start)
@@ -167,7 +170,8 @@ class StepRecorder:
                                    seconds[i])
                         for i, s in enumerate(steps) if calls[i]), key=lambda n: -n.seconds)
         return StepProfile(steps=len(self._walls), warmup=warmup, inline=inline,
-                           walls=tuple(self._walls), nodes=tuple(nodes), events=tuple(events))
+                           walls=tuple(self._walls), nodes=tuple(nodes), events=tuple(events),
+                           started=self._started)
 
 
 def _device_name(device: Any, op: Any) -> str:

@@ -225,29 +225,45 @@ class Session:
         feed_dict = {} if feed_dict is None else feed_dict
         for _ in range(warmup):
             Session.run(self, fetches, feed_dict)  # this class's run: the feeds are as it takes them
-        _, plan, _ = self._prepare(fetches, feed_dict)
+        _, result = self._timed_runs("Session.profile", fetches, feed_dict, steps, warmup, None)
+        if show:
+            print(result)
+        return result
+
+    def traced_run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                   timeout: Optional[float] = None) -> tuple[Any, StepProfile]:
+        """`run` once with every node timed: (what `run` returns, the step's StepProfile).
+        The profile's `events` give each node run's start and end, `started` the step's start
+        as Unix time. A TF1 run with `RunOptions(trace_level=FULL_TRACE)` is one of these."""
+        return self._timed_runs("Session.traced_run", fetches,
+                                {} if feed_dict is None else feed_dict, 1, 0, timeout)
+
+    def _timed_runs(self, who: str, fetches: Any, feed_dict: Mapping[Any, Any], steps: int,
+                    warmup: int, timeout: Optional[float]) -> tuple[Any, StepProfile]:
+        """Run the plan of `fetches` `steps` times with its nodes timed: (the last run's
+        result, the profile)."""
+        structure, plan, _ = self._prepare(fetches, feed_dict)
         mode = None if plan.inline else self._modes[id(plan)]
         inline = mode is None or mode.decided is not False  # as the session runs it (trials: in order)
         recorder = StepRecorder(plan)
         timed = recorder.timed_plan()
         intra = self.config.intra_op_threads
         previous = None if intra is None else use_intra_op_threads(intra)
+        result = None
         try:
             for _ in range(steps):
                 if self._closed:
-                    raise OpsdkError("Session.profile on a closed session; create a new Session")
+                    raise OpsdkError(f"{who} on a closed session; create a new Session")
                 _, _, values = self._prepare(fetches, feed_dict)
                 recorder.begin()
-                self._run_plan(timed, values, inline, None)
+                self._run_plan(timed, values, inline, timeout)
                 recorder.end()
-                _fetched(values, timed, self.buffers)  # what a run hands out, lent ones included
+                # what a run hands out, lent buffers included
+                result = structure.rebuild(_fetched(values, timed, self.buffers))
         finally:
             if intra is not None:
                 restore_intra_op_threads(previous)
-        result = recorder.profile(warmup, inline)
-        if show:
-            print(result)
-        return result
+        return result, recorder.profile(warmup, inline)
 
     def _prepare(self, fetches: Any, feed_dict: Mapping[Any, Any]) -> tuple:
         """(fetch structure, plan, the plan's slot list with the fed values in place). A run
