@@ -24,6 +24,7 @@ from opsdk.v1 import scopes as _scopes
 from opsdk.v1.dtypes import (as_dtype, bool_ as bool, double, float16, float32, float64, half,  # noqa: A001
                              int8, int16, int32, int64, string, uint8, uint16)
 from opsdk.v1.session import ConfigProto, GPUOptions, InteractiveSession, Session, get_default_session
+from opsdk.v1.run_options import RunMetadata, RunOptions
 from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, convert_to_tensor, fill,
                               ones, ones_like, placeholder, placeholder_with_default,
                               random_normal, random_uniform, set_random_seed, truncated_normal,

@@ -20,16 +20,19 @@ at once: nothing has to run in a ps process (see docs/distributed.md).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Optional
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import errors
+from opsdk.v1 import errors, run_options
 from opsdk.v1 import session as v1_session
 
 from opsdk.dist import ClusterSession, ClusterSpec, ReplicatedOptimizer
 from opsdk.dist import replica_device_setter as _setter
+
+log = logging.getLogger("opsdk.v1")
 
 
 def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
@@ -140,8 +143,11 @@ class SyncReplicasOptimizer:
 class _ClusterSession(ClusterSession):
     """What `tf.Session(server.target)` makes (and a monitored session on a cluster holds): a
     ClusterSession that takes `run` as TF1's session does (TF1's feeds, summaries decoded,
-    errors raised as their tf.errors classes, `options` and `run_metadata` accepted and not
-    used) and is the default session inside its `with` block (`Tensor.eval()`)."""
+    errors raised as their tf.errors classes, a RunOptions' timeout honoured; its trace level
+    is not: `ClusterSession.profile` times the tasks' nodes) and is the default session inside
+    its `with` block (`Tensor.eval()`)."""
+
+    _trace_said = False  # the warning that a cluster's run is not traced, given once a session
 
     @classmethod
     def for_target(cls, target: "Target", graph: Any = None) -> "_ClusterSession":
@@ -164,6 +170,16 @@ class _ClusterSession(ClusterSession):
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
             run_metadata: Any = None, timeout: Optional[float] = None) -> Any:
         try:
+            if options is not None:
+                limit, trace = run_options.read_options(options, "Session.run")
+                run_options.check_metadata(run_metadata, "Session.run")
+                if trace and run_metadata is not None and not self._trace_said:
+                    self._trace_said = True
+                    log.warning("RunOptions.trace_level: a run on a cluster is not traced "
+                                "(its run_metadata stays empty); ClusterSession.profile times "
+                                "every task's nodes (docs/distributed.md, Speed)")
+                if limit is not None:
+                    timeout = limit if timeout is None else min(timeout, limit)
             result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
@@ -205,6 +221,6 @@ def install(train: Any, names: dict) -> None:
                  "SecondOrStepTimer", "StopAtStepHook", "CheckpointSaverHook",
                  "CheckpointSaverListener", "LoggingTensorHook", "NanTensorHook",
                  "NanLossDuringTrainingError", "StepCounterHook", "SummarySaverHook",
-                 "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook"):
+                 "FeedFnHook", "FinalOpsHook", "GlobalStepWaiterHook", "ProfilerHook"):
         setattr(train, name, getattr(hooks, name))
     names["device"] = device

@@ -160,13 +160,18 @@ def summary(values: list[bytes]) -> bytes:
 
 
 def event(step: int, wall_time: Optional[float] = None, summary_bytes: Optional[bytes] = None,
-          file_version: Optional[str] = None) -> bytes:
+          file_version: Optional[str] = None,
+          tagged_run_metadata: Optional[tuple[str, bytes]] = None) -> bytes:
+    """An Event: its summary, the file's version, or a (tag, serialized RunMetadata)."""
     out = _double(1, time.time() if wall_time is None else wall_time)
     out += _key(2, 0) + _varint(int(step))
     if file_version is not None:
         out += _bytes_field(3, file_version.encode())
     if summary_bytes is not None:
         out += _bytes_field(5, summary_bytes)
+    if tagged_run_metadata is not None:
+        tag, metadata = tagged_run_metadata
+        out += _bytes_field(8, _bytes_field(1, tag.encode()) + _bytes_field(2, metadata))
     return out
 
 

@@ -25,7 +25,8 @@ log = logging.getLogger("opsdk.v1")
 
 class SessionRunArgs(NamedTuple):
     """What a hook's `before_run` adds to a run: fetches (any structure `run` takes), feeds
-    (none may be fed by the caller or another hook too) and options (accepted, not used)."""
+    (none may be fed by the caller or another hook too) and a tf.RunOptions (merged with the
+    run's and the other hooks': the highest trace level, the shortest timeout)."""
 
     fetches: Any
     feed_dict: Any = None
@@ -449,6 +450,61 @@ class SummarySaverHook(SessionRunHook):
 
     def end(self, session: Any) -> None:
         self._writer.flush()
+
+
+class ProfilerHook(SessionRunHook):
+    """`tf.train.ProfilerHook(save_steps=None, save_secs=None, output_dir="",
+    show_dataflow=True, show_memory=False)`: every N global steps or seconds (give one), the
+    run is traced (RunOptions FULL_TRACE) and its Chrome trace written to
+    `output_dir/timeline-<global step>.json`; the run metadata goes to the folder's event file
+    as `step_<global step>`. On a cluster runs are not traced (the session warns once)."""
+
+    def __init__(self, save_steps: Optional[int] = None, save_secs: Optional[float] = None,
+                 output_dir: Any = "", show_dataflow: bool = True, show_memory: bool = False):
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._dir = os.fspath(output_dir)
+        self._show_dataflow, self._show_memory = show_dataflow, show_memory
+        self._writer: Any = None
+
+    def begin(self) -> None:
+        from opsdk.v1.summary import FileWriter
+
+        self._global_step = _global_step_tensor("ProfilerHook")
+        self._next_step: Optional[int] = None
+        if self._writer is None:
+            self._writer = FileWriter(self._dir or ".")
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        from opsdk.v1.run_options import RunOptions
+
+        # the first run is not traced: it sets the timer off (as TF's hook does)
+        self._request = self._next_step is not None and self._timer.should_trigger_for_step(
+            self._next_step)
+        options = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._request else None
+        return SessionRunArgs(self._global_step, options=options)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        from opsdk.v1 import timeline
+
+        step = _step(run_values.results) + 1  # the value read in the run may predate its update
+        if self._next_step is None:
+            self._timer.update_last_triggered_step(step - 1)
+        if self._request and run_values.run_metadata is not None:
+            step = _step(run_context.session.run(self._global_step))
+            self._timer.update_last_triggered_step(step)
+            metadata = run_values.run_metadata
+            if metadata.step_stats.dev_stats:  # empty where the run was not traced (a cluster)
+                trace = timeline.Timeline(metadata.step_stats).generate_chrome_trace_format(
+                    show_dataflow=self._show_dataflow, show_memory=self._show_memory)
+                path = os.path.join(self._dir, f"timeline-{step}.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(trace)
+                self._writer.add_run_metadata(metadata, f"step_{step}", step)
+        self._next_step = step + 1
+
+    def end(self, session: Any) -> None:
+        if self._writer is not None:
+            self._writer.flush()
 
 
 class FeedFnHook(SessionRunHook):

@@ -26,7 +26,7 @@ from opsdk.registry.errors import OpsdkError
 
 from opsdk.dist import ClusterSession, checkpoint
 from opsdk.dist.errors import TaskUnavailable
-from opsdk.v1 import errors, scopes
+from opsdk.v1 import errors, run_options, scopes
 from opsdk.v1 import session as v1_session
 from opsdk.v1.distributed import Target, _ClusterSession
 from opsdk.v1.hooks import (CheckpointSaverHook, SessionRunArgs, SessionRunContext,
@@ -428,6 +428,8 @@ class MonitoredSession:
             request = hook.before_run(context)
             if request is None:
                 continue
+            if request.options is not None:  # a hook's trace level or timeout joins the run's
+                options = run_options.merge_options(options, request.options)
             if request.fetches is not None:
                 asked[i] = request.fetches
             if request.feed_dict:
@@ -438,7 +440,10 @@ class MonitoredSession:
             _no_common_keys(feed_dict or {}, hook_feeds, "a tensor is fed by a hook and the caller")
             feeds = {**hook_feeds, **(feed_dict or {})}
         order = list(asked)
-        values = self._sess.run([fetches, *(asked[i] for i in order)], feed_dict=feeds)
+        if options is not None and run_metadata is None:
+            run_metadata = run_options.RunMetadata()  # what the hooks' after_run read
+        values = self._sess.run([fetches, *(asked[i] for i in order)], feed_dict=feeds,
+                                options=options, run_metadata=run_metadata)
         results = dict(zip(order, values[1:]))
         for i, hook in enumerate(self._hooks):
             hook.after_run(context, SessionRunValues(results.get(i), options, run_metadata))

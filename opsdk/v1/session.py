@@ -16,7 +16,7 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import errors, graph_state
+from opsdk.v1 import errors, graph_state, run_options
 
 # Tensors whose fetched array stands for something else (a serialized Summary, a string
 # constant) have a decoder in their graph's "decoders" table, by tensor name; `Session.run`
@@ -81,10 +81,20 @@ class Session(opsdk.Session):
 
     def run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
             options: Any = None, run_metadata: Any = None) -> Any:
-        """`opsdk.Session.run`, with TF's extra arguments accepted, summaries decoded and
-        errors raised as their tf.errors classes (opsdk/v1/errors.py)."""
+        """`opsdk.Session.run`, summaries decoded and errors raised as their tf.errors classes
+        (opsdk/v1/errors.py). `options` (a tf.RunOptions) may set a timeout and a trace level;
+        a traced run fills `run_metadata`'s step stats (opsdk/v1/run_options.py)."""
         try:
-            result = super().run(fetches, _feeds(feed_dict))
+            if options is None:
+                result = super().run(fetches, _feeds(feed_dict))
+            else:
+                timeout, trace = run_options.read_options(options, "Session.run")
+                run_options.check_metadata(run_metadata, "Session.run")
+                if trace and run_metadata is not None:
+                    result, profile = self.traced_run(fetches, _feeds(feed_dict), timeout)
+                    run_options.record(run_metadata, profile, self.graph)
+                else:
+                    result = super().run(fetches, _feeds(feed_dict), timeout=timeout)
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
         return _decode(fetches, result) if _decoding else result

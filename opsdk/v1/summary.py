@@ -92,18 +92,39 @@ def decode(layout: list, array: np.ndarray) -> bytes:
 
 
 class FileWriter:
-    """Writes summaries (and nothing of the graph yet) to an event file in `logdir`."""
+    """Writes summaries and traced runs' metadata (and nothing of the graph yet) to an event
+    file in `logdir`."""
 
     def __init__(self, logdir: Any, graph: Any = None, max_queue: int = 10,
                  flush_secs: int = 120, **unused: Any):
         self._writer = events.EventFileWriter(logdir)
         self.path = self._writer.path
+        self._run_metadata_tags: set[str] = set()
 
     def add_summary(self, summary: Any, global_step: Optional[int] = None) -> None:
         if not isinstance(summary, (bytes, bytearray)):
             raise OpsdkError("FileWriter.add_summary: give the value that sess.run returned for "
                              "a summary (serialized bytes)")
         self._writer.write(events.event(int(global_step or 0), summary_bytes=bytes(summary)))
+
+    def add_run_metadata(self, run_metadata: Any, tag: str,
+                         global_step: Optional[int] = None) -> None:
+        """Write a traced run's metadata (TensorBoard shows it beside the graph) under `tag`,
+        which this writer has not used for run metadata before."""
+        from opsdk.v1.run_options import RunMetadata
+
+        if not isinstance(run_metadata, RunMetadata):
+            raise OpsdkError("FileWriter.add_run_metadata: give a tf.RunMetadata, got "
+                             f"{type(run_metadata).__name__}")
+        if not isinstance(tag, str) or not tag:
+            raise OpsdkError(f"FileWriter.add_run_metadata: tag must be a non-empty string, "
+                             f"got {tag!r}")
+        if tag in self._run_metadata_tags:
+            raise OpsdkError(f"FileWriter.add_run_metadata: the tag {tag!r} was already used "
+                             "for run metadata in this writer; give each run its own tag")
+        self._run_metadata_tags.add(tag)
+        self._writer.write(events.event(int(global_step or 0), tagged_run_metadata=(
+            tag, run_metadata.SerializeToString())))
 
     def add_graph(self, graph: Any, global_step: Any = None) -> None:
         """Accepted; opsdk does not write a GraphDef (use `opsdk graph` to draw a graph)."""

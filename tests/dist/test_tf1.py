@@ -136,7 +136,7 @@ def test_monitored_session_needs_a_server_target():
         tf.train.MonitoredTrainingSession(master="grpc://localhost:2222")
 
 
-def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
+def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine, caplog):
     # the older between-graph form: tf.Session(server.target), variables living on the ps
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2232"],
                                     "worker": ["localhost:2233", "localhost:2234"]})
@@ -155,6 +155,21 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
             trained = w.eval()  # through the default session
             with pytest.raises(tf.errors.InvalidArgumentError, match="must be fed"):
                 sess.run(loss)
+            # RunOptions: the timeout is the run's; a trace is not taken on a cluster, and the
+            # session says so once
+            meta = tf.RunMetadata()
+            traced = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE, timeout_in_ms=60_000)
+            xb, yb = _batch(rng)
+            with caplog.at_level("WARNING", logger="opsdk.v1"):
+                for _ in range(2):
+                    sess.run(loss, {x: xb, y: yb}, options=traced, run_metadata=meta)
+            assert meta.step_stats.dev_stats == []
+            assert [r.message for r in caplog.records].count(
+                "RunOptions.trace_level: a run on a cluster is not traced (its run_metadata "
+                "stays empty); ClusterSession.profile times every task's nodes "
+                "(docs/distributed.md, Speed)") == 1
+            with pytest.raises(TypeError, match="tf.RunOptions"):
+                sess.run(loss, {x: xb, y: yb}, options={"timeout_in_ms": 5})
         assert tf.get_default_session() is None
     np.testing.assert_allclose(trained.ravel(), [1, 2, 3, 4], atol=0.1)
     # worker 1's client (another process in a real cluster) finds w where worker 0 left it
