@@ -3077,7 +3077,7 @@ def sinh_grad(x, grad_y, *, name=None):
     return _apply('sinh_grad', [x, grad_y], {}, name)
 
 
-def slice(x, *, begin=(), size=(), name=None):
+def slice(x, *, begin=(), size=(), clamp=False, name=None):
     r"""The block of x starting at attr begin with attr size (-1 = to the end) per dim.
 
     begin and size have one entry per dim of x. An empty begin means all zeros and an empty
@@ -3088,6 +3088,9 @@ def slice(x, *, begin=(), size=(), name=None):
             float32, float64, complex64, complex128), shape from the op's shape function.
         begin: list(int), default (). first index per dim (>= 0); [] = all zeros
         size: list(int), default (). length per dim, -1 = to the end; [] = all -1
+        clamp: bool, default False. a block running past x's end stops there, as Python's slicing
+            does (Tensor indexing on a dim unknown when the graph is built); false: it is an error,
+            as tf.slice's
         name: the node's name when called inside a graph.
 
     Returns:
@@ -3101,10 +3104,10 @@ def slice(x, *, begin=(), size=(), name=None):
         >>> slice(x).shape
         (2, 3)
     """
-    return _apply('slice', [x], {'begin': begin, 'size': size}, name)
+    return _apply('slice', [x], {'begin': begin, 'size': size, 'clamp': clamp}, name)
 
 
-def slice_grad(x, grad_y, *, begin=(), size=(), name=None):
+def slice_grad(x, grad_y, *, begin=(), size=(), clamp=False, name=None):
     r"""Gradient of slice (grad_y placed in zeros of x's shape).
 
     Args:
@@ -3114,6 +3117,7 @@ def slice_grad(x, grad_y, *, begin=(), size=(), name=None):
             float32, float64, complex64, complex128), shape from the op's shape function.
         begin: list(int), default (). the forward op's begin
         size: list(int), default (). the forward op's size
+        clamp: bool, default False. the forward op's clamp
         name: the node's name when called inside a graph.
 
     Returns:
@@ -3128,7 +3132,7 @@ def slice_grad(x, grad_y, *, begin=(), size=(), name=None):
         >>> slice_grad(x, grad_y).shape
         (2, 3)
     """
-    return _apply('slice_grad', [x, grad_y], {'begin': begin, 'size': size}, name)
+    return _apply('slice_grad', [x, grad_y], {'begin': begin, 'size': size, 'clamp': clamp}, name)
 
 
 def softmax(x, *, axis=-1, name=None):

@@ -203,8 +203,10 @@ def stack(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> list:
 
 def slice_(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> list:
     """attrs `begin` and `size`, one entry per dim of x (size -1: to the end); an empty `begin`
-    means all zeros and an empty `size` all -1."""
+    means all zeros and an empty `size` all -1. With attr `clamp` a block running past x's end
+    stops there (its length unknown until x's is)."""
     begin, size = list(attrs.get("begin") or []), list(attrs.get("size") or [])
+    clamp = bool(attrs.get("clamp", False))
     x = shapes["x"]
     if not begin or not size:
         rank = len(begin or size) if x is None else len(x)
@@ -220,6 +222,10 @@ def slice_(shapes: Mapping[str, ShapeArg], attrs: Mapping[str, object]) -> list:
         dim = None if x is None else x[d]
         if b < 0 or s < -1:
             raise ValueError(f"dim {d}: begin {b} must be >= 0 and size {s} >= -1")
+        if clamp:
+            end = None if dim is None else (dim if s == -1 else min(b + s, dim))
+            out.append(None if end is None else max(end - b, 0))
+            continue
         if dim is not None and (b > dim or (s != -1 and b + s > dim)):
             raise ValueError(f"dim {d}: begin {b} + size {s} exceeds x's size {dim}")
         out.append(s if s != -1 else (None if dim is None else dim - b))

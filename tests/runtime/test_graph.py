@@ -96,6 +96,32 @@ def test_getitem_slices_and_drops_int_axes(graph):
         unknown[-1]
 
 
+def test_a_slice_of_a_size_known_at_run_time_clamps_as_pythons_does():
+    import opsdk
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [None, 4, None], name="x")
+        first3 = x[:3]
+        row = x[:3, 0, :]  # two sizes known only at run time once the int axis is dropped
+        tail = x[1:, 2]
+        assert (first3.shape, row.shape, tail.shape) == ((None, 4, None), (None, None), (None, None))
+        (grad,) = opsdk.gradients(opsdk.ops.reduce_sum(row * row), [x])
+    with opsdk.Session(g) as sess:
+        for n in (2, 5):  # fewer rows than the stop, and more
+            v = np.arange(n * 12, dtype=np.float32).reshape(n, 4, 3)
+            got = sess.run([first3, row, tail, grad], {x: v})
+            expected_grad = np.zeros_like(v)
+            expected_grad[:3, 0, :] = 2 * v[:3, 0, :]
+            for value, expected in zip(got, (v[:3], v[:3, 0, :], v[1:, 2], expected_grad)):
+                np.testing.assert_array_equal(value, expected)
+        # the op behind tf.slice keeps its contract: a size past the end is an error
+        with g.as_default():
+            strict = opsdk.ops.slice(x, begin=[0, 0, 0], size=[3, -1, -1])
+        with pytest.raises(OpsdkError, match="exceeds x's size 2"):
+            sess.run(strict, {x: np.zeros((2, 4, 3), np.float32)})
+
+
 def test_control_dependencies_and_devices_are_recorded(graph, registry):
     a = placeholder("float32", [2], name="a")
     first = apply_op(registry, "add", [a, a], {}, name="first")

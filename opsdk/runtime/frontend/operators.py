@@ -67,16 +67,26 @@ def _apply(which: str, inputs: list, attrs: dict) -> Any:
 
 def _getitem(tensor: Tensor, key: Any) -> Tensor:
     """Basic indexing (ints and step-1 slices) as a `slice` node, then a `reshape` dropping the
-    int-indexed axes."""
+    int-indexed axes. A slice's stop past the end of its axis stops there, as in Python, also
+    where the axis's size is known only at run time (the slice's `clamp`)."""
     begin, size, kept = _slice_plan(tensor, key)
-    sliced = _apply("getitem", [tensor], {"begin": begin, "size": size})
+    attrs: dict[str, Any] = {"begin": begin, "size": size}
+    if any(tensor.shape[axis] is None and size[axis] != -1 for axis in kept):
+        attrs["clamp"] = True  # x[:3] of a dim unknown until run time: at most 3, as in Python
+    sliced = _apply("getitem", [tensor], attrs)
     if len(kept) == len(begin):
         return sliced
     dims = [sliced.shape[i] for i in kept]
-    if dims.count(None) > 1:
-        raise OpsdkError(f"tensor '{tensor.name}': indexing with an int here leaves {dims.count(None)} "
-                         "unknown dims; give the placeholder more known dims, or slice with i:i+1")
-    return _apply("reshape", [sliced], {"shape": [-1 if d is None else d for d in dims]})
+    if dims.count(None) <= 1:
+        return _apply("reshape", [sliced], {"shape": [-1 if d is None else d for d in dims]})
+    # several sizes known only at run time: the kept ones are read from the slice's shape
+    registry = builtin_registry()
+    with tensor.graph.as_default():
+        axes = constant(np.asarray(kept, np.int32))
+    sizes = apply_op(registry, "gather", [apply_op(registry, "shape", [sliced], {}), axes],
+                     {"axis": 0})
+    return apply_op(registry, "reshape_dims", [sliced, sizes],
+                    {"shape": [-1 if d is None else d for d in dims]})
 
 
 def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[int]]:
