@@ -23,14 +23,24 @@ class DataSet:
         self.num_examples = n
         self._rng = rng
 
-    def next_batch(self, batch_size: int, shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def next_batch(self, batch_size: int, fake_data: bool = False,
+                   shuffle: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """`batch_size` examples drawn at random; with `fake_data` (TensorFlow's test mode)
+        every image is ones and every label class 0, as TensorFlow's fake batches are."""
+        if fake_data:
+            label = self.labels[:1] * 0
+            if label.ndim == 2:
+                label[0, 0] = 1
+            return (np.ones((batch_size, 784), np.float32),
+                    np.repeat(label, batch_size, axis=0))
         pick = self._rng.integers(0, self.num_examples, size=batch_size)
         return self.images[pick], self.labels[pick]
 
 
-def read_data_sets(train_dir: str = "", one_hot: bool = False, seed: int = 0,
-                   **unused: object) -> SimpleNamespace:
-    """Train (5000), validation (500) and test (1000) sets sharing the class prototypes."""
+def read_data_sets(train_dir: str = "", fake_data: bool = False, one_hot: bool = False,
+                   seed: int = 0, **unused: object) -> SimpleNamespace:
+    """Train (5000), validation (500) and test (1000) sets sharing the class prototypes, in
+    TensorFlow's argument order (`fake_data` only changes what `next_batch(n, True)` gives)."""
     rng = np.random.default_rng(seed)
     prototypes = (rng.random((10, 784)) < 0.2).astype(np.float64)
     return SimpleNamespace(train=DataSet(5000, rng, prototypes, one_hot),

@@ -12,6 +12,7 @@ import os
 import socket
 import struct
 import time
+import zlib
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -152,6 +153,31 @@ def histogram_value(tag: str, values: np.ndarray, bins: int = 30) -> bytes:
              + _double(4, values.sum()) + _double(5, np.square(values).sum())
              + _packed_doubles(6, edges[1:]) + _packed_doubles(7, counts))
     return _bytes_field(1, tag.encode()) + _bytes_field(5, histo)
+
+
+def png(pixels: np.ndarray) -> bytes:
+    """A PNG of an (height, width, channels) uint8 array, 1 (gray), 3 (RGB) or 4 (RGBA)
+    channels: each row unfiltered, the rows deflated with zlib."""
+    height, width, channels = pixels.shape
+    color = {1: 0, 3: 2, 4: 6}[channels]
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    rows = np.zeros((height, 1 + width * channels), np.uint8)  # filter byte 0: none
+    rows[:, 1:] = pixels.reshape(height, width * channels)
+    header = struct.pack(">IIBBBBB", width, height, 8, color, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)) + chunk(b"IEND", b""))
+
+
+def image_value(tag: str, pixels: np.ndarray) -> bytes:
+    """A Summary.Value with an Image: height, width, colorspace (the channels) and its PNG."""
+    height, width, channels = pixels.shape
+    encoded = (_key(1, 0) + _varint(height) + _key(2, 0) + _varint(width)
+               + _key(3, 0) + _varint(channels) + _bytes_field(4, png(pixels)))
+    return _bytes_field(1, tag.encode()) + _bytes_field(4, encoded)
 
 
 def summary(values: list[bytes]) -> bytes:

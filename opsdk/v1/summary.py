@@ -1,5 +1,5 @@
-"""`tf.summary`: scalar, histogram, merge, merge_all and FileWriter, writing TensorBoard event
-files (events.py).
+"""`tf.summary`: scalar, histogram, image, merge, merge_all and FileWriter, writing TensorBoard
+event files (events.py).
 
 A summary is a float64 vector tensor `[count, values...]` per summarized tensor (merged ones are
 concatenated); `Session.run` turns a fetched summary into the serialized Summary protobuf, as
@@ -17,7 +17,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import events, graph_state, scopes, session as _session
 from opsdk.v1.tensors import convert_to_tensor as _t
-from opsdk.v1 import misc as _misc
+from opsdk.v1 import math_ops as _math, misc as _misc
 
 
 def _layouts(graph: Any) -> dict[str, list[tuple[str, str]]]:
@@ -54,6 +54,49 @@ def histogram(name: str, values: Any, collections: Any = None, family: Any = Non
     return _register(_piece(values), [("histogram", _tag(name))], collections)
 
 
+def image(name: str, tensor: Any, max_outputs: int = 3, collections: Any = None,
+          family: Any = None) -> Any:
+    """A summary of the first `max_outputs` images of a [batch, height, width, channels] tensor
+    (1, 3 or 4 channels), each a PNG as TensorFlow writes them: uint8 values as they are; float
+    images scaled per image, so that the largest value is 255 where none is negative, else so
+    that 0 is 128 and the largest magnitude 127 away from it. Tags: `name/image` for one image,
+    else `name/image/0`, `name/image/1`, ..."""
+    if isinstance(max_outputs, bool) or not isinstance(max_outputs, (int, np.integer)) \
+            or max_outputs < 1:
+        raise OpsdkError(f"summary.image '{name}': max_outputs must be a whole number >= 1, "
+                         f"got {max_outputs!r}")
+    images = _t(tensor)
+    shape = tuple(images.shape)
+    if len(shape) != 4 or shape[3] not in (1, 3, 4):
+        raise OpsdkError(f"summary.image '{name}': give a [batch, height, width, channels] "
+                         f"tensor with 1, 3 or 4 channels, got shape {_shape_text(shape)}")
+    kind = "image/uint8" if np.dtype(images.dtype) == np.uint8 else "image/float"
+    first = images[:int(max_outputs)]
+    dims = _ops.cast(_math.shape(first), dtype="float64")
+    piece = _piece(_ops.concat([dims, _ops.reshape(_ops.cast(first, dtype="float64"),
+                                                   shape=[-1])], axis=0))
+    tag = _tag(name)
+    return _register(piece, [(kind, tag if max_outputs == 1 else tag + "/")], collections)
+
+
+def _shape_text(shape: tuple) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _pixels(kind: str, image: np.ndarray) -> np.ndarray:
+    """One image's uint8 pixels, scaled as TensorFlow's image summary scales it."""
+    if kind == "image/uint8":
+        return image.astype(np.uint8)
+    image = np.where(np.isfinite(image), image, 0.0)
+    low, high = float(image.min(initial=0.0)), float(image.max(initial=0.0))
+    bound = max(abs(low), abs(high))
+    if low < 0:
+        scale, offset = (127.0 / bound if bound > 0 else 0.0), 128.0
+    else:
+        scale, offset = (255.0 / bound if bound > 0 else 0.0), 0.0
+    return np.clip(np.rint(image * scale + offset), 0, 255).astype(np.uint8)
+
+
 def merge(inputs: list, collections: Any = None, name: Optional[str] = None) -> Any:
     """One summary holding all of `inputs`."""
     layout = []
@@ -62,7 +105,7 @@ def merge(inputs: list, collections: Any = None, name: Optional[str] = None) -> 
             if isinstance(tensor, opsdk.Tensor) else None
         if found is None:
             raise OpsdkError(f"summary.merge: '{getattr(tensor, 'name', tensor)}' is not a "
-                             "summary made by tf.summary.scalar/histogram/merge")
+                             "summary made by tf.summary.scalar/histogram/image/merge")
         layout.extend(found)
     merged = _ops.concat(list(inputs), axis=0, name=name)
     return _register(merged, layout, collections if collections is not None else [])
@@ -86,6 +129,12 @@ def decode(layout: list, array: np.ndarray) -> bytes:
             if count != 1:
                 raise OpsdkError(f"summary.scalar '{tag}': the tensor has {count} values, not one")
             values.append(events.scalar_value(tag, float(data[0])))
+        elif kind.startswith("image/"):
+            batch, height, width, channels = (int(d) for d in data[:4])
+            images = data[4:].reshape(batch, height, width, channels)
+            for i in range(batch):  # a tag ending in "/" names several images: tag/image/i
+                name = f"{tag}image/{i}" if tag.endswith("/") else f"{tag}/image"
+                values.append(events.image_value(name, _pixels(kind, images[i])))
         else:
             values.append(events.histogram_value(tag, data))
     return events.summary(values)
