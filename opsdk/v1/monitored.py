@@ -40,6 +40,11 @@ __all__ = ["Coordinator", "Scaffold", "SessionCreator", "ChiefSessionCreator",
            "MonitoredTrainingSession", "StopAtStepHook"]
 
 
+class SessionMisuseError(OpsdkError, RuntimeError):
+    """A monitored session run after it closed or after a stop was requested (a RuntimeError,
+    as TensorFlow raises there)."""
+
+
 class Coordinator:
     """`tf.train.Coordinator()`: threads of a program stop together. Any thread may
     `request_stop(ex)`; the first exception given is raised again by `join` and
@@ -417,10 +422,10 @@ class MonitoredSession:
 
     def _hooked_run(self, fetches: Any, feed_dict: Any, options: Any, run_metadata: Any) -> Any:
         if self._closed:
-            raise OpsdkError(f"{type(self).__name__}.run on a closed session")
+            raise SessionMisuseError(f"{type(self).__name__}.run on a closed session")
         if self._stop:
-            raise OpsdkError(f"{type(self).__name__}.run called after should_stop() became "
-                             "true (a hook or step_fn requested the stop)")
+            raise SessionMisuseError(f"{type(self).__name__}.run called after should_stop() "
+                                     "became true (a hook or step_fn requested the stop)")
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
         asked: dict[int, Any] = {}
         hook_feeds: dict[Any, Any] = {}

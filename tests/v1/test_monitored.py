@@ -119,8 +119,10 @@ def test_hooks_add_fetches_and_feeds_to_each_run_and_may_stop_it():
         assert not sess.should_stop()
         assert sess.run(a, {a: 2.0}) == 2.0
         assert sess.should_stop()  # the hook asked after its second run
-        with pytest.raises(OpsdkError, match="after should_stop"):
+        with pytest.raises(RuntimeError, match="after should_stop"):  # TF's class; an OpsdkError too
             sess.run(a, {a: 3.0})
+    with pytest.raises(RuntimeError, match="on a closed session"):
+        sess.run(a, {a: 3.0})
     assert calls[2:] == ["before_run", ("after_run", {"sum": 11.0, "twice_b": 20.0}),
                          "before_run", ("after_run", {"sum": 12.0, "twice_b": 20.0}), "end"]
 
