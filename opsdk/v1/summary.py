@@ -141,14 +141,16 @@ def decode(layout: list, array: np.ndarray) -> bytes:
 
 
 class FileWriter:
-    """Writes summaries and traced runs' metadata (and nothing of the graph yet) to an event
-    file in `logdir`."""
+    """Writes summaries, traced runs' metadata and the graph (given here or to `add_graph`) to
+    an event file in `logdir`."""
 
     def __init__(self, logdir: Any, graph: Any = None, max_queue: int = 10,
                  flush_secs: int = 120, **unused: Any):
         self._writer = events.EventFileWriter(logdir)
         self.path = self._writer.path
         self._run_metadata_tags: set[str] = set()
+        if graph is not None:
+            self.add_graph(graph)
 
     def add_summary(self, summary: Any, global_step: Optional[int] = None) -> None:
         if not isinstance(summary, (bytes, bytearray)):
@@ -175,8 +177,16 @@ class FileWriter:
         self._writer.write(events.event(int(global_step or 0), tagged_run_metadata=(
             tag, run_metadata.SerializeToString())))
 
-    def add_graph(self, graph: Any, global_step: Any = None) -> None:
-        """Accepted; opsdk does not write a GraphDef (use `opsdk graph` to draw a graph)."""
+    def add_graph(self, graph: Any, global_step: Any = None, graph_def: Any = None) -> None:
+        """Write `graph` as the GraphDef TensorBoard's graph dashboard draws (its nodes, inputs,
+        devices and output shapes; no attribute values)."""
+        if graph is None and graph_def is not None:
+            raise OpsdkError("FileWriter.add_graph: opsdk.v1 has no GraphDef objects; give the "
+                             "graph itself (sess.graph)")
+        if not isinstance(graph, opsdk.Graph):
+            raise OpsdkError(f"FileWriter.add_graph: give a tf.Graph (sess.graph), got "
+                             f"{type(graph).__name__}")
+        self._writer.write(events.event(int(global_step or 0), graph_bytes=events.graph_def(graph)))
 
     def flush(self) -> None:
         self._writer.flush()
