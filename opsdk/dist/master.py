@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from opsdk.registry.errors import OpsdkError, warn_user
 from opsdk.runtime.exec.executor import CancelledError, RunToken
@@ -300,32 +300,64 @@ class ClusterSession:
             self.run(fetches, feed_dict)
         if self._closed:
             raise OpsdkError("ClusterSession.profile on a closed session; create a new one")
+        walls: list[float] = []
+
+        def timed_steps() -> None:
+            for _ in range(steps):
+                start = time.perf_counter()
+                self.run(fetches, feed_dict)
+                walls.append(time.perf_counter() - start)
+        _, timed = self._with_node_timers(fetches, feed_dict, timed_steps, "stop_profile")
+        result = ClusterProfile.of(steps, warmup, walls, timed)
+        if show:
+            print(result)
+        return result
+
+    def traced_run(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
+                   timeout: Optional[float] = None) -> tuple[Any, list]:
+        """`run` once with every node of every task of the step timed: (what `run` returns,
+        the node runs as (task, node, op type, device, thread, start, end) tuples, the times
+        Unix seconds by the clock of the task's machine, threads numbered per task). A TF1
+        run with `RunOptions(trace_level=FULL_TRACE)` on a cluster is one of these."""
+        if self._closed:
+            raise OpsdkError("ClusterSession.traced_run on a closed session; create a new one")
+        result, traced = self._with_node_timers(
+            fetches, feed_dict, lambda: ClusterSession.run(self, fetches, feed_dict, timeout),
+            "stop_trace")  # this class's run: a subclass's may take other arguments
+        return result, [(task, *run) for task, runs in traced.items() for run in runs]
+
+    def _with_node_timers(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]],
+                          body: Callable[[], Any], stop: str) -> tuple[Any, dict]:
+        """body() with every task of the step timing its nodes (and this client's own task,
+        whose steady runs happen in this process): (body's value, per task what its `stop`
+        method, stop_profile or stop_trace, returned)."""
         tasks = sorted(self._resolve(fetches, feed_dict)[2].by_task)
         ray = engine.ray_module()
         ray.get([self.actor(t).start_profile.remote(self._client) for t in tasks],
                 timeout=self.step_timeout)
         local = self._local
-        if local is not None:  # steady runs of this client's task in its process
+        if local is not None:
             local.state.start_profile(self._client)
-        walls = []
         try:
-            for _ in range(steps):
-                start = time.perf_counter()
-                self.run(fetches, feed_dict)
-                walls.append(time.perf_counter() - start)
+            value = body()
         except BaseException:  # the step's error, not a failure to stop the timers, goes up
-            _collect_quietly(ray, [self.actor(t).stop_profile.remote() for t in tasks])
+            _collect_quietly(ray, [getattr(self.actor(t), stop).remote() for t in tasks])
             if local is not None:
-                local.state.stop_profile()
+                getattr(local.state, stop)()
             raise
-        timed = dict(zip(tasks, ray.get([self.actor(t).stop_profile.remote() for t in tasks],
+        timed = dict(zip(tasks, ray.get([getattr(self.actor(t), stop).remote() for t in tasks],
                                         timeout=self.step_timeout)))
         if local is not None:
-            timed[local.task] = _merged(timed.get(local.task, []), local.state.stop_profile())
-        result = ClusterProfile.of(steps, warmup, walls, timed)
-        if show:
-            print(result)
-        return result
+            mine = getattr(local.state, stop)()
+            if stop == "stop_profile":
+                timed[local.task] = _merged(timed.get(local.task, []), mine)
+            else:  # the process's threads numbered after the task actor's
+                actor = timed.get(local.task, [])
+                first = 1 + max((run[3] for run in actor), default=-1)
+                timed[local.task] = sorted(
+                    actor + [(*run[:3], first + run[3], *run[4:]) for run in mine],
+                    key=lambda run: run[4])
+        return value, timed
 
     def _step(self, elements: list, feeds: tuple) -> DistributedStep:
         key = (tuple(elements), frozenset(feeds), len(self.graph.operations))

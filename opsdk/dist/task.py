@@ -28,6 +28,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor, wait as wait_futures
 from typing import Any, Optional
@@ -230,6 +231,12 @@ class TaskState:
         seconds) tuples."""
         profiler, self.profiler = self.profiler, None
         return profiler.nodes() if profiler is not None else []
+
+    def stop_trace(self) -> list:
+        """Stop timing; every node run timed since start_profile, as (name, op type, device,
+        thread, start, end) tuples, the times in Unix seconds (ClusterSession.traced_run)."""
+        profiler, self.profiler = self.profiler, None
+        return profiler.events() if profiler is not None else []
 
     def variable_values(self, names: Optional[list] = None) -> dict:
         """Host values of this task's variables (all, or those named)."""
@@ -473,6 +480,17 @@ class TaskProfiler:
                 total[1] += node.seconds
         return [(*key, calls, seconds) for key, (calls, seconds) in totals.items()]
 
+    def events(self) -> list:
+        """Every node run timed, in the order they started: (name, op type, device, thread,
+        start, end), threads numbered in the order they first ran a node, the times Unix
+        seconds by this process's clock."""
+        offset = time.time() - time.perf_counter()
+        runs = sorted((run for _, recorder, _ in list(self._timed.values())
+                       for run in recorder.node_runs()), key=lambda run: run[4])
+        threads: dict[int, int] = {}
+        return [(name, op_type, device, threads.setdefault(ident, len(threads)), start + offset,
+                 end + offset) for name, op_type, device, ident, start, end in runs]
+
 
 def _host(value: Any) -> Any:
     if value is None or isinstance(value, np.ndarray):
@@ -496,7 +514,8 @@ def actor_class() -> Any:
         step = {"concurrency_group": "step"}
         methods = {name: ray.method(**control)(getattr(TaskState, name))
                    for name in ("info", "set_peers", "deliver", "abort", "end_step", "stats",
-                                "start_profile", "stop_profile", "variable_values", "restore",
+                                "start_profile", "stop_profile", "stop_trace", "variable_values",
+                                "restore",
                                 "claim_graph_slot", "release_graph_slot",
                                 "save_shard", "restore_shard")}
         methods.update({name: ray.method(**step)(getattr(TaskState, name))

@@ -152,6 +152,14 @@ class StepRecorder:
     def end(self) -> None:
         self._walls.append(time.perf_counter() - self._start)
 
+    def node_runs(self) -> list[tuple[str, str, str, int, float, float]]:
+        """Every timed node run so far: (node, op type, device, thread ident, start, end), the
+        times in time.perf_counter() seconds."""
+        steps = self.plan.steps
+        placed = getattr(self.plan.program, "device", None) or {}
+        return [(steps[i].op.name, steps[i].op.type, _device_name(placed.get(steps[i].op), steps[i].op),
+                 ident, start, end) for i, start, end, ident in list(self._events)]
+
     def profile(self, warmup: int, inline: bool) -> StepProfile:
         steps = self.plan.steps
         calls = [0] * len(steps)
