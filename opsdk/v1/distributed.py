@@ -20,7 +20,6 @@ at once: nothing has to run in a ps process (see docs/distributed.md).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -31,8 +30,6 @@ from opsdk.v1 import session as v1_session
 
 from opsdk.dist import ClusterSession, ClusterSpec, ReplicatedOptimizer
 from opsdk.dist import replica_device_setter as _setter
-
-log = logging.getLogger("opsdk.v1")
 
 
 def replica_device_setter(ps_tasks: int = 0, ps_device: str = "/job:ps",
@@ -143,11 +140,8 @@ class SyncReplicasOptimizer:
 class _ClusterSession(ClusterSession):
     """What `tf.Session(server.target)` makes (and a monitored session on a cluster holds): a
     ClusterSession that takes `run` as TF1's session does (TF1's feeds, summaries decoded,
-    errors raised as their tf.errors classes, a RunOptions' timeout honoured; its trace level
-    is not: `ClusterSession.profile` times the tasks' nodes) and is the default session inside
-    its `with` block (`Tensor.eval()`)."""
-
-    _trace_said = False  # the warning that a cluster's run is not traced, given once a session
+    errors raised as their tf.errors classes, a RunOptions' timeout and trace level honoured)
+    and is the default session inside its `with` block (`Tensor.eval()`)."""
 
     @classmethod
     def for_target(cls, target: "Target", graph: Any = None) -> "_ClusterSession":
@@ -170,17 +164,18 @@ class _ClusterSession(ClusterSession):
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
             run_metadata: Any = None, timeout: Optional[float] = None) -> Any:
         try:
-            if options is not None:
+            if options is None:
+                result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
+            else:
                 limit, trace = run_options.read_options(options, "Session.run")
                 run_options.check_metadata(run_metadata, "Session.run")
-                if trace and run_metadata is not None and not self._trace_said:
-                    self._trace_said = True
-                    log.warning("RunOptions.trace_level: a run on a cluster is not traced "
-                                "(its run_metadata stays empty); ClusterSession.profile times "
-                                "every task's nodes (docs/distributed.md, Speed)")
                 if limit is not None:
                     timeout = limit if timeout is None else min(timeout, limit)
-            result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
+                if trace and run_metadata is not None:
+                    result, runs = self.traced_run(fetches, v1_session._feeds(feed_dict), timeout)
+                    run_options.record_cluster(run_metadata, runs, self.graph)
+                else:
+                    result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
         return v1_session._decode(fetches, result) if v1_session._decoding else result

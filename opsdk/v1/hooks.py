@@ -457,7 +457,7 @@ class ProfilerHook(SessionRunHook):
     show_dataflow=True, show_memory=False)`: every N global steps or seconds (give one), the
     run is traced (RunOptions FULL_TRACE) and its Chrome trace written to
     `output_dir/timeline-<global step>.json`; the run metadata goes to the folder's event file
-    as `step_<global step>`. On a cluster runs are not traced (the session warns once)."""
+    as `step_<global step>`. On a cluster every task times its own nodes."""
 
     def __init__(self, save_steps: Optional[int] = None, save_secs: Optional[float] = None,
                  output_dir: Any = "", show_dataflow: bool = True, show_memory: bool = False):
@@ -493,7 +493,7 @@ class ProfilerHook(SessionRunHook):
             step = _step(run_context.session.run(self._global_step))
             self._timer.update_last_triggered_step(step)
             metadata = run_values.run_metadata
-            if metadata.step_stats.dev_stats:  # empty where the run was not traced (a cluster)
+            if metadata.step_stats.dev_stats:  # empty from a session that does not trace
                 trace = timeline.Timeline(metadata.step_stats).generate_chrome_trace_format(
                     show_dataflow=self._show_dataflow, show_memory=self._show_memory)
                 path = os.path.join(self._dir, f"timeline-{step}.json")

@@ -11,7 +11,9 @@ into a Chrome trace; `FileWriter.add_run_metadata` writes it to an event file.
 
 What is recorded: node timings only. The memory, output and allocation fields of TF's
 NodeExecStats stay empty, `partition_graphs` and `cost_graph` too, and every trace level above
-NO_TRACE records the same (opsdk has no hardware tracer).
+NO_TRACE records the same (opsdk has no hardware tracer). On a cluster every task times its own
+nodes (`opsdk.dist.ClusterSession.traced_run`) and each node's device is its task's location;
+the times are each machine's clock.
 """
 
 from __future__ import annotations
@@ -188,19 +190,42 @@ def check_metadata(run_metadata: Any, who: str) -> None:
                          f"{type(run_metadata).__name__}")
 
 
+_HOST = "/job:localhost/replica:0/task:0/device:CPU:0"  # a node placement left to the default
+
+
 def record(run_metadata: RunMetadata, profile: Any, graph: Any) -> None:
-    """Fill `run_metadata.step_stats` from a traced run's StepProfile: a DeviceStepStats per
-    device the nodes ran on (in the order they first ran), its nodes in the order they
-    started. A node the plan made (a copy, a fused region) has no inputs in its label."""
+    """Fill `run_metadata.step_stats` from a traced run's StepProfile (Session.traced_run)."""
     devices = {node.name: node.device for node in profile.nodes}
+    record_runs(run_metadata, [(devices.get(name) or _HOST, name, op_type, thread,
+                                profile.started + start, profile.started + end)
+                               for name, op_type, thread, start, end in profile.events], graph)
+
+
+def record_cluster(run_metadata: RunMetadata, runs: list, graph: Any) -> None:
+    """Fill `run_metadata.step_stats` from a cluster's traced run (ClusterSession.traced_run):
+    each node's device is its task's location."""
+    record_runs(run_metadata, [(_located(task, device), name, op_type, thread, start, end)
+                               for task, name, op_type, device, thread, start, end in runs], graph)
+
+
+def _located(task: str, device: str) -> str:
+    if device.startswith("/job:"):
+        return device
+    return task + (device if device.startswith("/device:") else "/device:CPU:0")
+
+
+def record_runs(run_metadata: RunMetadata, runs: list, graph: Any) -> None:
+    """Fill `run_metadata.step_stats` from node runs (device, node, op type, thread, start,
+    end; times in Unix seconds): a DeviceStepStats per device in the order the devices first
+    ran a node, its nodes in the order they started. A node the plan made (a copy, a fused
+    region, a send or receive) has no inputs in its label."""
     ops = {op.name: op for op in graph.operations}
     by_device: dict[str, DeviceStepStats] = {}
-    for name, op_type, thread, start, end in sorted(profile.events, key=lambda e: e[3]):
-        device = devices.get(name) or "/job:localhost/replica:0/task:0/device:CPU:0"
+    for device, name, op_type, thread, start, end in sorted(runs, key=lambda r: r[4]):
         stats = by_device.setdefault(device, DeviceStepStats(device))
         micros = max(int(round((end - start) * 1e6)), 0)
         stats.node_stats.append(NodeExecStats(
-            node_name=name, all_start_micros=int((profile.started + start) * 1e6),
+            node_name=name, all_start_micros=int(start * 1e6),
             op_start_rel_micros=0, op_end_rel_micros=micros, all_end_rel_micros=micros,
             timeline_label=f"{name} = {op_type}({', '.join(_inputs(ops.get(name)))})",
             thread_id=thread))

@@ -6,6 +6,8 @@ import os
 import signal
 import threading
 
+import time
+
 import numpy as np
 import pytest
 
@@ -136,7 +138,7 @@ def test_monitored_session_needs_a_server_target():
         tf.train.MonitoredTrainingSession(master="grpc://localhost:2222")
 
 
-def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine, caplog):
+def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine):
     # the older between-graph form: tf.Session(server.target), variables living on the ps
     cluster = tf.train.ClusterSpec({"ps": ["localhost:2232"],
                                     "worker": ["localhost:2233", "localhost:2234"]})
@@ -155,19 +157,23 @@ def test_a_session_on_a_servers_target_runs_on_its_cluster(ray_engine, caplog):
             trained = w.eval()  # through the default session
             with pytest.raises(tf.errors.InvalidArgumentError, match="must be fed"):
                 sess.run(loss)
-            # RunOptions: the timeout is the run's; a trace is not taken on a cluster, and the
-            # session says so once
+            # RunOptions: a traced step has every task time its nodes; each node's device is
+            # its task's location
             meta = tf.RunMetadata()
             traced = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE, timeout_in_ms=60_000)
             xb, yb = _batch(rng)
-            with caplog.at_level("WARNING", logger="opsdk.v1"):
-                for _ in range(2):
-                    sess.run(loss, {x: xb, y: yb}, options=traced, run_metadata=meta)
-            assert meta.step_stats.dev_stats == []
-            assert [r.message for r in caplog.records].count(
-                "RunOptions.trace_level: a run on a cluster is not traced (its run_metadata "
-                "stays empty); ClusterSession.profile times every task's nodes "
-                "(docs/distributed.md, Speed)") == 1
+            before = time.time()
+            sess.run(train_op, {x: xb, y: yb}, options=traced, run_metadata=meta)
+            after = time.time()
+            devices = {d.device: [n.node_name for n in d.node_stats]
+                       for d in meta.step_stats.dev_stats}
+            assert {d.rsplit("/device:", 1)[0] for d in devices} == {
+                "/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}
+            ps_nodes = next(nodes for d, nodes in devices.items() if d.startswith("/job:ps"))
+            assert w.op.name in ps_nodes  # the variable is read where it lives
+            every = [n for d in meta.step_stats.dev_stats for n in d.node_stats]
+            assert all(before * 1e6 - 1e5 <= n.all_start_micros <= after * 1e6 for n in every)
+            trained = w.eval()  # the traced step trained too
             with pytest.raises(TypeError, match="tf.RunOptions"):
                 sess.run(loss, {x: xb, y: yb}, options={"timeout_in_ms": 5})
         assert tf.get_default_session() is None
