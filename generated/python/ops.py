@@ -1827,7 +1827,7 @@ def log_softmax_grad(x, y, grad_y, *, axis=-1, name=None):
     return _apply('log_softmax_grad', [x, y, grad_y], {'axis': axis}, name)
 
 
-def log_uniform_candidate_sampler(*, num_sampled, range_max, seed=0, name=None):
+def log_uniform_candidate_sampler(*, num_sampled, range_max, seed=0, sequence=False, name=None):
     r"""num_sampled classes in [0, range_max) drawn from the log-uniform (Zipf) distribution.
 
     P(k) = log((k + 2) / (k + 1)) / log(range_max + 1); the sampler of nce_loss and sampled_softmax_loss when classes are sorted by decreasing frequency.
@@ -1835,7 +1835,11 @@ def log_uniform_candidate_sampler(*, num_sampled, range_max, seed=0, name=None):
     Args:
         num_sampled: int, >= 1.
         range_max: int, >= 1.
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         name: the node's name when called inside a graph.
 
     Returns:
@@ -1847,7 +1851,7 @@ def log_uniform_candidate_sampler(*, num_sampled, range_max, seed=0, name=None):
         >>> log_uniform_candidate_sampler(num_sampled=1, range_max=1).shape
         (1,)
     """
-    return _apply('log_uniform_candidate_sampler', [], {'num_sampled': num_sampled, 'range_max': range_max, 'seed': seed}, name)
+    return _apply('log_uniform_candidate_sampler', [], {'num_sampled': num_sampled, 'range_max': range_max, 'seed': seed, 'sequence': sequence}, name)
 
 
 def matmul(x, y, *, name=None):
@@ -2407,15 +2411,20 @@ def pow_grad(x, y, z, grad_z, *, name=None):
     return _apply('pow_grad', [x, y, z, grad_z], {}, name)
 
 
-def random_normal(*, shape, seed=0, mean=0.0, stddev=1.0, dtype='float32', name=None):
+def random_normal(*, shape, seed=0, sequence=False, mean=0.0, stddev=1.0, dtype='float32', name=None):
     r"""Normal random values with the given mean and standard deviation.
 
     seed 0 (the default) draws fresh values on every execution; any other seed gives the same
-    values on every execution, in any process and on any device.
+    values on every execution, in any process and on any device, or with sequence the next values
+    of the sequence it starts at each execution in a session.
 
     Args:
         shape: list(int). the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         mean: float, default 0.0.
         stddev: float, default 1.0, >= 0.
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
@@ -2430,15 +2439,19 @@ def random_normal(*, shape, seed=0, mean=0.0, stddev=1.0, dtype='float32', name=
         >>> random_normal(shape=[]).shape
         ()
     """
-    return _apply('random_normal', [], {'shape': shape, 'seed': seed, 'mean': mean, 'stddev': stddev, 'dtype': dtype}, name)
+    return _apply('random_normal', [], {'shape': shape, 'seed': seed, 'sequence': sequence, 'mean': mean, 'stddev': stddev, 'dtype': dtype}, name)
 
 
-def random_normal_dims(dims, *, seed=0, dtype='float32', name=None):
+def random_normal_dims(dims, *, seed=0, sequence=False, dtype='float32', name=None):
     r"""Standard normal random values of shape dims.
 
     Args:
         dims: int32 or int64, shape [r]. the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
         name: the node's name when called inside a graph.
 
@@ -2452,18 +2465,23 @@ def random_normal_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> random_normal_dims(dims).dtype.name
         'float32'
     """
-    return _apply('random_normal_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
+    return _apply('random_normal_dims', [dims], {'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
 
 
-def random_uniform(*, shape, seed=0, minval=0.0, maxval=1.0, dtype='float32', name=None):
+def random_uniform(*, shape, seed=0, sequence=False, minval=0.0, maxval=1.0, dtype='float32', name=None):
     r"""Uniform random values in [minval, maxval).
 
     seed 0 (the default) draws fresh values on every execution; any other seed gives the same
-    values on every execution, in any process and on any device.
+    values on every execution, in any process and on any device, or with sequence the next values
+    of the sequence it starts at each execution in a session.
 
     Args:
         shape: list(int). the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         minval: float, default 0.0. lower bound, included
         maxval: float, default 1.0. upper bound, excluded
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
@@ -2478,15 +2496,19 @@ def random_uniform(*, shape, seed=0, minval=0.0, maxval=1.0, dtype='float32', na
         >>> random_uniform(shape=[]).shape
         ()
     """
-    return _apply('random_uniform', [], {'shape': shape, 'seed': seed, 'minval': minval, 'maxval': maxval, 'dtype': dtype}, name)
+    return _apply('random_uniform', [], {'shape': shape, 'seed': seed, 'sequence': sequence, 'minval': minval, 'maxval': maxval, 'dtype': dtype}, name)
 
 
-def random_uniform_dims(dims, *, seed=0, dtype='float32', name=None):
+def random_uniform_dims(dims, *, seed=0, sequence=False, dtype='float32', name=None):
     r"""Uniform random values in [0, 1) of shape dims.
 
     Args:
         dims: int32 or int64, shape [r]. the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
         name: the node's name when called inside a graph.
 
@@ -2500,15 +2522,19 @@ def random_uniform_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> random_uniform_dims(dims).dtype.name
         'float32'
     """
-    return _apply('random_uniform_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
+    return _apply('random_uniform_dims', [dims], {'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
 
 
-def random_uniform_like(x, *, seed=0, name=None):
+def random_uniform_like(x, *, seed=0, sequence=False, name=None):
     r"""Uniform values in [0, 1) of x's shape and dtype (the noise of dropout).
 
     Args:
         x: float16 or float32 or float64, shape [...].
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         name: the node's name when called inside a graph.
 
     Returns:
@@ -2521,7 +2547,7 @@ def random_uniform_like(x, *, seed=0, name=None):
         >>> random_uniform_like(x).shape
         (2,)
     """
-    return _apply('random_uniform_like', [x], {'seed': seed}, name)
+    return _apply('random_uniform_like', [x], {'seed': seed, 'sequence': sequence}, name)
 
 
 def reduce_max(x, *, axes=(), keepdims=False, name=None):
@@ -3641,12 +3667,16 @@ def transpose_grad(x, grad_y, *, perm=(), name=None):
     return _apply('transpose_grad', [x, grad_y], {'perm': perm}, name)
 
 
-def truncated_normal(*, shape, seed=0, mean=0.0, stddev=1.0, dtype='float32', name=None):
+def truncated_normal(*, shape, seed=0, sequence=False, mean=0.0, stddev=1.0, dtype='float32', name=None):
     r"""Normal values with mean and stddev, redrawn where beyond two standard deviations.
 
     Args:
         shape: list(int). the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         mean: float, default 0.0.
         stddev: float, default 1.0, >= 0.
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
@@ -3661,15 +3691,19 @@ def truncated_normal(*, shape, seed=0, mean=0.0, stddev=1.0, dtype='float32', na
         >>> truncated_normal(shape=[]).shape
         ()
     """
-    return _apply('truncated_normal', [], {'shape': shape, 'seed': seed, 'mean': mean, 'stddev': stddev, 'dtype': dtype}, name)
+    return _apply('truncated_normal', [], {'shape': shape, 'seed': seed, 'sequence': sequence, 'mean': mean, 'stddev': stddev, 'dtype': dtype}, name)
 
 
-def truncated_normal_dims(dims, *, seed=0, dtype='float32', name=None):
+def truncated_normal_dims(dims, *, seed=0, sequence=False, dtype='float32', name=None):
     r"""Standard normal values of shape dims, redrawn where beyond two standard deviations.
 
     Args:
         dims: int32 or int64, shape [r]. the output shape
-        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
         dtype: the dtype dtype of the result, one of float16, float32, float64, default float32.
         name: the node's name when called inside a graph.
 
@@ -3683,7 +3717,7 @@ def truncated_normal_dims(dims, *, seed=0, dtype='float32', name=None):
         >>> truncated_normal_dims(dims).dtype.name
         'float32'
     """
-    return _apply('truncated_normal_dims', [dims], {'seed': seed, 'dtype': dtype}, name)
+    return _apply('truncated_normal_dims', [dims], {'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
 
 
 def where(cond, x, y, *, name=None):

@@ -1,5 +1,6 @@
 """Python kernels of the ops shaped by a `dims` input (dims.yaml). The random ones draw as
-kernels_random.py does (NumPy's PCG64; seed 0 fresh values, any other seed fixed ones)."""
+kernels_random.py does (NumPy's PCG64; seed 0 fresh values, any other seed fixed ones, or with
+attr sequence the step's generator, `rng=`)."""
 
 from __future__ import annotations
 
@@ -15,26 +16,29 @@ def _shape(op, xp, dims):
     return shape
 
 
-def _rng(seed):
-    return np.random.default_rng(None if seed == 0 else seed)
+def _rng(seed, rng=None):
+    """The generator to draw from: the step's (`rng`: a seeded sequence's, kept by the session),
+    else a fresh one, from the seed or (seed 0) from OS entropy."""
+    return rng if rng is not None else np.random.default_rng(None if seed == 0 else seed)
 
 
 def fill_dims(xp, dims, value):
     return xp.full(_shape("fill_dims", xp, dims), value, dtype=value.dtype)
 
 
-def random_uniform_dims(xp, dims, seed, dtype):
-    u = _rng(seed).random(_shape("random_uniform_dims", xp, dims)).astype(dtype)
+def random_uniform_dims(xp, dims, seed, dtype, sequence=False, rng=None):
+    u = _rng(seed, rng).random(_shape("random_uniform_dims", xp, dims)).astype(dtype)
     # Narrowing can round up onto 1; keep the interval half-open.
     return xp.asarray(np.minimum(u, np.nextafter(np.asarray(1, dtype), np.asarray(0, dtype))))
 
 
-def random_normal_dims(xp, dims, seed, dtype):
-    return xp.asarray(_rng(seed).standard_normal(_shape("random_normal_dims", xp, dims)).astype(dtype))
+def random_normal_dims(xp, dims, seed, dtype, sequence=False, rng=None):
+    z = _rng(seed, rng).standard_normal(_shape("random_normal_dims", xp, dims))
+    return xp.asarray(z.astype(dtype))
 
 
-def truncated_normal_dims(xp, dims, seed, dtype):
-    rng = _rng(seed)
+def truncated_normal_dims(xp, dims, seed, dtype, sequence=False, rng=None):
+    rng = _rng(seed, rng)
     z = rng.standard_normal(_shape("truncated_normal_dims", xp, dims))
     bad = np.abs(z) > 2
     while bad.any():  # redraw outside two standard deviations, as TensorFlow does

@@ -69,12 +69,14 @@ def shape(xp, x):
 shape.shape_only = True  # reads x's shape alone: constant folding may run it on a stand-in
 
 
-def _rng(seed):
-    return np.random.default_rng(None if seed == 0 else seed)
+def _rng(seed, rng=None):
+    """The generator to draw from: the step's (`rng`: a seeded sequence's, kept by the session),
+    else a fresh one, from the seed or (seed 0) from OS entropy."""
+    return rng if rng is not None else np.random.default_rng(None if seed == 0 else seed)
 
 
-def truncated_normal(xp, shape, seed, mean, stddev, dtype):
-    rng = _rng(seed)
+def truncated_normal(xp, shape, seed, mean, stddev, dtype, sequence=False, rng=None):
+    rng = _rng(seed, rng)
     z = rng.standard_normal(tuple(shape))
     bad = np.abs(z) > 2
     while bad.any():  # redraw outside two standard deviations, as TensorFlow does
@@ -83,12 +85,13 @@ def truncated_normal(xp, shape, seed, mean, stddev, dtype):
     return xp.asarray((mean + stddev * z).astype(dtype))
 
 
-def random_uniform_like(xp, x, seed):
-    return xp.asarray(_rng(seed).random(x.shape).astype(x.dtype))
+def random_uniform_like(xp, x, seed, sequence=False, rng=None):
+    return xp.asarray(_rng(seed, rng).random(x.shape).astype(x.dtype))
 
 
-def log_uniform_candidate_sampler(xp, num_sampled, range_max, seed):
+def log_uniform_candidate_sampler(xp, num_sampled, range_max, seed, sequence=False,
+                                  rng=None):
     """Classes drawn with P(k) = log((k + 2) / (k + 1)) / log(range_max + 1) (Zipf-like)."""
-    u = _rng(seed).random(num_sampled)
+    u = _rng(seed, rng).random(num_sampled)
     k = np.floor(np.exp(u * np.log(range_max + 1.0))).astype(np.int64) - 1
     return xp.asarray(np.clip(k, 0, range_max - 1))

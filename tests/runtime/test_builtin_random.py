@@ -1,5 +1,6 @@
 """random_uniform and random_normal: dtype, shape, range, and the documented seed semantics
-(seed 0: fresh values per execution; any other seed: the same values every time)."""
+(seed 0: fresh values per execution; any other seed: the same values every time, or with
+attr sequence the next values of its sequence at each run of a session)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,23 @@ def test_normal_moments():
     z = normal(4, dtype="float64")
     assert z.dtype == np.float64
     assert abs(z.mean() - 2.0) < 0.05 and abs(z.std() - 0.5) < 0.05
+
+
+def test_a_sequence_node_draws_its_next_values_per_run_one_sequence_per_session():
+    import opsdk
+
+    graph = opsdk.Graph()
+    with graph.as_default():
+        seq = opsdk.ops.random_normal(shape=[6], seed=5, sequence=True)
+        fixed = opsdk.ops.random_normal(shape=[6], seed=5)
+        doubled = seq * 2.0  # another plan (another fetch) running the same node
+    expected = np.random.default_rng(5)
+    first_three = [expected.standard_normal(6).astype(np.float32) for _ in range(3)]
+    with opsdk.Session(graph) as sess:
+        np.testing.assert_array_equal(sess.run(seq), first_three[0])
+        np.testing.assert_array_equal(sess.run(doubled), 2 * first_three[1])  # the session's
+        np.testing.assert_array_equal(sess.run(seq), first_three[2])          # one sequence
+        np.testing.assert_array_equal(sess.run(fixed), first_three[0])  # no sequence: repeats
+        np.testing.assert_array_equal(sess.run(fixed), first_three[0])
+    with opsdk.Session(graph) as sess:  # a new session starts the sequence again
+        np.testing.assert_array_equal(sess.run(seq), first_three[0])

@@ -9,6 +9,7 @@ CPython 3.11+ until something raises.)
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 import sys
 from operator import itemgetter
 from typing import Any, Callable, Optional, Sequence
@@ -73,6 +74,9 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         return Step(op, _primitive_run(op, run, ins, outs))
     if needed is not None and not all(needed):
         choice = partial_kernel(op, choice, needed)
+    if op.attrs.get("sequence") and op.attrs.get("seed") and choice is not None \
+            and choice.kind == "python":
+        return Step(op, _sequence_run(op, choice, ins, outs))
     if op.absent:  # the kernel takes None for each absent input: the general call inserts them
         return _general_step(op, choice, inputs, ins, outs)
     form = scalar_form(op, choice)
@@ -122,6 +126,28 @@ def _general_step(op: Operation, choice: Optional[KernelChoice], inputs: Sequenc
         open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
         return Step(op, _checked_run(op, call, ins, outs, single, open_inputs, star))
     return Step(op, _kernel_run(op, call, ins, outs, single, star))
+
+
+def _sequence_run(op: Operation, choice: KernelChoice, ins: tuple, outs: tuple[int, ...]) -> RunFn:
+    """A seeded random node drawing the next values of its sequence at every execution: its
+    python kernel is handed `rng=`, the session's generator for this node (kept in the
+    variable store, so a new session starts the sequence again), drawn from under its lock."""
+    spec, seed, device = op.spec, int(op.attrs["seed"]), choice.device
+
+    def run(v: list, ctx: Any) -> None:
+        rng, lock = ctx.variables.random_stream(op.name, seed)
+        call = device.call(spec, "python", partial(choice.fn, rng=rng), op.attrs, op.type_attrs)
+        try:
+            with lock:
+                result = call([v[i] for i in ins])
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        if len(outs) == 1:
+            v[outs[0]] = result
+        else:
+            for slot, value in zip(outs, result):
+                v[slot] = value
+    return run
 
 
 def partial_kernel(op: Operation, choice: Optional[KernelChoice],

@@ -40,6 +40,20 @@ class VariableStore:
         self._values: dict[str, Any] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()  # guards the creation of per-variable locks
+        self._streams: dict[tuple[str, int], tuple[np.random.Generator, threading.Lock]] = {}
+
+    def random_stream(self, node: str, seed: int) -> tuple[np.random.Generator, threading.Lock]:
+        """The generator of a seeded random node's sequence in this session, and the lock to
+        draw under: made at its first use from `seed` (so its first values are those the seed
+        alone gives), advanced by every draw; a new session starts again (TensorFlow's seeded
+        random ops, whose state lives in the session's kernels)."""
+        key = (node, seed)
+        stream = self._streams.get(key)
+        if stream is None:
+            with self._lock:
+                stream = self._streams.setdefault(key, (np.random.default_rng(seed),
+                                                        threading.Lock()))
+        return stream
 
     def read(self, name: str, device: Optional[Device] = None) -> Any:
         """The current value (as an array of `device` when given); an uninitialised variable is
