@@ -12,7 +12,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import args as _args, math_ops as _m, misc as _misc, rnn_run as _rnn_run
-from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
+from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
 
 sigmoid, tanh = _m.sigmoid, _m.tanh
 
@@ -267,12 +267,14 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Option
 
 
 def dropout_noise(x: Any, seed: Optional[int]) -> Any:
-    """Uniform noise like x, drawn anew at every run, seeded or not (tensors.per_run_seed).
+    """Uniform noise like x, drawn anew at every run (seeded: the next values of the seed's
+    sequence, tensors.op_seed).
     Inside the loop of a dynamic_rnn the step's slice of noise drawn outside the loop
     (rnn_run.step_noise), so that the loop's gradient, which runs the body again, sees the same
     mask."""
     drawn = _rnn_run.step_noise(x, seed)
-    return drawn if drawn is not None else _ops.random_uniform_like(x, seed=per_run_seed(seed))
+    return drawn if drawn is not None else _ops.random_uniform_like(x, seed=op_seed(seed),
+                                                                      sequence=True)
 
 
 def _keep(x: Any, keep_prob: Any, rate: Any) -> Any:

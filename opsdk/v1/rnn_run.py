@@ -21,7 +21,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import loop_intermediates
-from opsdk.v1.tensors import convert_to_tensor as _t, per_run_seed
+from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
 
 
 def _cell_scope(cell: Any) -> str:
@@ -157,7 +157,7 @@ class _StepNoise:
             like = _ops.add(_ops.slice(_ops.zeros_like(self.steps), begin=[0, 0, 0],
                                        size=[-1, -1, 1]),
                             _ops.zeros(shape=[int(x.shape[1])], dtype=x.dtype))
-            every_step = _ops.random_uniform_like(like, seed=per_run_seed(seed))
+            every_step = _ops.random_uniform_like(like, seed=op_seed(seed), sequence=True)
         return _ops.gather(every_step, self.t)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1.tensors import convert_to_tensor as _t, graph_node, per_run_seed
+from opsdk.v1.tensors import convert_to_tensor as _t, graph_node, op_seed
 
 
 def _log_expected(ids: Any, num_sampled: int, range_max: int, dtype: str) -> Any:
@@ -38,7 +38,7 @@ def _logits(who: str, weights: Any, biases: Any, labels: Any, inputs: Any, num_s
     weights, biases, inputs = _t(weights), _t(biases), _t(inputs)
     labels = _ops.reshape(_t(labels), shape=[-1])
     sampled = graph_node(_ops.log_uniform_candidate_sampler, num_sampled=int(num_sampled),
-                         range_max=int(num_classes), seed=per_run_seed(seed))
+                         range_max=int(num_classes), seed=op_seed(seed), sequence=True)
     true_w = _ops.gather(weights, labels)
     true_logits = (_ops.reduce_sum(inputs * true_w, axes=[1]) + _ops.gather(biases, labels)
                    - _log_expected(labels, num_sampled, num_classes, inputs.dtype))

@@ -15,7 +15,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args, dtypes, packing, session as _session, strings
+from opsdk.v1 import args, dtypes, graph_state, packing, session as _session, strings
 from opsdk.v1.dtypes import as_dtype, default_array, name_of
 
 
@@ -294,32 +294,32 @@ def ones_like(tensor: Any, dtype: Any = None, name: Optional[str] = None) -> Any
     return out if dtype is None else _ops.cast(out, dtype=name_of(dtype))
 
 
-_SEED = {"graph": None}
+def _seeds() -> dict:
+    """The default graph's seed state: its graph-level seed and how many ops took one. Kept
+    per graph, as TF keeps `graph.seed`: a new graph (`tf.Graph()`, `reset_default_graph`) has
+    none until the program sets one."""
+    return graph_state.table(opsdk.get_default_graph(), "random_seed")
 
 
 def set_random_seed(seed: int) -> None:
-    """TF's graph-level seed: ops created after it without their own seed draw fixed values."""
-    _SEED["graph"] = int(seed)
-    _SEED["count"] = 0
+    """TF's graph-level seed, of the default graph: ops created after it without their own seed
+    draw reproducible sequences (each run the next values; a new session starts again)."""
+    state = _seeds()
+    state["graph"] = int(seed)
+    state["count"] = 0
 
 
 def op_seed(seed: Optional[int]) -> int:
-    """The op seed for opsdk's random ops (0: fresh values per run), from TF's two seeds."""
+    """The op seed for opsdk's random ops (0: fresh values per run), from TF's two seeds. The
+    ops take it with `sequence=True`: each run draws the next values of the seed's sequence, as
+    TF's seeded ops do."""
     if seed is not None:
         return int(seed) % (2 ** 31 - 1) + 1
-    if _SEED["graph"] is None:
+    state = _seeds()
+    if state.get("graph") is None:
         return 0
-    _SEED["count"] = _SEED.get("count", 0) + 1
-    return (_SEED["graph"] * 7919 + _SEED["count"]) % (2 ** 31 - 1) + 1
-
-
-def per_run_seed(seed: Optional[int]) -> int:
-    """The seed of a random op whose values must change at every run (dropout masks, sampled
-    candidates). A seeded TF op draws a new, reproducible value at every run; a seeded opsdk op
-    repeats its values at every run, which would freeze a dropout mask. So these ops draw fresh
-    values (seed 0): right at every step, though not reproducible across program runs."""
-    op_seed(seed)  # the graph seed's later op seeds stay as they would be
-    return 0
+    state["count"] = state.get("count", 0) + 1
+    return (state["graph"] * 7919 + state["count"]) % (2 ** 31 - 1) + 1
 
 
 def random_uniform(shape: Any, minval: Any = 0, maxval: Any = None, dtype: Any = dtypes.float32,
@@ -394,14 +394,14 @@ def _random(who: str, shape: Any, params: tuple, dtype: Any, seed: Optional[int]
     first, second = params
     if dims.static and not args.numbers_or_tensors(params):
         attrs = dict(zip(_PARAMS[who], (float(first), float(second))))
-        return graph_node(getattr(_ops, who), shape=dims.known, seed=op_seed(seed), dtype=dtype,
-                          name=name, **attrs)
+        return graph_node(getattr(_ops, who), shape=dims.known, seed=op_seed(seed),
+                          sequence=True, dtype=dtype, name=name, **attrs)
     if dims.static:
         standard = graph_node(getattr(_ops, who), shape=dims.known, seed=op_seed(seed),
-                              dtype=dtype)
+                              sequence=True, dtype=dtype)
     else:
         standard = _known_dims(dims, getattr(_ops, who + "_dims")(
-            dims.tensor(), seed=op_seed(seed), dtype=dtype), None)
+            dims.tensor(), seed=op_seed(seed), sequence=True, dtype=dtype), None)
     first, second = (_as(convert_to_tensor(v), dtype) for v in params)
     scale = second - first if who == "random_uniform" else second
     return _ops.add(first, _ops.mul(scale, standard), name=name)

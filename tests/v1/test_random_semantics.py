@@ -1,6 +1,8 @@
 """TF1 has no eager mode: ops without tensor inputs are graph nodes even outside
 `with graph.as_default():`, random ones draw anew at every run, and dropout masks and sampled
-candidates change at every step even under a graph seed."""
+candidates change at every step even under a graph seed. A seeded op draws a reproducible
+sequence, one value of it per run, which a new session starts again; the graph seed is the
+graph's own."""
 
 from __future__ import annotations
 
@@ -70,11 +72,48 @@ def test_integer_random_uniform_draws_every_value_of_the_range():
         counts = np.bincount(drawn + 3)
         assert counts.min() > 20000 / 7 * 0.9  # uniform: every value about as often
         twice = [sess.run(shaped, {fed: np.zeros(50, np.int32)}) for _ in range(2)]
+    with tf.Session() as sess:  # seeded: a new session draws the same sequence again
+        again = [sess.run(shaped, {fed: np.zeros(50, np.int32)}) for _ in range(2)]
     assert twice[0].dtype == np.int64 and twice[0].shape == (50,)
-    assert set(twice[0].tolist()) == {0, 1} and np.array_equal(*twice)  # seeded: the same
+    assert set(twice[0].tolist()) == {0, 1} and not np.array_equal(*twice)
+    assert all(np.array_equal(a, b) for a, b in zip(twice, again))
     with pytest.raises(OpsdkError, match=r"an integer dtype \(int32\) needs maxval"):
         tf.random_uniform([2], dtype=tf.int32)
     with pytest.raises(OpsdkError, match=r"minval \(5\) must be below maxval \(5\)"):
         tf.random_uniform([2], 5, 5, dtype=tf.int32)
     with pytest.raises(OpsdkError, match="argument 'maxval' must be an int for dtype int32"):
         tf.random_uniform([2], 0, 2.5, dtype=tf.int32)
+
+
+def test_a_seeded_op_draws_the_next_values_of_its_sequence_at_every_run():
+    tf.reset_default_graph()
+    tf.set_random_seed(11)
+    ops = [tf.random_normal([4]), tf.random_uniform([4]), tf.truncated_normal([4]),
+           tf.random_normal([4], seed=5), tf.random_uniform(tf.shape(tf.zeros([3])), seed=6),
+           tf.nn.dropout(tf.ones([4, 8]), 0.5, seed=7)]
+    with tf.Session() as sess:
+        first = [[sess.run(op) for _ in range(3)] for op in ops]
+    with tf.Session() as sess:
+        second = [[sess.run(op) for _ in range(3)] for op in ops]
+    for runs, again in zip(first, second):
+        assert not np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[1], runs[2])
+        assert all(np.array_equal(a, b) for a, b in zip(runs, again))
+    # the first draw is what the seed alone gives: a seeded initialiser keeps its values
+    graph = opsdk.Graph()
+    with graph.as_default():
+        fixed = opsdk.ops.random_normal(shape=[4], seed=ops[3].op.attrs["seed"])
+    with opsdk.Session(graph) as sess:
+        np.testing.assert_array_equal(sess.run(fixed), first[3][0])
+        np.testing.assert_array_equal(sess.run(fixed), first[3][0])  # no sequence: the same
+
+
+def test_the_graph_seed_belongs_to_its_graph():
+    tf.reset_default_graph()
+    tf.set_random_seed(3)
+    seeded = tf.random_normal([2])
+    with tf.Graph().as_default():
+        unseeded = tf.random_normal([2])  # a new graph has no seed until one is set, as in TF
+    tf.reset_default_graph()
+    fresh = tf.random_normal([2])
+    assert seeded.op.attrs["seed"] != 0
+    assert unseeded.op.attrs["seed"] == 0 and fresh.op.attrs["seed"] == 0
