@@ -18,6 +18,7 @@ import pytest
 import opsdk.v1 as tf
 from opsdk.v1 import events, timeline
 from opsdk.v1.run_options import merge_options
+from protobuf_fields import fields
 
 
 def _model():
@@ -27,26 +28,6 @@ def _model():
     loss = tf.reduce_sum(tf.matmul(tf.exp(x), w, name="product"), name="loss")
     train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
     return x, w, loss, train
-
-
-def _fields(data: bytes) -> dict[int, list]:
-    """A protobuf message's fields: varints as ints, doubles skipped, bytes as bytes."""
-    out: dict[int, list] = {}
-    at = 0
-    while at < len(data):
-        key, at = events._read_varint(data, at)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, at = events._read_varint(data, at)
-        elif wire == 1:
-            value, at = None, at + 8
-        elif wire == 2:
-            size, at = events._read_varint(data, at)
-            value, at = data[at:at + size], at + size
-        else:
-            raise AssertionError(f"wire type {wire}")
-        out.setdefault(field, []).append(value)
-    return out
 
 
 def test_a_traced_run_records_every_node_and_still_trains():
@@ -179,13 +160,13 @@ def test_run_metadata_goes_to_the_event_file_under_its_tag(tmp_path):
         writer.add_run_metadata(b"", "other")
     writer.close()
     records = list(events.read_records(writer.path))
-    tagged = [_fields(r) for r in records if 8 in _fields(r)]
+    tagged = [fields(r) for r in records if 8 in fields(r)]
     assert len(tagged) == 1 and tagged[0][2] == [7]
-    inner = _fields(tagged[0][8][0])
+    inner = fields(tagged[0][8][0])
     assert inner[1] == [b"step_7"] and inner[2] == [meta.SerializeToString()]
     # RunMetadata > StepStats > DeviceStepStats > NodeExecStats, field by field
-    step_stats = _fields(_fields(inner[2][0])[1][0])
-    nodes = [_fields(n) for d in step_stats[1] for n in _fields(d)[2]]
+    step_stats = fields(fields(inner[2][0])[1][0])
+    nodes = [fields(n) for d in step_stats[1] for n in fields(d)[2]]
     names = sorted(n[1][0].decode() for n in nodes)
     assert names == sorted(n.node_name for d in meta.step_stats.dev_stats for n in d.node_stats)
     product = next(n for n in nodes if n[1] == [b"product"])
@@ -231,7 +212,7 @@ def test_the_profiler_hook_traces_every_n_steps_of_a_monitored_session(tmp_path)
     trace = json.loads((tmp_path / "timeline-4.json").read_text())
     assert any(e.get("args", {}).get("name") == "product" for e in trace["traceEvents"])
     (path,) = tmp_path.glob("events.out.tfevents.*")
-    tags = [_fields(_fields(r)[8][0])[1][0] for r in events.read_records(path) if 8 in _fields(r)]
+    tags = [fields(fields(r)[8][0])[1][0] for r in events.read_records(path) if 8 in fields(r)]
     assert tags == [b"step_2", b"step_4", b"step_6"]
     with pytest.raises(tf.OpsdkError, match="exactly one"):
         tf.train.ProfilerHook(save_steps=2, save_secs=1)
