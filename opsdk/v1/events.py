@@ -14,7 +14,7 @@ import struct
 import time
 import zlib
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -178,37 +178,6 @@ def image_value(tag: str, pixels: np.ndarray) -> bytes:
     encoded = (_key(1, 0) + _varint(height) + _key(2, 0) + _varint(width)
                + _key(3, 0) + _varint(channels) + _bytes_field(4, png(pixels)))
     return _bytes_field(1, tag.encode()) + _bytes_field(4, encoded)
-
-
-def graph_def(graph: Any) -> bytes:
-    """The serialized GraphDef TensorBoard draws: per node its name, op type, inputs (`name`,
-    `name:i` past the first output, `^name` for a control input), device and its outputs'
-    static shapes (attr `_output_shapes`, the labels of the edges)."""
-    nodes = []
-    for op in graph.operations:
-        node = _bytes_field(1, op.name.encode()) + _bytes_field(2, op.type.encode())
-        for tensor in op.inputs:
-            if tensor is not None:
-                name = tensor.op.name if tensor.index == 0 else tensor.name
-                node += _bytes_field(3, name.encode())
-        for control in op.control_inputs:
-            node += _bytes_field(3, ("^" + control.name).encode())
-        if op.device:
-            node += _bytes_field(4, op.device.encode())
-        if op.outputs:
-            shapes = b"".join(_bytes_field(7, _shape(t.shape)) for t in op.outputs)
-            entry = _bytes_field(1, b"_output_shapes") + _bytes_field(2, _bytes_field(1, shapes))
-            node += _bytes_field(5, entry)
-        nodes.append(_bytes_field(1, node))
-    return b"".join(nodes)
-
-
-def _shape(dims: Any) -> bytes:
-    """A TensorShapeProto: its dims (-1 where unknown), or unknown_rank."""
-    if dims is None:
-        return _key(3, 0) + _varint(1)
-    return b"".join(_bytes_field(2, _key(1, 0) + _varint(-1 if d is None else int(d)))
-                    for d in dims)
 
 
 def summary(values: list[bytes]) -> bytes:

@@ -99,6 +99,13 @@ class Session(opsdk.Session):
             raise errors.as_tf_error(exc) from None
         return _decode(fetches, result) if _decoding else result
 
+    @property
+    def graph_def(self) -> Any:
+        """The session graph's GraphDef (`sess.graph.as_graph_def()`)."""
+        from opsdk.v1.graph_def import GraphDef
+
+        return GraphDef.of(self.graph)
+
     def profile(self, fetches: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
                 steps: int = 10, warmup: int = 10, show: bool = True) -> Any:
         """`opsdk.Session.profile` (where a step's time goes, node by node), with the feeds
@@ -274,6 +281,10 @@ def _operation_run(self: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
 
 
 def attach() -> None:
-    """Give opsdk's Tensor and Operation TF1's `eval()` and `run()`."""
+    """Give opsdk's Tensor and Operation TF1's `eval()` and `run()`, and its Graph
+    `as_graph_def()` (opsdk/v1/graph_def.py)."""
+    from opsdk.v1.graph_def import as_graph_def
+
     opsdk.Tensor.eval = _tensor_eval
     opsdk.Operation.run = _operation_run
+    opsdk.Graph.as_graph_def = as_graph_def

@@ -178,15 +178,19 @@ class FileWriter:
             tag, run_metadata.SerializeToString())))
 
     def add_graph(self, graph: Any, global_step: Any = None, graph_def: Any = None) -> None:
-        """Write `graph` as the GraphDef TensorBoard's graph dashboard draws (its nodes, inputs,
-        devices and output shapes; no attribute values)."""
-        if graph is None and graph_def is not None:
-            raise OpsdkError("FileWriter.add_graph: opsdk.v1 has no GraphDef objects; give the "
-                             "graph itself (sess.graph)")
-        if not isinstance(graph, opsdk.Graph):
-            raise OpsdkError(f"FileWriter.add_graph: give a tf.Graph (sess.graph), got "
-                             f"{type(graph).__name__}")
-        self._writer.write(events.event(int(global_step or 0), graph_bytes=events.graph_def(graph)))
+        """Write `graph` (or a GraphDef of one, `graph.as_graph_def()`) as the GraphDef
+        TensorBoard's graph dashboard draws (its nodes, inputs, devices and output shapes; no
+        attribute values: opsdk/v1/graph_def.py)."""
+        from opsdk.v1.graph_def import GraphDef
+
+        given = graph_def if graph is None else graph
+        if isinstance(given, opsdk.Graph):
+            given = GraphDef.of(given)
+        if not isinstance(given, GraphDef):
+            raise OpsdkError(f"FileWriter.add_graph: give a tf.Graph (sess.graph) or its "
+                             f"as_graph_def(), got {type(given).__name__}")
+        self._writer.write(events.event(int(global_step or 0),
+                                        graph_bytes=given.SerializeToString()))
 
     def flush(self) -> None:
         self._writer.flush()

@@ -71,3 +71,58 @@ def test_tensorflow_reads_the_graph_from_the_event_file(tmp_path):
     probs = next(n for n in parsed.node if n.name == "probs")
     assert probs.op == ours["probs"].type and list(probs.input) == [ours["probs"].inputs[0].op.name]
     assert [d.size for d in probs.attr["_output_shapes"].list.shape[0].dim] == [-1, 2]
+
+
+def _model():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3], name="x")
+    w = tf.Variable(tf.zeros([3, 2]), name="w")
+    y = tf.matmul(x, w, name="y")
+    with tf.control_dependencies([y]):
+        tf.no_op(name="done")
+    return y
+
+
+def test_as_graph_def_describes_the_graph_and_write_graph_writes_it(tmp_path):
+    y = _model()
+    graph = tf.get_default_graph()
+    graph_def = graph.as_graph_def()
+    with tf.Session() as sess:
+        assert [n.name for n in sess.graph_def.node] == [n.name for n in graph_def.node]
+    nodes = {n.name: n for n in graph_def.node}
+    assert [n.name for n in graph_def.node] == [op.name for op in graph.get_operations()]
+    assert nodes["y"].op == "matmul" and nodes["y"].input == ["x", "w"]
+    assert nodes["y"].output_shapes == [[-1, 2]] and nodes["done"].input == ["^y"]
+    binary = tf.train.write_graph(graph_def, str(tmp_path / "out"), "g.pb", as_text=False)
+    assert open(binary, "rb").read() == graph_def.SerializeToString()
+    assert len(graph_def.SerializeToString()) == graph_def.ByteSize()
+    text = tf.train.write_graph(graph, str(tmp_path / "out"), "g.pbtxt")  # a Graph too
+    written = open(text).read()
+    assert 'name: "y"\n  op: "matmul"\n  input: "x"\n  input: "w"' in written
+    assert 'input: "^y"' in written and written.endswith("versions {\n  producer: 27\n}\n")
+    # the event file takes the GraphDef as well as the graph
+    writer = tf.summary.FileWriter(str(tmp_path))
+    writer.add_graph(None, graph_def=graph_def)
+    writer.close()
+    assert [n["name"] for n in _graph_nodes(writer.path)] == list(nodes)
+    with pytest.raises(tf.OpsdkError, match="write_graph: give a tf.Graph"):
+        tf.train.write_graph("graph", str(tmp_path), "x.pbtxt")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow is not installed (pip install opsdk[tf]): nothing to "
+                           "parse the files with but this module")
+def test_tensorflow_parses_both_forms_that_write_graph_writes(tmp_path):
+    from google.protobuf import text_format
+    import tensorflow as real_tf
+
+    _model()
+    graph_def = tf.get_default_graph().as_graph_def()
+    binary = real_tf.compat.v1.GraphDef.FromString(open(tf.train.write_graph(
+        graph_def, str(tmp_path), "g.pb", as_text=False), "rb").read())
+    text = text_format.Parse(open(tf.train.write_graph(graph_def, str(tmp_path), "g.pbtxt")).read(),
+                             real_tf.compat.v1.GraphDef())
+    assert binary == text
+    assert [(n.name, n.op, list(n.input)) for n in text.node] == [
+        (n.name, n.op, n.input) for n in graph_def.node]
+    assert text.versions.producer == 27
