@@ -30,6 +30,17 @@ def _model():
     return x, w, loss, train
 
 
+def _traced(fetch: str = "train", level: int = tf.RunOptions.FULL_TRACE):
+    """The RunMetadata of one traced run of the model's training step (or its loss)."""
+    x, _, loss, train = _model()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        meta = tf.RunMetadata()
+        sess.run(train if fetch == "train" else loss, {x: np.ones((2, 3))}, run_metadata=meta,
+                 options=tf.RunOptions(trace_level=level))
+    return meta
+
+
 def test_a_traced_run_records_every_node_and_still_trains():
     x, w, loss, train = _model()
     feed = {x: np.full((4, 3), 0.25, np.float32)}
@@ -76,12 +87,7 @@ def test_runs_without_a_trace_level_or_metadata_record_nothing():
 
 
 def test_the_timeline_is_a_chrome_trace_of_the_step_with_its_dataflow():
-    x, _, loss, train = _model()
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        meta = tf.RunMetadata()
-        sess.run(train, {x: np.ones((2, 3))}, run_metadata=meta,
-                 options=tf.RunOptions(trace_level=tf.RunOptions.SOFTWARE_TRACE))
+    meta = _traced(level=tf.RunOptions.SOFTWARE_TRACE)
     trace = json.loads(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
     ops = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     stats = [n for d in meta.step_stats.dev_stats for n in d.node_stats]
@@ -146,12 +152,7 @@ def test_options_of_a_run_and_its_hooks_merge_as_in_tensorflow():
 
 
 def test_run_metadata_goes_to_the_event_file_under_its_tag(tmp_path):
-    x, _, loss, _ = _model()
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        meta = tf.RunMetadata()
-        sess.run(loss, {x: np.ones((2, 3))}, run_metadata=meta,
-                 options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+    meta = _traced("loss")
     writer = tf.summary.FileWriter(str(tmp_path))
     writer.add_run_metadata(meta, "step_7", global_step=7)
     with pytest.raises(tf.OpsdkError, match="already used"):
@@ -180,12 +181,7 @@ def test_tensorflow_reads_the_metadata_and_draws_its_timeline():
     from tensorflow.core.protobuf import config_pb2
     from tensorflow.python.client import timeline as tf_timeline
 
-    x, _, loss, train = _model()
-    with tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        meta = tf.RunMetadata()
-        sess.run(train, {x: np.ones((2, 3))}, run_metadata=meta,
-                 options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+    meta = _traced()
     theirs = config_pb2.RunMetadata.FromString(meta.SerializeToString())
     ours = [(n.node_name, n.all_start_micros, n.all_end_rel_micros, n.timeline_label, n.thread_id)
             for d in meta.step_stats.dev_stats for n in d.node_stats]
