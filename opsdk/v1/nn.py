@@ -266,6 +266,17 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Option
     return _ops.dropout(x, keep, dropout_noise(x, seed), name=name)
 
 
+def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: Optional[str] = None,
+                 dim: Any = None) -> Any:
+    """x / sqrt(max(sum(x ** 2 over axis), epsilon)) (axis None: all; `dim` its old name)."""
+    if axis is not None and dim is not None:
+        raise OpsdkError("l2_normalize: give axis or dim, not both")
+    x = _t(x)
+    squares = _m.reduce_sum(_ops.square(x), dim if axis is None else axis, keepdims=True)
+    floor = opsdk.constant(np.asarray(epsilon, dtype=x.dtype))
+    return _ops.mul(x, _m.rsqrt(_ops.maximum(squares, floor)), name=name)
+
+
 def dropout_noise(x: Any, seed: Optional[int]) -> Any:
     """Uniform noise like x, drawn anew at every run (seeded: the next values of the seed's
     sequence, tensors.op_seed).

@@ -1,0 +1,127 @@
+"""TF1 functions composed of builtin ops (opsdk/v1/composed.py, nn.l2_normalize): values as
+NumPy computes them (and TensorFlow, where installed), gradient clipping inside a training step,
+and bad arguments refused naming the function."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+
+RNG = np.random.default_rng(3)
+A = RNG.normal(size=(3, 4)).astype(np.float32)
+B = RNG.normal(size=(3, 4)).astype(np.float32)
+SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
+BIG = np.array([[1000.0, 1000.0, -3.0], [0.0, -np.inf, 2.0]], np.float32)
+
+
+def _cases(api):
+    """name -> tensor, built with `api` (opsdk.v1 or TensorFlow's compat.v1)."""
+    a, b = api.constant(A), api.constant(B)
+    clipped, norm = api.clip_by_global_norm([a, None, b], 1.5)
+    flags_x, flags_y = api.constant([True, False, True, False]), api.constant([True, True, False, False])
+    return {
+        "add_n": api.add_n([a, b, a]), "global_norm": api.global_norm([a, b]),
+        "clip_by_norm": api.clip_by_norm(a, 1.0), "clip_by_norm_rows": api.clip_by_norm(a, 1.0, axes=[1]),
+        "clipped_a": clipped[0], "clipped_b": clipped[2], "norm": norm,
+        "size": api.size(a), "mask": api.sequence_mask(api.constant([1, 3, 0]), 4),
+        "mask_float": api.sequence_mask(api.constant([2, 1]), dtype=api.float32),
+        "eye": api.eye(3, 2), "eye_batch": api.eye(2, batch_shape=[2]),
+        "is_nan": api.is_nan(api.constant(SPECIAL)), "is_inf": api.is_inf(api.constant(SPECIAL)),
+        "is_finite": api.is_finite(api.constant(SPECIAL)),
+        "and": api.logical_and(flags_x, flags_y), "or": api.logical_or(flags_x, flags_y),
+        "not": api.logical_not(flags_x), "xor": api.logical_xor(flags_x, flags_y),
+        "all": api.reduce_all(api.constant([[True, False], [True, True]]), axis=1),
+        "count": api.count_nonzero(api.constant([[0.0, 1.0], [2.0, 0.0]])),
+        "count_rows": api.count_nonzero(api.constant([[0, 1], [2, 3]]), axis=1, keepdims=True),
+        "logsumexp": api.reduce_logsumexp(api.constant(BIG), axis=1),
+        "logsumexp_all": api.reduce_logsumexp(api.constant(A)),
+        "l2_normalize": api.nn.l2_normalize(a, axis=1),
+    }
+
+
+def _ours() -> dict:
+    tf.reset_default_graph()
+    cases = _cases(tf)
+    with tf.Session() as sess:
+        return dict(zip(cases, sess.run(list(cases.values()))))
+
+
+def test_values_are_numpys():
+    got = _ours()
+    norm = np.sqrt((A ** 2).sum() + (B ** 2).sum())
+    expected = {
+        "add_n": A + B + A, "global_norm": norm,
+        "clip_by_norm": A * 1.0 / max(np.sqrt((A ** 2).sum()), 1.0),
+        "clip_by_norm_rows": A / np.maximum(np.sqrt((A ** 2).sum(1, keepdims=True)), 1.0),
+        "clipped_a": A * 1.5 / max(norm, 1.5), "clipped_b": B * 1.5 / max(norm, 1.5), "norm": norm,
+        "size": 12, "mask": np.arange(4) < np.array([[1], [3], [0]]),
+        "mask_float": (np.arange(2) < np.array([[2], [1]])).astype(np.float32),
+        "eye": np.eye(3, 2), "eye_batch": np.stack([np.eye(2)] * 2),
+        "is_nan": np.isnan(SPECIAL), "is_inf": np.isinf(SPECIAL), "is_finite": np.isfinite(SPECIAL),
+        "and": [True, False, False, False], "or": [True, True, True, False],
+        "not": [False, True, False, True], "xor": [False, True, True, False],
+        "all": [False, True], "count": 2, "count_rows": [[1], [2]],
+        "logsumexp": [1000 + np.log(2), np.log(np.exp(0) + np.exp(2))],
+        "logsumexp_all": np.log(np.exp(A.astype(np.float64)).sum()),
+        "l2_normalize": A / np.sqrt((A ** 2).sum(1, keepdims=True)),
+    }
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert got["mask"].dtype == np.bool_ and got["count"].dtype == np.int64
+    assert got["size"].dtype == np.int32 and got["mask_float"].dtype == np.float32
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow is not installed (pip install opsdk[tf]): NumPy's values "
+                           "are checked above")
+def test_values_are_tensorflows():
+    import tensorflow as real_tf
+
+    api = real_tf.compat.v1
+    with real_tf.Graph().as_default():
+        cases = _cases(api)
+        with api.Session() as sess:
+            theirs = dict(zip(cases, sess.run(list(cases.values()))))
+    ours = _ours()
+    for name in theirs:
+        np.testing.assert_allclose(ours[name], theirs[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        assert np.asarray(ours[name]).dtype == np.asarray(theirs[name]).dtype, name
+
+
+def test_a_training_step_clips_its_gradients_by_their_global_norm():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 4])
+    w = tf.Variable(np.full((4, 1), 5.0, np.float32))
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w)))
+    tvars = tf.trainable_variables()
+    grads, norm = tf.clip_by_global_norm(tf.gradients(loss, tvars), 0.5)
+    train = tf.train.GradientDescentOptimizer(1.0).apply_gradients(zip(grads, tvars))
+    batch = np.ones((2, 4), np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(w)
+        raw_norm, _ = sess.run([norm, train], {x: batch})
+        step = before - sess.run(w)
+    # the raw gradient is 2 * 20 * x's column means = 40 per weight, norm 80: clipped to 0.5
+    np.testing.assert_allclose(raw_norm, 80.0, rtol=1e-6)
+    np.testing.assert_allclose(np.sqrt((step ** 2).sum()), 0.5, rtol=1e-6)
+
+
+def test_bad_arguments_are_refused_naming_the_function():
+    tf.reset_default_graph()
+    with pytest.raises(tf.OpsdkError, match="add_n: give a non-empty list"):
+        tf.add_n([])
+    with pytest.raises(tf.OpsdkError, match="add_n: .* give tensors of one shape"):
+        tf.add_n([tf.zeros([2]), tf.zeros([3])])
+    with pytest.raises(tf.OpsdkError, match="add_n: .* give tensors of one dtype"):
+        tf.add_n([tf.zeros([2]), tf.zeros([2], dtype=tf.int32)])
+    with pytest.raises(tf.OpsdkError, match="clip_by_global_norm: t_list must be a list"):
+        tf.clip_by_global_norm(tf.zeros([2]), 1.0)
+    with pytest.raises(tf.OpsdkError, match="sequence_mask: lengths must be int32 or int64"):
+        tf.sequence_mask(tf.constant([1.5]))
+    with pytest.raises(tf.OpsdkError, match="logical_and: .* give bool tensors"):
+        tf.logical_and(tf.zeros([2]), tf.constant([True, False]))
