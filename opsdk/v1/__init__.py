@@ -69,8 +69,9 @@ cond, while_loop = opsdk.cond, opsdk.while_loop
 from opsdk.v1.math_ops import AggregationMethod, UnconnectedGradients, gradients  # noqa: E402
 from opsdk.v1.composed import (add_n, clip_by_global_norm, clip_by_norm, count_nonzero, eye,  # noqa: E402
                                global_norm, is_finite, is_inf, is_nan, logical_and, logical_not,
-                               logical_or, logical_xor, reduce_all, reduce_logsumexp,
-                               sequence_mask, size)
+                               logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,
+                               reverse, sequence_mask, size, tile)
+reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
 logging = __import__("logging").getLogger("opsdk.v1")
 logging.set_verbosity = lambda level: None  # TF's tf.logging.set_verbosity: accepted

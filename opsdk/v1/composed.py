@@ -1,7 +1,8 @@
 """TF1 functions made of opsdk's builtin ops, as TensorFlow's own Python defines most of them:
 `add_n`, norms and gradient clipping (`global_norm`, `clip_by_norm`, `clip_by_global_norm`),
-`size`, `sequence_mask`, `eye`, NaN and infinity tests, logical ops, and the reductions
-`reduce_all`, `count_nonzero` and `reduce_logsumexp`. Gradients flow through them as through
+`size`, `sequence_mask`, `eye`, NaN and infinity tests, logical ops, the reductions
+`reduce_all`, `count_nonzero` and `reduce_logsumexp`, and `reverse`, `tile` and `pad` (gathers,
+concatenations and broadcasts). Gradients flow through them as through
 the ops they are made of.
 """
 
@@ -221,6 +222,138 @@ def reduce_logsumexp(input_tensor: Any, axis: Any = None, keepdims: Any = None,
     return _ops.add(_ops.log(summed), shift, name=name)
 
 
+def _dim(x: Any, axis: int) -> Any:
+    """x's size along axis: an int when known when the graph is built, else a 0-d int32."""
+    if x.shape is not None and x.shape[axis] is not None:
+        return int(x.shape[axis])
+    return _ops.reshape(_ops.slice(math_ops.shape(x), begin=[axis], size=[1]), shape=[])
+
+
+def _axis(who: str, x: Any, axis: Any) -> int:
+    if x.shape is None:
+        raise OpsdkError(f"{who}: '{x.name}' has an unknown rank")
+    a = args.static_int(who, "axis", axis)
+    if not -len(x.shape) <= a < len(x.shape):
+        raise OpsdkError(f"{who}: axis {a} is out of range for '{x.name}' of rank {len(x.shape)}")
+    return a % len(x.shape)
+
+
+def reverse(tensor: Any, axis: Any, name: Optional[str] = None) -> Any:
+    """tensor with the order of its elements reversed along each axis in `axis` (TF1's
+    tf.reverse, reverse_v2): a gather of the indices n-1 .. 0."""
+    x = _t(tensor)
+    axes = args.static_dims("reverse", axis, "axis") if isinstance(axis, (list, tuple)) or (
+        args.is_tensor(axis) and _t(axis).ndim == 1) else [axis]
+    for a in sorted({_axis("reverse", x, a) for a in axes}):
+        n = _dim(x, a)
+        if isinstance(n, int):
+            indices = opsdk.constant(np.arange(n - 1, -1, -1, dtype=np.int32))
+        else:
+            indices = math_ops.range(n - 1, -1, -1)
+        x = _ops.gather(x, indices, axis=a)
+    return _ops.identity(x, name=name)
+
+
+def tile(input: Any, multiples: Any, name: Optional[str] = None) -> Any:  # noqa: A002
+    """input repeated multiples[i] times along axis i. Multiples known when the graph is built
+    concatenate copies; multiples known only at run time need input's shape known, and
+    broadcast it."""
+    x = _t(input)
+    if x.shape is None:
+        raise OpsdkError(f"tile: '{x.name}' has an unknown rank")
+    rank = len(x.shape)
+    if not args.is_tensor(multiples) and all(not args.is_tensor(m) for m in multiples):
+        counts = [int(m) for m in multiples]
+        if len(counts) != rank or any(m < 0 for m in counts):
+            raise OpsdkError(f"tile: multiples {counts} must hold {rank} counts >= 0 for "
+                             f"'{x.name}' of shape {x.shape}")
+        for a, m in enumerate(counts):
+            if m != 1:
+                x = _ops.concat([x] * m, axis=a) if m else _ops.slice(
+                    x, begin=[0] * rank, size=[0 if i == a else -1 for i in builtins.range(rank)])
+        return _ops.identity(x, name=name)
+    if None in x.shape:
+        raise OpsdkError(f"tile: multiples known only at run time need '{x.name}''s shape known "
+                         f"when the graph is built, got {x.shape}")
+    counts = _ops.cast(_ops.reshape(_t(multiples) if args.is_tensor(multiples) else _ops.stack(
+        [_ops.cast(_t(m), dtype="int32") for m in multiples]), shape=[rank]), dtype="int32")
+    interleaved = [d for dim in x.shape for d in (1, int(dim))]
+    spread = _ops.reshape(x, shape=interleaved)  # [1, d0, 1, d1, ...]
+    ones = opsdk.constant(np.ones(rank, np.int32))
+    grid = _ops.reshape(_ops.stack([counts, ones], axis=1), shape=[2 * rank])  # [m0, 1, m1, 1..]
+    zeros = _ops.fill_dims(grid, opsdk.constant(np.zeros((), dtype=x.dtype)))
+    sizes = _ops.mul(counts, opsdk.constant(np.asarray(x.shape, np.int32)))
+    return _ops.reshape_dims(_ops.add(spread, zeros), sizes, shape=[-1] * rank, name=name)
+
+
+def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: Optional[str] = None,
+        constant_values: Any = 0) -> Any:
+    """tensor with paddings[i] = [before, after] elements added along axis i (known when the
+    graph is built): constant_values (CONSTANT), or tensor's elements mirrored without its edge
+    (REFLECT) or with it (SYMMETRIC); a mirrored axis's size must be known."""
+    x = _t(tensor)
+    if x.shape is None:
+        raise OpsdkError(f"pad: '{x.name}' has an unknown rank")
+    rank, mode = len(x.shape), str(mode).upper()
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise OpsdkError(f"pad: mode {mode!r}; give 'CONSTANT', 'REFLECT' or 'SYMMETRIC'")
+    amounts = np.asarray(_static_paddings(paddings), dtype=np.int64)
+    if amounts.size != 2 * rank or (amounts < 0).any():
+        raise OpsdkError(f"pad: paddings must be {rank} pairs [before, after] >= 0 for "
+                         f"'{x.name}' of shape {x.shape}, got {amounts.reshape(-1).tolist()}")
+    value = opsdk.constant(np.asarray(constant_values, dtype=x.dtype))
+    for a, (before, after) in enumerate(amounts.reshape(rank, 2).tolist()):
+        if not before and not after:
+            continue
+        known = [(-1 if d is None else int(d) + (before + after if i == a else 0))
+                 for i, d in enumerate(x.shape)]
+        pieces = [_pad_piece(x, a, before, True, mode, value), x,
+                  _pad_piece(x, a, after, False, mode, value)]
+        x = _ops.concat([p for p in pieces if p is not None], axis=a)
+        if tuple(x.shape) != tuple(None if d < 0 else d for d in known):
+            # a block filled to a run-time shape: the sizes known when the graph is built back
+            x = _ops.reshape_dims(x, math_ops.shape(x), shape=known)
+    return _ops.identity(x, name=name)
+
+
+def _static_paddings(paddings: Any) -> list:
+    """The paddings' numbers, flat: a nested list, an array, or a tensor of constants."""
+    if args.is_tensor(paddings):
+        found = args.entries(paddings)
+        if found is None or any(v is None for v in found):
+            raise OpsdkError("pad: paddings must be known when the graph is built")
+        return [int(v) for v in found]
+    return [int(v) for v in np.asarray(paddings).reshape(-1).tolist()]
+
+
+def _pad_piece(x: Any, axis: int, count: int, first: bool, mode: str, value: Any) -> Any:
+    """The `count` elements put before (first) or after x along axis, or None for none."""
+    if not count:
+        return None
+    rank = len(x.shape)
+    if mode == "CONSTANT":
+        sizes = [count if i == axis else d for i, d in enumerate(x.shape)]
+        if None not in sizes:
+            return opsdk.constant(np.full(sizes, value.op.attrs["value"], dtype=x.dtype))
+        dims = _ops.concat([_ops.slice(math_ops.shape(x), begin=[0], size=[axis]),
+                            opsdk.constant(np.asarray([count], np.int32)),
+                            _ops.slice(math_ops.shape(x), begin=[axis + 1], size=[-1])], axis=0)
+        return _ops.fill_dims(dims, value)
+    n = x.shape[axis]
+    if n is None:
+        raise OpsdkError(f"pad: {mode} along axis {axis} needs its size known when the graph is "
+                         f"built ('{x.name}' has shape {x.shape})")
+    edge = 1 if mode == "REFLECT" else 0
+    if count > n - edge:
+        raise OpsdkError(f"pad: {mode} adds {count} along axis {axis} of size {n}; at most "
+                         f"{n - edge}")
+    start = edge if first else n - count - edge
+    begin = [start if i == axis else 0 for i in builtins.range(rank)]
+    size = [count if i == axis else -1 for i in builtins.range(rank)]
+    return reverse(_ops.slice(x, begin=begin, size=size), axis)
+
+
 NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", "sequence_mask",
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
-         "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp")
+         "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
+         "pad")

@@ -1,4 +1,5 @@
-"""`tf.layers`: dense, conv2d, conv2d_transpose, max_pooling2d, average_pooling2d, dropout,
+"""`tf.layers`: dense, conv1d, conv2d, conv2d_transpose, max_pooling1d and 2d, average_pooling1d
+and 2d, dropout,
 flatten and batch_normalization (`opsdk/v1/normalization.py`), functional forms, each making its
 variables with `get_variable` under its own variable scope."""
 
@@ -127,6 +128,59 @@ def conv2d_transpose(inputs: Any, filters: int, kernel_size: Any, strides: Any =
                                        initializer=bias_initializer or scopes.zeros_initializer())
             y = _ops.bias_add(y, bias)
         return _activate(y, activation)
+
+
+def conv1d(inputs: Any, filters: int, kernel_size: Any, strides: Any = 1, padding: str = "valid",
+           data_format: str = "channels_last", dilation_rate: Any = 1, activation: Any = None,
+           use_bias: bool = True, kernel_initializer: Any = None, bias_initializer: Any = None,
+           trainable: bool = True, name: Optional[str] = None, reuse: Any = None,
+           **unused: Any) -> Any:
+    """A 1-D convolution layer over [batch, width, channels] inputs (channels_last): its kernel
+    [kernel_size, in, filters], as TF's."""
+    if data_format != "channels_last":
+        raise OpsdkError("layers.conv1d: opsdk.v1 supports data_format='channels_last' only")
+    x = _t(inputs)
+    width, step = _single("conv1d", kernel_size), _single("conv1d", strides)
+    with scopes.variable_scope(name, default_name="conv1d", reuse=reuse):
+        kernel = scopes.get_variable("kernel", [width, int(x.shape[-1]), int(filters)],
+                                     initializer=kernel_initializer, trainable=trainable)
+        y = nn.conv1d(x, kernel, step, padding.upper())
+        if use_bias:
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+                                       initializer=bias_initializer or scopes.zeros_initializer())
+            y = _ops.bias_add(y, bias)
+        return _activate(y, activation)
+
+
+def _single(who: str, value: Any) -> int:
+    """A 1-D layer's size: an int or a one-element list or tuple."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise OpsdkError(f"layers.{who}: give one size, got {value!r}")
+        value = value[0]
+    return int(value)
+
+
+def max_pooling1d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                  data_format: str = "channels_last", name: Optional[str] = None) -> Any:
+    """Max over windows of [batch, width, channels] inputs (a 2-D pool over a height of 1)."""
+    return _pool1d(nn.max_pool, "max_pooling1d", inputs, pool_size, strides, padding, name)
+
+
+def average_pooling1d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
+                      data_format: str = "channels_last", name: Optional[str] = None) -> Any:
+    """Mean over windows of [batch, width, channels] inputs."""
+    return _pool1d(nn.avg_pool, "average_pooling1d", inputs, pool_size, strides, padding, name)
+
+
+def _pool1d(pool: Any, who: str, inputs: Any, pool_size: Any, strides: Any, padding: str,
+            name: Optional[str]) -> Any:
+    from opsdk.v1 import math_ops
+
+    size, step = _single(who, pool_size), _single(who, strides)
+    y = pool(math_ops.expand_dims(_t(inputs), 1), [1, 1, size, 1], [1, 1, step, 1],
+             padding.upper())
+    return math_ops.squeeze(y, [1], name=name)
 
 
 def max_pooling2d(inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",

@@ -148,6 +148,24 @@ def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = N
                        stride_h=sh, stride_w=sw, same=int(same), name=name)
 
 
+def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,
+           use_cudnn_on_gpu: Any = None, data_format: Any = "NWC", name: Optional[str] = None,
+           input: Any = None, dilations: Any = None) -> Any:  # noqa: A002 (TF's names)
+    """1-D convolution of [batch, width, in] by a [kernel width, in, out] filter, as TF makes
+    it: a conv2d over a height of 1, that axis then dropped."""
+    if data_format not in ("NWC", "NHWC", None):
+        raise OpsdkError(f"conv1d: data_format {data_format!r}; opsdk.v1 supports 'NWC' only")
+    if dilations not in (None, 1, [1], [1, 1, 1], (1,), (1, 1, 1)):
+        raise OpsdkError("conv1d: dilations are not supported by opsdk.v1")
+    x = _m.expand_dims(_t(value if value is not None else input), 1)
+    step = stride[-2] if isinstance(stride, (list, tuple)) and len(stride) == 3 else stride
+    if isinstance(step, (list, tuple)) and len(step) == 1:
+        step = step[0]
+    step = _args.static_int("conv1d", "stride", step)
+    y = conv2d(x, _m.expand_dims(_t(filters), 0), [1, 1, step, 1], padding)
+    return _m.squeeze(y, [1], name=name)
+
+
 def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = None,
                      strides: Any = None, padding: str = "SAME", data_format: Any = "NHWC",
                      name: Optional[str] = None, input: Any = None, filters: Any = None,

@@ -1,6 +1,7 @@
-"""TF1 functions composed of builtin ops (opsdk/v1/composed.py, nn.l2_normalize): values as
-NumPy computes them (and TensorFlow, where installed), gradient clipping inside a training step,
-and bad arguments refused naming the function."""
+"""TF1 functions composed of builtin ops (opsdk/v1/composed.py, nn.l2_normalize, nn.conv1d, the
+1-D layers): values as NumPy computes them (and TensorFlow, where installed), gradients through
+them, gradient clipping inside a training step, and bad arguments refused naming the
+function."""
 
 from __future__ import annotations
 
@@ -16,6 +17,18 @@ A = RNG.normal(size=(3, 4)).astype(np.float32)
 B = RNG.normal(size=(3, 4)).astype(np.float32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
 BIG = np.array([[1000.0, 1000.0, -3.0], [0.0, -np.inf, 2.0]], np.float32)
+SEQ = RNG.normal(size=(2, 7, 3)).astype(np.float32)
+FILTER = RNG.normal(size=(3, 3, 4)).astype(np.float32)
+
+
+def _conv1d(x: np.ndarray, f: np.ndarray, stride: int, same: bool) -> np.ndarray:
+    """NumPy's 1-D convolution of [batch, width, in] by [k, in, out], TF's padding rules."""
+    width, k = x.shape[1], f.shape[0]
+    out = -(-width // stride) if same else (width - k) // stride + 1
+    total = max((out - 1) * stride + k - width, 0) if same else 0
+    x = np.pad(x, [(0, 0), (total // 2, total - total // 2), (0, 0)])
+    return np.stack([np.einsum("bki,kio->bo", x[:, j * stride:j * stride + k], f)
+                     for j in range(out)], axis=1)
 
 
 def _cases(api):
@@ -40,6 +53,14 @@ def _cases(api):
         "logsumexp": api.reduce_logsumexp(api.constant(BIG), axis=1),
         "logsumexp_all": api.reduce_logsumexp(api.constant(A)),
         "l2_normalize": api.nn.l2_normalize(a, axis=1),
+        "reverse": api.reverse(a, [1]), "reverse_both": api.reverse(a, [0, 1]),
+        "tile": api.tile(a, [2, 3]),
+        "tile_run_time": api.tile(a, api.stack([api.size(api.constant([1, 2])), 1])),
+        "pad": api.pad(a, [[1, 0], [2, 1]], constant_values=-1.0),
+        "pad_reflect": api.pad(a, [[2, 1], [3, 2]], mode="REFLECT"),
+        "pad_symmetric": api.pad(a, [[1, 3], [0, 4]], mode="SYMMETRIC"),
+        "conv1d": api.nn.conv1d(api.constant(SEQ), api.constant(FILTER), 2, "SAME"),
+        "conv1d_valid": api.nn.conv1d(api.constant(SEQ), api.constant(FILTER), 1, "VALID"),
     }
 
 
@@ -68,6 +89,12 @@ def test_values_are_numpys():
         "logsumexp": [1000 + np.log(2), np.log(np.exp(0) + np.exp(2))],
         "logsumexp_all": np.log(np.exp(A.astype(np.float64)).sum()),
         "l2_normalize": A / np.sqrt((A ** 2).sum(1, keepdims=True)),
+        "reverse": A[:, ::-1], "reverse_both": A[::-1, ::-1], "tile": np.tile(A, [2, 3]),
+        "tile_run_time": np.tile(A, [2, 1]),
+        "pad": np.pad(A, [[1, 0], [2, 1]], constant_values=-1.0),
+        "pad_reflect": np.pad(A, [[2, 1], [3, 2]], mode="reflect"),
+        "pad_symmetric": np.pad(A, [[1, 3], [0, 4]], mode="symmetric"),
+        "conv1d": _conv1d(SEQ, FILTER, 2, True), "conv1d_valid": _conv1d(SEQ, FILTER, 1, False),
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
@@ -111,6 +138,41 @@ def test_a_training_step_clips_its_gradients_by_their_global_norm():
     np.testing.assert_allclose(np.sqrt((step ** 2).sum()), 0.5, rtol=1e-6)
 
 
+def test_gradients_flow_through_reverse_tile_and_pad():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3])
+    w = RNG.normal(size=(4, 9)).astype(np.float32)
+    tiled_w = RNG.normal(size=(4, 6)).astype(np.float32)
+    padded = tf.pad(tf.reverse(x, [1]), [[1, 1], [3, 3]], mode="CONSTANT")
+    loss = tf.reduce_sum(padded * w) + tf.reduce_sum(tf.tile(x, [2, 2]) * tiled_w)
+    (grad,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        got = sess.run(grad, {x: A[:2, :3]})
+    # pad: the inner block of w; reverse: its columns reversed; tile: the four copies summed
+    expected = w[1:3, 3:6][:, ::-1] + sum(tiled_w[r:r + 2, c:c + 3] for r in (0, 2) for c in (0, 3))
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_layers_conv1d_and_pooling_keep_their_static_shapes_and_train():
+    tf.reset_default_graph()
+    seq = tf.placeholder(tf.float32, [None, 10, 3])
+    y = tf.layers.conv1d(seq, 4, 3, padding="same", activation=tf.nn.relu)
+    pooled = tf.layers.max_pooling1d(y, 2, 2)
+    mean = tf.layers.average_pooling1d(y, 5, 5)
+    assert (y.shape, pooled.shape, mean.shape) == ((None, 10, 4), (None, 5, 4), (None, 2, 4))
+    kernel = [v for v in tf.trainable_variables() if v.name.startswith("conv1d/kernel")]
+    assert len(kernel) == 1 and tuple(kernel[0].shape) == (3, 3, 4)
+    loss = tf.reduce_mean(tf.square(tf.layers.dense(tf.layers.flatten(pooled), 1) - 1.0))
+    train = tf.train.AdamOptimizer(0.05).minimize(loss)
+    batch = RNG.normal(size=(8, 10, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss, {seq: batch})
+        for _ in range(30):
+            sess.run(train, {seq: batch})
+        assert sess.run(loss, {seq: batch}) < 0.5 * first
+
+
 def test_bad_arguments_are_refused_naming_the_function():
     tf.reset_default_graph()
     with pytest.raises(tf.OpsdkError, match="add_n: give a non-empty list"):
@@ -125,3 +187,13 @@ def test_bad_arguments_are_refused_naming_the_function():
         tf.sequence_mask(tf.constant([1.5]))
     with pytest.raises(tf.OpsdkError, match="logical_and: .* give bool tensors"):
         tf.logical_and(tf.zeros([2]), tf.constant([True, False]))
+    with pytest.raises(tf.OpsdkError, match=r"tile: multiples \[2\] must hold 2 counts"):
+        tf.tile(tf.zeros([2, 2]), [2])
+    with pytest.raises(tf.OpsdkError, match="pad: REFLECT adds 3 along axis 0 of size 2"):
+        tf.pad(tf.zeros([2, 2]), [[3, 0], [0, 0]], mode="REFLECT")
+    with pytest.raises(tf.OpsdkError, match="pad: REFLECT along axis 0 needs its size known"):
+        tf.pad(tf.placeholder(tf.float32, [None, 2]), [[1, 0], [0, 0]], mode="REFLECT")
+    with pytest.raises(tf.OpsdkError, match="pad: mode 'WRAP'"):
+        tf.pad(tf.zeros([2]), [[1, 1]], mode="wrap")
+    with pytest.raises(tf.OpsdkError, match="reverse: axis 2 is out of range"):
+        tf.reverse(tf.zeros([2, 2]), [2])
