@@ -15,7 +15,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import scopes
 from opsdk.v1.averages import ExponentialMovingAverage
-from opsdk.v1 import graph_def as _graph_def
+from opsdk.v1 import graph_def as _graph_def, schedules as _schedules
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import Variable, convert_to_tensor
 
@@ -97,4 +97,6 @@ train = Namespace(
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
     global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,
     ExponentialMovingAverage=ExponentialMovingAverage, write_graph=_graph_def.write_graph,
+    piecewise_constant_decay=_schedules.piecewise_constant,
+    **{name: getattr(_schedules, name) for name in _schedules.NAMES},
 )

@@ -1,4 +1,4 @@
-"""tf.losses' weighting and reductions, exponential_decay and the GRU cell, against NumPy
+"""tf.losses' weighting and reductions, the learning-rate schedules and the GRU cell, against NumPy
 written from TensorFlow's documented formulas (and against TensorFlow itself where installed)."""
 
 from __future__ import annotations
@@ -120,3 +120,74 @@ def test_weighted_losses_equal_tensorflows():
             theirs = real.Session().run(getattr(real.losses, fn)(LABELS, PRED, weights=WEIGHTS))
         ours = run(lambda t: getattr(t.losses, fn)(LABELS, PRED, weights=WEIGHTS))
         assert ours == pytest.approx(theirs, rel=1e-5), fn
+
+
+STEPS = [0, 1, 5, 10, 37, 100, 250, 1000]
+
+
+def _schedules(api, step):
+    """Every other schedule of tf.train, as TF1 programs call them."""
+    t = api.train
+    return [t.piecewise_constant(step, [10, 100], [1.0, 0.5, 0.1]),
+            t.polynomial_decay(0.1, step, 100, 0.001, 2.0),
+            t.polynomial_decay(0.1, step, 100, 0.001, 1.0, cycle=True),
+            t.natural_exp_decay(0.1, step, 50, 0.5),
+            t.natural_exp_decay(0.1, step, 50, 0.5, staircase=True),
+            t.inverse_time_decay(0.1, step, 50, 0.5),
+            t.inverse_time_decay(0.1, step, 50, 0.5, staircase=True),
+            t.cosine_decay(0.1, step, 200, 0.1),
+            t.cosine_decay_restarts(0.1, step, 20, 2.0, 0.8, 0.05),
+            t.cosine_decay_restarts(0.1, step, 20, 1.0),
+            t.linear_cosine_decay(0.1, step, 300, 1.5)]
+
+
+def _our_schedules() -> list:
+    tf.reset_default_graph()
+    step = tf.placeholder(tf.int64, [])
+    rates = _schedules(tf, step)
+    with tf.Session() as sess:
+        return [sess.run(rates, {step: s}) for s in STEPS]
+
+
+def test_schedules_follow_their_formulas():
+    got = np.array(_our_schedules(), np.float64)  # [step, schedule]
+    s = np.array(STEPS, np.float64)
+    held = np.minimum(s, 100)
+    cycled = 100 * np.where(s == 0, 1, np.ceil(s / 100))
+    expected = [
+        np.where(s <= 10, 1.0, np.where(s <= 100, 0.5, 0.1)),
+        (0.1 - 0.001) * (1 - held / 100) ** 2 + 0.001,
+        (0.1 - 0.001) * (1 - s / cycled) + 0.001,
+        0.1 * np.exp(-0.5 * s / 50), 0.1 * np.exp(-0.5 * np.floor(s / 50)),
+        0.1 / (1 + 0.5 * s / 50), 0.1 / (1 + 0.5 * np.floor(s / 50)),
+        0.1 * (0.9 * 0.5 * (1 + np.cos(np.pi * np.minimum(s, 200) / 200)) + 0.1),
+    ]
+    for i, want in enumerate(expected):
+        np.testing.assert_allclose(got[:, i], want, rtol=2e-6, atol=1e-8, err_msg=str(i))
+    # restarts every 20 steps (t_mul 1): step 25 is 5 steps into its second period
+    np.testing.assert_allclose(got[STEPS.index(37), 9], 0.1 * 0.5 * (1 + np.cos(np.pi * 17 / 20)),
+                               rtol=2e-6)
+    assert all(r.dtype == np.float32 for r in _our_schedules()[0])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None,
+                    reason="TensorFlow is not installed (pip install opsdk[tf]): the formulas "
+                           "are checked above")
+def test_schedules_equal_tensorflows():
+    import tensorflow.compat.v1 as real
+    real.disable_eager_execution()
+    with real.Graph().as_default():
+        step = real.placeholder(real.int64, [])
+        rates = _schedules(real, step)
+        with real.Session() as sess:
+            theirs = [sess.run(rates, {step: s}) for s in STEPS]
+    np.testing.assert_allclose(np.array(_our_schedules()), np.array(theirs), rtol=1e-5, atol=1e-7)
+
+
+def test_schedules_refuse_bad_arguments():
+    tf.reset_default_graph()
+    step = tf.placeholder(tf.int64, [])
+    with pytest.raises(OpsdkError, match="piecewise_constant: give one value more than"):
+        tf.train.piecewise_constant(step, [10], [1.0])
+    with pytest.raises(OpsdkError, match="cosine_decay: decay_steps must be > 0"):
+        tf.train.cosine_decay(0.1, step, 0)
