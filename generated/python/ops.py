@@ -161,6 +161,7 @@ __all__ = [
     'tan_grad',
     'tanh',
     'tanh_grad',
+    'top_k_indices',
     'transpose',
     'transpose_grad',
     'truncated_normal',
@@ -3616,6 +3617,31 @@ def tanh_grad(x, y, grad_y, *, name=None):
         (2,)
     """
     return _apply('tanh_grad', [x, y, grad_y], {}, name)
+
+
+def top_k_indices(x, *, k=1, name=None):
+    r"""Indices of the k largest elements of x's last axis, largest first (equal values in index order).
+
+    TensorFlow's top_k returns these and the values at them; opsdk.v1 gathers the values with
+    them, so the gradient flows through that gather.
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape [..., n].
+        k: int, default 1, >= 0. how many; at most the size of x's last axis
+        name: the node's name when called inside a graph.
+
+    Returns:
+        indices: int32, shape [..., k].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 2)).astype(np.int8)
+        >>> top_k_indices(x).shape
+        (2, 1)
+    """
+    return _apply('top_k_indices', [x], {'k': k}, name)
 
 
 def transpose(x, *, perm=(), name=None):

@@ -62,6 +62,15 @@ def in_top_k(xp, predictions, targets, k):
     return xp.asarray(above < k)
 
 
+def top_k_indices(xp, x, k):
+    n = x.shape[-1]
+    if k > n:
+        raise ValueError(f"k={k} is more than the {n} elements of x's last axis")
+    # a stable sort of -x keeps equal values in index order, as TensorFlow's top_k does
+    order = xp.argsort(-x, axis=-1, kind="stable")
+    return xp.ascontiguousarray(order[..., :k]).astype(np.int32)
+
+
 def shape(xp, x):
     return xp.asarray(np.asarray(x.shape, dtype=np.int32))
 
