@@ -4,7 +4,7 @@ TF1's signatures and keyword aliases (`dim=`, `keep_prob=`/`rate=`, `_sentinel`)
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -282,6 +282,35 @@ def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Option
     x = _t(x)
     keep = _keep(x, keep_prob, rate)
     return _ops.dropout(x, keep, dropout_noise(x, seed), name=name)
+
+
+class TopKV2(NamedTuple):
+    values: Any
+    indices: Any
+
+
+def top_k(input: Any, k: Any = 1, sorted: bool = True, name: Optional[str] = None) -> TopKV2:  # noqa: A002
+    """(values, indices) of the k largest entries of input's last axis, largest first (equal
+    values in index order), as TF's. The indices come from the `top_k_indices` op; the values
+    are gathered with them, so a gradient reaches the entries picked. The last axis's size must
+    be known when the graph is built."""
+    x = _t(input)
+    k = _args.static_int("top_k", "k", k)
+    if x.shape is None or not x.shape or x.shape[-1] is None:
+        raise OpsdkError(f"top_k: '{x.name}' needs a last axis whose size is known when the "
+                         f"graph is built, got shape {x.shape}")
+    n = int(x.shape[-1])
+    indices = _ops.top_k_indices(x, k=k)
+    rows = _ops.reshape(indices, shape=[-1, k])
+    offsets = _ops.mul(_m.range(0, _ops.reshape(_ops.slice(_m.shape(rows), begin=[0], size=[1]),
+                                                shape=[])),
+                       opsdk.constant(np.int32(n)))
+    flat = _ops.add(rows, _m.expand_dims(offsets, 1))
+    values = _ops.gather(_ops.reshape(x, shape=[-1]), flat)
+    if len(x.shape) != 2:
+        values = _ops.reshape_dims(values, _m.shape(indices),
+                                   shape=[-1 if d is None else int(d) for d in indices.shape])
+    return TopKV2(_ops.identity(values, name=name), indices)
 
 
 def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: Optional[str] = None,

@@ -18,6 +18,7 @@ B = RNG.normal(size=(3, 4)).astype(np.float32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
 BIG = np.array([[1000.0, 1000.0, -3.0], [0.0, -np.inf, 2.0]], np.float32)
 SEQ = RNG.normal(size=(2, 7, 3)).astype(np.float32)
+TIES = np.array([[1, 5, 2, 5, 0], [9, 8, 7, 6, 5], [3, 3, 3, 3, 3]], np.float32)
 FILTER = RNG.normal(size=(3, 3, 4)).astype(np.float32)
 
 
@@ -61,6 +62,10 @@ def _cases(api):
         "pad_symmetric": api.pad(a, [[1, 3], [0, 4]], mode="SYMMETRIC"),
         "conv1d": api.nn.conv1d(api.constant(SEQ), api.constant(FILTER), 2, "SAME"),
         "conv1d_valid": api.nn.conv1d(api.constant(SEQ), api.constant(FILTER), 1, "VALID"),
+        "top_k_values": api.nn.top_k(api.constant(TIES), 3).values,
+        "top_k_indices": api.nn.top_k(api.constant(TIES), 3).indices,
+        "top_k_vector": api.nn.top_k(api.constant(TIES[0]), 2).values,
+        "top_k_rank3": api.nn.top_k(api.constant(SEQ), 2).indices,
     }
 
 
@@ -95,6 +100,9 @@ def test_values_are_numpys():
         "pad_reflect": np.pad(A, [[2, 1], [3, 2]], mode="reflect"),
         "pad_symmetric": np.pad(A, [[1, 3], [0, 4]], mode="symmetric"),
         "conv1d": _conv1d(SEQ, FILTER, 2, True), "conv1d_valid": _conv1d(SEQ, FILTER, 1, False),
+        "top_k_values": [[5, 5, 2], [9, 8, 7], [3, 3, 3]],
+        "top_k_indices": [[1, 3, 2], [0, 1, 2], [0, 1, 2]],  # equal values in index order
+        "top_k_vector": [5, 5], "top_k_rank3": np.argsort(-SEQ, -1, kind="stable")[..., :2],
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
@@ -151,6 +159,21 @@ def test_gradients_flow_through_reverse_tile_and_pad():
     # pad: the inner block of w; reverse: its columns reversed; tile: the four copies summed
     expected = w[1:3, 3:6][:, ::-1] + sum(tiled_w[r:r + 2, c:c + 3] for r in (0, 2) for c in (0, 3))
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_the_gradient_of_top_k_reaches_the_entries_picked():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 5])
+    values, _ = tf.nn.top_k(x, 2)
+    (grad,) = tf.gradients(tf.reduce_sum(values * tf.constant([1.0, 10.0])), [x])
+    with tf.Session() as sess:
+        got = sess.run(grad, {x: TIES})
+    np.testing.assert_array_equal(got, [[0, 1, 0, 10, 0], [1, 10, 0, 0, 0], [1, 10, 0, 0, 0]])
+    with pytest.raises(tf.OpsdkError, match="k=6 is more than the 5 elements"):
+        with tf.Session() as sess:
+            sess.run(tf.nn.top_k(x, 6).values, {x: TIES})
+    with pytest.raises(tf.OpsdkError, match="top_k: .* needs a last axis whose size is known"):
+        tf.nn.top_k(tf.placeholder(tf.float32, [2, None]), 1)
 
 
 def test_layers_conv1d_and_pooling_keep_their_static_shapes_and_train():
