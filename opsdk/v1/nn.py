@@ -40,6 +40,33 @@ def softplus(features: Any, name: Optional[str] = None) -> Any:
     return _ops.add(_ops.relu(x), _m.log1p(_ops.exp(_ops.neg(_ops.abs(x)))), name=name)
 
 
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def selu(features: Any, name: Optional[str] = None) -> Any:
+    """scale * (x if x > 0 else alpha * (exp(x) - 1)), TF's constants."""
+    x = _t(features)
+    negative = _ops.mul(_scalar(_SELU_ALPHA, x), elu(x))
+    return _ops.mul(_scalar(_SELU_SCALE, x), _ops.where(_m.greater(x, 0.0), x, negative),
+                    name=name)
+
+
+def softsign(features: Any, name: Optional[str] = None) -> Any:
+    """x / (1 + |x|)."""
+    x = _t(features)
+    return _ops.div(x, _ops.add(_scalar(1.0, x), _ops.abs(x)), name=name)
+
+
+def swish(features: Any, beta: float = 1.0, name: Optional[str] = None) -> Any:
+    """x * sigmoid(beta * x) (silu for beta 1)."""
+    x = _t(features)
+    scaled = x if beta == 1.0 else _ops.mul(_scalar(beta, x), x)
+    return _ops.mul(x, _ops.sigmoid(scaled), name=name)
+
+
+silu = swish
+
+
 def _axis(axis: Any, dim: Any) -> int:
     chosen = dim if axis is None else axis
     return -1 if chosen is None else _args.static_int("softmax", "axis", chosen)
@@ -88,6 +115,52 @@ def sigmoid_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
     _by_name("sigmoid_cross_entropy_with_logits", _sentinel)
     x, z = _t(logits), _t(labels)
     return _ops.add(_ops.relu(x) - x * z, _m.log1p(_ops.exp(_ops.neg(_ops.abs(x)))), name=name)
+
+
+def weighted_cross_entropy_with_logits(targets: Any = None, logits: Any = None,
+                                       pos_weight: Any = None, name: Optional[str] = None,
+                                       labels: Any = None) -> Any:
+    """sigmoid_cross_entropy_with_logits with the positive term weighted by pos_weight:
+    (1 - z) * x + (1 + (pos_weight - 1) * z) * (log(1 + exp(-|x|)) + max(-x, 0))."""
+    z = _t(labels if targets is None else targets)
+    x = _t(logits)
+    if pos_weight is None:
+        raise OpsdkError("weighted_cross_entropy_with_logits: give pos_weight")
+    weight = _ops.add(_scalar(1.0, x), _ops.mul(_ops.sub(_m.cast(pos_weight, x.dtype),
+                                                         _scalar(1.0, x)), z))
+    softplus_neg = _ops.add(_m.log1p(_ops.exp(_ops.neg(_ops.abs(x)))), _ops.relu(_ops.neg(x)))
+    return _ops.add(_ops.mul(_ops.sub(_scalar(1.0, x), z), x), _ops.mul(weight, softplus_neg),
+                    name=name)
+
+
+def relu_layer(x: Any, weights: Any, biases: Any, name: Optional[str] = None) -> Any:
+    """relu(x @ weights + biases)."""
+    return _ops.relu(xw_plus_b(x, weights, biases), name=name)
+
+
+def local_response_normalization(input: Any, depth_radius: int = 5, bias: float = 1.0,  # noqa: A002
+                                 alpha: float = 1.0, beta: float = 0.5,
+                                 name: Optional[str] = None) -> Any:
+    """x / (bias + alpha * s) ** beta, s the sum of squares over the channels within
+    depth_radius of each (NHWC; the channel count known when the graph is built)."""
+    from opsdk.v1.composed import pad
+
+    x = _t(input)
+    if x.shape is None or len(x.shape) != 4 or x.shape[3] is None:
+        raise OpsdkError(f"local_response_normalization: give an NHWC tensor whose channel "
+                         f"count is known when the graph is built, got shape {x.shape}")
+    r, channels = int(depth_radius), int(x.shape[3])
+    squares = pad(_ops.square(x), [[0, 0], [0, 0], [0, 0], [r, r]])
+    windows = [_ops.slice(squares, begin=[0, 0, 0, i], size=[-1, -1, -1, channels])
+               for i in range(2 * r + 1)]
+    total = windows[0]
+    for window in windows[1:]:
+        total = _ops.add(total, window)
+    scale = _ops.add(_scalar(bias, x), _ops.mul(_scalar(alpha, x), total))
+    return _ops.div(x, _ops.pow(scale, _scalar(beta, x)), name=name)
+
+
+lrn = local_response_normalization
 
 
 def l2_loss(t: Any, name: Optional[str] = None) -> Any:
@@ -269,6 +342,7 @@ def _pool(op: str):
 
 
 max_pool, avg_pool = _pool("max_pool"), _pool("avg_pool")
+max_pool2d, avg_pool2d = max_pool, avg_pool  # TF 1.15's names of the same ops
 
 
 def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Optional[int] = None,

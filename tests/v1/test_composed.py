@@ -1,5 +1,5 @@
-"""TF1 functions composed of builtin ops (opsdk/v1/composed.py, nn.l2_normalize, nn.conv1d, the
-1-D layers): values as NumPy computes them (and TensorFlow, where installed), gradients through
+"""TF1 functions composed of builtin ops (opsdk/v1/composed.py, the activations and losses of
+nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers): values as NumPy computes them (and TensorFlow, where installed), gradients through
 them, gradient clipping inside a training step, and bad arguments refused naming the
 function."""
 
@@ -18,6 +18,7 @@ B = RNG.normal(size=(3, 4)).astype(np.float32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
 BIG = np.array([[1000.0, 1000.0, -3.0], [0.0, -np.inf, 2.0]], np.float32)
 SEQ = RNG.normal(size=(2, 7, 3)).astype(np.float32)
+IMAGES = RNG.normal(size=(2, 4, 4, 7)).astype(np.float32)
 TIES = np.array([[1, 5, 2, 5, 0], [9, 8, 7, 6, 5], [3, 3, 3, 3, 3]], np.float32)
 FILTER = RNG.normal(size=(3, 3, 4)).astype(np.float32)
 
@@ -66,6 +67,12 @@ def _cases(api):
         "top_k_indices": api.nn.top_k(api.constant(TIES), 3).indices,
         "top_k_vector": api.nn.top_k(api.constant(TIES[0]), 2).values,
         "top_k_rank3": api.nn.top_k(api.constant(SEQ), 2).indices,
+        "selu": api.nn.selu(a), "softsign": api.nn.softsign(a), "swish": api.nn.swish(a),
+        "relu_layer": api.nn.relu_layer(a, api.constant(B.T), api.constant(np.ones(3, np.float32))),
+        "weighted_ce": api.nn.weighted_cross_entropy_with_logits(
+            labels=api.constant((B > 0).astype(np.float32)), logits=a, pos_weight=3.0),
+        "lrn": api.nn.lrn(api.constant(IMAGES), 2, 1.5, 0.3, 0.75),
+        "max_pool2d": api.nn.max_pool2d(api.constant(IMAGES), 2, 2, "VALID"),
     }
 
 
@@ -103,6 +110,14 @@ def test_values_are_numpys():
         "top_k_values": [[5, 5, 2], [9, 8, 7], [3, 3, 3]],
         "top_k_indices": [[1, 3, 2], [0, 1, 2], [0, 1, 2]],  # equal values in index order
         "top_k_vector": [5, 5], "top_k_rank3": np.argsort(-SEQ, -1, kind="stable")[..., :2],
+        "selu": 1.0507009873554805 * np.where(A > 0, A, 1.6732632423543772 * np.expm1(A)),
+        "softsign": A / (1 + np.abs(A)), "swish": A / (1 + np.exp(-A)),
+        "relu_layer": np.maximum(A @ B.T + 1, 0),
+        "weighted_ce": (1 - (B > 0)) * A + (1 + 2 * (B > 0)) * (np.log1p(np.exp(-np.abs(A)))
+                                                                + np.maximum(-A, 0)),
+        "lrn": IMAGES / (1.5 + 0.3 * np.stack([(np.pad(IMAGES, [(0, 0)] * 3 + [(2, 2)]) ** 2)[
+            ..., c:c + 5].sum(-1) for c in range(7)], -1)) ** 0.75,
+        "max_pool2d": IMAGES.reshape(2, 2, 2, 2, 2, 7).max(axis=(2, 4)),
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
