@@ -168,6 +168,7 @@ __all__ = [
     'truncated_normal_dims',
     'where',
     'where_grad',
+    'where_indices',
     'zeros',
     'zeros_like',
 ]
@@ -3804,6 +3805,27 @@ def where_grad(cond, x, y, grad_z, *, name=None):
         ((2, 3), (2, 3))
     """
     return _apply('where_grad', [cond, x, y, grad_z], {}, name)
+
+
+def where_indices(x, *, name=None):
+    r"""The coordinates of x's true (nonzero) elements, one row each, in row-major order (TensorFlow's one-argument tf.where).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        index: int64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> where_indices(x).dtype.name
+        'int64'
+    """
+    return _apply('where_indices', [x], {}, name)
 
 
 def zeros(*, shape, dtype='float32', name=None):

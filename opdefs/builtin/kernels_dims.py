@@ -47,6 +47,10 @@ def truncated_normal_dims(xp, dims, seed, dtype, sequence=False, rng=None):
     return xp.asarray(z.astype(dtype))
 
 
+def where_indices(xp, x):
+    return xp.argwhere(x).astype(np.int64)
+
+
 def arange(xp, start, limit, delta):
     if delta == 0:
         raise ValueError("arange: input 'delta' is 0; give a non-zero step")

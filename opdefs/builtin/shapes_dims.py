@@ -16,6 +16,12 @@ def one_unknown_dim(shapes, attrs):
     return [(None,)]
 
 
+def coordinates(shapes, attrs):
+    """One row per true element, as many columns as x has dims (where_indices)."""
+    x = shapes["x"]
+    return [(None, None if x is None else len(x))]
+
+
 def reshape_dims(shapes, attrs):
     """The rank is dims' length; a size is known where attr shape declares it (>= 0)."""
     dims, known = shapes["dims"], [int(d) for d in attrs["shape"]]
