@@ -353,7 +353,86 @@ def _pad_piece(x: Any, axis: int, count: int, first: bool, mode: str, value: Any
     return reverse(_ops.slice(x, begin=begin, size=size), axis)
 
 
+def _sizes(x: Any, start: int, stop: Optional[int] = None) -> Any:
+    """x's run-time sizes along axes start..stop as an int64 vector."""
+    dims = _ops.cast(math_ops.shape(x), dtype="int64")
+    end = len(x.shape) if stop is None else stop
+    return _ops.slice(dims, begin=[start], size=[max(end - start, 0)])
+
+
+def _size_product(x: Any, start: int, stop: int) -> Any:
+    """The product of x's run-time sizes along axes start..stop - 1, a 0-d int64."""
+    sizes = _sizes(x, start, stop)
+    product = None
+    for i in builtins.range(stop - start):
+        d = _ops.reshape(_ops.slice(sizes, begin=[i], size=[1]), shape=[])
+        product = d if product is None else _ops.mul(product, d)
+    return product
+
+
+def _static_or(x: Any, start: int, stop: Optional[int] = None) -> list:
+    return [-1 if d is None else int(d) for d in x.shape[start:stop]]
+
+
+def gather_nd(params: Any, indices: Any, name: Optional[str] = None, batch_dims: int = 0) -> Any:
+    """params at the coordinates of indices' last axis: [..., m] coordinates pick elements (m =
+    params' rank) or slices (m smaller). A gather of a flat index, so a gradient flows to the
+    elements picked; m must be known when the graph is built."""
+    if batch_dims:
+        raise OpsdkError("gather_nd: batch_dims is not supported by opsdk.v1")
+    p, idx = _t(params), _t(indices)
+    if idx.dtype not in ("int32", "int64"):
+        raise OpsdkError(f"gather_nd: indices must be int32 or int64, got {idx.dtype}")
+    if idx.shape is None or not idx.shape or idx.shape[-1] is None or p.shape is None:
+        raise OpsdkError("gather_nd: indices' last axis and params' rank must be known when the "
+                         "graph is built")
+    m, rank = int(idx.shape[-1]), len(p.shape)
+    if m > rank:
+        raise OpsdkError(f"gather_nd: coordinates of {m} entries for params of rank {rank}")
+    idx = _ops.cast(idx, dtype="int64")
+    flat = None
+    for j in builtins.range(m):  # the flat position: sum of coordinate j * the sizes after it
+        coordinate = _ops.reshape(_ops.slice(idx, begin=[0] * (len(idx.shape) - 1) + [j],
+                                             size=[-1] * (len(idx.shape) - 1) + [1]),
+                                  shape=_static_or(idx, 0, -1) or [])
+        if j + 1 < m:
+            after = p.shape[j + 1:m]
+            stride = (opsdk.constant(np.int64(np.prod(after, dtype=np.int64)))
+                      if None not in after else _size_product(p, j + 1, m))
+            coordinate = _ops.mul(coordinate, stride)
+        flat = coordinate if flat is None else _ops.add(flat, coordinate)
+    rest = _static_or(p, m)
+    if -1 in rest:
+        table = _ops.reshape_dims(p, _ops.concat([opsdk.constant(np.asarray([-1], np.int64)),
+                                                 _sizes(p, m)], axis=0), shape=[-1, *rest])
+    else:
+        table = _ops.reshape(p, shape=[-1, *rest])
+    return _ops.gather(table, flat, axis=0, name=name)
+
+
+def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any = None) -> Any:
+    """tensor's entries (along axis .. axis + mask's rank) where mask is true, in row-major
+    order: those axes become one of the number of true entries. A gather, so a gradient flows
+    to the entries kept."""
+    x, keep = _t(tensor), _t(mask)
+    if keep.dtype != "bool":
+        raise OpsdkError(f"boolean_mask: mask must be bool, got {keep.dtype}")
+    if x.shape is None or keep.shape is None or not keep.shape:
+        raise OpsdkError("boolean_mask: tensor's and mask's ranks must be known (mask rank >= 1)")
+    a = 0 if axis is None else _axis("boolean_mask", x, axis)
+    k = len(keep.shape)
+    if a + k > len(x.shape):
+        raise OpsdkError(f"boolean_mask: a mask of rank {k} at axis {a} exceeds tensor "
+                         f"'{x.name}' of rank {len(x.shape)}")
+    known = [*_static_or(x, 0, a), -1, *_static_or(x, a + k)]
+    dims = _ops.concat([_sizes(x, 0, a), opsdk.constant(np.asarray([-1], np.int64)),
+                        _sizes(x, a + k)], axis=0)
+    folded = _ops.reshape_dims(x, dims, shape=known)
+    picked = _ops.reshape(_ops.where_indices(_ops.reshape(keep, shape=[-1])), shape=[-1])
+    return _ops.gather(folded, picked, axis=a, name=name)
+
+
 NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", "sequence_mask",
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
          "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
-         "pad")
+         "pad", "gather_nd", "boolean_mask")

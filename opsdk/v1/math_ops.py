@@ -312,8 +312,12 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, name: Option
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Any:
+    """x where condition holds, else y; with condition alone, the coordinates of its true
+    elements ([number true, rank] int64, row-major order), as TF1's."""
+    if x is None and y is None:
+        return _ops.where_indices(_t(condition), name=name)
     if x is None or y is None:
-        raise OpsdkError("where: opsdk.v1 supports where(condition, x, y) only")
+        raise OpsdkError("where: give both x and y, or neither (the true elements' coordinates)")
     x, y = _pair(x, y)
     return _ops.where(_t(condition), x, y, name=name)
 

@@ -1,5 +1,6 @@
 """TF1 functions composed of builtin ops (opsdk/v1/composed.py, the activations and losses of
-nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers): values as NumPy computes them (and TensorFlow, where installed), gradients through
+nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers, gather_nd, boolean_mask and
+one-argument where): values as NumPy computes them (and TensorFlow, where installed), gradients through
 them, gradient clipping inside a training step, and bad arguments refused naming the
 function."""
 
@@ -73,6 +74,12 @@ def _cases(api):
             labels=api.constant((B > 0).astype(np.float32)), logits=a, pos_weight=3.0),
         "lrn": api.nn.lrn(api.constant(IMAGES), 2, 1.5, 0.3, 0.75),
         "max_pool2d": api.nn.max_pool2d(api.constant(IMAGES), 2, 2, "VALID"),
+        "gather_nd": api.gather_nd(api.constant(SEQ), [[0, 1, 2], [1, 6, 0]]),
+        "gather_nd_rows": api.gather_nd(api.constant(SEQ), [[[1, 3]], [[0, 0]]]),
+        "where_indices": api.where(api.constant(TIES > 4)),
+        "boolean_mask": api.boolean_mask(api.constant(SEQ), api.constant(SEQ[..., 0] > 0)),
+        "boolean_mask_axis": api.boolean_mask(api.constant(SEQ), api.constant([True, False, True]),
+                                              axis=2),
     }
 
 
@@ -118,6 +125,9 @@ def test_values_are_numpys():
         "lrn": IMAGES / (1.5 + 0.3 * np.stack([(np.pad(IMAGES, [(0, 0)] * 3 + [(2, 2)]) ** 2)[
             ..., c:c + 5].sum(-1) for c in range(7)], -1)) ** 0.75,
         "max_pool2d": IMAGES.reshape(2, 2, 2, 2, 2, 7).max(axis=(2, 4)),
+        "gather_nd": [SEQ[0, 1, 2], SEQ[1, 6, 0]], "gather_nd_rows": [[SEQ[1, 3]], [SEQ[0, 0]]],
+        "where_indices": np.argwhere(TIES > 4), "boolean_mask": SEQ[SEQ[..., 0] > 0],
+        "boolean_mask_axis": SEQ[..., [0, 2]],
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
@@ -174,6 +184,29 @@ def test_gradients_flow_through_reverse_tile_and_pad():
     # pad: the inner block of w; reverse: its columns reversed; tile: the four copies summed
     expected = w[1:3, 3:6][:, ::-1] + sum(tiled_w[r:r + 2, c:c + 3] for r in (0, 2) for c in (0, 3))
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_gather_nd_and_boolean_mask_take_run_time_shapes_and_pass_gradients():
+    tf.reset_default_graph()
+    outputs = tf.placeholder(tf.float32, [None, None, 3])  # [batch, time, units]
+    lengths = tf.placeholder(tf.int32, [None])
+    keep = tf.placeholder(tf.bool, [None, None])
+    # the last relevant output of each sequence, as TF1 seq2seq programs pick it
+    last = tf.gather_nd(outputs, tf.stack([tf.range(tf.shape(outputs)[0]), lengths - 1], 1))
+    kept = tf.boolean_mask(outputs, keep)
+    assert last.shape == (None, 3) and kept.shape == (None, 3)
+    loss = tf.reduce_sum(last) + 10 * tf.reduce_sum(kept)
+    (grad,) = tf.gradients(loss, [outputs])
+    mask = SEQ[..., 1] > 0
+    with tf.Session() as sess:
+        got_last, got_kept, got_grad = sess.run([last, kept, grad], {
+            outputs: SEQ, lengths: [3, 7], keep: mask})
+    np.testing.assert_array_equal(got_last, SEQ[[0, 1], [2, 6]])
+    np.testing.assert_array_equal(got_kept, SEQ[mask])
+    expected = 10.0 * np.repeat(mask[..., None], 3, axis=-1)
+    expected[0, 2] += 1
+    expected[1, 6] += 1
+    np.testing.assert_array_equal(got_grad, expected)
 
 
 def test_the_gradient_of_top_k_reaches_the_entries_picked():
@@ -235,3 +268,9 @@ def test_bad_arguments_are_refused_naming_the_function():
         tf.pad(tf.zeros([2]), [[1, 1]], mode="wrap")
     with pytest.raises(tf.OpsdkError, match="reverse: axis 2 is out of range"):
         tf.reverse(tf.zeros([2, 2]), [2])
+    with pytest.raises(tf.OpsdkError, match="gather_nd: coordinates of 3 entries"):
+        tf.gather_nd(tf.zeros([2, 2]), [[0, 0, 0]])
+    with pytest.raises(tf.OpsdkError, match="boolean_mask: mask must be bool"):
+        tf.boolean_mask(tf.zeros([2]), tf.constant([1, 0]))
+    with pytest.raises(tf.OpsdkError, match="where: give both x and y, or neither"):
+        tf.where(tf.constant([True]), tf.zeros([1]))
