@@ -63,6 +63,8 @@ __all__ = [
     'cos_grad',
     'cosh',
     'cosh_grad',
+    'cumsum',
+    'cumsum_grad',
     'div',
     'div_grad',
     'dropout',
@@ -123,6 +125,8 @@ __all__ = [
     'reduce_mean_grad',
     'reduce_min',
     'reduce_min_grad',
+    'reduce_prod',
+    'reduce_prod_grad',
     'reduce_sum',
     'reduce_sum_grad',
     'relu',
@@ -1156,6 +1160,62 @@ def cosh_grad(x, grad_y, *, name=None):
         (2,)
     """
     return _apply('cosh_grad', [x, grad_y], {}, name)
+
+
+def cumsum(x, *, axis=0, exclusive=False, reverse=False, name=None):
+    r"""Running sums of x along attr axis (TensorFlow's tf.cumsum).
+
+    With exclusive each sum leaves its own element out (the first is 0); with reverse the sums
+    run from the end of the axis.
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the axis, negative from the end
+        exclusive: bool, default False.
+        reverse: bool, default False.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> cumsum(x).shape
+        (2, 3)
+    """
+    return _apply('cumsum', [x], {'axis': axis, 'exclusive': exclusive, 'reverse': reverse}, name)
+
+
+def cumsum_grad(x, grad_y, *, axis=0, exclusive=False, reverse=False, name=None):
+    r"""Gradient of cumsum (the running sums of grad_y in the other direction).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the forward op's axis
+        exclusive: bool, default False.
+        reverse: bool, default False.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> cumsum_grad(x, grad_y).shape
+        (2, 3)
+    """
+    return _apply('cumsum_grad', [x, grad_y], {'axis': axis, 'exclusive': exclusive, 'reverse': reverse}, name)
 
 
 def div(x, y, *, name=None):
@@ -2710,6 +2770,60 @@ def reduce_min_grad(x, y, grad_y, *, axes=(), keepdims=False, name=None):
         (2, 3)
     """
     return _apply('reduce_min_grad', [x, y, grad_y], {'axes': axes, 'keepdims': keepdims}, name)
+
+
+def reduce_prod(x, *, axes=(), keepdims=False, name=None):
+    r"""Product of x over attr axes (all when empty).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        axes: list(int), default (). axes to reduce, negative from the end; [] means all
+        keepdims: bool, default False. keep reduced axes as size 1
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> reduce_prod(x).shape
+        ()
+    """
+    return _apply('reduce_prod', [x], {'axes': axes, 'keepdims': keepdims}, name)
+
+
+def reduce_prod_grad(x, grad_y, *, axes=(), keepdims=False, name=None):
+    r"""Gradient of reduce_prod.
+
+    Each element of x gets the grad_y of its reduced position times the product of the other
+    elements reduced with it (exclusive products from both ends: exact where x holds zeros).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axes: list(int), default (). axes to reduce, negative from the end; [] means all
+        keepdims: bool, default False. keep reduced axes as size 1
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=()).astype(np.int8)
+        >>> reduce_prod_grad(x, grad_y).shape
+        (2, 3)
+    """
+    return _apply('reduce_prod_grad', [x, grad_y], {'axes': axes, 'keepdims': keepdims}, name)
 
 
 def reduce_sum(x, *, axes=(), keepdims=False, name=None):

@@ -100,3 +100,47 @@ def argmin(xp, x, axis):
 
 def argmax(xp, x, axis):
     return xp.asarray(xp.argmax(x, axis=axis)).astype(xp.int64)
+
+
+def reduce_prod(xp, x, axes, keepdims):
+    axis = None if not axes else _axes(axes, x.ndim)
+    return xp.asarray(xp.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype))
+
+
+def reduce_prod_grad(xp, x, grad_y, axes, keepdims):
+    """grad_y times the product of the other elements of each reduced group: the reduced axes
+    moved last and flattened, the products before and after each element multiplied (no
+    division, so zeros in x are exact)."""
+    reduced = _axes(axes, x.ndim)
+    kept = [i for i in range(x.ndim) if i not in reduced]
+    order = kept + list(reduced)
+    moved = xp.transpose(x, order)
+    group = int(np.prod([x.shape[i] for i in reduced], dtype=np.int64))
+    flat = moved.reshape(moved.shape[:len(kept)] + (group,))
+    ones = xp.ones(flat.shape[:-1] + (1,), dtype=x.dtype)
+    before = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1, dtype=x.dtype)
+    after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([flat[..., 1:], ones], axis=-1), -1),
+                               axis=-1, dtype=x.dtype), -1)
+    others = (before * after).reshape(moved.shape)
+    others = xp.transpose(others, np.argsort(order))
+    return _expand(xp, grad_y, x, reduced) * others
+
+
+def _cumsum_axis(x, axis):
+    if x.ndim == 0 or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} is out of range for x of rank {x.ndim}")
+    return axis % x.ndim
+
+
+def cumsum(xp, x, axis, exclusive, reverse):
+    a = _cumsum_axis(x, axis)
+    values = xp.flip(x, a) if reverse else x
+    sums = xp.cumsum(values, axis=a, dtype=x.dtype)
+    if exclusive:  # shifted by one: the first sum is 0
+        sums = xp.concatenate([xp.zeros_like(xp.take(sums, [0], axis=a)),
+                               xp.take(sums, range(sums.shape[a] - 1), axis=a)], axis=a)
+    return xp.ascontiguousarray(xp.flip(sums, a) if reverse else sums)
+
+
+def cumsum_grad(xp, x, grad_y, axis, exclusive, reverse):
+    return cumsum(xp, grad_y, axis, exclusive, not reverse)
