@@ -144,6 +144,15 @@ def _reduction(op: str) -> Callable:
 
 reduce_sum, reduce_mean = _reduction("reduce_sum"), _reduction("reduce_mean")
 reduce_max, reduce_min = _reduction("reduce_max"), _reduction("reduce_min")
+reduce_prod = _reduction("reduce_prod")
+
+
+def cumsum(x: Any, axis: Any = 0, exclusive: bool = False, reverse: bool = False,
+           name: Optional[str] = None) -> Any:
+    """Running sums along `axis` (exclusive: each leaves its own element out; reverse: from
+    the end), TF's signature."""
+    return _ops.cumsum(_t(x), axis=args.static_int("cumsum", "axis", axis),
+                       exclusive=bool(exclusive), reverse=bool(reverse), name=name)
 
 
 def reduce_any(input_tensor: Any, axis: Any = None, keepdims: Any = None,

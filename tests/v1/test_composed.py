@@ -1,6 +1,6 @@
 """TF1 functions composed of builtin ops (opsdk/v1/composed.py, the activations and losses of
-nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers, gather_nd, boolean_mask and
-one-argument where): values as NumPy computes them (and TensorFlow, where installed), gradients through
+nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers, gather_nd, boolean_mask,
+one-argument where, and the wrappers of the reduce_prod and cumsum ops): values as NumPy computes them (and TensorFlow, where installed), gradients through
 them, gradient clipping inside a training step, and bad arguments refused naming the
 function."""
 
@@ -80,6 +80,9 @@ def _cases(api):
         "boolean_mask": api.boolean_mask(api.constant(SEQ), api.constant(SEQ[..., 0] > 0)),
         "boolean_mask_axis": api.boolean_mask(api.constant(SEQ), api.constant([True, False, True]),
                                               axis=2),
+        "reduce_prod": api.reduce_prod(api.constant(SEQ), axis=[0, 2], keepdims=True),
+        "reduce_prod_int": api.reduce_prod(api.constant([[2, 3], [4, 0]]), 1),
+        "cumsum": api.cumsum(a, axis=1), "cumsum_rev_excl": api.cumsum(a, 0, True, True),
     }
 
 
@@ -128,6 +131,9 @@ def test_values_are_numpys():
         "gather_nd": [SEQ[0, 1, 2], SEQ[1, 6, 0]], "gather_nd_rows": [[SEQ[1, 3]], [SEQ[0, 0]]],
         "where_indices": np.argwhere(TIES > 4), "boolean_mask": SEQ[SEQ[..., 0] > 0],
         "boolean_mask_axis": SEQ[..., [0, 2]],
+        "reduce_prod": SEQ.prod(axis=(0, 2), keepdims=True), "reduce_prod_int": [6, 0],
+        "cumsum": np.cumsum(A, 1),
+        "cumsum_rev_excl": np.flip(np.cumsum(np.flip(A, 0), 0) - np.flip(A, 0), 0),
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
