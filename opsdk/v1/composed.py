@@ -432,7 +432,48 @@ def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any =
     return _ops.gather(folded, picked, axis=a, name=name)
 
 
+def argsort(values: Any, axis: int = -1, direction: str = "ASCENDING", stable: bool = False,
+            name: Optional[str] = None) -> Any:
+    """The int32 indices that sort `values` along axis (equal values in index order: stable
+    either way)."""
+    return _sorted("argsort", values, axis, direction, name)[1]
+
+
+def sort(values: Any, axis: int = -1, direction: str = "ASCENDING",
+         name: Optional[str] = None) -> Any:
+    """`values` sorted along axis; a gather, so a gradient reaches each element where it came
+    from."""
+    return _sorted("sort", values, axis, direction, name)[0]
+
+
+def _sorted(who: str, values: Any, axis: Any, direction: str, name: Optional[str]) -> tuple:
+    """(sorted values, indices) through nn.top_k over the last axis (of -x for ascending), the
+    axis moved last and back."""
+    from opsdk.v1 import nn
+
+    x = _t(values)
+    a = _axis(who, x, axis)
+    direction = str(direction).upper()
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise OpsdkError(f"{who}: direction {direction!r}; give 'ASCENDING' or 'DESCENDING'")
+    if x.dtype == "bool" or (direction == "ASCENDING" and x.dtype.startswith("uint")):
+        raise OpsdkError(f"{who}: values of dtype {x.dtype} are not supported by opsdk.v1")
+    last = len(x.shape) - 1
+    perm = [i for i in builtins.range(len(x.shape)) if i != a] + [a]
+    moved = x if a == last else _ops.transpose(x, perm=perm)
+    if moved.shape[-1] is None:
+        raise OpsdkError(f"{who}: the size of axis {a} of '{x.name}' must be known when the "
+                         "graph is built")
+    key = _ops.neg(moved) if direction == "ASCENDING" else moved
+    _, indices = nn.top_k(key, int(moved.shape[-1]))
+    picked = nn.top_k_values(moved, indices)
+    if a != last:
+        back = list(np.argsort(perm))
+        picked, indices = (_ops.transpose(picked, perm=back), _ops.transpose(indices, perm=back))
+    return _ops.identity(picked, name=name), indices
+
+
 NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", "sequence_mask",
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
          "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
-         "pad", "gather_nd", "boolean_mask")
+         "pad", "gather_nd", "boolean_mask", "argsort", "sort")

@@ -373,8 +373,14 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True, name: Optional[str] = Non
     if x.shape is None or not x.shape or x.shape[-1] is None:
         raise OpsdkError(f"top_k: '{x.name}' needs a last axis whose size is known when the "
                          f"graph is built, got shape {x.shape}")
-    n = int(x.shape[-1])
     indices = _ops.top_k_indices(x, k=k)
+    return TopKV2(_ops.identity(top_k_values(x, indices), name=name), indices)
+
+
+def top_k_values(x: Any, indices: Any) -> Any:
+    """x at `indices` of its last axis ([..., k] int32, top_k's): a gather of the flat
+    positions, so a gradient reaches the entries picked. x's last axis must be known."""
+    n, k = int(x.shape[-1]), int(indices.shape[-1])
     rows = _ops.reshape(indices, shape=[-1, k])
     offsets = _ops.mul(_m.range(0, _ops.reshape(_ops.slice(_m.shape(rows), begin=[0], size=[1]),
                                                 shape=[])),
@@ -384,7 +390,7 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True, name: Optional[str] = Non
     if len(x.shape) != 2:
         values = _ops.reshape_dims(values, _m.shape(indices),
                                    shape=[-1 if d is None else int(d) for d in indices.shape])
-    return TopKV2(_ops.identity(values, name=name), indices)
+    return values
 
 
 def l2_normalize(x: Any, axis: Any = None, epsilon: float = 1e-12, name: Optional[str] = None,

@@ -1,6 +1,6 @@
 """TF1 functions composed of builtin ops (opsdk/v1/composed.py, the activations and losses of
 nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers, gather_nd, boolean_mask,
-one-argument where, and the wrappers of the reduce_prod and cumsum ops): values as NumPy computes them (and TensorFlow, where installed), gradients through
+one-argument where, sort and argsort, and the wrappers of the reduce_prod and cumsum ops): values as NumPy computes them (and TensorFlow, where installed), gradients through
 them, gradient clipping inside a training step, and bad arguments refused naming the
 function."""
 
@@ -83,6 +83,9 @@ def _cases(api):
         "reduce_prod": api.reduce_prod(api.constant(SEQ), axis=[0, 2], keepdims=True),
         "reduce_prod_int": api.reduce_prod(api.constant([[2, 3], [4, 0]]), 1),
         "cumsum": api.cumsum(a, axis=1), "cumsum_rev_excl": api.cumsum(a, 0, True, True),
+        "sort": api.sort(api.constant(TIES)), "argsort": api.argsort(api.constant(TIES)),
+        "sort_down": api.sort(api.constant(TIES), direction="DESCENDING"),
+        "argsort_axis0": api.argsort(api.constant(TIES), axis=0),
     }
 
 
@@ -134,6 +137,8 @@ def test_values_are_numpys():
         "reduce_prod": SEQ.prod(axis=(0, 2), keepdims=True), "reduce_prod_int": [6, 0],
         "cumsum": np.cumsum(A, 1),
         "cumsum_rev_excl": np.flip(np.cumsum(np.flip(A, 0), 0) - np.flip(A, 0), 0),
+        "sort": np.sort(TIES), "argsort": np.argsort(TIES, kind="stable"),
+        "sort_down": -np.sort(-TIES), "argsort_axis0": np.argsort(TIES, 0, kind="stable"),
     }
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
