@@ -1,9 +1,10 @@
 """TF1 functions made of opsdk's builtin ops, as TensorFlow's own Python defines most of them:
 `add_n`, norms and gradient clipping (`global_norm`, `clip_by_norm`, `clip_by_global_norm`),
 `size`, `sequence_mask`, `eye`, NaN and infinity tests, logical ops, the reductions
-`reduce_all`, `count_nonzero` and `reduce_logsumexp`, and `reverse`, `tile` and `pad` (gathers,
-concatenations and broadcasts). Gradients flow through them as through
-the ops they are made of.
+`reduce_all`, `count_nonzero` and `reduce_logsumexp`, `reverse`, `tile` and `pad` (gathers,
+concatenations and broadcasts), `gather_nd` and `boolean_mask` (gathers of flat positions), and
+`sort` and `argsort` (through nn.top_k). Gradients flow through them as through the ops they
+are made of.
 """
 
 from __future__ import annotations
