@@ -17,6 +17,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.control_flow.builders import compatible
 from opsdk.v1 import args, math_ops
 from opsdk.v1.dtypes import name_of
 from opsdk.v1.tensors import convert_to_tensor as _t
@@ -32,7 +33,7 @@ def add_n(inputs: Any, name: Optional[str] = None) -> Any:
         if t.dtype != first.dtype:
             raise OpsdkError(f"add_n: '{t.name}' is {t.dtype}, '{first.name}' {first.dtype}: "
                              "give tensors of one dtype")
-        if not _same_shape(t.shape, first.shape):
+        if not compatible(t.shape, first.shape):
             raise OpsdkError(f"add_n: '{t.name}' has shape {t.shape}, '{first.name}' "
                              f"{first.shape}: give tensors of one shape")
     if len(tensors) == 1:
@@ -41,13 +42,6 @@ def add_n(inputs: Any, name: Optional[str] = None) -> Any:
     for i, t in enumerate(tensors[1:], 1):
         total = _ops.add(total, t, name=name if i == len(tensors) - 1 else None)
     return total
-
-
-def _same_shape(a: Optional[tuple], b: Optional[tuple]) -> bool:
-    """Whether two static shapes may be the same (unknown dims and ranks agree with anything)."""
-    if a is None or b is None:
-        return True
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def global_norm(t_list: Any, name: Optional[str] = None) -> Any:
