@@ -445,10 +445,12 @@ class MonitoredSession:
             _no_common_keys(feed_dict or {}, hook_feeds, "a tensor is fed by a hook and the caller")
             feeds = {**hook_feeds, **(feed_dict or {})}
         order = list(asked)
-        if options is not None and run_metadata is None:
-            run_metadata = run_options.RunMetadata()  # what the hooks' after_run read
-        values = self._sess.run([fetches, *(asked[i] for i in order)], feed_dict=feeds,
-                                options=options, run_metadata=run_metadata)
+        traced = {}  # options only where given: a custom creator's session may take none
+        if options is not None:
+            if run_metadata is None:
+                run_metadata = run_options.RunMetadata()  # what the hooks' after_run read
+            traced = {"options": options, "run_metadata": run_metadata}
+        values = self._sess.run([fetches, *(asked[i] for i in order)], feed_dict=feeds, **traced)
         results = dict(zip(order, values[1:]))
         for i, hook in enumerate(self._hooks):
             hook.after_run(context, SessionRunValues(results.get(i), options, run_metadata))

@@ -321,3 +321,17 @@ def test_a_variable_named_global_step_is_the_global_step_as_in_tensorflow():
         while not sess.should_stop():
             values.append(sess.run(bump))
     assert values == [1, 2, 3]
+
+
+def test_a_custom_creators_session_is_run_without_options_it_may_not_take():
+    import opsdk
+
+    tf.reset_default_graph()
+    doubled = tf.constant(3.0) * 2.0
+
+    class PlainCreator(tf.train.SessionCreator):
+        def create_session(self):
+            return opsdk.Session(tf.get_default_graph())  # its run takes no options
+
+    with tf.train.MonitoredSession(session_creator=PlainCreator()) as sess:
+        assert sess.run(doubled) == 6.0
