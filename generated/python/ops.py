@@ -114,6 +114,8 @@ __all__ = [
     'pairwise_manhattan_grad',
     'pow',
     'pow_grad',
+    'print_tensor',
+    'print_tensor_grad',
     'random_normal',
     'random_normal_dims',
     'random_uniform',
@@ -2471,6 +2473,66 @@ def pow_grad(x, y, z, grad_z, *, name=None):
         ((2, 3), (2, 3))
     """
     return _apply('pow_grad', [x, y, z, grad_z], {}, name)
+
+
+def print_tensor(x, data, *, message='', summarize=3, end=True, name=None):
+    r"""x unchanged, printing data to standard error on every execution (the link of a chain that TensorFlow's tf.Print makes).
+
+    The text is `message`, then data's first `summarize` elements in brackets
+    (`[1 2 3...]` when there are more); with `end` the line ends after it. opsdk.v1's tf.Print
+    chains one node per data tensor, each passing x on, so one line holds them all in order.
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape [...].
+        data: U (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        message: str, default ''. text printed before data
+        summarize: int, default 3, >= -1. elements shown; -1 all
+        end: bool, default True. end the line after data
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2,)) < 0.5
+        >>> data = rng.random(size=(2, 3)) < 0.5
+        >>> print_tensor(x, data).shape
+        (2,)
+    """
+    return _apply('print_tensor', [x, data], {'message': message, 'summarize': summarize, 'end': end}, name)
+
+
+def print_tensor_grad(x, data, grad_y, *, name=None):
+    r"""Gradient of print_tensor (grad_y passes to x).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape [...].
+        data: U (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        grad_y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2,)) < 0.5
+        >>> data = rng.random(size=(2, 3)) < 0.5
+        >>> grad_y = rng.random(size=(2,)) < 0.5
+        >>> print_tensor_grad(x, data, grad_y).shape
+        (2,)
+    """
+    return _apply('print_tensor_grad', [x, data, grad_y], {}, name)
 
 
 def random_normal(*, shape, seed=0, sequence=False, mean=0.0, stddev=1.0, dtype='float32', name=None):

@@ -104,3 +104,21 @@ def log_uniform_candidate_sampler(xp, num_sampled, range_max, seed, sequence=Fal
     u = _rng(seed, rng).random(num_sampled)
     k = np.floor(np.exp(u * np.log(range_max + 1.0))).astype(np.int64) - 1
     return xp.asarray(np.clip(k, 0, range_max - 1))
+
+
+def print_tensor(xp, x, data, message, summarize, end):
+    import sys
+
+    flat = getattr(xp, "asnumpy", np.asarray)(data).reshape(-1)
+    shown = flat if summarize < 0 else flat[:summarize]
+    # numbers as TensorFlow prints them: 1 for 1.0, 0.5, 1e+10
+    text = " ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in shown.tolist())
+    text += "..." if len(shown) < flat.size else ""
+    sys.stderr.write(f"{message}[{text}]" + ("\n" if end else ""))
+    if end:
+        sys.stderr.flush()
+    return x
+
+
+def print_tensor_grad(xp, x, data, grad_y):
+    return grad_y
