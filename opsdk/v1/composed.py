@@ -3,8 +3,8 @@
 `size`, `sequence_mask`, `eye`, NaN and infinity tests, logical ops, the reductions
 `reduce_all`, `count_nonzero` and `reduce_logsumexp`, `reverse`, `tile` and `pad` (gathers,
 concatenations and broadcasts), `gather_nd` and `boolean_mask` (gathers of flat positions), and
-`sort` and `argsort` (through nn.top_k). Gradients flow through them as through the ops they
-are made of.
+`sort` and `argsort` (through nn.top_k), and `Print` (print_tensor nodes). Gradients flow
+through them as through the ops they are made of.
 """
 
 from __future__ import annotations
@@ -468,7 +468,23 @@ def _sorted(who: str, values: Any, axis: Any, direction: str, name: Optional[str
     return _ops.identity(picked, name=name), indices
 
 
+def Print(input_: Any, data: Any, message: Optional[str] = None, first_n: Any = None,  # noqa: N802 (TF's name)
+          summarize: Any = None, name: Optional[str] = None) -> Any:
+    """input_ unchanged, printing `message` and each tensor of `data` (its first `summarize`
+    elements, 3 by default) to standard error, on one line, whenever it is computed: a chain of
+    `print_tensor` nodes, each passing input_ on. first_n is not honoured: every run prints."""
+    x = _t(input_)
+    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    count = 3 if summarize is None else args.static_int("Print", "summarize", summarize)
+    out = x
+    for i, item in enumerate(items):
+        last = i == len(items) - 1
+        out = _ops.print_tensor(out, _t(item), message=str(message or "") if i == 0 else "",
+                                summarize=count, end=last, name=name if last else None)
+    return out if items else _ops.identity(x, name=name)
+
+
 NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", "sequence_mask",
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
          "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
-         "pad", "gather_nd", "boolean_mask", "argsort", "sort")
+         "pad", "gather_nd", "boolean_mask", "argsort", "sort", "Print")

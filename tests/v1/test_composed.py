@@ -220,6 +220,22 @@ def test_gather_nd_and_boolean_mask_take_run_time_shapes_and_pass_gradients():
     np.testing.assert_array_equal(got_grad, expected)
 
 
+def test_print_passes_its_input_on_and_prints_its_data_on_one_line_per_run(capfd):
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.Print(x * 2.0, [x, tf.shape(x)], message="x and its shape: ", summarize=4)
+    (grad,) = tf.gradients(tf.reduce_sum(y), [x])
+    batch = np.array([[0.5, 1.0, 2.0], [3.0, 4.0, 5.0]], np.float32)
+    capfd.readouterr()
+    with tf.Session() as sess:
+        for _ in range(2):
+            value, got = sess.run([y, grad], {x: batch})
+    np.testing.assert_array_equal(value, 2 * batch)
+    np.testing.assert_array_equal(got, np.full((2, 3), 2.0))
+    assert capfd.readouterr().err.splitlines() == ["x and its shape: [0.5 1 2 3...][2 3]"] * 2
+    assert tf.Print(x, []).op.type == "identity"
+
+
 def test_the_gradient_of_top_k_reaches_the_entries_picked():
     tf.reset_default_graph()
     x = tf.placeholder(tf.float32, [None, 5])
