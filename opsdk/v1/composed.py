@@ -296,14 +296,14 @@ def pad(tensor: Any, paddings: Any, mode: str = "CONSTANT", name: Optional[str] 
     if amounts.size != 2 * rank or (amounts < 0).any():
         raise OpsdkError(f"pad: paddings must be {rank} pairs [before, after] >= 0 for "
                          f"'{x.name}' of shape {x.shape}, got {amounts.reshape(-1).tolist()}")
-    value = opsdk.constant(np.asarray(constant_values, dtype=x.dtype))
+    fill = np.asarray(constant_values, dtype=x.dtype)  # a tensor only where a block needs one
     for a, (before, after) in enumerate(amounts.reshape(rank, 2).tolist()):
         if not before and not after:
             continue
         known = [(-1 if d is None else int(d) + (before + after if i == a else 0))
                  for i, d in enumerate(x.shape)]
-        pieces = [_pad_piece(x, a, before, True, mode, value), x,
-                  _pad_piece(x, a, after, False, mode, value)]
+        pieces = [_pad_piece(x, a, before, True, mode, fill), x,
+                  _pad_piece(x, a, after, False, mode, fill)]
         x = _ops.concat([p for p in pieces if p is not None], axis=a)
         if tuple(x.shape) != tuple(None if d < 0 else d for d in known):
             # a block filled to a run-time shape: the sizes known when the graph is built back
@@ -321,7 +321,7 @@ def _static_paddings(paddings: Any) -> list:
     return [int(v) for v in np.asarray(paddings).reshape(-1).tolist()]
 
 
-def _pad_piece(x: Any, axis: int, count: int, first: bool, mode: str, value: Any) -> Any:
+def _pad_piece(x: Any, axis: int, count: int, first: bool, mode: str, fill: np.ndarray) -> Any:
     """The `count` elements put before (first) or after x along axis, or None for none."""
     if not count:
         return None
@@ -329,11 +329,11 @@ def _pad_piece(x: Any, axis: int, count: int, first: bool, mode: str, value: Any
     if mode == "CONSTANT":
         sizes = [count if i == axis else d for i, d in enumerate(x.shape)]
         if None not in sizes:
-            return opsdk.constant(np.full(sizes, value.op.attrs["value"], dtype=x.dtype))
+            return opsdk.constant(np.full(sizes, fill, dtype=x.dtype))
         dims = _ops.concat([_ops.slice(math_ops.shape(x), begin=[0], size=[axis]),
                             opsdk.constant(np.asarray([count], np.int32)),
                             _ops.slice(math_ops.shape(x), begin=[axis + 1], size=[-1])], axis=0)
-        return _ops.fill_dims(dims, value)
+        return _ops.fill_dims(dims, opsdk.constant(fill))
     n = x.shape[axis]
     if n is None:
         raise OpsdkError(f"pad: {mode} along axis {axis} needs its size known when the graph is "
