@@ -222,7 +222,14 @@ def test_a_supervised_between_graph_script_trains_on_the_cluster(ray_engine, tmp
                 if sync and i == 0:
                     sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])
                     sess.run(opt.get_init_tokens_op())
-                while not sv.should_stop() and sess.run(global_step) < 40:
+                deadline = time.monotonic() + 120
+                # asynchronous: the other worker may join late (its first step registers its
+                # partitions on the ps), so the chief's 40 steps need not include one of it;
+                # each goes on until both have stepped, to test that both updates land
+                while not sv.should_stop() and (
+                        sess.run(global_step) < 40
+                        or (not sync and not all(losses.values())
+                            and time.monotonic() < deadline)):
                     xb, yb = _batch(rng)
                     losses[i].append(sess.run([loss, train_op], {x: xb, y: yb})[0])
 
