@@ -180,6 +180,25 @@ def test_while_loop_gradient_uses_the_recorded_intermediates(graph, op):
         check_against_numeric(graph, s, [x, s0], {**feeds, n: np.int64(steps)})
 
 
+def test_a_gradient_through_the_recorded_histories_reaches_the_loop_inputs(graph, op):
+    # h[i], the value iteration i received, as tf.scan returns it: what reads h[i] (weighted
+    # per row here) and the final value both send gradients back through the iterations
+    from opsdk.runtime.control_flow.builders import loop_intermediates
+    x = placeholder("float64", [3], name="x")
+    s0 = placeholder("float64", [3], name="s0")
+    n = placeholder("int64", [], name="n")
+    i, s = while_loop(lambda i, s: i < n, lambda i, s: (i + 1, op("tanh", s * x) + s),
+                      [constant(0, "int64"), s0], keep_intermediates=True)
+    _, (hist_i, hist) = loop_intermediates(s.op)
+    rows = op("cast", hist_i, DstT="float64") + 1.0
+    weighted = op("reduce_sum", hist * op("reshape", rows, shape=[-1, 1])) + s * 0.5
+    feeds = {x: np.array([0.3, -0.7, 1.1]), s0: np.array([0.5, 0.2, -0.4])}
+    for steps in (0, 1, 4):
+        check_against_numeric(graph, weighted, [x, s0], {**feeds, n: np.int64(steps)})
+    only_history = op("reduce_sum", hist * hist)  # no gradient reaches the final value
+    check_against_numeric(graph, only_history, [x, s0], {**feeds, n: np.int64(3)})
+
+
 def test_while_loop_built_without_intermediates_starts_recording_for_its_gradient(graph, op):
     x = placeholder("float64", [3], name="x")
     _, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, op("tanh", s * x) + s), [0, x],

@@ -10,7 +10,8 @@ be replayed faithfully, so a gradient path through one is an error.
   w.r.t. the captured inputs (zeros where only the other branch depends on one).
 - while_loop: a `while_loop` over i = count-1 .. 0 that gathers the body's inputs of iteration i
   from the forward node's recorded intermediates, replays the body on them, carries the loop
-  variables' gradients and accumulates the captured inputs' gradients.
+  variables' gradients (adding, where a gradient reaches a recorded history, its row i) and
+  accumulates the captured inputs' gradients.
 """
 
 from __future__ import annotations
@@ -130,10 +131,10 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
     """Gradients of a while_loop node's inputs [*loop_vars, *captured]."""
     who = f"gradient of while_loop (node '{op.name}')"
     n = len(op.attrs["shape_invariants"])
-    if any(g is not None for g in out_grads[n + 1:]):
-        raise OpsdkError(f"{who}: a gradient reaches the recorded intermediates; only the final "
-                         "loop values can be differentiated")
-    if all(g is None for g in out_grads[:n]):
+    # A gradient may reach the final values and the recorded histories (h[i], the value the
+    # body received on iteration i: tf.scan and tf.map_fn return them).
+    hist_grads = list(out_grads[n + 1:2 * n + 1]) + [None] * max(0, n - len(out_grads[n + 1:]))
+    if all(g is None for g in out_grads[:n]) and all(g is None for g in hist_grads):
         return [None] * len(op.inputs)
     count, histories = record_intermediates(op)  # recording starts here if it was off
     init, captured = list(op.inputs[:n]), list(op.inputs[n:])
@@ -143,6 +144,7 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
     invariants = op.attrs["shape_invariants"]
     start = [out_grads[v] if out_grads[v] is not None else _zeros(op.outputs[v]) for v in floats]
     accs = [_zeros(captured[k]) for k in float_caps]
+    seen = [(j, hist_grads[v]) for j, v in enumerate(floats) if hist_grads[v] is not None]
 
     def step(i: Tensor, *carried: Tensor) -> list[Tensor]:
         inner = get_default_graph()
@@ -153,6 +155,8 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
         xs = [values[v] for v in floats] + [args[n + k] for k in float_caps]
         grads = differentiate([outs[v] for v in floats], xs, list(g_vars))
         new_vars = [g if g is not None else _zeros(x) for g, x in zip(grads, xs)]
+        for j, g_hist in seen:  # what reads h[i] reads the value iteration i received
+            new_vars[j] = _add(new_vars[j], _gather(inner.capture(g_hist), i))
         new_accs = [acc if g is None else _add(acc, g)
                     for acc, g in zip(g_accs, grads[len(floats):])]
         return [i - 1, *new_vars[:len(floats)], *new_accs]
