@@ -66,31 +66,175 @@ def _apply(which: str, inputs: list, attrs: dict) -> Any:
 
 
 def _getitem(tensor: Tensor, key: Any) -> Tensor:
-    """Basic indexing (ints and step-1 slices) as a `slice` node, then a `reshape` dropping the
-    int-indexed axes. A slice's stop past the end of its axis stops there, as in Python, also
-    where the axis's size is known only at run time (the slice's `clamp`)."""
-    begin, size, kept = _slice_plan(tensor, key)
-    attrs: dict[str, Any] = {"begin": begin, "size": size}
-    if any(tensor.shape[axis] is None and size[axis] != -1 for axis in kept):
-        attrs["clamp"] = True  # x[:3] of a dim unknown until run time: at most 3, as in Python
-    sliced = _apply("getitem", [tensor], attrs)
-    if len(kept) == len(begin):
-        return sliced
-    dims = [sliced.shape[i] for i in kept]
+    """NumPy's basic indexing, as TensorFlow's strided slices take it: ints, slices, `...` and
+    None (a new axis of size 1), plus a scalar int tensor as an index (`x[i]` in a loop body).
+
+    Ints and step-1 slices become one `slice` node (a slice's stop past the end of its axis stops
+    there, as in Python, also where the axis's size is known only at run time: the slice's
+    `clamp`); a tensor index and a slice of another step each become a `gather` on their axis;
+    a final `reshape` drops the indexed axes and inserts the new ones."""
+    keys = _expand_ellipsis(tensor, key if isinstance(key, tuple) else (key,))
+    axis_keys = [k for k in keys if k is not None]
+    if len(axis_keys) > tensor.ndim:
+        raise OpsdkError(f"tensor '{tensor.name}': {len(axis_keys)} indices for a "
+                         f"rank-{tensor.ndim} tensor")
+    # a negative int or slice bound on an axis whose size is known only at run time is
+    # counted from that size when the step runs, as a gather
+    axis_keys = [_from_end(k) if tensor.shape[axis] is None and _negative(k) else k
+                 for axis, k in enumerate(axis_keys)]
+    basic = tuple(slice(None) if _is_tensor(k) or _stepped(k) or isinstance(k, _FromEnd) else k
+                  for k in axis_keys)
+    begin, size, kept = _slice_plan(tensor, basic)
+    result = tensor
+    if any(b != 0 for b in begin) or any(z != -1 for z in size):
+        attrs: dict[str, Any] = {"begin": begin, "size": size}
+        if any(tensor.shape[axis] is None and (size[axis] != -1 or begin[axis] > 0)
+               for axis in kept):
+            attrs["clamp"] = True  # x[:3] of a dim unknown until run time: at most 3, as in Python
+        result = _apply("getitem", [tensor], attrs)
+    dropped = {axis for axis in range(tensor.ndim) if axis not in kept}
+    for axis, k in enumerate(axis_keys):
+        if isinstance(k, _FromEnd):
+            with tensor.graph.as_default():
+                result = _gather(result, constant(np.asarray([k.index], np.int32)), axis)
+            dropped.add(axis)
+        elif _is_tensor(k):
+            result = _gather(result, _scalar_index(tensor, axis, k), axis)
+            dropped.add(axis)
+        elif _stepped(k):
+            result = _gather(result, _stepped_indices(tensor, axis, k), axis)
+    # the output's axes: each kept axis in order, a new axis of size 1 where a None stands
+    layout: list[Optional[int]] = []
+    axis = 0
+    for k in keys:
+        if k is None:
+            layout.append(None)
+            continue
+        if axis not in dropped:
+            layout.append(axis)
+        axis += 1
+    layout += [a for a in range(axis, tensor.ndim) if a not in dropped]
+    if layout == list(range(tensor.ndim)):
+        return result if result is not tensor else _apply("identity", [tensor], {})
+    return _reshaped(result, layout)
+
+
+def _reshaped(value: Tensor, layout: list) -> Tensor:
+    """value reshaped to its axes listed in `layout` (None: a new axis of size 1)."""
+    dims = [1 if a is None else value.shape[a] for a in layout]
     if dims.count(None) <= 1:
-        return _apply("reshape", [sliced], {"shape": [-1 if d is None else d for d in dims]})
-    # several sizes known only at run time: the kept ones are read from the slice's shape
+        return _apply("reshape", [value], {"shape": [-1 if d is None else d for d in dims]})
+    # several sizes known only at run time: read from the value's shape (a 1 appended for the
+    # new axes)
     registry = builtin_registry()
-    with tensor.graph.as_default():
-        axes = constant(np.asarray(kept, np.int32))
-    sizes = apply_op(registry, "gather", [apply_op(registry, "shape", [sliced], {}), axes],
-                     {"axis": 0})
-    return apply_op(registry, "reshape_dims", [sliced, sizes],
+    with value.graph.as_default():
+        axes = constant(np.asarray([value.ndim if a is None else a for a in layout], np.int32))
+        one = constant(np.ones(1, np.int32))
+    sizes = apply_op(registry, "gather",
+                     [apply_op(registry, "concat", [[apply_op(registry, "shape", [value], {}),
+                                                     one]], {"axis": 0}), axes], {"axis": 0})
+    return apply_op(registry, "reshape_dims", [value, sizes],
                     {"shape": [-1 if d is None else d for d in dims]})
 
 
+def _expand_ellipsis(tensor: Tensor, keys: tuple) -> tuple:
+    if tensor.ndim is None:
+        raise OpsdkError(f"tensor '{tensor.name}': cannot index a tensor of unknown rank")
+    dots = [i for i, k in enumerate(keys) if k is Ellipsis]
+    if len(dots) > 1:
+        raise OpsdkError(f"tensor '{tensor.name}': an index can have only one ellipsis (...)")
+    if not dots:
+        return keys
+    used = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    fill = (slice(None),) * max(tensor.ndim - used, 0)
+    return keys[:dots[0]] + fill + keys[dots[0] + 1:]
+
+
+class _FromEnd:
+    """A negative int index on an axis of run-time size (the gather kernel counts it)."""
+
+    def __init__(self, index: int):
+        self.index = index
+
+
+def _negative(k: Any) -> bool:
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        return k < 0
+    return isinstance(k, slice) and any(
+        isinstance(b, (int, np.integer)) and b < 0 for b in (k.start, k.stop))
+
+
+def _from_end(k: Any) -> Any:
+    """The run-time form of a negative index: a gather of one index, or a slice taken by the
+    stepped path (which clamps its bounds to the run-time size)."""
+    if isinstance(k, slice):
+        return slice(k.start, k.stop, 1 if k.step is None else k.step)
+    return _FromEnd(int(k))
+
+
+def _is_tensor(k: Any) -> bool:
+    return isinstance(k, Tensor) or hasattr(k, "_as_graph_element")
+
+
+def _stepped(k: Any) -> bool:
+    """A slice taken as a gather of its indices: a step other than 1, or (step 1 given) negative
+    bounds on an axis of run-time size."""
+    return isinstance(k, slice) and k.step is not None and (k.step != 1 or _negative(k))
+
+
+def _gather(value: Tensor, indices: Tensor, axis: int) -> Tensor:
+    return apply_op(builtin_registry(), "gather", [value, indices], {"axis": axis})
+
+
+def _scalar_index(tensor: Tensor, axis: int, k: Any) -> Tensor:
+    """A scalar int tensor as a one-element index vector (its axis is then dropped); negative
+    counts from the end, out of range fails when the step runs."""
+    t = k._as_graph_element() if not isinstance(k, Tensor) else k
+    if t.dtype not in ("int32", "int64") or (t.shape is not None and len(t.shape) != 0):
+        raise OpsdkError(f"tensor '{tensor.name}': a tensor index must be an int32 or int64 "
+                         f"scalar; '{t.name}' is {t.dtype} of shape "
+                         f"{'unknown' if t.shape is None else list(t.shape)} (use gather for "
+                         "several indices)")
+    return apply_op(builtin_registry(), "reshape", [t], {"shape": [1]})
+
+
+def _stepped_indices(tensor: Tensor, axis: int, k: slice) -> Tensor:
+    """The indices a slice with a step picks on one axis, as Python's `slice.indices` gives
+    them: constants when the axis's size is known, else an `arange` over bounds clamped to the
+    size read at run time."""
+    for bound in (k.start, k.stop, k.step):
+        if bound is not None and not isinstance(bound, (int, np.integer)):
+            raise OpsdkError(f"tensor '{tensor.name}': slice bounds must be ints, not "
+                             f"{type(bound).__name__}")
+    if k.step == 0:
+        raise OpsdkError(f"tensor '{tensor.name}': a slice step cannot be zero")
+    dim = tensor.shape[axis]
+    if dim is not None:
+        with tensor.graph.as_default():
+            return constant(np.arange(*slice(k.start, k.stop, k.step).indices(dim),
+                                      dtype=np.int32))
+    registry = builtin_registry()
+    with tensor.graph.as_default():
+        axis_c = constant(np.int32(axis))
+    n = apply_op(registry, "gather", [apply_op(registry, "shape", [tensor], {}), axis_c],
+                 {"axis": 0})
+    step = int(k.step)
+    lo, hi = (0, n) if step > 0 else (-1, n - 1)
+
+    def bound(value: Optional[int], default: Any) -> Any:
+        if value is None:
+            return default
+        at = int(value) if value >= 0 else n + int(value)
+        clamped = apply_op(registry, "minimum", [_lift(at, n), _lift(hi, n)], {})
+        return apply_op(registry, "maximum", [clamped, _lift(lo, n)], {})
+    with tensor.graph.as_default():
+        delta = constant(np.int32(step))
+    first, stop = bound(k.start, lo if step > 0 else hi), bound(k.stop, hi if step > 0 else lo)
+    return apply_op(registry, "arange", [_lift(first, n), _lift(stop, n), delta], {})
+
+
 def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[int]]:
-    """(begin, size, axes kept) for `tensor[key]`."""
+    """(begin, size, axes kept) for `tensor[key]`, key a tuple of ints and step-1 slices."""
     keys = key if isinstance(key, tuple) else (key,)
     if tensor.ndim is None:
         raise OpsdkError(f"tensor '{tensor.name}': cannot index a tensor of unknown rank")
@@ -108,6 +252,11 @@ def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[in
                                  f"{axis} of size {dim}")
         elif isinstance(k, slice) and k.step in (None, 1):
             kept.append(axis)
+            for bound in (k.start, k.stop):
+                if bound is not None and not isinstance(bound, (int, np.integer)):
+                    raise OpsdkError(f"tensor '{tensor.name}': slice bounds must be ints, not "
+                                     f"{type(bound).__name__} (slice a run-time range with "
+                                     "gather)")
             start = 0 if k.start is None else _index(tensor, axis, int(k.start), dim)
             stop = None if k.stop is None else _index(tensor, axis, int(k.stop), dim)
             if dim is not None:
@@ -117,7 +266,7 @@ def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[in
             size[axis] = -1 if stop is None else max(stop - start, 0)
         else:
             raise OpsdkError(f"tensor '{tensor.name}': index {k!r} is not supported "
-                             "(use ints and slices with step 1)")
+                             "(use ints, slices, ..., None and scalar int tensors)")
     return begin, size, kept
 
 
