@@ -1,0 +1,177 @@
+"""TF1's higher-order functions over the leading dimension: `map_fn`, `scan`, `foldl`, `foldr`.
+
+Each is one opsdk `while_loop` over a count read at run time, as TensorFlow builds them, and each
+is differentiable. TensorFlow collects the per-element results in a TensorArray; here they are the
+loop's recorded history (`loop_intermediates`: h[i] is the value iteration i received), whose
+gradient the loop's gradient carries back through the iterations. So `map_fn` runs `fn` on the
+first element before the loop, which starts at the second: every element is mapped exactly once,
+and `fn` is traced twice (a variable it creates must be one the second call reuses).
+
+`elems` (and `initializer`) may be a tensor or nested lists/tuples of tensors; every tensor of
+`elems` is unpacked along its first dimension, and all must have the same length. Zero elements
+are an error (TensorFlow returns an empty result for `map_fn` and `scan` with an initializer).
+`parallel_iterations`, `swap_memory` and `infer_shape` are accepted and change nothing: the loop
+runs its iterations one after another, in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import opsdk
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.control_flow.builders import loop_intermediates
+from opsdk.runtime.ir.nest import flatten, pack, structure_text
+from opsdk.v1.composed import reverse as _reverse
+from opsdk.v1.dtypes import as_dtype
+from opsdk.v1 import math_ops as _m
+from opsdk.v1.tensors import convert_to_tensor as _t
+
+__all__ = ["map_fn", "scan", "foldl", "foldr"]
+
+
+def _elems(who: str, elems: Any) -> tuple[list, Any, Any]:
+    """(the tensors of elems, their tree, their common length as a scalar tensor)."""
+    leaves, tree = flatten(elems)
+    if not leaves:
+        raise OpsdkError(f"{who}: elems holds no tensor; give a tensor or a list/tuple of them")
+    tensors = [_t(e) for e in leaves]
+    for k, e in enumerate(tensors):
+        if e.shape is not None and len(e.shape) == 0:
+            raise OpsdkError(f"{who}: elems{'' if tree == '*' else f' leaf {k}'} ('{e.name}') "
+                             "is a scalar; each tensor of elems is unpacked along its first "
+                             "dimension")
+    lengths = {e.shape[0] for e in tensors if e.shape is not None and e.shape[0] is not None}
+    if len(lengths) > 1:
+        raise OpsdkError(f"{who}: the tensors of elems differ in their first dimension "
+                         f"({sorted(lengths)}); they are unpacked together")
+    zero = opsdk.constant(0, dtype="int32")
+    count = _m.gather(_m.shape(tensors[0]), zero)
+    return tensors, tree, count
+
+
+def _element(tensors: list, tree: Any, i: Any) -> Any:
+    return pack(tree, [_m.gather(e, i) for e in tensors])
+
+
+def _leaves(value: Any) -> tuple[list, Any]:
+    leaves, tree = flatten(value)
+    return [_t(v) for v in leaves], tree
+
+
+def _stacked(accs: list) -> list:
+    """Per accumulator, [h[0], ..., h[count-1], final]: what each iteration received, then the
+    value the loop ended with."""
+    _, histories = loop_intermediates(accs[0].op)
+    n = len(histories) - len(accs)  # the loop's leading counter
+    return [_m.concat([h, _m.expand_dims(a, 0)], 0)
+            for h, a in zip(histories[n:], accs)]
+
+
+def _loop(who: str, fn: Callable[..., Any], tensors: list, tree: Any, start: int, count: Any,
+          init: list, acc_tree: Any, reverse: bool, history: bool, name: str) -> list:
+    """Run acc = fn(acc, elems[t]) for t = start .. count-1 (from the end when reverse); the final
+    accumulators, or with `history` each one's [init, after t = start, ..., final] stacked."""
+    def body(i: Any, *acc: Any) -> list:
+        t = count - 1 - i if reverse else i
+        out = fn(pack(acc_tree, list(acc)), _element(tensors, tree, t))
+        leaves, out_tree = _leaves(out)
+        if len(leaves) != len(acc):
+            raise OpsdkError(f"{who}: fn returns {structure_text(out_tree)}, but the accumulator "
+                             f"is {structure_text(acc_tree)}")
+        return [i + 1, *leaves]
+
+    first = opsdk.constant(start, dtype="int32")
+    _, *final = opsdk.while_loop(lambda i, *acc: _m.less(i, count), body, [first, *init],
+                                 keep_intermediates=history, name=name)
+    return _stacked(final) if history else final
+
+
+def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
+           parallel_iterations: Optional[int] = None, back_prop: bool = True,
+           swap_memory: bool = False, infer_shape: bool = True, name: Optional[str] = None) -> Any:
+    """`fn` applied to each element of `elems` (unpacked along dimension 0), the results
+    stacked along dimension 0. `dtype`: the structure and dtypes of `fn`'s result where they
+    differ from `elems`'; every element's result must have one shape."""
+    who = "tf.map_fn"
+    with opsdk.name_scope(name or "map"):
+        tensors, tree, count = _elems(who, elems)
+        zero = opsdk.constant(0, dtype="int32")
+        first, first_tree = _leaves(fn(_element(tensors, tree, zero)))
+        if dtype is not None:
+            declared, dtype_tree = flatten(dtype)
+            if len(declared) != len(first):
+                raise OpsdkError(f"{who}: fn returns {structure_text(first_tree)}, but dtype "
+                                 f"declares {structure_text(dtype_tree)}")
+            for k, (d, v) in enumerate(zip(declared, first)):
+                if as_dtype(d).name != v.dtype:
+                    raise OpsdkError(f"{who}: fn's result {k} is {v.dtype}, but dtype declares "
+                                     f"{as_dtype(d).name}")
+        elif len(first) != len(tensors):
+            raise OpsdkError(f"{who}: fn returns {structure_text(first_tree)}, unlike elems "
+                             f"{structure_text(tree)}; give dtype= with the result's structure")
+
+        def step(acc: Any, x: Any) -> Any:
+            return fn(x)
+
+        stacked = _loop(who, step, tensors, tree, 1, count, first, first_tree, False, True,
+                        "map")
+        return pack(first_tree, _maybe_stopped(stacked, back_prop))
+
+
+def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
+         parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+         infer_shape: bool = True, reverse: bool = False, name: Optional[str] = None) -> Any:
+    """The successive values of `acc = fn(acc, x)` over the elements x of `elems`, stacked along
+    dimension 0 (row t is the accumulator after element t). `initializer`: the accumulator's
+    start (its structure is the result's); without it the first element is, and is row 0.
+    `reverse`: from the last element to the first (rows stay in the elements' order)."""
+    who = "tf.scan"
+    with opsdk.name_scope(name or "scan"):
+        tensors, tree, count = _elems(who, elems)
+        init, acc_tree, start = _start(who, tensors, tree, count, initializer, reverse)
+        stacked = _loop(who, fn, tensors, tree, start, count, init, acc_tree, reverse, True,
+                        "scan")
+        if initializer is not None:  # row 0 is the initializer itself
+            stacked = [s[1:] for s in stacked]
+        if reverse:
+            stacked = [_reverse(s, axis=[0]) for s in stacked]
+        return pack(acc_tree, _maybe_stopped(stacked, back_prop))
+
+
+def _start(who: str, tensors: list, tree: Any, count: Any, initializer: Any,
+           reverse: bool) -> tuple[list, Any, int]:
+    if initializer is not None:
+        init, acc_tree = _leaves(initializer)
+        return init, acc_tree, 0
+    first = count - 1 if reverse else opsdk.constant(0, dtype="int32")
+    return [_m.gather(e, first) for e in tensors], tree, 1
+
+
+def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
+          parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+          name: Optional[str] = None) -> Any:
+    """The last value of `acc = fn(acc, x)` over the elements of `elems`, first to last
+    (`initializer` as in `scan`)."""
+    return _fold("tf.foldl", fn, elems, initializer, back_prop, False, name or "foldl")
+
+
+def foldr(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
+          parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
+          name: Optional[str] = None) -> Any:
+    """`foldl` from the last element to the first."""
+    return _fold("tf.foldr", fn, elems, initializer, back_prop, True, name or "foldr")
+
+
+def _fold(who: str, fn: Callable, elems: Any, initializer: Any, back_prop: bool,
+          reverse: bool, name: str) -> Any:
+    with opsdk.name_scope(name):
+        tensors, tree, count = _elems(who, elems)
+        init, acc_tree, start = _start(who, tensors, tree, count, initializer, reverse)
+        final = _loop(who, fn, tensors, tree, start, count, init, acc_tree, reverse, False,
+                      name)
+        return pack(acc_tree, _maybe_stopped(final, back_prop))
+
+
+def _maybe_stopped(values: list, back_prop: bool) -> list:
+    return values if back_prop else [_m.stop_gradient(v) for v in values]

@@ -1,0 +1,112 @@
+"""tf.map_fn, tf.scan, tf.foldl and tf.foldr (opsdk/v1/functional.py): values against NumPy
+loops, gradients against central finite differences, nested elems, and the errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+XV = np.arange(12.0).reshape(4, 3) / 7 - 0.5
+
+
+def _numeric(sess, y, x, value, eps=1e-6):
+    grad = np.zeros_like(value)
+    for index in np.ndindex(value.shape):
+        sums = []
+        for sign in (1.0, -1.0):
+            moved = value.copy()
+            moved[index] += sign * eps
+            sums.append(np.sum(sess.run(y, {x: moved})))
+        grad[index] = (sums[0] - sums[1]) / (2 * eps)
+    return grad
+
+
+def _scan_np(fn, rows, init=None, reverse=False):
+    order = list(range(len(rows)))[::-1] if reverse else list(range(len(rows)))
+    out = {}
+    acc = init
+    for k, t in enumerate(order):
+        acc = rows[t] if init is None and k == 0 else fn(acc, rows[t])
+        out[t] = acc
+    return np.stack([out[t] for t in range(len(rows))])
+
+
+CASES = {
+    "map_fn": (lambda x: tf.map_fn(lambda r: tf.reduce_sum(r * r) + r[0], x),
+               lambda v: np.array([np.sum(r * r) + r[0] for r in v])),
+    "map_fn to a tuple": (
+        lambda x: tf.map_fn(lambda r: (r * 2.0, tf.reduce_max(r)), x,
+                            dtype=(tf.float64, tf.float64))[0] * 3.0,
+        lambda v: v * 6.0),
+    "scan": (lambda x: tf.scan(lambda a, r: a * 0.5 + tf.tanh(r), x),
+             lambda v: _scan_np(lambda a, r: a * 0.5 + np.tanh(r), v)),
+    "scan with an initializer": (
+        lambda x: tf.scan(lambda a, r: a * tf.reduce_sum(r), x,
+                          initializer=tf.constant(1.5, tf.float64)),
+        lambda v: _scan_np(lambda a, r: a * np.sum(r), v, init=1.5)),
+    "scan reversed": (lambda x: tf.scan(lambda a, r: a * r + r, x, reverse=True),
+                      lambda v: _scan_np(lambda a, r: a * r + r, v, reverse=True)),
+    "foldl": (lambda x: tf.foldl(lambda a, r: a * 0.5 + r * r, x),
+              lambda v: _scan_np(lambda a, r: a * 0.5 + r * r, v)[-1]),
+    "foldr": (lambda x: tf.foldr(lambda a, r: a * 0.5 + r, x,
+                                 initializer=tf.zeros([3], tf.float64)),
+              lambda v: _scan_np(lambda a, r: a * 0.5 + r, v, init=np.zeros(3),
+                                 reverse=True)[0]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_values_and_gradients_match_loops_and_finite_differences(case):
+    build, expected = CASES[case]
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None, 3])
+        y = build(x)
+        loss = tf.reduce_sum(y * y)
+        (grad,) = tf.gradients(loss, [x])
+        with tf.Session() as sess:
+            for rows in (XV, XV[:1], XV[:2] * -3.0):  # the count is read at run time
+                got, g = sess.run([y, grad], {x: rows})
+                np.testing.assert_allclose(got, expected(rows), rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(g, _numeric(sess, loss, x, rows), rtol=1e-6,
+                                           atol=1e-8)
+
+
+def test_nested_elems_and_a_loop_counter_index():
+    # elems a tuple unpacked together; fn indexes a captured tensor with a scalar tensor
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None, 3])
+        ids = tf.placeholder(tf.int32, [None])
+        table = tf.constant(np.arange(15.0).reshape(5, 3))
+        rows = tf.map_fn(lambda e: e[0] + table[e[1]], (x, ids), dtype=tf.float64)
+        pairs = tf.scan(lambda acc, e: (acc[0] + e[0], acc[1] * e[1]), (x, ids),
+                        initializer=(tf.zeros([3], tf.float64), tf.constant(1)))
+        with tf.Session() as sess:
+            got, (sums, products) = sess.run([rows, pairs], {x: XV, ids: [4, 0, 2, 2]})
+    np.testing.assert_allclose(got, XV + np.arange(15.0).reshape(5, 3)[[4, 0, 2, 2]])
+    np.testing.assert_allclose(sums, np.cumsum(XV, axis=0))
+    np.testing.assert_array_equal(products, [4, 0, 0, 0])
+
+
+def test_back_prop_false_stops_the_gradient():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None, 3])
+        y = tf.map_fn(lambda r: r * r, x, back_prop=False)
+        assert tf.gradients(tf.reduce_sum(y), [x]) == [None]
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x: tf.map_fn(lambda r: (r, r), x), r"unlike elems .*give dtype="),
+    (lambda x: tf.map_fn(lambda r: r, x, dtype=tf.int32), "result 0 is float64, but dtype"),
+    (lambda x: tf.map_fn(lambda r: r, tf.constant(1.0)), "is a scalar"),
+    (lambda x: tf.map_fn(lambda r: r, (x, tf.zeros([5, 2]))), "differ in their first"),
+    (lambda x: tf.scan(lambda a, r: (a, a), x), "accumulator"),
+    (lambda x: tf.foldl(lambda a, r: tf.cast(a, tf.float32), x), "turns loop variable"),
+])
+def test_mistakes_are_named(build, message):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [4, 3])
+        with pytest.raises(OpsdkError, match=message):
+            build(x)
