@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     **{name: "opsdk.runtime.frontend.api" for name in ("apply_op", "workspace_applier")},
     **{name: "opsdk.runtime.control_flow.builders" for name in ("cond", "while_loop")},
     "gradients": "opsdk.runtime.autodiff.gradients",
+    "py_func": "opsdk.runtime.frontend.py_func",
     **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
         "RMSPropOptimizer")},
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from opsdk.runtime.frontend.api import (apply_op as apply_op,
                                             workspace_applier as workspace_applier)
     from opsdk.runtime.frontend.ops_module import load_ops as load_ops
+    from opsdk.runtime.frontend.py_func import py_func as py_func
     from opsdk.runtime.frontend.variables import (
         Variable as Variable, global_variables as global_variables,
         global_variables_initializer as global_variables_initializer,

@@ -320,3 +320,6 @@ register_gradient_rule("identity", lambda op, out_grads, _: list(out_grads[:len(
 register_gradient_rule("read_variable", lambda op, out_grads, _: [out_grads[0]])
 for _leaf in ("placeholder", "const", "variable"):
     register_gradient_rule(_leaf, lambda op, out_grads, _: [])
+# A Python function is opaque: no gradient passes it (as TensorFlow's PyFunc is not
+# differentiable), so an input reached only through one gets None.
+register_gradient_rule("py_func", lambda op, out_grads, _: [None] * len(op.inputs))

@@ -3,7 +3,7 @@
 The op library (math, arrays, nn) is declared in YAML only. What remains here is what a runtime
 needs to hold a graph together: feeding (`placeholder`), constants (`const`), grouping (`no_op`,
 `identity`), and session state (`variable`, `read_variable`, `assign`, `assign_add`,
-`assign_sub`). Control flow
+`assign_sub`) and Python callbacks (`py_func`). Control flow
 adds its nodes to the same table with `register_primitive`.
 
 A primitive's `run(ctx, op, inputs) -> tuple` gets a step context (`ctx.variables` is the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import operator
+import os
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -50,6 +51,10 @@ def register_primitive(primitive: Primitive) -> Primitive:
         raise OpsdkError(f"runtime primitive '{primitive.name}' is already registered")
     PRIMITIVES[primitive.name] = primitive
     return primitive
+
+
+def _not_prepared(ctx, op, inputs) -> tuple:
+    raise OpsdkError(f"{op.type} (node '{op.name}') runs only inside a compiled plan")
 
 
 def _no_op(ctx, op, inputs) -> tuple:
@@ -111,6 +116,54 @@ def _checked(op, value) -> Any:
     return value.astype(dtype, copy=False)
 
 
+# py_func: the functions of this process's py_func nodes by key (opsdk/runtime/frontend/
+# py_func.py adds them; a node holds the key, so a graph stays exportable).
+PY_FUNC = "py_func"
+PY_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def _prepare_py_func(op, device, options) -> RunFn:
+    def run(ctx, op, inputs) -> tuple:
+        who = f"py_func (node '{op.name}')"
+        func = PY_FUNCTIONS.get(op.attrs["function"])
+        if func is None:
+            raise OpError(f"{who}: its Python function '{op.attrs['function']}' is not in this "
+                          f"process (pid {os.getpid()}); a py_func runs only in the process "
+                          "that built its graph")
+        args = [value if device.is_host else device.to_host(value) for value in inputs]
+        try:
+            result = func(*args)
+        except Exception as exc:
+            raise OpError(f"{who}: its function raised {type(exc).__name__}: {exc}") from exc
+        wanted = [t.dtype for t in op.outputs]
+        # as TensorFlow's: a list or tuple holds one value per output, anything else is one
+        values = list(result) if isinstance(result, (list, tuple)) else [result]
+        if len(values) != len(wanted):
+            raise OpError(f"{who}: its function returned {len(values)} values for "
+                          f"{len(wanted)} outputs ({', '.join(wanted)})")
+        out = []
+        for k, (value, dtype) in enumerate(zip(values, wanted)):
+            try:
+                array = np.asarray(value, dtype=dtype)
+            except (TypeError, ValueError) as exc:
+                raise OpError(f"{who}: result {k} ({type(value).__name__}) is not convertible "
+                              f"to its declared {dtype}: {exc}") from None
+            shape = op.outputs[k].shape  # unknown, or declared by the caller (set_shape)
+            if shape is not None and (array.ndim != len(shape) or any(
+                    d is not None and d != n for d, n in zip(shape, array.shape))):
+                raise OpError(f"{who}: result {k} has shape {list(array.shape)}, but its "
+                              f"tensor was declared {list(shape)}")
+            out.append(array if device.is_host else device.from_host(array))
+        return tuple(out)
+    return run
+
+
+def _check_py_func(attrs: dict, outputs: list) -> Optional[str]:
+    if not isinstance(attrs.get("function"), str):
+        return "attr function (the key of its Python function) must be a string"
+    return None
+
+
 def _check_const(attrs: dict, outputs: list) -> Optional[str]:
     """A constant's value must be what its output says: a graph file or a caller cannot
     declare float32 and hold float64."""
@@ -157,5 +210,7 @@ for _prim in (
     Primitive("assign", True, _assign, "stores a new value into a variable; outputs it"),
     Primitive("assign_add", True, _assign_add, "adds into a variable; outputs the new value"),
     Primitive("assign_sub", True, _assign_sub, "subtracts from a variable; outputs the new value"),
+    Primitive(PY_FUNC, True, _not_prepared, "calls a Python function of this process on its "
+              "inputs' values", prepare=_prepare_py_func, check=_check_py_func),
 ):
     register_primitive(_prim)
