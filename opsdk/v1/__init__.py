@@ -73,6 +73,7 @@ from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_
                                logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,
                                reverse, sequence_mask, size, sort, tile)
 from opsdk.v1.functional import foldl, foldr, map_fn, scan  # noqa: E402
+from opsdk.v1.script_ops import numpy_function, py_func, py_function  # noqa: E402
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
 logging = __import__("logging").getLogger("opsdk.v1")

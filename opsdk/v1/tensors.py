@@ -90,15 +90,20 @@ def _get_shape(self: Any) -> TensorShape:
 
 
 def _set_shape(self: Any, shape: Any) -> None:
-    """Check that `shape` agrees with what is known (opsdk infers every static shape)."""
+    """Check that `shape` agrees with what is known (opsdk infers every static shape but those
+    of a py_func's outputs, which it refines: the node checks its results against them)."""
     want = TensorShape(shape.as_list() if isinstance(shape, TensorShape) else shape)
     have = self.shape
-    if have is None or want.dims is None:
+    if want.dims is None:
         return
-    if len(have) != len(want.dims) or any(
-            a is not None and b.value is not None and a != b.value for a, b in zip(have, want)):
+    if have is not None and (len(have) != len(want.dims) or any(
+            a is not None and b.value is not None and a != b.value for a, b in zip(have, want))):
         raise OpsdkError(f"set_shape: tensor '{self.name}' has shape {list(have)}, "
                          f"incompatible with {want.as_list()}")
+    if self.op.type == "py_func":
+        merged = want.as_list() if have is None else [
+            a if a is not None else b for a, b in zip(have, want.as_list())]
+        self.shape = tuple(merged)
 
 
 def _value(item: Any) -> Any:
