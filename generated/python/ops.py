@@ -69,6 +69,8 @@ __all__ = [
     'div_grad',
     'dropout',
     'dropout_grad',
+    'einsum',
+    'einsum_grad',
     'equal',
     'exp',
     'exp_grad',
@@ -1320,6 +1322,64 @@ def dropout_grad(x, keep_prob, noise, grad_y, *, name=None):
         (2,)
     """
     return _apply('dropout_grad', [x, keep_prob, noise, grad_y], {}, name)
+
+
+def einsum(xs, *, equation, name=None):
+    r"""Sums of products of the operands' elements over the subscripts an equation names (NumPy's and TensorFlow's einsum, in its explicit form).
+
+    `equation` names each operand's dims with one letter each, the operands' terms separated by
+    commas, then `->` and the output's letters: "ij,jk->ik" is a matrix product, "ij->ji" a
+    transpose, "bi,bi->b" a batched dot product. A letter in several operands names dims of one
+    size; letters missing from the output are summed over. Each term's letters are distinct (no
+    traces or diagonals), and `...` is not taken: name every dim.
+
+    Args:
+        xs: a sequence of N tensors, each T (one of int8, int16, int32, int64, uint8, uint16,
+            uint32, uint64, float16, float32, float64, complex64, complex128), shape from the op's
+            shape function. the operands, one per term of the equation
+        equation: str. the explicit form, terms then '->' then the output's letters
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> xs = [rng.integers(0, 2, size=(2, 3)).astype(np.int8) for _ in range(2)]
+        >>> einsum(xs, equation='').dtype.name
+        'int8'
+    """
+    return _apply('einsum', [_tensor_list('einsum', 'xs', xs)], {'equation': equation, 'N': len(xs)}, name)
+
+
+def einsum_grad(xs, grad_y, *, equation, name=None):
+    r"""Gradient of einsum (per operand, grad_y contracted with the other operands; letters only that operand sums over broadcast back).
+
+    Args:
+        xs: a sequence of N tensors, each T (one of int8, int16, int32, int64, uint8, uint16,
+            uint32, uint64, float16, float32, float64, complex64, complex128), shape from the op's
+            shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        equation: str. the forward op's equation
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_xs: a sequence of N tensors, each T (one of int8, int16, int32, int64, uint8, uint16,
+            uint32, uint64, float16, float32, float64, complex64, complex128), shape from the op's
+            shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> xs = [rng.integers(0, 2, size=(2, 3)).astype(np.int8) for _ in range(2)]
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> [item.shape for item in einsum_grad(xs, grad_y, equation='')]
+        [(2, 3), (2, 3)]
+    """
+    return _apply('einsum_grad', [_tensor_list('einsum_grad', 'xs', xs), grad_y], {'equation': equation, 'N': len(xs)}, name)
 
 
 def equal(x, y, *, name=None):

@@ -144,3 +144,27 @@ def cumsum(xp, x, axis, exclusive, reverse):
 
 def cumsum_grad(xp, x, grad_y, axis, exclusive, reverse):
     return cumsum(xp, grad_y, axis, exclusive, not reverse)
+
+
+# ---- einsum ----------------------------------------------------------------------------------
+
+def einsum(xp, xs, equation, N):
+    return xp.asarray(xp.einsum(equation, *xs), order="C")  # 0-d stays 0-d
+
+
+def einsum_grad(xp, xs, grad_y, equation, N):
+    """Per operand: grad_y contracted with every other operand onto the letters this operand
+    shares with them or the output; letters it alone sums over are broadcast back."""
+    terms, out = equation.replace(" ", "").split("->")
+    terms = terms.split(",")
+    grads = []
+    for k, (x, term) in enumerate(zip(xs, terms)):
+        others = [(t, v) for j, (t, v) in enumerate(zip(terms, xs)) if j != k]
+        kept = "".join(c for c in term if c in out or any(c in t for t, _ in others))
+        spec = ",".join([out, *(t for t, _ in others)]) + "->" + kept
+        part = xp.asarray(xp.einsum(spec, grad_y, *(v for _, v in others)))
+        alone = tuple(i for i, c in enumerate(term) if c not in kept)
+        if alone:
+            part = xp.expand_dims(part, alone)
+        grads.append(xp.array(xp.broadcast_to(part, x.shape), dtype=x.dtype, order="C"))
+    return grads
