@@ -68,6 +68,7 @@ name_scope, control_dependencies, device = opsdk.name_scope, opsdk.control_depen
 cond, while_loop = opsdk.cond, opsdk.while_loop
 from opsdk.v1.math_ops import AggregationMethod, UnconnectedGradients, cumsum, gradients, reduce_prod  # noqa: E402
 from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_by_norm, count_nonzero, eye,  # noqa: E402
+                               einsum,
                                boolean_mask, gather_nd, global_norm, is_finite, is_inf, is_nan,
                                logical_and, logical_not,
                                logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,

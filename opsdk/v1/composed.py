@@ -488,3 +488,21 @@ NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", 
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
          "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
          "pad", "gather_nd", "boolean_mask", "argsort", "sort", "Print")
+
+
+def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Any:
+    """TF's einsum over the builtin op `einsum`: the implicit form ("ij,jk", its output the
+    letters used once, in alphabetical order) is made explicit first. Each term's letters must be
+    distinct and `...` is not taken (the op says so, naming the equation)."""
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise OpsdkError(f"einsum: unexpected arguments {', '.join(sorted(kwargs))}")
+    if not isinstance(equation, str):
+        raise OpsdkError(f"einsum: equation must be a string, not {type(equation).__name__}")
+    equation = equation.replace(" ", "")
+    if "->" not in equation:
+        letters = [c for c in equation if c.isalpha()]
+        equation += "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    xs = [_t(x) for x in (inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (list, tuple))
+                          else inputs)]
+    return _ops.einsum(xs, equation=equation, name=name)

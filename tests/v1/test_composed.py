@@ -1,6 +1,6 @@
 """TF1 functions composed of builtin ops (opsdk/v1/composed.py, the activations and losses of
 nn, nn.l2_normalize, nn.lrn, nn.conv1d, nn.top_k, the 1-D layers, gather_nd, boolean_mask,
-one-argument where, sort and argsort, and the wrappers of the reduce_prod and cumsum ops): values as NumPy computes them (and TensorFlow, where installed), gradients through
+one-argument where, sort and argsort, einsum, and the wrappers of the reduce_prod and cumsum ops): values as NumPy computes them (and TensorFlow, where installed), gradients through
 them, gradient clipping inside a training step, and bad arguments refused naming the
 function."""
 
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
 
 RNG = np.random.default_rng(3)
 A = RNG.normal(size=(3, 4)).astype(np.float32)
@@ -301,3 +302,19 @@ def test_bad_arguments_are_refused_naming_the_function():
         tf.boolean_mask(tf.zeros([2]), tf.constant([1, 0]))
     with pytest.raises(tf.OpsdkError, match="where: give both x and y, or neither"):
         tf.where(tf.constant([True]), tf.zeros([1]))
+
+
+def test_einsum_takes_tfs_implicit_form_and_its_operands_as_arguments():
+    rng = np.random.default_rng(3)
+    a, b, c = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 4, 5)), rng.normal(size=3)
+    with tf.Graph().as_default():
+        ys = [tf.einsum("bij,bjk", a, b), tf.einsum("bij, bjk -> bik", [a, b]),
+              tf.einsum("i,i", c, c), tf.einsum("ij,jk->ki", a[0], b[0], name="ki")]
+        assert ys[3].op.name == "ki"
+        with pytest.raises(OpsdkError, match="unexpected arguments"):
+            tf.einsum("i,i", c, c, optimize="greedy")
+        with tf.Session() as sess:
+            got = sess.run(ys)
+    # implicit: the letters used once, so b is summed over as well
+    for value, expected in zip(got, [np.einsum("bij,bjk", a, b), a @ b, c @ c, (a[0] @ b[0]).T]):
+        np.testing.assert_allclose(value, expected, rtol=1e-12)
