@@ -24,11 +24,11 @@ import numpy as np
 from opsdk.registry.dtypes import DTYPE_NAMES
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.ir.func_graph import building_graph
-from opsdk.runtime.ir.graph import constant
+from opsdk.runtime.ir.graph import Operation, constant
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.ir.primitives import PY_FUNC, PY_FUNCTIONS
 
-__all__ = ["py_func"]
+__all__ = ["py_func", "py_func_node"]
 
 _keys = itertools.count()
 
@@ -39,12 +39,20 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: b
     output, returned alone) or a list of dtypes (a list of outputs, one per dtype).
     `stateful=False` is accepted; the node is treated as stateful all the same (never merged
     with a like node, as TensorFlow may merge stateless ones)."""
+    single = not isinstance(Tout, (list, tuple))
+    op = py_func_node(func, inp, [Tout] if single else Tout, name=name)
+    return op.outputs[0] if single else list(op.outputs)
+
+
+def py_func_node(func: Callable[..., Any], inp: Sequence[Any], Tout: Sequence[Any],
+                 name: Optional[str] = None) -> Operation:
+    """The py_func node itself, one output per dtype of `Tout` (none: a node run for its effect,
+    as TF1's tf.print makes)."""
     if not callable(func):
         raise OpsdkError(f"py_func: func must be callable, not {type(func).__name__}")
     if not isinstance(inp, (list, tuple)):
         inp = [inp]
-    single = not isinstance(Tout, (list, tuple))
-    dtypes = [_dtype(t) for t in ([Tout] if single else Tout)]
+    dtypes = [_dtype(t) for t in Tout]
     anchor = next((t for t in inp if isinstance(t, Tensor)), None)
     graph = building_graph(anchor)
     with graph.as_default():
@@ -53,9 +61,8 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: b
     key = f"{os.getpid()}:{next(_keys)}:{getattr(func, '__qualname__', type(func).__name__)}"
     PY_FUNCTIONS[key] = func
     weakref.finalize(graph, PY_FUNCTIONS.pop, key, None)  # lives as long as its graph
-    op = graph.create_op(PY_FUNC, inputs, {"function": key},
-                         [(None, d) for d in dtypes], name=name or "PyFunc")
-    return op.outputs[0] if single else list(op.outputs)
+    return graph.create_op(PY_FUNC, inputs, {"function": key}, [(None, d) for d in dtypes],
+                           name=name or "PyFunc")
 
 
 def _dtype(t: Any) -> str:

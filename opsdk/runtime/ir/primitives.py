@@ -137,7 +137,8 @@ def _prepare_py_func(op, device, options) -> RunFn:
             raise OpError(f"{who}: its function raised {type(exc).__name__}: {exc}") from exc
         wanted = [t.dtype for t in op.outputs]
         # as TensorFlow's: a list or tuple holds one value per output, anything else is one
-        values = list(result) if isinstance(result, (list, tuple)) else [result]
+        values = list(result) if isinstance(result, (list, tuple)) else (
+            [] if result is None and not wanted else [result])
         if len(values) != len(wanted):
             raise OpError(f"{who}: its function returned {len(values)} values for "
                           f"{len(wanted)} outputs ({', '.join(wanted)})")
