@@ -174,6 +174,7 @@ __all__ = [
     'transpose_grad',
     'truncated_normal',
     'truncated_normal_dims',
+    'unique',
     'where',
     'where_grad',
     'where_indices',
@@ -3981,6 +3982,36 @@ def truncated_normal_dims(dims, *, seed=0, sequence=False, dtype='float32', name
         'float32'
     """
     return _apply('truncated_normal_dims', [dims], {'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
+
+
+def unique(x, *, dtype='int32', name=None):
+    r"""The distinct values of a 1-d x in the order they first appear, for each element of x the position of its value among them, and how often each appears (TensorFlow's tf.unique_with_counts).
+
+    y[idx[i]] == x[i] for every i, and count[j] is how many elements of x equal y[j]. The length
+    of y is known only when the op runs. Not differentiable (TensorFlow registers no gradient
+    either).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        dtype: the dtype out_idx of the result, one of int32, int64, default int32.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        idx: int32 or int64, shape from the op's shape function.
+        count: int32 or int64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> y, idx, count = unique(x)
+        >>> y.dtype.name, idx.dtype.name, count.dtype.name
+        ('bool', 'int32', 'int32')
+    """
+    return _apply('unique', [x], {'out_idx': dtype}, name)
 
 
 def where(cond, x, y, *, name=None):

@@ -75,3 +75,14 @@ def reshape_dims(xp, x, dims, shape):
 
 def reshape_dims_grad(xp, x, dims, grad_y):
     return xp.reshape(grad_y, x.shape)
+
+
+def unique(xp, x, out_idx):
+    """NumPy's sorted unique values put back in the order they first appear in x."""
+    values, first, inverse, counts = np.unique(np.asarray(x), return_index=True,
+                                               return_inverse=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    return (xp.asarray(values[order]), xp.asarray(position[inverse.reshape(-1)].astype(out_idx)),
+            xp.asarray(counts[order].astype(out_idx)))

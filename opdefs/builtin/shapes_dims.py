@@ -36,3 +36,11 @@ def reshape_dims(shapes, attrs):
 def like_x(shapes, attrs):
     """A gradient shaped like the forward input x."""
     return [shapes["x"]]
+
+
+def distinct(shapes, attrs):
+    """y and count as long as x has distinct values (known at run time), idx as x (unique)."""
+    x = shapes["x"]
+    if x is not None and len(x) != 1:
+        raise ValueError(f"x must be 1-d, not of rank {len(x)}")
+    return [(None,), (None,) if x is None else tuple(x), (None,)]
