@@ -72,9 +72,10 @@ from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_
                                boolean_mask, gather_nd, global_norm, is_finite, is_inf, is_nan,
                                logical_and, logical_not,
                                logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,
-                               reverse, sequence_mask, size, sort, tile)
+                               reverse, sequence_mask, size, sort, tile, unique,
+                               unique_with_counts)
 from opsdk.v1.functional import foldl, foldr, map_fn, scan  # noqa: E402
-from opsdk.v1.script_ops import numpy_function, py_func, py_function  # noqa: E402
+from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
 logging = __import__("logging").getLogger("opsdk.v1")

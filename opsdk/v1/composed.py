@@ -10,6 +10,7 @@ through them as through the ops they are made of.
 from __future__ import annotations
 
 import builtins
+import collections
 from typing import Any, Optional
 
 import numpy as np
@@ -506,3 +507,19 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Any:
     xs = [_t(x) for x in (inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (list, tuple))
                           else inputs)]
     return _ops.einsum(xs, equation=equation, name=name)
+
+
+Unique = collections.namedtuple("Unique", ["y", "idx"])
+UniqueWithCounts = collections.namedtuple("UniqueWithCounts", ["y", "idx", "count"])
+
+
+def unique(x: Any, out_idx: Any = "int32", name: Optional[str] = None) -> Any:
+    """(y, idx): x's distinct values in the order they first appear, and per element of x the
+    position of its value in y (the builtin op `unique`, x 1-d)."""
+    y, idx, _ = _ops.unique(_t(x), dtype=name_of(out_idx), name=name)
+    return Unique(y, idx)
+
+
+def unique_with_counts(x: Any, out_idx: Any = "int32", name: Optional[str] = None) -> Any:
+    """`unique` and how often each value appears."""
+    return UniqueWithCounts(*_ops.unique(_t(x), dtype=name_of(out_idx), name=name))

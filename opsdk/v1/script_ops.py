@@ -1,5 +1,5 @@
 """TF1's Python-function ops: `tf.py_func`, `tf.numpy_function` and `tf.py_function`, over
-opsdk's `py_func` node (opsdk/runtime/frontend/py_func.py).
+opsdk's `py_func` node (opsdk/runtime/frontend/py_func.py), and `tf.print` on the same node.
 
 The function runs when the step runs, in the process that built the graph, on NumPy arrays; its
 results are converted to `Tout` as TensorFlow converts them. `tf.py_function` hands it arrays
@@ -10,15 +10,18 @@ them (TensorFlow registers none either).
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from opsdk.runtime.frontend.py_func import py_func as _py_func
+import opsdk
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.py_func import py_func as _py_func, py_func_node
 from opsdk.v1.dtypes import as_dtype
 from opsdk.v1.tensors import convert_to_tensor as _t
 
-__all__ = ["py_func", "numpy_function", "py_function"]
+__all__ = ["py_func", "numpy_function", "py_function", "print_"]
 
 
 def _tout(Tout: Any) -> Any:
@@ -57,3 +60,58 @@ def py_function(func: Callable[..., Any], inp: Sequence[Any], Tout: Any,
         return func(*(np.asarray(a).view(_EagerValue) for a in arrays))
     call.__qualname__ = getattr(func, "__qualname__", "py_function")
     return py_func(call, inp, Tout, name=name)
+
+
+def print_(*inputs: Any, output_stream: Any = sys.stderr, summarize: int = 3, sep: str = " ",
+           end: str = "\n", name: Optional[str] = None) -> Any:
+    """TF's `tf.print`: an op that writes its inputs (tensors as NumPy prints them, at most
+    `summarize` items from each end of every axis, -1 all; anything else as `str` gives it)
+    joined by `sep`, then `end`, to `output_stream` (sys.stderr, sys.stdout, an object with
+    `write`, or "file://path" to append to) whenever it runs: fetch it, or make other ops depend
+    on it with `tf.control_dependencies`, as in TF1."""
+    if not (isinstance(summarize, int) and summarize >= -1):
+        raise OpsdkError(f"tf.print: summarize must be an int >= -1, not {summarize!r}")
+    if not (hasattr(output_stream, "write") or (
+            isinstance(output_stream, str) and output_stream.startswith("file://"))):
+        raise OpsdkError("tf.print: output_stream must be sys.stderr, sys.stdout, an object "
+                         f"with write() or 'file://path', not {output_stream!r}")
+    slots = [i for i, v in enumerate(inputs) if _is_graph_value(v)]
+    tensors = [_t(inputs[i]) for i in slots]
+
+    def show(*values: np.ndarray) -> None:
+        parts = [str(v) for v in inputs]
+        for i, value in zip(slots, values):
+            parts[i] = _text(value, summarize)
+        line = sep.join(parts) + end
+        if isinstance(output_stream, str):
+            with open(output_stream[len("file://"):], "a", encoding="utf-8") as f:
+                f.write(line)
+        else:
+            output_stream.write(line)
+            getattr(output_stream, "flush", lambda: None)()
+    return py_func_node(show, tensors, [], name=name or "PrintV2")
+
+
+def _is_graph_value(value: Any) -> bool:
+    return isinstance(value, opsdk.Tensor) or hasattr(value, "_as_graph_element")
+
+
+def _text(value: np.ndarray, summarize: int) -> str:
+    """A tensor's value as TF's print writes it: nested brackets, numbers unpadded (float32 to 9
+    significant digits, float64 the shortest text that reads back), bools as 1 and 0, and only the
+    first and last `summarize` items of a longer axis, `...` between."""
+    array = np.asarray(value)
+    digits = 9 if array.dtype == np.float32 else 5
+
+    def number(v: Any) -> str:
+        if array.dtype == np.float64:  # the shortest text that reads back, as TF's
+            text = repr(float(v))
+            return text[:-2] if text.endswith(".0") else text
+        return f"{v:.{digits}g}"
+    formatter = {"float_kind": number, "bool": lambda v: str(int(v)), "int": str}
+    if array.ndim == 0:
+        return formatter["bool"](array) if array.dtype == bool else (
+            formatter["float_kind"](array) if array.dtype.kind == "f" else str(array))
+    limit = sys.maxsize if summarize < 0 else max(2 * summarize, 1)
+    return np.array2string(array, threshold=limit, edgeitems=max(summarize, 1), separator=" ",
+                           formatter=formatter, max_line_width=sys.maxsize)

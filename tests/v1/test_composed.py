@@ -318,3 +318,22 @@ def test_einsum_takes_tfs_implicit_form_and_its_operands_as_arguments():
     # implicit: the letters used once, so b is summed over as well
     for value, expected in zip(got, [np.einsum("bij,bjk", a, b), a @ b, c @ c, (a[0] @ b[0]).T]):
         np.testing.assert_allclose(value, expected, rtol=1e-12)
+
+
+def test_unique_keeps_the_order_of_first_appearance():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        y, idx = tf.unique(x)
+        counted = tf.unique_with_counts(x, out_idx=tf.int64)
+        assert y.get_shape().as_list() == [None] and idx.dtype == tf.int32
+        assert counted.count.dtype == tf.int64
+        with pytest.raises(OpsdkError, match="x must be 1-d"):
+            tf.unique(tf.zeros([2, 2]))
+        with tf.Session() as sess:
+            values = np.array([3, 1, 3, 2, 1, 1], np.float32)
+            got_y, got_idx, (cy, cidx, count) = sess.run([y, idx, counted], {x: values})
+            empty = sess.run(y, {x: np.zeros(0, np.float32)})
+    np.testing.assert_array_equal(got_y, [3, 1, 2])
+    np.testing.assert_array_equal(got_y[got_idx], values)  # y[idx[i]] == x[i]
+    np.testing.assert_array_equal(count, [2, 3, 1])
+    assert cidx.dtype == np.int64 and empty.shape == (0,)

@@ -1,4 +1,4 @@
-"""tf.py_func, tf.numpy_function and tf.py_function (opsdk/v1/script_ops.py)."""
+"""tf.py_func, tf.numpy_function, tf.py_function and tf.print (opsdk/v1/script_ops.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
 
 
 def test_the_three_forms_call_python_when_the_step_runs():
@@ -34,3 +35,30 @@ def test_the_three_forms_call_python_when_the_step_runs():
     np.testing.assert_array_equal(got[0], [3, 2, 1])
     assert got[1] == 3 and got[2].dtype == np.float64 and got[3] == 6.0
     np.testing.assert_array_equal(got[4], [3, 1])
+
+
+def test_tf_print_writes_when_it_runs_as_tf_formats(tmp_path):
+    import io
+
+    stream = io.StringIO()
+    with tf.Graph().as_default():
+        x = tf.constant(np.arange(10))
+        y = tf.constant([[1.5, 2.0], [3.25, 4.0]])
+        third = tf.constant([1 / 3], tf.float32)
+        shown = tf.print("x:", x, "y", y, third, tf.constant(True), 0.5, output_stream=stream)
+        with tf.control_dependencies([shown]):
+            z = tf.identity(y)
+        to_file = tf.print(x, summarize=-1, sep="|", end="!\n",
+                           output_stream=f"file://{tmp_path / 'log.txt'}")
+        assert isinstance(shown, tf.Operation)
+        assert stream.getvalue() == ""  # nothing until it runs
+        with tf.Session() as sess:
+            sess.run(z)
+            sess.run([to_file, to_file])  # one node: runs once per step
+            sess.run(to_file)
+        with pytest.raises(OpsdkError, match="summarize must be an int >= -1"):
+            tf.print(x, summarize=-5)
+        with pytest.raises(OpsdkError, match="output_stream must be"):
+            tf.print(x, output_stream="log.txt")
+    assert stream.getvalue() == "x: [0 1 2 ... 7 8 9] y [[1.5 2]\n [3.25 4]] [0.333333343] 1 0.5\n"
+    assert (tmp_path / "log.txt").read_text() == "[0 1 2 3 4 5 6 7 8 9]!\n" * 2
