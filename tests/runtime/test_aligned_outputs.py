@@ -109,3 +109,29 @@ def test_a_session_reuses_aligned_outputs(registry):
         taken = sess.buffers.taken
     assert got.ctypes.data % 64 == 0
     assert taken >= 1  # later runs took the aligned buffers earlier runs gave back
+
+
+def test_a_variable_holding_an_aligned_output_is_updated_without_writing_into_it(registry):
+    # A glue array stored in a variable is frozen (read-only) like every stored value, and
+    # NumPy cannot make it writeable again (its base is the capsule, not a buffer): an in-place
+    # update must take a fresh array then, not fail. It did fail once a fresh update (a step
+    # whose other reader held the value) had stored a kernel's output.
+    import opsdk
+    from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+    from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+    g = Graph()
+    with g.as_default():
+        w = Variable(np.zeros((256, 256), np.float32), name="w")
+        x = placeholder("float32", [256, 256], name="x")
+        glue = w.assign(apply_op(registry, "relu_grad", [x, x], {}, name="glue"))
+        train = GradientDescentOptimizer(0.5).minimize(opsdk.ops.reduce_sum(w.value() * x))
+        init = global_variables_initializer(g)
+    feed = np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)
+    with Session(g) as sess:
+        sess.run(init)
+        sess.run(glue, {x: feed})  # w now holds the kernel's own (aligned) array
+        for _ in range(2):
+            sess.run(train, {x: feed})
+        got = sess.run(w.value())
+    np.testing.assert_allclose(got, np.where(feed > 0, feed, 0) - 2 * 0.5 * feed, rtol=1e-6)

@@ -162,7 +162,10 @@ class Transaction:
         if type(value) is not np.ndarray or not owns_memory(value) or \
                 not value.flags.c_contiguous or sys.getrefcount(value) != _ONLY_THE_STORE:
             return None
-        value.flags.writeable = True
+        try:
+            value.flags.writeable = True
+        except ValueError:  # a kernel glue's array, frozen: NumPy cannot unfreeze it (its base
+            return None     # is the glue's capsule, no buffer); the update writes a fresh one
         return value
 
     def write(self, name: str, value: Any, fresh: bool = False) -> Any:
