@@ -180,17 +180,6 @@ def step_noise(x: Any, seed: Optional[int]) -> Optional[Any]:
 
 
 # ------------------------------------------------------------------------------ dynamic_rnn
-def _time_indices(steps: Any, count: Any) -> Any:
-    """[time, 1, 1] int32 holding 0 .. time-1: a constant when the number of steps is known, else
-    the history of a counting while_loop's counter (its values 0 .. count-1, at run time)."""
-    if steps.shape is not None and steps.shape[0] is not None:
-        return opsdk.constant(np.arange(steps.shape[0], dtype=np.int32).reshape(-1, 1, 1))
-    [counter] = opsdk.while_loop(lambda i: _ops.less(i, count), lambda i: i + 1,
-                                 [opsdk.constant(np.int32(0))], keep_intermediates=True)
-    _, (history,) = loop_intermediates(counter.op)
-    return _ops.reshape(history, shape=[-1, 1, 1])
-
-
 def _dynamic_run(who: str, cell: Any, steps: Any, initial_state: Any, lengths: Any, scope: str,
                  reverse: bool = False) -> tuple:
     """The cell over steps [time, batch, depth] by a while_loop: (outputs [time, batch, units],
@@ -202,24 +191,33 @@ def _dynamic_run(who: str, cell: Any, steps: Any, initial_state: Any, lengths: A
     state = initial_state if initial_state is not None else _zero_like_batch(cell, first)
     units = int(cell.output_size)
     count = _ops.gather(_ops.shape(steps), zero)
-    times = _time_indices(steps, count)
-    # Outputs gather into one [time, batch, units] loop value (the loop's gradient needs loop
-    # values of fixed shape): step t adds its output where times == t. Zeros of that shape from
-    # steps, so an unknown time or batch size is fine.
-    acc = _ops.add(_ops.slice(_ops.zeros_like(steps), begin=[0, 0, 0], size=[-1, -1, 1]),
-                   _ops.zeros(shape=[units], dtype=steps.dtype))
+    # Each step's output is a loop value; the loop's recorded history of it (h[i]: the value
+    # iteration i received, so the output of step i-1) holds them all, a gradient flowing back
+    # through it. So a step costs its own output, not a pass over a [time, batch, units] sum.
+    # The first value is zeros shaped as an output: [batch, units] from the first step.
+    out0 = _ops.add(_ops.slice(_ops.zeros_like(first), begin=[0, 0], size=[-1, 1]),
+                    _ops.zeros(shape=[units], dtype=steps.dtype))
 
-    def body(i, acc, *flat):
+    def body(i, out, *flat):
         t = count - 1 - i if reverse else i
         old = _pack(state, list(flat))
         with _drawing_outside(steps, t):
             out, new = cell.step(_ops.gather(steps, t), old)
         out, new = _masked(lengths, t, out, new, old)
-        hit = _ops.cast(_ops.equal(times, t), dtype=steps.dtype)
-        return (i + 1, acc + hit * _ops.reshape(out, shape=[1, -1, units]), *_flat(new))
+        return (i + 1, _ops.reshape(out, shape=[-1, units]), *_flat(new))
 
-    _, outputs, *final = opsdk.while_loop(lambda i, *rest: _ops.less(i, count), body,
-                                          [zero, acc, *_flat(state)])
+    _, last, *final = opsdk.while_loop(lambda i, *rest: _ops.less(i, count), body,
+                                       [zero, out0, *_flat(state)], keep_intermediates=True)
+    _, histories = loop_intermediates(last.op)
+    # [out0, output 0, ..., output count-1] without out0 (none at all for no steps)
+    every = _ops.concat([histories[1], _ops.reshape(last, shape=[1, -1, units])], axis=0)
+    outputs = _ops.slice(every, begin=[1, 0, 0], size=[-1, -1, -1])
+    if reverse:  # iteration i ran step count-1-i
+        outputs = _ops.gather(outputs, _ops.arange(count - 1, opsdk.constant(np.int32(-1)),
+                                                   opsdk.constant(np.int32(-1))))
+    time, batch = steps.shape[0], first.shape[0] if first.shape is not None else None
+    if time is not None:  # the sizes known when the graph is built stay known
+        outputs = _ops.reshape(outputs, shape=[time, -1 if batch is None else batch, units])
     return outputs, _pack(state, final)
 
 

@@ -312,3 +312,72 @@ def test_stacked_dropout_wrappers_in_dynamic_rnn_train():
 def test_dropout_wrapper_refuses_state_keep_prob():
     with pytest.raises(OpsdkError, match="DropoutWrapper: state_keep_prob is not provided"):
         tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), state_keep_prob=0.5)
+
+
+def _unrolled_or_looped(kind, lengths, dynamic, bidirectional, weights=None, time_known=True):
+    """Outputs [batch, time, units] (fw and bw concatenated), final states, and the gradients
+    of a weighted sum of both with respect to the inputs and every variable."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, TIME if time_known else None, DEPTH])
+        seq = None if lengths is None else tf.constant(lengths)
+        fw, bw = _cells(tf, kind)
+        if dynamic and bidirectional:
+            outs, states = tf.nn.bidirectional_dynamic_rnn(fw, bw, x, sequence_length=seq,
+                                                           dtype=tf.float32)
+            out = tf.concat(outs, 2)
+        elif dynamic:
+            out, states = tf.nn.dynamic_rnn(fw, x, sequence_length=seq, dtype=tf.float32)
+        elif bidirectional:
+            outs, s_fw, s_bw = tf.nn.static_bidirectional_rnn(
+                fw, bw, tf.unstack(x, TIME, 1), sequence_length=seq, dtype=tf.float32)
+            out, states = tf.stack(outs, 1), (s_fw, s_bw)
+        else:
+            outs, states = tf.nn.static_rnn(fw, tf.unstack(x, TIME, 1), sequence_length=seq,
+                                            dtype=tf.float32)
+            out = tf.stack(outs, 1)
+        scale = np.linspace(-1.0, 2.0, TIME).reshape(1, TIME, 1).astype(np.float32)
+        loss = tf.reduce_sum(out * scale) + sum(tf.reduce_sum(s * 0.5) for s in _flatten(states))
+        variables = sorted(tf.trainable_variables(), key=lambda v: v.name)
+        grads = tf.gradients(loss, [x] + variables)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            if weights is not None:
+                for var in variables:
+                    var.load(weights[var.name], sess)
+            current = dict(zip((v.name for v in variables), sess.run(variables)))
+            sess.run([out, *grads], {x: X})
+            wait_for_fused_kernels(300)  # compare fused with fused (see _run)
+            got = sess.run([out, *_flatten(states), *grads], {x: X})
+    return current, got
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "basic", "multi"])
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["one_way", "bidirectional"])
+@pytest.mark.parametrize("lengths", [None, LENGTHS], ids=["full", "lengths"])
+def test_the_loop_over_time_gives_what_the_unrolled_steps_give(kind, bidirectional, lengths):
+    # dynamic_rnn's outputs are its loop's recorded history; static_rnn builds every step: two
+    # paths, one result, values and gradients (TensorFlow itself is compared above, where it
+    # is installed)
+    weights, unrolled = _unrolled_or_looped(kind, lengths, False, bidirectional)
+    for time_known in (True, False):
+        same, looped = _unrolled_or_looped(kind, lengths, True, bidirectional, weights,
+                                           time_known)
+        assert sorted(same) == sorted(weights)  # one naming of the variables
+        assert looped[0].shape == (BATCH, TIME, UNITS * (2 if bidirectional else 1))
+        for ours, theirs in zip(looped, unrolled):
+            scale = max(1.0, float(np.abs(theirs).max()))
+            np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6 * scale)
+
+
+def test_no_loop_value_holds_every_step_so_a_step_costs_its_own_output():
+    # Each iteration carries its step's output [batch, units], never a [time, batch, units]
+    # sum: such a value costs a pass over all steps per step, and its recorded history (which
+    # the gradient needs) time times that memory.
+    x = tf.placeholder(tf.float32, [None, None, DEPTH])
+    out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(UNITS), x, dtype=tf.float32)
+    loops = [op for op in tf.get_default_graph().get_operations() if op.type == "while_loop"]
+    assert loops
+    for loop in loops:
+        ranks = {len(s) for s in loop.attrs["shape_invariants"] if s is not None}
+        assert ranks <= {0, 1, 2}, (loop.name, loop.attrs["shape_invariants"])
