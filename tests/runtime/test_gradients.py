@@ -264,3 +264,24 @@ def test_nested_control_flow_gradients(graph, op):
     for xv in (np.array([1.0, 2.0, 0.5]), np.array([-0.4, 0.3, -1.2])):
         for out in outs:
             check_against_numeric(graph, out, [x], {x: xv})
+
+
+def test_a_loops_gradient_sums_only_the_captured_inputs_asked_for(graph, op):
+    # w and x are both read inside the loop; asked for w alone, the gradient's loop carries
+    # no sum for x (one loop variable fewer), and w's gradient is unchanged
+    x = placeholder("float64", [4, 3], name="x")
+    w = placeholder("float64", [3], name="w")
+    _, s = while_loop(lambda i, s: i < 4,
+                      lambda i, s: (i + 1, op("tanh", s * w) + op("gather", x, i)),
+                      [constant(0, "int64"), op("zeros_like", w)])
+    (gw,) = gradients(s, [w])
+    (gw2, gx) = gradients(s, [w, x])
+    loops = sorted((o for o in graph.get_operations() if o.type == "while_loop"
+                    and "_grad" in o.name), key=lambda o: o._id)
+    assert [len(o.attrs["shape_invariants"]) for o in loops] == [3, 4]  # i, g_s, (g_x,) g_w
+    feeds = {x: np.arange(12.0).reshape(4, 3) / 10, w: np.array([0.5, -0.3, 0.8])}
+    with Session(graph) as sess:
+        a, b, c = sess.run([gw, gw2, gx], feeds)
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+        np.testing.assert_allclose(a, numeric_grad(sess, s, w, feeds), rtol=1e-6)
+        np.testing.assert_allclose(c, numeric_grad(sess, s, x, feeds), rtol=1e-6, atol=1e-9)

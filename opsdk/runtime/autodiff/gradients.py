@@ -30,14 +30,23 @@ from opsdk.runtime.ir.tensor import Tensor
 __all__ = ["gradients", "differentiate", "group_inputs", "group_values", "zeros_like", "ones_like",
            "add_all", "register_gradient_rule", "GRADIENT_RULES"]
 
-# rule(op, out_grads, differentiate) -> per data input of op its gradient (None: none flows)
+# rule(op, out_grads, differentiate[, wanted]) -> per data input of op its gradient (None: none
+# flows)
 GradientRule = Callable[..., list]
 GRADIENT_RULES: dict[str, GradientRule] = {}
+_WANTS_INPUTS: set[str] = set()
 
 
-def register_gradient_rule(op_type: str, rule: GradientRule) -> GradientRule:
-    """The gradient of nodes of type `op_type` (a runtime primitive, cond, while_loop, ...)."""
+def register_gradient_rule(op_type: str, rule: GradientRule,
+                           wants_inputs: bool = False) -> GradientRule:
+    """The gradient of nodes of type `op_type` (a runtime primitive, cond, while_loop, ...).
+    With `wants_inputs` the rule gets a fourth argument, per data input whether a gradient is
+    wanted for it (it lies on a path from the xs): a loop then carries no sum for the others."""
     GRADIENT_RULES[op_type] = rule
+    if wants_inputs:
+        _WANTS_INPUTS.add(op_type)
+    else:
+        _WANTS_INPUTS.discard(op_type)
     return rule
 
 
@@ -96,6 +105,8 @@ def _op_gradient(op: Operation, out_grads: list[Optional[Tensor]], path: "_Path"
                              "stop_gradient() where no gradient should flow")
         return _declared_gradient(op, out_grads)
     rule = GRADIENT_RULES.get(op.type)
+    if rule is not None and op.type in _WANTS_INPUTS:
+        return rule(op, out_grads, differentiate, [t in path.reached for t in op.inputs])
     if rule is not None:
         return rule(op, out_grads, differentiate)
     raise OpsdkError(f"no gradient for op '{op.type}' (node '{op.name}'), on the path "

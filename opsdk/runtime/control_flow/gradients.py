@@ -79,14 +79,17 @@ def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tup
 
 
 # -------------------------------------------------------------------------------------- cond
-def cond_gradient(op: Operation, out_grads: list[Optional[Tensor]],
-                  differentiate: Differentiate) -> list[Optional[Tensor]]:
-    """Gradients of a cond node's inputs [pred, *captured] (pred gets None)."""
+def cond_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentiate: Differentiate,
+                  wanted: Optional[Sequence[bool]] = None) -> list[Optional[Tensor]]:
+    """Gradients of a cond node's inputs [pred, *captured] (pred gets None); `wanted`: per
+    input whether its gradient is asked for (default: all)."""
     who = f"gradient of cond (node '{op.name}')"
     pred, captured = op.inputs[0], list(op.inputs[1:])
     branches = (op.attrs["then_branch"], op.attrs["else_branch"])
     seeded = [j for j, g in enumerate(out_grads) if g is not None]
+    asked = wanted
     wanted = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)
+              and (asked is None or asked[1 + k])
               and any(_depends(b, k, seeded) for b in branches)]
     if not wanted:
         return [None] * len(op.inputs)
@@ -126,9 +129,11 @@ def _depends(sub: SubGraph, k: int, outputs: Sequence[int]) -> bool:
 
 
 # -------------------------------------------------------------------------------- while_loop
-def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
-                   differentiate: Differentiate) -> list[Optional[Tensor]]:
-    """Gradients of a while_loop node's inputs [*loop_vars, *captured]."""
+def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentiate: Differentiate,
+                   wanted: Optional[Sequence[bool]] = None) -> list[Optional[Tensor]]:
+    """Gradients of a while_loop node's inputs [*loop_vars, *captured]; `wanted`: per input
+    whether its gradient is asked for (default: all). A loop variable's gradient is carried
+    through the iterations either way; a captured input's is summed only when asked for."""
     who = f"gradient of while_loop (node '{op.name}')"
     n = len(op.attrs["shape_invariants"])
     # A gradient may reach the final values and the recorded histories (h[i], the value the
@@ -139,7 +144,8 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]],
     count, histories = record_intermediates(op)  # recording starts here if it was off
     init, captured = list(op.inputs[:n]), list(op.inputs[n:])
     floats = [v for v in range(n) if is_differentiable_dtype(init[v].dtype)]
-    float_caps = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)]
+    float_caps = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)
+                  and (wanted is None or wanted[n + k])]
     body: SubGraph = op.attrs["body"]
     invariants = op.attrs["shape_invariants"]
     start = [out_grads[v] if out_grads[v] is not None else _zeros(op.outputs[v]) for v in floats]
@@ -184,5 +190,5 @@ def _add(a: Tensor, b: Tensor) -> Tensor:
     return apply_op(builtin_registry(), "add", [a, b], {}, name="grad_sum")
 
 
-register_gradient_rule("cond", cond_gradient)
-register_gradient_rule("while_loop", while_gradient)
+register_gradient_rule("cond", cond_gradient, wants_inputs=True)
+register_gradient_rule("while_loop", while_gradient, wants_inputs=True)
