@@ -104,3 +104,24 @@ def test_an_output_dtype_that_is_no_dtype_name_is_refused():
     doc = _document()
     _node(doc, "same")["outputs"][0]["dtype"] = "float32; import os"
     _refused(doc, "node 'same': output 0: dtype 'float32; import os' is not a dtype name (bool, ")
+
+
+@pytest.mark.parametrize("recorded, words", [
+    ([1, 0], "attr recorded must list loop variable positions 0..1 in increasing order"),
+    ([5], "attr recorded must list loop variable positions"),
+    ([], "attr recorded must list loop variable positions"),
+    ("1", "attr recorded must list loop variable positions"),
+])
+def test_a_loops_recorded_variables_must_be_its_own(recorded, words):
+    from opsdk.runtime.control_flow.builders import while_loop
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder("float32", [3], name="x")
+        while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x],
+                   keep_intermediates=[1], name="loop")
+    doc = json.loads(export_graph(graph))
+    import_graph(json.dumps(doc))  # as written, it imports
+    _node(doc, "loop")["attrs"]["recorded"] = (
+        {"type": "str", "value": recorded} if isinstance(recorded, str) else
+        {"type": "list", "value": [{"type": "int", "value": v} for v in recorded]})
+    _refused(doc, words)

@@ -29,7 +29,8 @@ from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure_text
 from opsdk.runtime.ir.tensor import Shape, Tensor
 
-__all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "compatible",
+__all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "recorded",
+           "history_outputs", "compatible",
            "join_shapes"]
 
 
@@ -150,14 +151,16 @@ def _seal(graph, captured: Sequence[Tensor], outputs: Sequence[Tensor],
 # ----------------------------------------------------------------------------------- while_loop
 def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
                shape_invariants: Any = None, maximum_iterations: Optional[int] = None,
-               keep_intermediates: bool = False, name: Optional[str] = None) -> Any:
+               keep_intermediates: Any = False, name: Optional[str] = None) -> Any:
     """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`; returns the final values.
 
     `loop_vars`: a tensor/number, or nested lists/tuples of them (a list or tuple is unpacked into
     the arguments of `cond` and `body`). `shape_invariants`: the same structure of shapes (None
     dims allowed) each iteration's values must fit; default: the initial static shapes.
     `maximum_iterations`: stop after that many iterations. `keep_intermediates`: also record
-    every iteration's loop values for the gradient (see `loop_intermediates`).
+    every iteration's loop values for the gradient (see `loop_intermediates`); a list of loop
+    variable positions (in the flattened loop_vars) records only those (a loop so built cannot
+    be differentiated: its gradient needs every history).
 
     >>> i, s = while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s * 2.0), [0, x])  # doctest: +SKIP
     """
@@ -180,10 +183,17 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     attrs = {"cond": cond_sub, "body": body_sub,
              "shape_invariants": list(invariants), "loop_var_names": list(names),
              "maximum_iterations": None if maximum_iterations is None else int(maximum_iterations),
-             "keep_intermediates": bool(keep_intermediates)}
+             "keep_intermediates": bool(keep_intermediates is not False
+                                        and keep_intermediates is not None)}
+    if isinstance(keep_intermediates, (list, tuple)):
+        chosen = sorted({int(v) for v in keep_intermediates})
+        if not chosen or any(not 0 <= v < len(init) for v in chosen):
+            raise OpsdkError(f"{who}: keep_intermediates lists loop variable positions "
+                             f"0..{len(init) - 1}, at least one; got {list(keep_intermediates)}")
+        if len(chosen) < len(init):
+            attrs["recorded"] = chosen
     outputs = [(shape, t.dtype) for t, shape in zip(init, invariants)] + [((), "int64")]
-    if keep_intermediates:
-        outputs += [(None if s is None else (None, *s), t.dtype) for t, s in zip(init, invariants)]
+    outputs += history_outputs(attrs, [t.dtype for t in init])
     op = graph.create_op("while_loop", [*init, *captured], attrs, outputs, name=node,
                          reserved_name=True)
     return pack(tree, list(op.outputs[:len(init)]))
@@ -262,11 +272,28 @@ def _loop_body_outputs(who: str, graph, result: Any, tree: Any, init: list[Tenso
     return flat
 
 
+def recorded(attrs: dict, n: int) -> list[int]:
+    """The positions of the loop variables whose histories a while_loop node records (all of
+    them unless attr `recorded` lists some), none when it keeps no intermediates."""
+    if not attrs.get("keep_intermediates"):
+        return []
+    chosen = attrs.get("recorded")
+    return list(range(n)) if chosen is None else list(chosen)
+
+
+def history_outputs(attrs: dict, dtypes: Sequence[str]) -> list:
+    """(shape, dtype) of each history output: (count, *var shape) per recorded variable."""
+    invariants = attrs["shape_invariants"]
+    return [(None if invariants[v] is None else (None, *invariants[v]), dtypes[v])
+            for v in recorded(attrs, len(invariants))]
+
+
 def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     """(iteration count, per loop variable its history) of a `while_loop` node built with
-    `keep_intermediates=True`. History `h` has shape (count, *var shape); `h[i]` is the value the
+    `keep_intermediates`. History `h` has shape (count, *var shape); `h[i]` is the value the
     body received on iteration i, so a gradient can run the body's gradient for i = count-1 .. 0.
-    """
+    One history per recorded loop variable, in order (all of them unless the loop was built
+    with a list of positions)."""
     if op.type != "while_loop":
         raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
     n = len(op.attrs["shape_invariants"])
@@ -283,6 +310,10 @@ def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     a loop is recorded exactly when a gradient flows through it."""
     if op.type != "while_loop":
         raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
+    if op.attrs.get("recorded") is not None:
+        raise OpsdkError(f"while_loop (node '{op.name}') records only some of its loop "
+                         "variables (keep_intermediates=[...]), and its gradient needs every "
+                         "history: it cannot be differentiated")
     with _recording_lock:
         if not op.attrs["keep_intermediates"]:
             n = len(op.attrs["shape_invariants"])

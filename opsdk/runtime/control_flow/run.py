@@ -18,7 +18,7 @@ import numpy as np
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
-from opsdk.runtime.control_flow.builders import fits, shape_text
+from opsdk.runtime.control_flow.builders import fits, recorded, shape_text
 from opsdk.runtime.devices import Device, to_host
 from opsdk.runtime.exec.executor import StepContext, execute
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
@@ -78,8 +78,8 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
         invariants, names = attrs["shape_invariants"], attrs["loop_var_names"]
         n = len(invariants)
         values, captured = list(inputs[:n]), list(inputs[n:])
-        limit, keep = attrs["maximum_iterations"], attrs["keep_intermediates"]
-        history: list[list] = [[] for _ in range(n)]
+        limit, keep = attrs["maximum_iterations"], recorded(attrs, n)
+        history: list[list] = [[] for _ in keep]
         count = 0
         _check_invariants(who, values, invariants, names, count)
         token = ctx.token
@@ -88,16 +88,13 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
             pred = run_subgraph(cond_plan, cond_sub, [*values, *captured], ctx, who)[0]
             if not _truth(who, pred):
                 break
-            if keep:
-                for h, v in zip(history, values):
-                    h.append(v)
+            for h, v in zip(history, keep):
+                h.append(values[v])
             values = list(run_subgraph(body_plan, body_sub, [*values, *captured], ctx, who))
             count += 1
             _check_invariants(who, values, invariants, names, count)
         outputs = [*values, _on(device, np.asarray(count, dtype=np.int64))]
-        if keep:
-            outputs += [_stack(device, who, h, v, label)
-                        for h, v, label in zip(history, values, names)]
+        outputs += [_stack(device, who, h, values[v], names[v]) for h, v in zip(history, keep)]
         return tuple(outputs)
     return run
 

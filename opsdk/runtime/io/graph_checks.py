@@ -143,8 +143,15 @@ def _while(where: str, graph: Graph, inputs: list, attrs: dict) -> list:
                              f"{len(body.outputs)} values and the node has {len(inputs)} inputs")
     shapes = [None if s is None else tuple(s) for s in invariants]
     outputs = [(s, t.dtype) for s, t in zip(shapes, inputs)] + [((), "int64")]
+    chosen = attrs.get("recorded")
+    if chosen is not None and (not isinstance(chosen, list) or not chosen or any(
+            not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < n for v in chosen)
+            or chosen != sorted(set(chosen))):
+        raise GraphFileError(f"{where}: attr recorded must list loop variable positions "
+                             f"0..{n - 1} in increasing order, not {chosen!r:.60}")
     if attrs.get("keep_intermediates"):
-        outputs += [(None if s is None else (None, *s), t.dtype) for s, t in zip(shapes, inputs)]
+        outputs += [(None if shapes[v] is None else (None, *shapes[v]), inputs[v].dtype)
+                    for v in (range(n) if chosen is None else chosen)]
     return outputs
 
 
