@@ -268,7 +268,7 @@ def test_nested_control_flow_gradients(graph, op):
 
 def test_a_loops_gradient_sums_only_the_captured_inputs_asked_for(graph, op):
     # w and x are both read inside the loop; asked for w alone, the gradient's loop carries
-    # no sum for x (one loop variable fewer), and w's gradient is unchanged
+    # nothing for x, and w's gradient is unchanged
     x = placeholder("float64", [4, 3], name="x")
     w = placeholder("float64", [3], name="w")
     _, s = while_loop(lambda i, s: i < 4,
@@ -278,10 +278,52 @@ def test_a_loops_gradient_sums_only_the_captured_inputs_asked_for(graph, op):
     (gw2, gx) = gradients(s, [w, x])
     loops = sorted((o for o in graph.get_operations() if o.type == "while_loop"
                     and "_grad" in o.name), key=lambda o: o._id)
-    assert [len(o.attrs["shape_invariants"]) for o in loops] == [3, 4]  # i, g_s, (g_x,) g_w
+    # i, g_s, g_w; asked for x too: its rows read at i and their index, as loop values
+    assert [len(o.attrs["shape_invariants"]) for o in loops] == [3, 5]
     feeds = {x: np.arange(12.0).reshape(4, 3) / 10, w: np.array([0.5, -0.3, 0.8])}
     with Session(graph) as sess:
         a, b, c = sess.run([gw, gw2, gx], feeds)
         np.testing.assert_allclose(a, b, rtol=1e-12)
         np.testing.assert_allclose(a, numeric_grad(sess, s, w, feeds), rtol=1e-6)
         np.testing.assert_allclose(c, numeric_grad(sess, s, x, feeds), rtol=1e-6, atol=1e-9)
+
+
+def test_a_capture_read_by_rows_gets_its_gradient_scattered_from_the_rows_read(graph, op):
+    # x is read only through gathers of rows (x[i], x[i] again, and rows [i, 0] at once): the
+    # gradient's loop carries those rows and indices (no [rows of x]-sized sum per iteration)
+    # and scatters them into x's gradient after the loop, repeated rows adding up
+    x = placeholder("float64", [None, 3], name="x")
+    n = placeholder("int64", [], name="n")
+
+    def body(i, s):
+        pair = op("gather", x, op("stack", [i, i * 0]))  # rows i and 0, shape (2, 3)
+        return i + 1, op("tanh", s * op("gather", x, i)) + op("gather", x, i) * 0.5 + \
+            op("reduce_sum", pair, axes=[0])
+    _, s = while_loop(lambda i, s: i < n, body, [constant(0, "int64"), op("zeros_like",
+                                                                          op("gather", x, 0))])
+    loss = op("reduce_sum", s * s)
+    (gx,) = gradients(loss, [x])
+    (back,) = [o for o in graph.get_operations() if o.type == "while_loop" and "_grad" in o.name]
+    assert back.attrs["recorded"] == [2, 3, 4, 5, 6, 7]  # rows and index of each of 3 reads
+    assert (None, 3) not in back.attrs["shape_invariants"]  # no sum shaped as x
+    feeds = {x: np.linspace(-1, 1, 15).reshape(5, 3)}
+    with Session(graph) as sess:
+        for steps in (0, 1, 4):
+            got = sess.run(gx, {**feeds, n: np.int64(steps)})
+            np.testing.assert_allclose(got, numeric_grad(sess, loss, x, {**feeds,
+                                                                         n: np.int64(steps)}),
+                                       rtol=1e-6, atol=1e-9)
+
+
+def test_a_loop_recording_some_variables_keeps_their_histories_only(graph, op):
+    x = placeholder("float64", [3], name="x")
+    i, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x],
+                      keep_intermediates=[1], name="some")
+    assert s.op.attrs["recorded"] == [1] and len(s.op.outputs) == 4  # i, s, count, s's history
+    with Session(graph) as sess:
+        hist = sess.run(s.op.outputs[3], {x: [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(hist, [[1, 2, 3], [1, 4, 9], [1, 8, 27]])
+    with pytest.raises(OpsdkError, match="records only some of its loop variables"):
+        gradients(s, [x])
+    with pytest.raises(OpsdkError, match="lists loop variable positions 0..0"):
+        while_loop(lambda i: i < 3, lambda i: i + 1, [0], keep_intermediates=[4])

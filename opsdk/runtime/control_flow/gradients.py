@@ -18,13 +18,16 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry
-from opsdk.runtime.control_flow.builders import cond, record_intermediates, while_loop
+from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
+                                                while_loop)
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -37,6 +40,12 @@ Differentiate = Callable[[Sequence[Tensor], Sequence[Tensor], Sequence[Tensor]],
 def replay(sub: SubGraph, inputs: Sequence[Tensor], who: str) -> list[Tensor]:
     """Rebuild in the default graph the ops of `sub` its outputs need, with `sub.inputs` bound to
     `inputs`; returns the rebuilt outputs."""
+    return _replay(sub, inputs, who)[0]
+
+
+def _replay(sub: SubGraph, inputs: Sequence[Tensor], who: str
+            ) -> tuple[list[Tensor], dict[Tensor, Tensor]]:
+    """`replay`, and each tensor of `sub` its ops made mapped to its rebuilt one."""
     graph = get_default_graph()
     mapping: dict[Tensor, Tensor] = dict(zip(sub.inputs, inputs))
     for op in _needed_ops(sub):
@@ -44,7 +53,7 @@ def replay(sub: SubGraph, inputs: Sequence[Tensor], who: str) -> list[Tensor]:
             continue
         new_outputs = _replay_op(graph, op, [mapping[t] for t in op.inputs], who)
         mapping.update(zip(op.outputs, new_outputs))
-    return [mapping[t] for t in sub.outputs]
+    return [mapping[t] for t in sub.outputs], mapping
 
 
 def _needed_ops(sub: SubGraph) -> list[Operation]:
@@ -149,33 +158,101 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
     body: SubGraph = op.attrs["body"]
     invariants = op.attrs["shape_invariants"]
     start = [out_grads[v] if out_grads[v] is not None else _zeros(op.outputs[v]) for v in floats]
-    accs = [_zeros(captured[k]) for k in float_caps]
     seen = [(j, hist_grads[v]) for j, v in enumerate(floats) if hist_grads[v] is not None]
+    # A capture the body reads only by rows (gather on axis 0, as a loop reads x[i] of a
+    # sequence) gets its gradient as rows: each iteration's rows and their indices are loop
+    # values whose histories are scattered back after the loop. A dense sum would cost a pass
+    # over the whole capture per iteration.
+    rows = _row_reads(body, n, float_caps, captured)
+    dense = [k for k in float_caps if k not in rows]
+    reads = [(k, gather) for k in rows for gather in rows[k]]
+    accs = [_zeros(captured[k]) for k in dense]
+    firsts = [t for k, gather in reads for t in _no_rows(captured[k], gather)]
 
     def step(i: Tensor, *carried: Tensor) -> list[Tensor]:
         inner = get_default_graph()
-        g_vars, g_accs = carried[:len(floats)], carried[len(floats):]
+        g_vars, g_accs = carried[:len(floats)], carried[len(floats):len(floats) + len(dense)]
         values = [_gather(h, i) for h in histories]
         args = [*values, *(inner.capture(c) for c in captured)]
-        outs = replay(body, args, f"{who}, in '{body.name}'")
-        xs = [values[v] for v in floats] + [args[n + k] for k in float_caps]
+        outs, mapping = _replay(body, args, f"{who}, in '{body.name}'")
+        read = [(mapping[g.outputs[0]], mapping[g.inputs[1]]) for _, g in reads]
+        xs = [values[v] for v in floats] + [args[n + k] for k in dense] + [r for r, _ in read]
         grads = differentiate([outs[v] for v in floats], xs, list(g_vars))
         new_vars = [g if g is not None else _zeros(x) for g, x in zip(grads, xs)]
         for j, g_hist in seen:  # what reads h[i] reads the value iteration i received
             new_vars[j] = _add(new_vars[j], _gather(inner.capture(g_hist), i))
         new_accs = [acc if g is None else _add(acc, g)
-                    for acc, g in zip(g_accs, grads[len(floats):])]
-        return [i - 1, *new_vars[:len(floats)], *new_accs]
+                    for acc, g in zip(g_accs, grads[len(floats):len(floats) + len(dense)])]
+        read_grads = new_vars[len(floats) + len(dense):]
+        return [i - 1, *new_vars[:len(floats)], *new_accs,
+                *(t for g, (_, index) in zip(read_grads, read) for t in (g, index))]
 
-    shapes = [(), *(invariants[v] for v in floats), *(captured[k].shape for k in float_caps)]
-    result = while_loop(lambda i, *rest: i >= 0, step, [count - 1, *start, *accs],
-                        shape_invariants=shapes, name=f"{op.name.split('/')[-1]}_grad")
+    shapes = [(), *(invariants[v] for v in floats), *(captured[k].shape for k in dense),
+              *(t.shape for t in firsts)]
+    first_read = 1 + len(floats) + len(dense)
+    result = while_loop(lambda i, *rest: i >= 0, step, [count - 1, *start, *accs, *firsts],
+                        shape_invariants=shapes, name=f"{op.name.split('/')[-1]}_grad",
+                        keep_intermediates=list(range(first_read, first_read + len(firsts)))
+                        or False)
     grads: list[Optional[Tensor]] = [None] * len(op.inputs)
     for v, g in zip(floats, result[1:1 + len(floats)]):
         grads[v] = g
-    for k, g in zip(float_caps, result[1 + len(floats):]):
+    for k, g in zip(dense, result[1 + len(floats):first_read]):
         grads[n + k] = g
+    if reads:
+        _, kept = loop_intermediates(result[0].op)
+        for j, (k, _) in enumerate(reads):
+            # what iteration j computed is what iteration j+1 received: the histories from
+            # their second row on, then the final values
+            got_rows, got_index = (_after_first(kept[2 * j + m], result[first_read + 2 * j + m])
+                                   for m in (0, 1))
+            part = apply_op(builtin_registry(), "gather_grad",
+                            [captured[k], got_index, got_rows], {"axis": 0})
+            grads[n + k] = part if grads[n + k] is None else _add(grads[n + k], part)
     return grads
+
+
+def _row_reads(body: SubGraph, n: int, caps: Sequence[int],
+               captured: Sequence[Tensor]) -> dict[int, list[Operation]]:
+    """Per capture (of `caps`) that the body's live ops read only through gathers of rows
+    (axis 0, indices of a shape known when the graph is built), those gathers."""
+    live = set(_needed_ops(body))
+    found: dict[int, list[Operation]] = {}
+    for k in caps:
+        inner = body.inputs[n + k]
+        users = [u for u in inner.consumers() if u in live]
+        if users and captured[k].shape is not None and all(
+                u.type == "gather" and int(u.attrs.get("axis", 0)) == 0 and u.inputs[0] is inner
+                and u.inputs[1] is not inner and u.inputs[1].shape is not None
+                and None not in u.inputs[1].shape for u in users):
+            found[k] = users
+    return found
+
+
+def _no_rows(capture: Tensor, gather: Operation) -> tuple[Tensor, Tensor]:
+    """Zero rows of the shape `gather` reads from `capture`, and zero indices of its shape: the
+    values the gradient's loop starts its carried rows with (dropped after the loop)."""
+    registry = builtin_registry()
+    index = gather.inputs[1]
+    with get_default_graph().as_default():
+        lead = constant(np.asarray(index.shape, dtype=np.int32))
+        tail = apply_op(registry, "slice", [apply_op(registry, "shape", [capture], {})],
+                        {"begin": [1], "size": [-1]})
+        dims = apply_op(registry, "concat", [[lead, tail]], {"axis": 0})
+        zero = constant(np.zeros((), dtype=capture.dtype))
+        no_index = constant(np.zeros(index.shape, dtype=index.dtype))
+    return apply_op(registry, "fill_dims", [dims, zero], {}), no_index
+
+
+def _after_first(history: Tensor, final: Tensor) -> Tensor:
+    """[history[1:], final] along axis 0."""
+    registry = builtin_registry()
+    every = apply_op(registry, "concat",
+                     [[history, apply_op(registry, "stack", [[final]], {"axis": 0})]],
+                     {"axis": 0})
+    rank = len(every.shape)
+    return apply_op(registry, "slice", [every], {"begin": [1] + [0] * (rank - 1),
+                                                 "size": [-1] * rank})
 
 
 def _gather(history: Tensor, i: Tensor) -> Tensor:
