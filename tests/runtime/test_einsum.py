@@ -11,6 +11,8 @@ import opsdk
 from opsdk import ops
 from opsdk.registry.errors import OpsdkError
 
+from finite_differences import numeric_grad
+
 CASES = [("ij,jk->ik", [(3, 4), (4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
          ("ij,jk->kji", [(2, 3), (3, 4)]), ("bij,i->bj", [(2, 3, 4), (3,)]),
          ("i,j->ij", [(3,), (4,)]), ("ijk,kl,l->ij", [(2, 3, 4), (4, 2), (2,)]),
@@ -34,16 +36,9 @@ def test_values_and_gradients_match_numpy_and_finite_differences(equation, shape
         got, *got_grads = sess.run([y, *grads], feeds)
         np.testing.assert_allclose(got, expected, rtol=1e-12)
         assert got.shape == expected.shape
-        for x, value, grad in zip(xs, values, got_grads):
-            numeric = np.zeros_like(value)
-            for index in np.ndindex(value.shape):
-                sums = []
-                for sign in (1.0, -1.0):
-                    moved = value.copy()
-                    moved[index] += sign * 1e-6
-                    sums.append(sess.run(loss, {**feeds, x: moved}))
-                numeric[index] = (sums[0] - sums[1]) / 2e-6
-            np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
+        for x, grad in zip(xs, got_grads):
+            np.testing.assert_allclose(grad, numeric_grad(sess, loss, x, feeds), rtol=1e-6,
+                                       atol=1e-7)
 
 
 @pytest.mark.parametrize("equation, shapes, message", [

@@ -15,6 +15,8 @@ from opsdk.runtime.ir.graph import Graph, constant, placeholder
 from opsdk.runtime.exec.session import Session
 from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
 
+from finite_differences import numeric_grad
+
 
 @pytest.fixture
 def op(registry):
@@ -22,20 +24,6 @@ def op(registry):
     def call(op_name, *inputs, name=None, **attrs):
         return apply_op(registry, op_name, list(inputs), attrs, name=name)
     return call
-
-
-def numeric_grad(sess, y, x, feeds, eps=1e-6):
-    """d sum(y) / d x by central differences, x one of the fed placeholders."""
-    base = feeds[x]
-    grad = np.zeros_like(base)
-    for index in np.ndindex(base.shape):
-        values = []
-        for sign in (1.0, -1.0):
-            moved = base.copy()
-            moved[index] += sign * eps
-            values.append(np.sum(sess.run(y, {**feeds, x: moved})))
-        grad[index] = (values[0] - values[1]) / (2 * eps)
-    return grad
 
 
 def check_against_numeric(graph, y, xs, feeds, rtol=1e-6, atol=1e-8):

@@ -9,19 +9,9 @@ import pytest
 import opsdk.v1 as tf
 from opsdk.registry.errors import OpsdkError
 
+from finite_differences import numeric_grad
+
 XV = np.arange(12.0).reshape(4, 3) / 7 - 0.5
-
-
-def _numeric(sess, y, x, value, eps=1e-6):
-    grad = np.zeros_like(value)
-    for index in np.ndindex(value.shape):
-        sums = []
-        for sign in (1.0, -1.0):
-            moved = value.copy()
-            moved[index] += sign * eps
-            sums.append(np.sum(sess.run(y, {x: moved})))
-        grad[index] = (sums[0] - sums[1]) / (2 * eps)
-    return grad
 
 
 def _scan_np(fn, rows, init=None, reverse=False):
@@ -70,7 +60,7 @@ def test_values_and_gradients_match_loops_and_finite_differences(case):
             for rows in (XV, XV[:1], XV[:2] * -3.0):  # the count is read at run time
                 got, g = sess.run([y, grad], {x: rows})
                 np.testing.assert_allclose(got, expected(rows), rtol=1e-12, atol=1e-12)
-                np.testing.assert_allclose(g, _numeric(sess, loss, x, rows), rtol=1e-6,
+                np.testing.assert_allclose(g, numeric_grad(sess, loss, x, {x: rows}), rtol=1e-6,
                                            atol=1e-8)
 
 

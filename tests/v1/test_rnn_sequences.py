@@ -314,42 +314,29 @@ def test_dropout_wrapper_refuses_state_keep_prob():
         tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.BasicRNNCell(UNITS), state_keep_prob=0.5)
 
 
-def _unrolled_or_looped(kind, lengths, dynamic, bidirectional, weights=None, time_known=True):
-    """Outputs [batch, time, units] (fw and bw concatenated), final states, and the gradients
-    of a weighted sum of both with respect to the inputs and every variable."""
-    graph = tf.Graph()
-    with graph.as_default():
-        x = tf.placeholder(tf.float32, [None, TIME if time_known else None, DEPTH])
-        seq = None if lengths is None else tf.constant(lengths)
-        fw, bw = _cells(tf, kind)
+def _one_result(dynamic, bidirectional):
+    """A model giving outputs [batch, time, units] (fw and bw concatenated) and the final
+    states, from dynamic_rnn's loop or static_rnn's unrolled steps."""
+    def model(v1, kind, lengths, time_known=True):
+        x = v1.placeholder(v1.float32, [None, TIME if time_known else None, DEPTH])
+        seq = None if lengths is None else v1.constant(lengths)
+        fw, bw = _cells(v1, kind)
         if dynamic and bidirectional:
-            outs, states = tf.nn.bidirectional_dynamic_rnn(fw, bw, x, sequence_length=seq,
-                                                           dtype=tf.float32)
-            out = tf.concat(outs, 2)
+            outs, states = v1.nn.bidirectional_dynamic_rnn(fw, bw, x, sequence_length=seq,
+                                                           dtype=v1.float32)
+            out = v1.concat(outs, 2)
         elif dynamic:
-            out, states = tf.nn.dynamic_rnn(fw, x, sequence_length=seq, dtype=tf.float32)
+            out, states = v1.nn.dynamic_rnn(fw, x, sequence_length=seq, dtype=v1.float32)
         elif bidirectional:
-            outs, s_fw, s_bw = tf.nn.static_bidirectional_rnn(
-                fw, bw, tf.unstack(x, TIME, 1), sequence_length=seq, dtype=tf.float32)
-            out, states = tf.stack(outs, 1), (s_fw, s_bw)
+            outs, s_fw, s_bw = v1.nn.static_bidirectional_rnn(
+                fw, bw, v1.unstack(x, TIME, 1), sequence_length=seq, dtype=v1.float32)
+            out, states = v1.stack(outs, 1), (s_fw, s_bw)
         else:
-            outs, states = tf.nn.static_rnn(fw, tf.unstack(x, TIME, 1), sequence_length=seq,
-                                            dtype=tf.float32)
-            out = tf.stack(outs, 1)
-        scale = np.linspace(-1.0, 2.0, TIME).reshape(1, TIME, 1).astype(np.float32)
-        loss = tf.reduce_sum(out * scale) + sum(tf.reduce_sum(s * 0.5) for s in _flatten(states))
-        variables = sorted(tf.trainable_variables(), key=lambda v: v.name)
-        grads = tf.gradients(loss, [x] + variables)
-        with tf.Session() as sess:
-            sess.run(tf.global_variables_initializer())
-            if weights is not None:
-                for var in variables:
-                    var.load(weights[var.name], sess)
-            current = dict(zip((v.name for v in variables), sess.run(variables)))
-            sess.run([out, *grads], {x: X})
-            wait_for_fused_kernels(300)  # compare fused with fused (see _run)
-            got = sess.run([out, *_flatten(states), *grads], {x: X})
-    return current, got
+            outs, states = v1.nn.static_rnn(fw, v1.unstack(x, TIME, 1), sequence_length=seq,
+                                            dtype=v1.float32)
+            out = v1.stack(outs, 1)
+        return x, [out, *_flatten(states)]
+    return model
 
 
 @pytest.mark.parametrize("kind", ["lstm", "gru", "basic", "multi"])
@@ -359,13 +346,13 @@ def test_the_loop_over_time_gives_what_the_unrolled_steps_give(kind, bidirection
     # dynamic_rnn's outputs are its loop's recorded history; static_rnn builds every step: two
     # paths, one result, values and gradients (TensorFlow itself is compared above, where it
     # is installed)
-    weights, unrolled = _unrolled_or_looped(kind, lengths, False, bidirectional)
+    weights, values, grads = _run(tf, _one_result(False, bidirectional), kind, lengths)
     for time_known in (True, False):
-        same, looped = _unrolled_or_looped(kind, lengths, True, bidirectional, weights,
-                                           time_known)
+        same, looped, looped_grads = _run(tf, _one_result(True, bidirectional), kind, lengths,
+                                          weights, time_known)
         assert sorted(same) == sorted(weights)  # one naming of the variables
         assert looped[0].shape == (BATCH, TIME, UNITS * (2 if bidirectional else 1))
-        for ours, theirs in zip(looped, unrolled):
+        for ours, theirs in zip(looped + looped_grads, values + grads):
             scale = max(1.0, float(np.abs(theirs).max()))
             np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6 * scale)
 
