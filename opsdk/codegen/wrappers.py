@@ -274,11 +274,12 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
     `forward` is the op whose gradient `spec` is, when there is one: its example feeds this one.
     """
     list_lens = _list_lens(spec)
-    attrs = {a.name: _example_attr(a, list_lens) for a in spec.attrs}
+    # Declared example values (`example:`), the forward op's for a gradient op's inputs and attrs
+    # of its names.
+    given = {**dict(forward.example if forward else ()), **dict(spec.example)}
+    attrs = {a.name: given.get(a.name, _example_attr(a, list_lens)) for a in spec.attrs}
     env = _example_env(spec, attrs)
     in_shapes = _gradient_input_shapes(spec, forward, attrs) if forward else _input_shapes(spec, env)
-    # Declared example values (`example:`), the forward op's for a gradient op's inputs of its name.
-    given = {**dict(forward.example if forward else ()), **dict(spec.example)}
     in_shapes.update((name, _nested_shape(value)) for name, value in given.items() if name in in_shapes)
     lines = [">>> import numpy as np", ">>> rng = np.random.default_rng(0)"]
     for t in spec.inputs:

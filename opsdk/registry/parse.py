@@ -102,7 +102,8 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
     stateful = d.boolean(keys["stateful"].value, "stateful") if "stateful" in keys else False
     elementwise = _elementwise(keys.get("elementwise"), d, sig)
     requires = parse_requires(keys["requires"].value, d, sig) if "requires" in keys else ()
-    example = parse_example(keys["example"].value, d, sig.inputs) if "example" in keys else ()
+    example = (parse_example(keys["example"].value, d, sig.inputs, sig.attrs) if "example" in keys
+               else ())
     if d.count() != errors or name is None:
         return None
     return OpSpec(

@@ -155,20 +155,37 @@ def parse_reference(node: YNode, d: Diagnostics) -> Optional[str]:
     return text
 
 
-def parse_example(node: YNode, d: Diagnostics, inputs: Sequence[TensorSpec]) -> tuple:
-    """`example: {input: value}`: values the docstring example gives those inputs instead of
-    random draws (numbers, or nested lists of them), for inputs whose values must agree with
-    each other, as a shape does with the tensor it reshapes. ((name, value), ...)."""
+def parse_example(node: YNode, d: Diagnostics, inputs: Sequence[TensorSpec],
+                  attrs: Sequence[AttrSpec] = ()) -> tuple:
+    """`example: {input: value, attr: value}`: values the docstring example gives those inputs
+    instead of random draws (numbers, or nested lists of them), for inputs whose values must
+    agree with each other, as a shape does with the tensor it reshapes; and values it gives
+    attrs instead of their defaults (an einsum's equation), checked like a default.
+    ((name, value), ...)."""
     mapping = d.mapping(node, "example")
     if mapping is None:
         return ()
     names = {t.name: t for t in inputs}
+    lengths = {t.list_len for t in inputs if t.is_list}
+    declared = {a.name: a for a in attrs if a.name not in lengths}
     out = []
     for entry in mapping.entries:
         tensor = names.get(entry.key)
+        if tensor is None and entry.key in declared:
+            attr = declared[entry.key]
+            value, problem = yaml_attr_value(entry.value, attr.type)
+            if problem is None:
+                problem = attr_value_problem(attr, value)
+            if problem:
+                d.error(entry.value.line, f"example: attr '{attr.name}': {_shown(entry.value)} "
+                                          f"{problem}")
+            else:
+                out.append((entry.key, value))
+            continue
         if tensor is None or tensor.is_list:
-            d.error(entry.key_line, f"example: '{entry.key}' is not an input of the op (give values "
-                                    f"for {', '.join(n for n, t in names.items() if not t.is_list)})")
+            given = [n for n, t in names.items() if not t.is_list] + list(declared)
+            d.error(entry.key_line, f"example: '{entry.key}' is neither an input (not a list) nor "
+                                    f"an attr of the op (give values for {', '.join(given)})")
             continue
         value = _example_value(entry.value)
         if value is None:
