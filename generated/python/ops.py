@@ -1349,8 +1349,8 @@ def einsum(xs, *, equation, name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> xs = [rng.integers(0, 2, size=(2, 3)).astype(np.int8) for _ in range(2)]
-        >>> einsum(xs, equation='').dtype.name
-        'int8'
+        >>> einsum(xs, equation='ij,ij->i').shape
+        (2,)
     """
     return _apply('einsum', [_tensor_list('einsum', 'xs', xs)], {'equation': equation, 'N': len(xs)}, name)
 
@@ -1376,8 +1376,8 @@ def einsum_grad(xs, grad_y, *, equation, name=None):
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> xs = [rng.integers(0, 2, size=(2, 3)).astype(np.int8) for _ in range(2)]
-        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
-        >>> [item.shape for item in einsum_grad(xs, grad_y, equation='')]
+        >>> grad_y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> [item.shape for item in einsum_grad(xs, grad_y, equation='ij,ij->i')]
         [(2, 3), (2, 3)]
     """
     return _apply('einsum_grad', [_tensor_list('einsum_grad', 'xs', xs), grad_y], {'equation': equation, 'N': len(xs)}, name)
@@ -3992,24 +3992,24 @@ def unique(x, *, dtype='int32', name=None):
     either).
 
     Args:
-        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-            float32, float64, complex64, complex128), shape from the op's shape function.
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, bool), shape from the op's shape function.
         dtype: the dtype out_idx of the result, one of int32, int64, default int32.
         name: the node's name when called inside a graph.
 
     Returns:
-        y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-            float32, float64, complex64, complex128), shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, bool), shape from the op's shape function.
         idx: int32 or int64, shape from the op's shape function.
         count: int32 or int64, shape from the op's shape function.
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> x = np.array([3, 1, 3, 2, 1], dtype=np.int8)
         >>> y, idx, count = unique(x)
         >>> y.dtype.name, idx.dtype.name, count.dtype.name
-        ('bool', 'int32', 'int32')
+        ('int8', 'int32', 'int32')
     """
     return _apply('unique', [x], {'out_idx': dtype}, name)
 
