@@ -303,7 +303,8 @@ def test_a_capture_read_by_rows_gets_its_gradient_scattered_from_the_rows_read(g
                                        rtol=1e-6, atol=1e-9)
 
 
-def test_a_loop_recording_some_variables_keeps_their_histories_only(graph, op):
+def test_a_loop_recording_some_variables_keeps_their_histories_only_until_differentiated(
+        graph, op):
     x = placeholder("float64", [3], name="x")
     i, s = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x],
                       keep_intermediates=[1], name="some")
@@ -311,7 +312,9 @@ def test_a_loop_recording_some_variables_keeps_their_histories_only(graph, op):
     with Session(graph) as sess:
         hist = sess.run(s.op.outputs[3], {x: [1.0, 2.0, 3.0]})
     np.testing.assert_array_equal(hist, [[1, 2, 3], [1, 4, 9], [1, 8, 27]])
-    with pytest.raises(OpsdkError, match="records only some of its loop variables"):
-        gradients(s, [x])
+    # a gradient through it records the others too, after the histories it had
+    check_against_numeric(graph, s, [x], {x: np.array([1.0, 2.0, 3.0])})
+    assert s.op.attrs["recorded"] == [1, 0] and len(s.op.outputs) == 5
     with pytest.raises(OpsdkError, match="lists loop variable positions 0..0"):
         while_loop(lambda i: i < 3, lambda i: i + 1, [0], keep_intermediates=[4])
+

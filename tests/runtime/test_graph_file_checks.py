@@ -107,10 +107,10 @@ def test_an_output_dtype_that_is_no_dtype_name_is_refused():
 
 
 @pytest.mark.parametrize("recorded, words", [
-    ([1, 0], "attr recorded must list loop variable positions 0..1 in increasing order"),
-    ([5], "attr recorded must list loop variable positions"),
-    ([], "attr recorded must list loop variable positions"),
-    ("1", "attr recorded must list loop variable positions"),
+    ([1, 1], "attr recorded must list distinct loop variable positions 0..1"),
+    ([5], "attr recorded must list distinct loop variable positions"),
+    ([], "attr recorded must list distinct loop variable positions"),
+    ("1", "attr recorded must list distinct loop variable positions"),
 ])
 def test_a_loops_recorded_variables_must_be_its_own(recorded, words):
     from opsdk.runtime.control_flow.builders import while_loop

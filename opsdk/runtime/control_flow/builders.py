@@ -159,8 +159,8 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     dims allowed) each iteration's values must fit; default: the initial static shapes.
     `maximum_iterations`: stop after that many iterations. `keep_intermediates`: also record
     every iteration's loop values for the gradient (see `loop_intermediates`); a list of loop
-    variable positions (in the flattened loop_vars) records only those (a loop so built cannot
-    be differentiated: its gradient needs every history).
+    variable positions (in the flattened loop_vars) records only those (a gradient through the
+    loop turns on the others' recording).
 
     >>> i, s = while_loop(lambda i, s: i < 10, lambda i, s: (i + 1, s * 2.0), [0, x])  # doctest: +SKIP
     """
@@ -292,8 +292,8 @@ def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     """(iteration count, per loop variable its history) of a `while_loop` node built with
     `keep_intermediates`. History `h` has shape (count, *var shape); `h[i]` is the value the
     body received on iteration i, so a gradient can run the body's gradient for i = count-1 .. 0.
-    One history per recorded loop variable, in order (all of them unless the loop was built
-    with a list of positions)."""
+    One history per recorded loop variable, in the order of attr `recorded` (all of them, in
+    order, unless the loop was built with a list of positions)."""
     if op.type != "while_loop":
         raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
     n = len(op.attrs["shape_invariants"])
@@ -304,25 +304,33 @@ def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
 
 
 def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
-    """`loop_intermediates(op)`, first turning recording on for a loop built without
-    `keep_intermediates=True`: the node gains the history outputs (the outputs a user holds are
-    unchanged), and from then on every run of it records its iterations. Autodiff calls this, so
-    a loop is recorded exactly when a gradient flows through it."""
+    """(iteration count, one history per loop variable in order), first turning recording on
+    where it is off: for a loop built without `keep_intermediates=True` the node gains the
+    history outputs, and for one recording some variables those of the others, after its own
+    (the outputs a user holds are unchanged); from then on every run of it records them.
+    Autodiff calls this, so a loop is recorded exactly when a gradient flows through it."""
     if op.type != "while_loop":
         raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
-    if op.attrs.get("recorded") is not None:
-        raise OpsdkError(f"while_loop (node '{op.name}') records only some of its loop "
-                         "variables (keep_intermediates=[...]), and its gradient needs every "
-                         "history: it cannot be differentiated")
+    n = len(op.attrs["shape_invariants"])
     with _recording_lock:
+        # The attrs first: a run that records before a plan has slots for the new histories
+        # only returns extra values (ignored); a plan built after sees both attrs and outputs.
         if not op.attrs["keep_intermediates"]:
-            n = len(op.attrs["shape_invariants"])
-            # The flag first: a run that records before a plan has slots for the histories only
-            # returns extra values (ignored); a plan built after sees both flag and outputs.
             op.attrs["keep_intermediates"] = True
-            op.graph.add_outputs(op, [(None if s is None else (None, *s), t.dtype) for t, s in
-                                      zip(op.outputs[:n], op.attrs["shape_invariants"])])
-    return loop_intermediates(op)
+            missing = list(range(n))
+        else:
+            have = recorded(op.attrs, n)
+            missing = [v for v in range(n) if v not in have]
+            if missing:
+                op.attrs["recorded"] = have + missing
+        if missing:
+            op.graph.add_outputs(op, [
+                (None if op.attrs["shape_invariants"][v] is None
+                 else (None, *op.attrs["shape_invariants"][v]), op.outputs[v].dtype)
+                for v in missing])
+    count, histories = loop_intermediates(op)
+    by_var = dict(zip(recorded(op.attrs, n), histories))
+    return count, tuple(by_var[v] for v in range(n))
 
 
 _recording_lock = threading.Lock()

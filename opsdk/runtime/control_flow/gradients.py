@@ -27,7 +27,7 @@ from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rul
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry
 from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
-                                                while_loop)
+                                                recorded, while_loop)
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -147,7 +147,10 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
     n = len(op.attrs["shape_invariants"])
     # A gradient may reach the final values and the recorded histories (h[i], the value the
     # body received on iteration i: tf.scan and tf.map_fn return them).
-    hist_grads = list(out_grads[n + 1:2 * n + 1]) + [None] * max(0, n - len(out_grads[n + 1:]))
+    hist_grads: list[Optional[Tensor]] = [None] * n
+    for j, v in enumerate(recorded(op.attrs, n)):  # history outputs, in the recorded order
+        if n + 1 + j < len(out_grads):
+            hist_grads[v] = out_grads[n + 1 + j]
     if all(g is None for g in out_grads[:n]) and all(g is None for g in hist_grads):
         return [None] * len(op.inputs)
     count, histories = record_intermediates(op)  # recording starts here if it was off

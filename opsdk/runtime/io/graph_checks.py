@@ -146,9 +146,9 @@ def _while(where: str, graph: Graph, inputs: list, attrs: dict) -> list:
     chosen = attrs.get("recorded")
     if chosen is not None and (not isinstance(chosen, list) or not chosen or any(
             not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < n for v in chosen)
-            or chosen != sorted(set(chosen))):
-        raise GraphFileError(f"{where}: attr recorded must list loop variable positions "
-                             f"0..{n - 1} in increasing order, not {chosen!r:.60}")
+            or len(set(chosen)) != len(chosen)):
+        raise GraphFileError(f"{where}: attr recorded must list distinct loop variable "
+                             f"positions 0..{n - 1}, not {chosen!r:.60}")
     if attrs.get("keep_intermediates"):
         outputs += [(None if shapes[v] is None else (None, *shapes[v]), inputs[v].dtype)
                     for v in (range(n) if chosen is None else chosen)]
