@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.control_flow.builders import loop_intermediates
+from opsdk.runtime.control_flow.builders import loop_intermediates, with_final
 from opsdk.runtime.ir.nest import flatten, pack, structure_text
 from opsdk.v1.composed import reverse as _reverse
 from opsdk.v1.dtypes import as_dtype
@@ -59,15 +59,6 @@ def _leaves(value: Any) -> tuple[list, Any]:
     return [_t(v) for v in leaves], tree
 
 
-def _stacked(accs: list) -> list:
-    """Per accumulator, [h[0], ..., h[count-1], final]: what each iteration received, then the
-    value the loop ended with."""
-    _, histories = loop_intermediates(accs[0].op)
-    n = len(histories) - len(accs)  # the loop's leading counter
-    return [_m.concat([h, _m.expand_dims(a, 0)], 0)
-            for h, a in zip(histories[n:], accs)]
-
-
 def _loop(who: str, fn: Callable[..., Any], tensors: list, tree: Any, start: int, count: Any,
           init: list, acc_tree: Any, reverse: bool, history: bool, name: str) -> list:
     """Run acc = fn(acc, elems[t]) for t = start .. count-1 (from the end when reverse); the final
@@ -84,7 +75,11 @@ def _loop(who: str, fn: Callable[..., Any], tensors: list, tree: Any, start: int
     first = opsdk.constant(start, dtype="int32")
     _, *final = opsdk.while_loop(lambda i, *acc: _m.less(i, count), body, [first, *init],
                                  keep_intermediates=history, name=name)
-    return _stacked(final) if history else final
+    if not history:
+        return final
+    # per accumulator: what each iteration received, then the value the loop ended with
+    _, histories = loop_intermediates(final[0].op)
+    return [with_final(h, a) for h, a in zip(histories[len(histories) - len(final):], final)]
 
 
 def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,

@@ -20,7 +20,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.control_flow.builders import loop_intermediates
+from opsdk.runtime.control_flow.builders import loop_intermediates, with_final
 from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
 
 
@@ -209,9 +209,8 @@ def _dynamic_run(who: str, cell: Any, steps: Any, initial_state: Any, lengths: A
     _, last, *final = opsdk.while_loop(lambda i, *rest: _ops.less(i, count), body,
                                        [zero, out0, *_flat(state)], keep_intermediates=True)
     _, histories = loop_intermediates(last.op)
-    # [out0, output 0, ..., output count-1] without out0 (none at all for no steps)
-    every = _ops.concat([histories[1], _ops.reshape(last, shape=[1, -1, units])], axis=0)
-    outputs = _ops.slice(every, begin=[1, 0, 0], size=[-1, -1, -1])
+    # [output 0, ..., output count-1]: what each iteration computed (none at all for no steps)
+    outputs = with_final(histories[1], _ops.reshape(last, shape=[-1, units]), computed=True)
     if reverse:  # iteration i ran step count-1-i
         outputs = _ops.gather(outputs, _ops.arange(count - 1, opsdk.constant(np.int32(-1)),
                                                    opsdk.constant(np.int32(-1))))

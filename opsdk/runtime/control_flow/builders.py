@@ -24,13 +24,15 @@ import numpy as np
 
 from opsdk.registry.errors import OpsdkError
 
+from opsdk.runtime.frontend.api import apply_op
+from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.ir.func_graph import SubGraph, building_graph, trace
 from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure_text
 from opsdk.runtime.ir.tensor import Shape, Tensor
 
 __all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "recorded",
-           "history_outputs", "compatible",
+           "history_outputs", "with_final", "compatible",
            "join_shapes"]
 
 
@@ -331,6 +333,24 @@ def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     count, histories = loop_intermediates(op)
     by_var = dict(zip(recorded(op.attrs, n), histories))
     return count, tuple(by_var[v] for v in range(n))
+
+
+def with_final(history: Tensor, final: Tensor, computed: bool = False) -> Tensor:
+    """A loop variable's history with the value the loop ended with as one more row:
+    [h[0], ..., h[count-1], final], what each iteration received and then the end. With
+    `computed`, from h[1] on: [h[1], ..., final], what each iteration computed (no rows for a
+    loop that ran none)."""
+    registry = builtin_registry()
+    every = apply_op(registry, "concat",
+                     [[history, apply_op(registry, "stack", [[final]], {"axis": 0})]],
+                     {"axis": 0})
+    if not computed:
+        return every
+    if every.shape is None:
+        raise OpsdkError(f"the history '{history.name}' has no known rank")
+    rank = len(every.shape)
+    return apply_op(registry, "slice", [every], {"begin": [1] + [0] * (rank - 1),
+                                                 "size": [-1] * rank})
 
 
 _recording_lock = threading.Lock()

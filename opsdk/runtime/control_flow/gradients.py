@@ -27,7 +27,7 @@ from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rul
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry
 from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
-                                                recorded, while_loop)
+                                                recorded, while_loop, with_final)
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -207,7 +207,7 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
         for j, (k, _) in enumerate(reads):
             # what iteration j computed is what iteration j+1 received: the histories from
             # their second row on, then the final values
-            got_rows, got_index = (_after_first(kept[2 * j + m], result[first_read + 2 * j + m])
+            got_rows, got_index = (with_final(kept[2 * j + m], result[first_read + 2 * j + m], computed=True)
                                    for m in (0, 1))
             part = apply_op(builtin_registry(), "gather_grad",
                             [captured[k], got_index, got_rows], {"axis": 0})
@@ -245,17 +245,6 @@ def _no_rows(capture: Tensor, gather: Operation) -> tuple[Tensor, Tensor]:
         zero = constant(np.zeros((), dtype=capture.dtype))
         no_index = constant(np.zeros(index.shape, dtype=index.dtype))
     return apply_op(registry, "fill_dims", [dims, zero], {}), no_index
-
-
-def _after_first(history: Tensor, final: Tensor) -> Tensor:
-    """[history[1:], final] along axis 0."""
-    registry = builtin_registry()
-    every = apply_op(registry, "concat",
-                     [[history, apply_op(registry, "stack", [[final]], {"axis": 0})]],
-                     {"axis": 0})
-    rank = len(every.shape)
-    return apply_op(registry, "slice", [every], {"begin": [1] + [0] * (rank - 1),
-                                                 "size": [-1] * rank})
 
 
 def _gather(history: Tensor, i: Tensor) -> Tensor:
