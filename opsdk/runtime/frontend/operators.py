@@ -46,16 +46,19 @@ def install() -> None:
 
 def _binary(which: str, a: Any, b: Any) -> Any:
     anchor = a if isinstance(a, Tensor) else b
-    return _apply(which, [_lift(a, anchor), _lift(b, anchor)], {})
+    return _apply(which, [lift(a, anchor), lift(b, anchor)], {})
 
 
-def _lift(value: Any, anchor: Tensor) -> Tensor:
+def lift(value: Any, anchor: Optional[Tensor] = None) -> Tensor:
     """A Python or NumPy operand becomes a constant in the tensor's graph, of its dtype when the
-    value is a plain Python number (TF1's rule: `x * 2` keeps x's dtype)."""
+    value is a plain Python number (TF1's rule: `x * 2` keeps x's dtype); without an anchor, a
+    constant of the value's own dtype in the default graph."""
     if isinstance(value, Tensor):
         return value
     if hasattr(value, "_as_graph_element"):  # a Variable: `x @ w` reads its value
         return value._as_graph_element()
+    if anchor is None:
+        return constant(value)
     dtype = anchor.dtype if isinstance(value, (int, float, bool, list, tuple)) else None
     with anchor.graph.as_default():
         return constant(value, dtype=dtype)
@@ -225,12 +228,12 @@ def _stepped_indices(tensor: Tensor, axis: int, k: slice) -> Tensor:
         if value is None:
             return default
         at = int(value) if value >= 0 else n + int(value)
-        clamped = apply_op(registry, "minimum", [_lift(at, n), _lift(hi, n)], {})
-        return apply_op(registry, "maximum", [clamped, _lift(lo, n)], {})
+        clamped = apply_op(registry, "minimum", [lift(at, n), lift(hi, n)], {})
+        return apply_op(registry, "maximum", [clamped, lift(lo, n)], {})
     with tensor.graph.as_default():
         delta = constant(np.int32(step))
     first, stop = bound(k.start, lo if step > 0 else hi), bound(k.stop, hi if step > 0 else lo)
-    return apply_op(registry, "arange", [_lift(first, n), _lift(stop, n), delta], {})
+    return apply_op(registry, "arange", [lift(first, n), lift(stop, n), delta], {})
 
 
 def _slice_plan(tensor: Tensor, key: Any) -> tuple[list[int], list[int], list[int]]:

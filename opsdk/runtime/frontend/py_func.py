@@ -23,8 +23,9 @@ import numpy as np
 
 from opsdk.registry.dtypes import DTYPE_NAMES
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.operators import lift
 from opsdk.runtime.ir.func_graph import building_graph
-from opsdk.runtime.ir.graph import Operation, constant
+from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
 from opsdk.runtime.ir.primitives import PY_FUNC, PY_FUNCTIONS
 
@@ -56,7 +57,7 @@ def py_func_node(func: Callable[..., Any], inp: Sequence[Any], Tout: Sequence[An
     anchor = next((t for t in inp if isinstance(t, Tensor)), None)
     graph = building_graph(anchor)
     with graph.as_default():
-        inputs = [_tensor(v) for v in inp]
+        inputs = [lift(v) for v in inp]
     inputs = [graph.capture(t) if t.graph is not graph else t for t in inputs]
     key = f"{os.getpid()}:{next(_keys)}:{getattr(func, '__qualname__', type(func).__name__)}"
     PY_FUNCTIONS[key] = func
@@ -75,11 +76,3 @@ def _dtype(t: Any) -> str:
         raise OpsdkError(f"py_func: Tout holds {t!r}, which is not one of the dtypes "
                          f"{', '.join(DTYPE_NAMES)}")
     return name
-
-
-def _tensor(value: Any) -> Tensor:
-    if isinstance(value, Tensor):
-        return value
-    if hasattr(value, "_as_graph_element"):
-        return value._as_graph_element()
-    return constant(value)
