@@ -12,6 +12,7 @@ made a subclass of both, so `except tf.errors.InvalidArgumentError` and `except 
 | a run cancelled (`Session.close`, Ctrl-C) / past its timeout | CancelledError / DeadlineExceededError |
 | a kernel out of memory | ResourceExhaustedError |
 | a kernel not written or not built | UnimplementedError |
+| a py_func's function raising (as TensorFlow maps it): ValueError, TypeError / StopIteration / MemoryError / NotImplementedError / anything else | InvalidArgumentError / OutOfRangeError / ResourceExhaustedError / UnimplementedError / UnknownError |
 | a task that died or does not answer (opsdk.dist) | UnavailableError |
 | a step stopped because another task failed (opsdk.dist) | AbortedError |
 | any other error of a run | UnknownError |
@@ -106,6 +107,16 @@ def _tf_class(exc: BaseException) -> type:
     from opsdk.runtime.exec.executor import CancelledError as RunCancelled
     from opsdk.runtime.exec.variable_store import UninitialisedVariableError
     from opsdk.runtime.ir.context import KernelNotWrittenError, OpMemoryError
+    from opsdk.runtime.ir.primitives import PyFuncError
+
+    if isinstance(exc, PyFuncError):
+        for raised, tf_class in ((StopIteration, OutOfRangeError),
+                                 ((ValueError, TypeError), InvalidArgumentError),
+                                 (MemoryError, ResourceExhaustedError),
+                                 (NotImplementedError, UnimplementedError)):
+            if isinstance(exc.raised, raised):
+                return tf_class
+        return UnknownError
 
     for opsdk_class, tf_class in (
             (TaskUnavailable, UnavailableError), (StepAborted, AbortedError),

@@ -29,12 +29,30 @@ def test_the_three_forms_call_python_when_the_step_runs():
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match=r"result 0 has shape \[2\], but its tensor was declared \[3\]"):
                 sess.run(pair, {x: [3.0, 1.0, 2.0]})
-            with pytest.raises(tf.errors.InvalidArgumentError, match="ZeroDivisionError"):
+            with pytest.raises(tf.errors.UnknownError, match="ZeroDivisionError"):
                 sess.run(tf.py_func(lambda a: a / 0 if a.size else 1 // 0, [x], tf.float32),
                          {x: []})
     np.testing.assert_array_equal(got[0], [3, 2, 1])
     assert got[1] == 3 and got[2].dtype == np.float64 and got[3] == 6.0
     np.testing.assert_array_equal(got[4], [3, 1])
+
+
+def _raise(exc):
+    raise exc
+
+
+@pytest.mark.parametrize("raised, seen", [
+    (StopIteration(), "OutOfRangeError"), (ValueError("bad"), "InvalidArgumentError"),
+    (TypeError("bad"), "InvalidArgumentError"), (MemoryError(), "ResourceExhaustedError"),
+    (NotImplementedError(), "UnimplementedError"), (KeyError("k"), "UnknownError")])
+def test_what_a_function_raises_is_the_error_tensorflow_maps_it_to(raised, seen):
+    with tf.Graph().as_default():
+        node = tf.py_func(lambda: _raise(raised), [], tf.float32)
+        with tf.Session() as sess:
+            with pytest.raises(getattr(tf.errors, seen), match=type(raised).__name__) as info:
+                sess.run(node)
+    assert info.value.error_code == getattr(tf.errors, seen).error_code_default
+    assert info.value.raised is raised  # what the function raised stays reachable
 
 
 def test_tf_print_writes_when_it_runs_as_tf_formats(tmp_path):

@@ -122,6 +122,15 @@ PY_FUNC = "py_func"
 PY_FUNCTIONS: dict[str, Callable[..., Any]] = {}
 
 
+class PyFuncError(OpError):
+    """A py_func's function raised; `raised` is what it raised (`__cause__` too), so a caller
+    can tell an exhausted source (StopIteration) from a failure."""
+
+    def __init__(self, message: str, raised: BaseException):
+        super().__init__(message)
+        self.raised = raised
+
+
 def _prepare_py_func(op, device, options) -> RunFn:
     def run(ctx, op, inputs) -> tuple:
         who = f"py_func (node '{op.name}')"
@@ -134,7 +143,8 @@ def _prepare_py_func(op, device, options) -> RunFn:
         try:
             result = func(*args)
         except Exception as exc:
-            raise OpError(f"{who}: its function raised {type(exc).__name__}: {exc}") from exc
+            raise PyFuncError(f"{who}: its function raised {type(exc).__name__}: {exc}",
+                              exc) from exc
         wanted = [t.dtype for t in op.outputs]
         # as TensorFlow's: a list or tuple holds one value per output, anything else is one
         values = list(result) if isinstance(result, (list, tuple)) else (
