@@ -87,3 +87,25 @@ def test_a_fetched_or_awaited_convolution_or_sum_keeps_the_nodes(registry, also,
     assert "conv2d_bias" not in notes
     for mine, theirs in zip(got, want):
         np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-3)
+
+
+def test_a_convolution_merged_with_its_twin_is_fused_only_when_no_twin_reader_remains(registry):
+    """Two like layers on one input (a TF1 model's training and test towers): the twin convs
+    merge, and the first relu(conv + b) must not absorb the conv while the second tower's sum,
+    not yet rewired when the relu is visited, reads it (it failed with a missing slot)."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float32", [None, 10, 9, 3], name="x")
+        w, b = Variable(WV, name="w"), Variable(BV, name="b")
+        c1 = apply_op(registry, "conv2d", [x, w], {}, name="conv")
+        c2 = apply_op(registry, "conv2d", [x, w], {}, name="conv_twin")
+        r1 = apply_op(registry, "relu", [apply_op(registry, "bias_add", [c1, b], {})], {})
+        s2 = apply_op(registry, "bias_add", [c2, b], {}, name="sum_twin")
+        r2 = apply_op(registry, "sigmoid", [s2], {})
+        fetches = [apply_op(registry, "reduce_sum", [r], {}) for r in (r1, r2)]
+        init = global_variables_initializer()
+    got, notes = run_and_explain(g, init, fetches, {x: XV}, True)
+    want, _ = run_and_explain(g, init, fetches, {x: XV}, False)
+    assert "merged: conv_twin" in notes
+    for mine, theirs in zip(got, want):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-3)

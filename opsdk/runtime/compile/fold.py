@@ -61,6 +61,20 @@ class _Rewrite:
             kept = (self.node.get(c, c) for c in controls)
             p.controls[op] = tuple(dict.fromkeys(c for c in kept if c is not None))
 
+    def resolved(self, t: Tensor) -> Tensor:
+        """The tensor read in `t`'s place once every decision so far is applied."""
+        while t in self.tensor:
+            t = self.tensor[t]
+        return t
+
+    def reads(self, op: Operation) -> tuple[Tensor, ...]:
+        """What `op` reads, also for a node not visited yet (its inputs not yet rewired): a
+        reader of a merged node's output reads the output of the node kept for it."""
+        return tuple(self.resolved(t) for t in self.program.inputs_of(op))
+
+    def fetched(self, t: Tensor) -> bool:
+        return any(isinstance(e, Tensor) and self.resolved(e) is t for e in self.program.fetches)
+
     def replace(self, op: Operation, by: Optional[Operation], outputs: tuple[Tensor, ...]) -> None:
         for mine, theirs in zip(op.outputs, outputs):
             if mine not in self.program.feed_set:
@@ -143,7 +157,7 @@ def _as_square(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Optio
     if (value is None or x.shape is None or y.dtype != x.dtype or not hasattr(value, "shape")
             or value.size != 1 or value.ndim > len(x.shape) or float(value.reshape(())) != 2.0):
         return None
-    if op.type == "pow_grad" and (len(op.outputs) != 2 or _read(program, op.outputs[1])):
+    if op.type == "pow_grad" and (len(op.outputs) != 2 or _read(rw, op.outputs[1])):
         return None
     args = (x,) if op.type == "pow" else (x, inputs[3])
     node = _standing_for(program, op, _SQUARES[op.type], args, {}, {}, op.outputs[:1])
@@ -154,7 +168,7 @@ def _filter_only(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> Opt
     """The conv2d_grad_filter node standing for `op`, a conv2d_grad whose grad_x nobody reads
     (a first layer's: its input needs no gradient), as TensorFlow's graph holds
     Conv2DBackpropFilter alone there; else None. The input gradient is half the work."""
-    if len(op.outputs) != 2 or _read(rw.program, op.outputs[0]):
+    if len(op.outputs) != 2 or _read(rw, op.outputs[0]):
         return None
     node = _standing_for(rw.program, op, "conv2d_grad_filter", inputs, dict(op.attrs),
                          dict(op.type_attrs), op.outputs[1:])
@@ -190,8 +204,8 @@ def _conv_bias_relu(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
             or c in program.feed_set or len({program.device[n] for n in (conv, add, op)}) != 1
             or len({program.location[n] for n in (conv, add, op)}) != 1):
         return None
-    if (not (_only_readers(program, c, add, _SHAPE_READERS) and _only_readers(program, a, op, _SIGN_READERS))
-            or _waited_for(program, (conv, add))):
+    if (not (_only_readers(rw, c, add, _SHAPE_READERS) and _only_readers(rw, a, op, _SIGN_READERS))
+            or _waited_for(rw, (conv, add))):
         return None
     attrs = {k: conv.attrs[k] for k in ("stride_h", "stride_w", "same") if k in conv.attrs}
     node = _standing_for(program, op, "conv2d_bias", (program.inputs_of(conv)[0], program.inputs_of(conv)[1], b),
@@ -217,8 +231,8 @@ def _relu_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     x = program.inputs_of(pool)[0]
     if not (x is r or (x.op.type == "relu" and program.inputs_of(x.op)[0] is r)):
         return None
-    if (not _only_readers(program, g, op, {}) or program.device[pool] != program.device[op]
-            or program.location[pool] != program.location[op] or _waited_for(program, (pool,))):
+    if (not _only_readers(rw, g, op, {}) or program.device[pool] != program.device[op]
+            or program.location[pool] != program.location[op] or _waited_for(rw, (pool,))):
         return None
     node = _standing_for(program, op, "max_pool_grad", program.inputs_of(pool), {**pool.attrs, "relu": 1},
                          dict(pool.type_attrs), op.outputs)
@@ -249,10 +263,10 @@ def _bias_into_pool(rw: _Rewrite, op: Operation, inputs: tuple[Tensor, ...]) -> 
     # The value's gradient is grad_z itself only where value + bias broadcasts to value's shape.
     if (not isinstance(c, int) or value.shape is None or len(value.shape) != 4
             or value.shape[3] != c or g.shape is None or len(g.shape) != 4 or g.shape[3] != c
-            or not (value.dtype == bias.dtype == g.dtype) or not _read(program, op.outputs[b])):
+            or not (value.dtype == bias.dtype == g.dtype) or not _read(rw, op.outputs[b])):
         return None
-    if (not _only_readers(program, g, op, {}) or program.device[pool] != program.device[op]
-            or program.location[pool] != program.location[op] or _waited_for(program, (pool,))):
+    if (not _only_readers(rw, g, op, {}) or program.device[pool] != program.device[op]
+            or program.location[pool] != program.location[op] or _waited_for(rw, (pool,))):
         return None
     node = _standing_for(program, op, "max_pool_grad_bias", program.inputs_of(pool), dict(pool.attrs),
                          dict(pool.type_attrs), (g, op.outputs[b]))
@@ -272,24 +286,26 @@ def _absorb(rw: _Rewrite, gone: Operation, node: Operation) -> None:
     rw.program.rewritten.append((gone, node))
 
 
-def _only_readers(program: Program, t: Tensor, reader: Operation, others: dict[str, tuple[int, ...]]) -> bool:
+def _only_readers(rw: _Rewrite, t: Tensor, reader: Operation, others: dict[str, tuple[int, ...]]) -> bool:
     """Whether nobody fetches `t` and every node reading it is `reader` or one of `others`'
-    types reading it only as the inputs listed."""
-    if t in program.fetches:
+    types reading it only as the inputs listed (a node not visited yet counts by what it will
+    read: a merged twin's readers read `t` too)."""
+    if rw.fetched(t):
         return False
-    for op in program.ops:
+    for op in rw.program.ops:
         if op is reader:
             continue
-        at = [i for i, u in enumerate(program.inputs_of(op)) if u is t]
+        at = [i for i, u in enumerate(rw.reads(op)) if u is t]
         if at and not set(at) <= set(others.get(op.type, ())):
             return False
     return True
 
 
-def _waited_for(program: Program, nodes: tuple[Operation, ...]) -> bool:
-    """Whether some node has a control input among `nodes`: a rewrite that removes them would
-    leave it waiting for a node that is gone (one visited already keeps its control inputs)."""
-    return any(c in nodes for op in program.ops for c in program.controls_of(op))
+def _waited_for(rw: _Rewrite, nodes: tuple[Operation, ...]) -> bool:
+    """Whether some node has a control input among `nodes` (or a node merged into one): a
+    rewrite that removes them would leave it waiting for a node that is gone."""
+    program = rw.program
+    return any(rw.node.get(c, c) in nodes for op in program.ops for c in program.controls_of(op))
 
 
 def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Tensor, ...],
@@ -318,9 +334,9 @@ _REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_o
              "bias_add_grad": _bias_into_pool}
 
 
-def _read(program: Program, t: Tensor) -> bool:
-    """Whether a node of the program reads `t` or the caller fetches it."""
-    return t in program.fetches or any(t in program.inputs_of(op) for op in program.ops)
+def _read(rw: _Rewrite, t: Tensor) -> bool:
+    """Whether a node of the program reads `t` (or will, once rewired) or the caller fetches it."""
+    return rw.fetched(t) or any(t in rw.reads(op) for op in rw.program.ops)
 
 
 def _const(rw: _Rewrite, op: Operation, cse: bool) -> None:
