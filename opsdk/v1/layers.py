@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
@@ -16,6 +18,14 @@ from opsdk.v1.tensors import convert_to_tensor as _t
 
 def _pair(value: Any) -> list[int]:
     return [int(value)] * 2 if isinstance(value, int) else [int(v) for v in value]
+
+
+def _dtype(x: Any, given: Any = None) -> Any:
+    """A layer's variables' dtype, as TF's layers choose it: the `dtype` given, else the inputs'
+    when they are floats (a float64 model gets float64 weights), else float32."""
+    if given is not None:
+        return given
+    return x.dtype if np.dtype(x.dtype).kind == "f" else "float32"
 
 
 def _activate(y: Any, activation: Any) -> Any:
@@ -30,26 +40,27 @@ def dense(inputs: Any, units: int, activation: Any = None, use_bias: bool = True
     with scopes.variable_scope(name, default_name="dense", reuse=reuse):
         return _affine(inputs, units, activation, use_bias, kernel_initializer,
                        bias_initializer or scopes.zeros_initializer(), kernel_regularizer,
-                       trainable)
+                       trainable, dtype=unused.get("dtype"))
 
 
 def _affine(inputs: Any, units: int, activation: Any, use_bias: bool, kernel_initializer: Any,
             bias_initializer: Any, kernel_regularizer: Any, trainable: bool,
-            names: tuple[str, str] = ("kernel", "bias")) -> Any:
+            names: tuple[str, str] = ("kernel", "bias"), dtype: Any = None) -> Any:
     """dense's body, in the variable scope its caller opened; `names` are the variables'
     (contrib's fully_connected says weights and biases)."""
     x = _t(inputs)
     depth = x.shape[-1] if x.shape else None
     if depth is None:
         raise OpsdkError("dense: the last dim of the inputs must be known")
+    dt = _dtype(x, dtype)
     kernel = scopes.get_variable(names[0], [depth, int(units)], initializer=kernel_initializer,
-                                 regularizer=kernel_regularizer, trainable=trainable)
+                                 regularizer=kernel_regularizer, trainable=trainable, dtype=dt)
     y = _m.matmul(x, kernel) if x.ndim == 2 else _m.reshape_to(
         _m.matmul(_ops.reshape(x, shape=[-1, depth]), kernel),
         [(x, i) for i in range(x.ndim - 1)] + [int(units)])
     if use_bias:
         bias = scopes.get_variable(names[1], [int(units)], trainable=trainable,
-                                   initializer=bias_initializer)
+                                   initializer=bias_initializer, dtype=dt)
         y = _ops.bias_add(y, bias)
     return _activate(y, activation)
 
@@ -88,11 +99,12 @@ def conv2d(inputs: Any, filters: int, kernel_size: Any, strides: Any = (1, 1),
     x = _t(inputs)
     kh, kw = _pair(kernel_size)
     with scopes.variable_scope(name, default_name="conv2d", reuse=reuse):
+        dt = _dtype(x, unused.get("dtype"))
         kernel = scopes.get_variable("kernel", [kh, kw, int(x.shape[-1]), int(filters)],
-                                     initializer=kernel_initializer, trainable=trainable)
+                                     initializer=kernel_initializer, trainable=trainable, dtype=dt)
         y = nn.conv2d(x, kernel, _pair(strides), padding.upper())
         if use_bias:
-            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable, dtype=dt,
                                        initializer=bias_initializer or scopes.zeros_initializer())
             y = _ops.bias_add(y, bias)
         return _activate(y, activation)
@@ -118,13 +130,14 @@ def conv2d_transpose(inputs: Any, filters: int, kernel_size: Any, strides: Any =
     out_h, out_w = (x.shape[1] * sh + (0 if same else max(kh - sh, 0)),
                     x.shape[2] * sw + (0 if same else max(kw - sw, 0)))
     with scopes.variable_scope(name, default_name="conv2d_transpose", reuse=reuse):
+        dt = _dtype(x, unused.get("dtype"))
         kernel = scopes.get_variable("kernel", [kh, kw, int(filters), int(x.shape[3])],
                                      initializer=kernel_initializer,
-                                     regularizer=kernel_regularizer, trainable=trainable)
+                                     regularizer=kernel_regularizer, trainable=trainable, dtype=dt)
         y = nn.conv2d_transpose(x, kernel, [x.shape[0], out_h, out_w, int(filters)], [sh, sw],
                                 padding.upper())
         if use_bias:
-            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable, dtype=dt,
                                        initializer=bias_initializer or scopes.zeros_initializer())
             y = _ops.bias_add(y, bias)
         return _activate(y, activation)
@@ -142,11 +155,12 @@ def conv1d(inputs: Any, filters: int, kernel_size: Any, strides: Any = 1, paddin
     x = _t(inputs)
     width, step = _single("conv1d", kernel_size), _single("conv1d", strides)
     with scopes.variable_scope(name, default_name="conv1d", reuse=reuse):
+        dt = _dtype(x, unused.get("dtype"))
         kernel = scopes.get_variable("kernel", [width, int(x.shape[-1]), int(filters)],
-                                     initializer=kernel_initializer, trainable=trainable)
+                                     initializer=kernel_initializer, trainable=trainable, dtype=dt)
         y = nn.conv1d(x, kernel, step, padding.upper())
         if use_bias:
-            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable,
+            bias = scopes.get_variable("bias", [int(filters)], trainable=trainable, dtype=dt,
                                        initializer=bias_initializer or scopes.zeros_initializer())
             y = _ops.bias_add(y, bias)
         return _activate(y, activation)

@@ -149,3 +149,23 @@ def test_xw_plus_b_is_a_matmul_and_a_bias_with_their_gradients():
         np.testing.assert_array_equal(sess.run(y), [[7.0, 8.0], [7.0, 8.0]])
         np.testing.assert_array_equal(sess.run(gw), np.full((3, 2), 2.0))
         np.testing.assert_array_equal(sess.run(gb), [2.0, 2.0])
+
+
+def test_layers_take_their_variables_dtype_from_float_inputs_as_tf_does():
+    """A float64 model gets float64 weights (TF's layers take the inputs' float dtype): the
+    MorvanZhou tf.data tutorial feeds float64 NumPy data straight into tf.layers.dense."""
+    x = tf.placeholder(tf.float64, [None, 5, 5, 2])
+    c = tf.layers.conv2d(x, 3, 2, activation=tf.nn.relu)
+    c1 = tf.layers.conv1d(tf.reshape(x, [-1, 25, 2]), 3, 2)
+    y = tf.layers.dense(tf.reshape(c, [-1, 48]), 4)
+    kinds = {v.name.split(":")[0]: v.dtype for v in tf.global_variables()}
+    assert set(kinds.values()) == {"float64"}, kinds
+    assert y.dtype == c1.dtype == "float64"
+    loss = tf.reduce_mean(tf.square(y))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train, {x: np.random.default_rng(0).random((3, 5, 5, 2))})
+    with tf.variable_scope("given"):
+        w = tf.layers.dense(tf.placeholder(tf.float64, [None, 3]), 2, dtype=tf.float64)
+    assert w.dtype == "float64"
