@@ -79,6 +79,8 @@ __all__ = [
     'fill',
     'fill_dims',
     'floor',
+    'floor_div',
+    'floor_mod',
     'gather',
     'gather_grad',
     'gemm',
@@ -1560,6 +1562,56 @@ def floor(x, *, name=None):
         (2,)
     """
     return _apply('floor', [x], {}, name)
+
+
+def floor_div(x, y, *, name=None):
+    r"""x / y rounded down (Python's x // y), elementwise, with NumPy broadcasting; integer division by zero is an error; passes no gradient.
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        z: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> floor_div(x, y).shape
+        (2, 3)
+    """
+    return _apply('floor_div', [x, y], {}, name)
+
+
+def floor_mod(x, y, *, name=None):
+    r"""x - floor(x / y) * y (Python's x % y: the sign of y), elementwise, with NumPy broadcasting; integer division by zero is an error; passes no gradient.
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        z: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> floor_mod(x, y).shape
+        (2, 3)
+    """
+    return _apply('floor_mod', [x, y], {}, name)
 
 
 def gather(params, indices, *, axis=0, name=None):

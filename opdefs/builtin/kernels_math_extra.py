@@ -121,3 +121,18 @@ def ceil(xp, x, out=None):
 
 def round_(xp, x, out=None):
     return _array(xp, xp.round(x, out=out))
+
+
+def _integer_divisor(xp, who, x, y):
+    if xp.dtype(x.dtype).kind in "iu" and not xp.all(y):
+        raise ValueError(f"{who}: integer division by zero")
+
+
+def floor_div(xp, x, y):
+    _integer_divisor(xp, "floor_div", x, y)
+    return _array(xp, xp.floor_divide(x, y))
+
+
+def floor_mod(xp, x, y):
+    _integer_divisor(xp, "floor_mod", x, y)
+    return _array(xp, xp.mod(x, y))

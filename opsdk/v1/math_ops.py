@@ -58,6 +58,8 @@ truediv, maximum, minimum, pow = _binary("div"), _binary("maximum"), _binary("mi
 equal, not_equal, less, less_equal = (_binary(n) for n in ("equal", "not_equal", "less",
                                                            "less_equal"))
 greater, greater_equal = _binary("greater"), _binary("greater_equal")
+floordiv = floor_div = _binary("floor_div")  # x // y
+floormod = mod = _binary("floor_mod")        # x % y, the sign of y
 exp, log, sqrt, square, abs, sign = (_unary(n) for n in ("exp", "log", "sqrt", "square", "abs",
                                                          "sign"))
 negative, identity, stop_gradient = _unary("neg"), _unary("identity"), _unary("stop_gradient")

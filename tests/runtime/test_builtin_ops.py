@@ -61,15 +61,19 @@ def _binary_cases():
     fns = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
            "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "equal": np.equal,
            "not_equal": np.not_equal, "less": np.less, "less_equal": np.less_equal,
-           "greater": np.greater, "greater_equal": np.greater_equal}
+           "greater": np.greater, "greater_equal": np.greater_equal,
+           "floor_div": np.floor_divide, "floor_mod": np.mod}
     for op, fn in fns.items():
-        low = 0.5 if op in ("div", "pow") else -2.0
+        low = 0.5 if op in ("div", "pow", "floor_div", "floor_mod") else -2.0
         for sx, sy in pairs:
             x, y = f32(*sx, low=low), f32(*sy, low=low)
             yield pytest.param(op, [x, y], {}, fn(x, y), id=f"{op}-{sx}-{sy}")
     a, b = RNG.integers(-5, 5, (3, 1), dtype=np.int32), RNG.integers(-5, 5, (4,), dtype=np.int32)
     for op in ("add", "sub", "mul", "maximum", "minimum"):
         yield pytest.param(op, [a, b], {}, fns[op](a, b), id=f"{op}-int32")
+    nonzero = np.array([3, -2, 1, -4], dtype=np.int32)  # Python's rounding down, either sign
+    for op in ("floor_div", "floor_mod"):
+        yield pytest.param(op, [a, nonzero], {}, fns[op](a, nonzero), id=f"{op}-int32")
 
 
 def _unary_cases():

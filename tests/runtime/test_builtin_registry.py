@@ -16,7 +16,8 @@ BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 # Ops with float inputs that pass no gradient, on purpose (bool results, indices, arange as
 # TF's range, or gradient ops).
 NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "argmin",
-               "argmax", "in_top_k", "top_k_indices", "where_indices", "arange", "unique"}
+               "argmax", "in_top_k", "top_k_indices", "where_indices", "arange", "unique",
+               "floor_div", "floor_mod"}
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import opsdk
 from opsdk.registry.errors import OpError, OpsdkError
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.ir.graph import (Graph, GraphKeys, constant, get_default_graph, placeholder)
@@ -79,6 +80,7 @@ def test_operators_map_to_builtin_ops(graph):
     assert (x @ w).op.type == "matmul" and (x @ w).shape == (2, 4)
     assert (x < 1.0).dtype == "bool" and (x >= 1.0).op.type == "greater_equal"
     assert (2.0 - x).op.inputs[0].op.type == "const"
+    assert (x // 2.0).op.type == "floor_div" and (7.0 % x).op.type == "floor_mod"
     with pytest.raises(OpsdkError, match="no truth value"):
         bool(x)
 
@@ -257,3 +259,17 @@ def test_colocate_with_gives_its_nodes_the_devices_and_names_it(graph):
         w = constant(np.ones(2), name="w")
     assert w.op.device == "/job:ps/task:1" and w.op.colocated is v.op
     assert constant(np.ones(2), name="u").op.colocated is None
+
+
+def test_floor_division_and_modulo_round_down_as_python_and_refuse_integer_zero(graph):
+    i = placeholder("int32", [4], name="i")
+    f = placeholder("float32", [4], name="f")
+    fetches = [i // 3, i % -3, 7 % i, f // 2.0, f % 2.0]
+    iv, fv = np.array([7, -7, 2, -1], np.int32), np.array([7.5, -7.5, 0.5, -0.5], np.float32)
+    with opsdk.Session(graph) as sess:
+        got = sess.run(fetches, {i: iv, f: fv})
+        with pytest.raises(OpError, match=r"floor_mod \(node '.*'\): integer division by zero"):
+            sess.run(i % 0, {i: iv})
+    for mine, want in zip(got, [iv // 3, iv % -3, 7 % iv, fv // 2.0, fv % 2.0]):
+        np.testing.assert_array_equal(mine, want)
+        assert mine.dtype == want.dtype

@@ -21,7 +21,8 @@ from opsdk.runtime.ir.tensor import Tensor
 OPERATORS: dict[str, str] = {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "matmul": "matmul",
     "neg": "neg", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-    "pow": "pow", "getitem": "slice", "reshape": "reshape",
+    "pow": "pow", "getitem": "slice", "reshape": "reshape", "floordiv": "floor_div",
+    "mod": "floor_mod",
 }
 
 
@@ -35,7 +36,7 @@ def _reflected(which: str) -> Any:
 
 def install() -> None:
     """Attach the operators to Tensor (idempotent)."""
-    for which in ("add", "sub", "mul", "truediv", "matmul", "pow"):
+    for which in ("add", "sub", "mul", "truediv", "matmul", "pow", "floordiv", "mod"):
         setattr(Tensor, f"__{which}__", _forward(which))
         setattr(Tensor, f"__r{which}__", _reflected(which))
     for which in ("lt", "le", "gt", "ge"):
