@@ -53,7 +53,7 @@ from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_co
 from opsdk.v1.scopes import tuple_ as tuple  # noqa: A001 - TF's name
 from opsdk.v1.misc import app, flags, gfile
 from opsdk.v1.train import train
-from opsdk.v1 import nn, layers, losses, metrics, summary, contrib, errors  # noqa: E402
+from opsdk.v1 import nn, layers, losses, metrics, summary, contrib, errors, data  # noqa: E402
 
 Graph, Operation, Tensor = opsdk.Graph, opsdk.Operation, opsdk.Tensor
 get_default_graph = opsdk.get_default_graph

@@ -6,8 +6,8 @@
 
 The names are TensorFlow's own listing, read (not imported) from the installed package's
 generated API files `tensorflow/_api/v2/compat/v1/<module>/__init__.py`: `tf.*`, `tf.nn.*`,
-`tf.train.*`, `tf.losses.*`, `tf.summary.*` and `tf.nn.rnn_cell.*`. TensorFlow 2 lists no
-`tf.layers` functions (Keras provides them lazily) and no `tf.contrib`; for those two the names
+`tf.train.*`, `tf.losses.*`, `tf.summary.*`, `tf.nn.rnn_cell.*` and `tf.data.*`. TensorFlow 2
+lists no `tf.layers` functions (Keras provides them lazily) and no `tf.contrib`; for those two the names
 of TensorFlow 1.15 are listed below (`_TF115`). Each name is looked up in opsdk.v1 and counted
 as provided, as a builtin op reached by name (`tf.exp`: opsdk's op, TF's positional
 arguments converted to tensors), or refused (the error opsdk.v1 raises names it).
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-MODULES = ("", "nn", "train", "layers", "losses", "summary", "nn.rnn_cell", "contrib.rnn")
+MODULES = ("", "nn", "train", "layers", "losses", "summary", "nn.rnn_cell", "contrib.rnn", "data")
 BEGIN, END = "<!-- coverage: begin (python -m opsdk.v1.coverage --write) -->", "<!-- coverage: end -->"
 _IMPORT = re.compile(r"^from (\S+) import (\w+)(?: as (\w+))?")
 _TF115 = {

@@ -12,7 +12,7 @@ made a subclass of both, so `except tf.errors.InvalidArgumentError` and `except 
 | a run cancelled (`Session.close`, Ctrl-C) / past its timeout | CancelledError / DeadlineExceededError |
 | a kernel out of memory | ResourceExhaustedError |
 | a kernel not written or not built | UnimplementedError |
-| a py_func's function raising (as TensorFlow maps it): ValueError, TypeError / StopIteration / MemoryError / NotImplementedError / anything else | InvalidArgumentError / OutOfRangeError / ResourceExhaustedError / UnimplementedError / UnknownError |
+| a py_func's function raising (as TensorFlow maps it; a tf.errors class as itself): ValueError, TypeError / StopIteration / MemoryError / NotImplementedError / anything else | InvalidArgumentError / OutOfRangeError / ResourceExhaustedError / UnimplementedError / UnknownError |
 | a task that died or does not answer (opsdk.dist) | UnavailableError |
 | a step stopped because another task failed (opsdk.dist) | AbortedError |
 | any other error of a run | UnknownError |
@@ -110,6 +110,8 @@ def _tf_class(exc: BaseException) -> type:
     from opsdk.runtime.ir.primitives import PyFuncError
 
     if isinstance(exc, PyFuncError):
+        if isinstance(exc.raised, OpError):  # a tf.errors class raised on purpose
+            return _BY_CODE.get(exc.raised.error_code, UnknownError)
         for raised, tf_class in ((StopIteration, OutOfRangeError),
                                  ((ValueError, TypeError), InvalidArgumentError),
                                  (MemoryError, ResourceExhaustedError),

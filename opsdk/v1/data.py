@@ -1,0 +1,811 @@
+"""`tf.data` for TF1 programs: datasets read through an iterator's `get_next()`.
+
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels)).shuffle(1000).batch(32)
+    iterator = dataset.repeat().make_initializable_iterator()
+    x, y = iterator.get_next()            # one batch per step that runs them
+    sess.run(iterator.initializer)        # feeds for placeholders the dataset was made from
+
+How it runs: a dataset is a description; its elements are made in Python, from NumPy arrays, in
+the process that built the graph. `get_next()` is a py_func node
+(opsdk/runtime/frontend/py_func.py) that pulls the next element; once the elements are spent it
+raises StopIteration, which a run raises as `tf.errors.OutOfRangeError`, as TensorFlow's
+iterator does. An iterator's `initializer` is a py_func node taking the values of the graph
+tensors the dataset was made from (a placeholder fed in `feed_dict`) and starting the elements
+anew. `map` and `filter` trace their function once, into a graph of its own with a placeholder
+per component, and run each element through it in an opsdk Session.
+
+Structures are TensorFlow's: a tuple or a dict is a structure of components, a list is one
+array. Where it differs from TensorFlow: an iterator's position belongs to the iterator (TF
+keeps one per session); `prefetch` and `num_parallel_calls` change nothing (an element is made
+when a step asks for it); a graph holding an iterator runs only in the process that built it;
+components are numbers or bools (no strings); files (`TFRecordDataset`, `TextLineDataset`),
+`interleave`, `flat_map` and feedable (string-handle) iterators are refused by name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence
+
+import numpy as np
+
+import opsdk
+from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.py_func import py_func_node
+from opsdk.v1 import errors
+from opsdk.v1.dtypes import as_dtype, default_array
+from opsdk.v1.tensors import TensorShape, convert_to_tensor, op_seed
+
+__all__ = ["Dataset", "Iterator", "Options", "AUTOTUNE", "INFINITE_CARDINALITY",
+           "UNKNOWN_CARDINALITY", "experimental", "make_one_shot_iterator",
+           "make_initializable_iterator", "get_output_types", "get_output_shapes",
+           "get_output_classes"]
+
+_LEAF = "*"
+
+
+# -- structures: tuples and dicts of components, as tf.data nests them ---------------------------
+
+def _flatten(value: Any) -> tuple[list, Any]:
+    """The components of `value` and its tree: a tuple (namedtuples too) or a dict (keys sorted,
+    as TensorFlow orders them) is a structure; anything else, lists included, is one component."""
+    if isinstance(value, dict):
+        keys = sorted(value)
+        parts = [_flatten(value[k]) for k in keys]
+        return [x for p in parts for x in p[0]], ("dict", tuple(keys), tuple(p[1] for p in parts))
+    if isinstance(value, tuple):
+        parts = [_flatten(v) for v in value]
+        kind = type(value) if hasattr(value, "_fields") else tuple
+        return [x for p in parts for x in p[0]], ("tuple", kind, tuple(p[1] for p in parts))
+    return [value], _LEAF
+
+
+def _pack(tree: Any, leaves: Sequence[Any]) -> Any:
+    items = iter(leaves)
+
+    def build(node: Any) -> Any:
+        if node == _LEAF:
+            return next(items)
+        kind, how, children = node
+        built = [build(c) for c in children]
+        if kind == "dict":
+            return dict(zip(how, built))
+        return tuple(built) if how is tuple else how(*built)
+    return build(tree)
+
+
+def _describe(tree: Any) -> str:
+    if tree == _LEAF:
+        return "a component"
+    kind, how, children = tree
+    inner = ", ".join(_describe(c) for c in children)
+    return f"{{{', '.join(f'{k!r}: {_describe(c)}' for k, c in zip(how, children))}}}" \
+        if kind == "dict" else f"({inner})"
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One component: its dtype (opsdk's name) and static shape (None: any rank)."""
+    dtype: str
+    shape: Optional[tuple]
+
+    def agrees(self, value: np.ndarray) -> bool:
+        return self.shape is None or (value.ndim == len(self.shape) and all(
+            d is None or d == n for d, n in zip(self.shape, value.shape)))
+
+    def joined(self, other: "_Spec") -> "_Spec":
+        """The spec both fit (dims that differ unknown)."""
+        if self.shape is None or other.shape is None or len(self.shape) != len(other.shape):
+            return _Spec(self.dtype, None)
+        return _Spec(self.dtype, tuple(a if a == b else None
+                                       for a, b in zip(self.shape, other.shape)))
+
+
+def _spec_of(value: Any) -> _Spec:
+    if isinstance(value, opsdk.Tensor):
+        return _Spec(value.dtype, None if value.shape is None else tuple(value.shape))
+    return _Spec(value.dtype.name, tuple(value.shape))
+
+
+def _component(who: str, value: Any) -> Any:
+    """A graph tensor (a Variable's value) as it is, anything else as an array by TF's rules."""
+    if hasattr(value, "_as_graph_element"):
+        value = value._as_graph_element()
+    if isinstance(value, opsdk.Tensor):
+        return value
+    try:
+        array = default_array(value)
+    except (TypeError, ValueError) as exc:
+        raise OpsdkError(f"{who}: {type(value).__name__} is not an array: {exc}") from None
+    if array.dtype.kind not in "biuf":
+        raise OpsdkError(f"{who}: a component holds {array.dtype} values; opsdk.v1's datasets "
+                         "take numbers and bools")
+    return array
+
+
+class _Run:
+    """One start of a pipeline (an iterator's initialization): the values of its graph tensors
+    and the random state of its shuffles, which lasts across the epochs of a `repeat`."""
+
+    def __init__(self, values: dict[int, np.ndarray]):
+        self.values = values
+        self.state: dict[int, Any] = {}
+
+    def value(self, tensor: Any) -> np.ndarray:
+        return self.values[id(tensor)]
+
+
+# -- datasets -------------------------------------------------------------------------------------
+
+class Dataset:
+    """`tf.data.Dataset`: a sequence of elements, each a structure of arrays."""
+
+    def __init__(self, tree: Any, specs: Sequence[_Spec], parents: Sequence["Dataset"] = (),
+                 sources: Sequence[Any] = ()):
+        self._tree, self._specs = tree, list(specs)
+        self._parents = list(parents)
+        seen, self._sources = set(), []
+        for t in [*sources, *(s for p in self._parents for s in p._sources)]:
+            if id(t) not in seen:
+                seen.add(id(t))
+                self._sources.append(t)
+
+    def _elements(self, run: _Run) -> PyIterator[list]:  # pragma: no cover - every kind has one
+        raise NotImplementedError
+
+    # what an element is
+    @property
+    def output_types(self) -> Any:
+        return _pack(self._tree, [as_dtype(s.dtype) for s in self._specs])
+
+    @property
+    def output_shapes(self) -> Any:
+        return _pack(self._tree, [TensorShape(None if s.shape is None else list(s.shape))
+                                  for s in self._specs])
+
+    @property
+    def output_classes(self) -> Any:
+        return _pack(self._tree, [opsdk.Tensor for _ in self._specs])
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{s.dtype}{list(s.shape) if s.shape is not None else '[?]'}"
+                          for s in self._specs)
+        return f"<{type(self).__name__.lstrip('_')} Dataset of {_describe(self._tree)}: {parts}>"
+
+    # sources
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> "Dataset":
+        """One element per row of the components (their first dimensions must agree)."""
+        return _Slices(tensors, slices=True)
+
+    @staticmethod
+    def from_tensors(tensors: Any) -> "Dataset":
+        """One element: the components whole."""
+        return _Slices(tensors, slices=False)
+
+    @staticmethod
+    def range(*args: Any, output_type: Any = None) -> "Dataset":
+        """`range(stop)`, `range(start, stop[, step])` as Python's; int64 scalars."""
+        return _Range(range(*(int(a) for a in args)), as_dtype(output_type or "int64").name)
+
+    @staticmethod
+    def from_generator(generator: Callable[..., Any], output_types: Any,
+                       output_shapes: Any = None, args: Optional[Sequence[Any]] = None) -> "Dataset":
+        """The elements `generator(*args)` yields, converted to `output_types` and checked
+        against `output_shapes` (unknown when not given)."""
+        return _Generated(generator, output_types, output_shapes, tuple(args or ()))
+
+    @staticmethod
+    def zip(datasets: Any) -> "Dataset":
+        """Elements of the datasets side by side (a structure of datasets), as long as the
+        shortest."""
+        return _Zip(datasets)
+
+    # transformations
+    def map(self, map_func: Callable[..., Any], num_parallel_calls: Optional[int] = None) -> "Dataset":
+        """`map_func` on each element (a tuple's components as its arguments)."""
+        return _Map(self, map_func)
+
+    def filter(self, predicate: Callable[..., Any]) -> "Dataset":
+        """The elements for which `predicate` (a scalar bool tensor) holds."""
+        return _Filter(self, predicate)
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> "Dataset":
+        """`batch_size` consecutive elements stacked (the last batch may be smaller)."""
+        return _Batch(self, _positive("batch", "batch_size", batch_size), bool(drop_remainder))
+
+    def padded_batch(self, batch_size: int, padded_shapes: Any = None, padding_values: Any = None,
+                     drop_remainder: bool = False) -> "Dataset":
+        """As `batch`, each component padded at its end to `padded_shapes` (a None or -1 dim:
+        the longest in the batch; not given: the longest for every dim)."""
+        return _Batch(self, _positive("padded_batch", "batch_size", batch_size),
+                      bool(drop_remainder), pad=(padded_shapes, padding_values))
+
+    def unbatch(self) -> "Dataset":
+        """The rows of each element, one element each."""
+        return _Unbatch(self)
+
+    def shuffle(self, buffer_size: int, seed: Optional[int] = None,
+                reshuffle_each_iteration: bool = True) -> "Dataset":
+        """Elements drawn at random from a buffer of the next `buffer_size`."""
+        return _Shuffle(self, _positive("shuffle", "buffer_size", buffer_size), seed,
+                        bool(reshuffle_each_iteration))
+
+    def repeat(self, count: Optional[int] = None) -> "Dataset":
+        """The elements `count` times (None or -1: forever)."""
+        return _Repeat(self, None if count is None or int(count) == -1 else int(count))
+
+    def take(self, count: int) -> "Dataset":
+        return _Cut(self, "take", int(count))
+
+    def skip(self, count: int) -> "Dataset":
+        return _Cut(self, "skip", int(count))
+
+    def shard(self, num_shards: int, index: int) -> "Dataset":
+        """Every `num_shards`-th element from `index` on."""
+        num_shards = _positive("shard", "num_shards", num_shards)
+        if not 0 <= int(index) < num_shards:
+            raise OpsdkError(f"Dataset.shard: index must be in [0, {num_shards}), not {index}")
+        return _Cut(self, "shard", (num_shards, int(index)))
+
+    def concatenate(self, dataset: "Dataset") -> "Dataset":
+        return _Concatenate(self, dataset)
+
+    def enumerate(self, start: int = 0) -> "Dataset":
+        """(position, element) pairs, positions int64 from `start`."""
+        return Dataset.zip((Dataset.range(int(start), 2 ** 62), self))
+
+    def cache(self, filename: str = "") -> "Dataset":
+        """The first pass's elements kept in memory and replayed by a `repeat` (a file name is
+        refused: no file cache)."""
+        if filename:
+            raise OpsdkError("Dataset.cache: opsdk.v1 caches in memory only; call cache() "
+                             "without a file name")
+        return _Cache(self)
+
+    def prefetch(self, buffer_size: int) -> "Dataset":
+        """The same elements (each is made when a step asks for it)."""
+        return self
+
+    def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
+        result = transformation_func(self)
+        if not isinstance(result, Dataset):
+            raise OpsdkError(f"Dataset.apply: the function returned {type(result).__name__}, "
+                             "not a Dataset")
+        return result
+
+    def with_options(self, options: Any) -> "Dataset":
+        return self
+
+    # iterators
+    def make_one_shot_iterator(self) -> "Iterator":
+        """An iterator that starts itself on its first `get_next()`; the dataset may not read a
+        placeholder (nothing would feed it)."""
+        for t in self._sources:
+            if t.op.type == "placeholder":
+                raise OpsdkError(
+                    f"make_one_shot_iterator: the dataset reads placeholder '{t.name}', which "
+                    "a one-shot iterator cannot feed; use make_initializable_iterator() and feed "
+                    "it when running the iterator's initializer")
+        return Iterator(self._tree, self._specs, dataset=self, one_shot=True)
+
+    def make_initializable_iterator(self, shared_name: Optional[str] = None) -> "Iterator":
+        """An iterator started (and restarted) by running its `initializer`."""
+        return Iterator(self._tree, self._specs, dataset=self)
+
+    def __iter__(self) -> Any:
+        raise OpsdkError("a Dataset is iterated in a session: use make_one_shot_iterator() or "
+                         "make_initializable_iterator() and run get_next()")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise AttributeError(f"opsdk.v1's Dataset has no '{name}' (docs/tf1.md lists what "
+                             "tf.data provides)")
+
+
+def _positive(who: str, what: str, value: Any) -> int:
+    if isinstance(value, opsdk.Tensor) or int(value) < 1:
+        raise OpsdkError(f"Dataset.{who}: {what} must be a Python int >= 1, not {value!r}")
+    return int(value)
+
+
+class _Slices(Dataset):
+    def __init__(self, tensors: Any, slices: bool):
+        who = "Dataset.from_tensor_slices" if slices else "Dataset.from_tensors"
+        leaves, tree = _flatten(tensors)
+        if not leaves:
+            raise OpsdkError(f"{who}: no components given")
+        self._values = [_component(who, v) for v in leaves]
+        specs = [_spec_of(v) for v in self._values]
+        if slices:
+            firsts = set()
+            for k, s in enumerate(specs):
+                if s.shape is not None and not s.shape:
+                    raise OpsdkError(f"{who}: component {k} is a scalar; slices need at least "
+                                     "one dimension")
+                if s.shape is not None and s.shape[0] is not None:
+                    firsts.add(s.shape[0])
+            if len(firsts) > 1:
+                raise OpsdkError(f"{who}: the components' first dimensions differ "
+                                 f"({', '.join(str(d) for d in sorted(firsts))}); every "
+                                 "component needs one row per element")
+            specs = [_Spec(s.dtype, None if s.shape is None else s.shape[1:]) for s in specs]
+        self._slices = slices
+        super().__init__(tree, specs, sources=[v for v in self._values
+                                               if isinstance(v, opsdk.Tensor)])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        arrays = [run.value(v) if isinstance(v, opsdk.Tensor) else v for v in self._values]
+        if not self._slices:
+            yield arrays
+            return
+        rows = {len(a) if a.ndim else -1 for a in arrays}
+        if len(rows) != 1 or -1 in rows:
+            raise errors.InvalidArgumentError(
+                None, None, "Dataset.from_tensor_slices: the components' first dimensions "
+                f"differ when run ({', '.join(str(list(a.shape)) for a in arrays)})")
+        for i in range(rows.pop()):
+            yield [a[i] for a in arrays]
+
+
+class _Range(Dataset):
+    def __init__(self, numbers: range, dtype: str):
+        self._numbers = numbers
+        super().__init__(_LEAF, [_Spec(dtype, ())])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        dtype = np.dtype(self._specs[0].dtype)
+        for n in self._numbers:
+            yield [np.asarray(n, dtype=dtype)]
+
+
+class _Generated(Dataset):
+    def __init__(self, generator: Callable[..., Any], output_types: Any, output_shapes: Any,
+                 args: tuple):
+        if not callable(generator):
+            raise OpsdkError("Dataset.from_generator: generator must be a callable returning an "
+                             f"iterable, not {type(generator).__name__}")
+        types, tree = _flatten(output_types)
+        if output_shapes is None:
+            shapes = [None] * len(types)
+        else:
+            shapes, shape_tree = _flatten(_shape_leaves(output_shapes))
+            if len(shapes) != len(types):
+                raise OpsdkError(f"Dataset.from_generator: output_shapes has {len(shapes)} "
+                                 f"components, output_types {len(types)}")
+        self._generator, self._args = generator, args
+        super().__init__(tree, [_Spec(as_dtype(t).name, None if s is None else tuple(s))
+                                for t, s in zip(types, shapes)])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for item in self._generator(*self._args):
+            values, _ = _flatten(item)
+            if len(values) != len(self._specs):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Dataset.from_generator: the generator yielded {len(values)} "
+                    f"components; output_types declares {len(self._specs)}")
+            yield [_checked("Dataset.from_generator", k, np.asarray(v, dtype=s.dtype), s)
+                   for k, (v, s) in enumerate(zip(values, self._specs))]
+
+
+def _shape_leaves(shapes: Any) -> Any:
+    """Shapes in a structure, each made a list (one leaf of `_flatten`; None: unknown rank): a
+    TensorShape, or a list or tuple of ints and None."""
+    if isinstance(shapes, TensorShape):
+        return None if shapes.dims is None else shapes.as_list()
+    if isinstance(shapes, dict):
+        return {k: _shape_leaves(v) for k, v in shapes.items()}
+    if isinstance(shapes, (list, tuple)) and all(
+            d is None or isinstance(d, (int, np.integer)) for d in shapes):
+        return [None if d is None else int(d) for d in shapes]
+    if isinstance(shapes, tuple):
+        return tuple(_shape_leaves(s) for s in shapes)
+    return shapes
+
+
+def _checked(who: str, k: int, value: np.ndarray, spec: _Spec) -> np.ndarray:
+    if not spec.agrees(value):
+        raise errors.InvalidArgumentError(
+            None, None, f"{who}: component {k} has shape {list(value.shape)}, but the dataset "
+            f"declares {list(spec.shape or [])}")
+    return value
+
+
+class _Zip(Dataset):
+    def __init__(self, datasets: Any):
+        parts, tree = _flatten(datasets)
+        if not parts or not all(isinstance(d, Dataset) for d in parts):
+            raise OpsdkError("Dataset.zip: give a tuple (or dict) of Datasets")
+        whole = _pack(tree, [_pack(d._tree, list(range(len(d._specs)))) for d in parts])
+        _, own_tree = _flatten(whole)
+        super().__init__(own_tree, [s for d in parts for s in d._specs], parents=parts)
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for items in zip(*(d._elements(run) for d in self._parents)):
+            yield [v for item in items for v in item]
+
+
+class _Traced:
+    """A function of an element traced into a graph of its own, run per element."""
+
+    def __init__(self, who: str, fn: Callable[..., Any], parent: Dataset):
+        if not callable(fn):
+            raise OpsdkError(f"{who}: the function must be callable, not {type(fn).__name__}")
+        self.graph = opsdk.Graph()
+        with self.graph.as_default():
+            self.inputs = [opsdk.placeholder(s.dtype, None if s.shape is None else list(s.shape),
+                                             name=f"component_{k}")
+                           for k, s in enumerate(parent._specs)]
+            element = _pack(parent._tree, self.inputs)
+            result = fn(*element) if type(element) is tuple else fn(element)
+            leaves, self.tree = _flatten(result)
+            try:
+                self.outputs = [convert_to_tensor(v) for v in leaves]
+            except OpsdkError as exc:
+                raise OpsdkError(f"{who}: the function returned {exc}") from None
+        foreign = [t.name for t in self.outputs if t.graph is not self.graph]
+        if foreign:
+            raise OpsdkError(f"{who}: the function returns tensors of another graph "
+                             f"({', '.join(foreign)}); a dataset function builds its own")
+        self.session: Optional[Any] = None
+        self.lock = threading.Lock()
+
+    def __call__(self, values: list) -> list:
+        with self.lock:
+            if self.session is None:
+                self.session = opsdk.Session(self.graph)
+        return list(self.session.run(self.outputs, dict(zip(self.inputs, values))))
+
+
+class _Map(Dataset):
+    def __init__(self, parent: Dataset, fn: Callable[..., Any]):
+        self._fn = _Traced("Dataset.map", fn, parent)
+        super().__init__(self._fn.tree, [_spec_of(t) for t in self._fn.outputs], [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for item in self._parents[0]._elements(run):
+            yield self._fn(item)
+
+
+class _Filter(Dataset):
+    def __init__(self, parent: Dataset, predicate: Callable[..., Any]):
+        self._fn = _Traced("Dataset.filter", predicate, parent)
+        out = self._fn.outputs
+        if len(out) != 1 or out[0].dtype != "bool" or out[0].shape not in (None, ()):
+            raise OpsdkError("Dataset.filter: the predicate must return one scalar bool tensor, "
+                             f"not {', '.join(f'{t.dtype}{list(t.shape or [])}' for t in out)}")
+        super().__init__(parent._tree, parent._specs, [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for item in self._parents[0]._elements(run):
+            if bool(self._fn(item)[0]):
+                yield item
+
+
+class _Batch(Dataset):
+    def __init__(self, parent: Dataset, size: int, drop: bool, pad: Optional[tuple] = None):
+        self._size, self._drop = size, drop
+        first = size if drop else None
+        self._pad = None
+        specs = parent._specs
+        if pad is not None:
+            shapes, values = pad
+            n = len(specs)
+            given = ([None] * n if shapes is None else _flatten(_shape_leaves(shapes))[0])
+            fills = [0] * n if values is None else _flatten(values)[0]
+            if len(given) != n or len(fills) != n:
+                raise OpsdkError(f"Dataset.padded_batch: padded_shapes and padding_values need "
+                                 f"one entry per component ({n})")
+            for k, (g, s) in enumerate(zip(given, specs)):
+                if g is not None and s.shape is not None and len(g) != len(s.shape):
+                    raise OpsdkError(f"Dataset.padded_batch: padded shape {g} of component {k} "
+                                     f"has another rank than its elements ({list(s.shape)})")
+            self._pad = ([None if g is None else [None if d in (None, -1) else d for d in g]
+                          for g in given], fills)
+            specs = [_Spec(s.dtype, tuple(g) if g is not None else
+                           (None if s.shape is None else (None,) * len(s.shape)))
+                     for s, g in zip(specs, self._pad[0])]
+        super().__init__(parent._tree, [_Spec(s.dtype, None if s.shape is None
+                                              else (first, *s.shape)) for s in specs], [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        items = self._parents[0]._elements(run)
+        while True:
+            chunk = list(itertools.islice(items, self._size))
+            if not chunk or (self._drop and len(chunk) < self._size):
+                return
+            yield [self._stack(k, [item[k] for item in chunk]) for k in range(len(self._specs))]
+
+    def _stack(self, k: int, values: list) -> np.ndarray:
+        if self._pad is not None:
+            values = self._padded(k, values)
+        shape = values[0].shape
+        for j, v in enumerate(values):
+            if v.shape != shape:
+                raise errors.InvalidArgumentError(
+                    None, None, f"Dataset.batch: cannot batch component {k}: element 0 has "
+                    f"shape {list(shape)} and element {j} has shape {list(v.shape)} "
+                    "(padded_batch pads them)")
+        return np.stack(values)
+
+    def _padded(self, k: int, values: list) -> list:
+        shapes, fills = self._pad  # type: ignore[misc]
+        rank = values[0].ndim
+        want = shapes[k] or [None] * rank
+        size = [w if w is not None else max(v.shape[d] for v in values)
+                for d, w in enumerate(want)]
+        out = []
+        for v in values:
+            if v.ndim != rank or any(n > s for n, s in zip(v.shape, size)):
+                raise errors.InvalidArgumentError(
+                    None, None, f"Dataset.padded_batch: component {k} has shape "
+                    f"{list(v.shape)}, larger than its padded shape {size}")
+            out.append(np.pad(v, [(0, s - n) for n, s in zip(v.shape, size)],
+                              constant_values=np.asarray(fills[k]).astype(v.dtype)))
+        return out
+
+
+class _Unbatch(Dataset):
+    def __init__(self, parent: Dataset):
+        for k, s in enumerate(parent._specs):
+            if s.shape is not None and not s.shape:
+                raise OpsdkError(f"Dataset.unbatch: component {k} is a scalar; there are no "
+                                 "rows to split")
+        super().__init__(parent._tree, [_Spec(s.dtype, None if s.shape is None else s.shape[1:])
+                                        for s in parent._specs], [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for item in self._parents[0]._elements(run):
+            for i in range(len(item[0])):
+                yield [v[i] for v in item]
+
+
+class _Shuffle(Dataset):
+    def __init__(self, parent: Dataset, size: int, seed: Optional[int], reshuffle: bool):
+        # the seed by TF's rules: the op's, else one drawn from the graph-level seed
+        self._size, self._seed, self._reshuffle = size, op_seed(seed) or None, reshuffle
+        super().__init__(parent._tree, parent._specs, [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        # one generator per start, which `repeat` goes on drawing from (a new order each
+        # epoch), unless told not to reshuffle: then each epoch starts from the same seed
+        seed, rng = run.state.get(id(self), (self._seed, None))
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % 2 ** 63)
+        if rng is None or not self._reshuffle:
+            rng = np.random.default_rng(seed)
+        run.state[id(self)] = (seed, rng)
+        buffer: list = []
+        for item in self._parents[0]._elements(run):
+            if len(buffer) < self._size:
+                buffer.append(item)
+                continue
+            k = int(rng.integers(len(buffer)))
+            yield buffer[k]
+            buffer[k] = item
+        while buffer:
+            yield buffer.pop(int(rng.integers(len(buffer))))
+
+
+class _Repeat(Dataset):
+    def __init__(self, parent: Dataset, count: Optional[int]):
+        self._count = count
+        super().__init__(parent._tree, parent._specs, [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        epochs = itertools.count() if self._count is None else range(self._count)
+        for _ in epochs:
+            made = False
+            for item in self._parents[0]._elements(run):
+                made = True
+                yield item
+            if not made:  # an empty dataset repeated is empty, not an endless loop
+                return
+
+
+class _Cut(Dataset):
+    def __init__(self, parent: Dataset, how: str, count: Any):
+        self._how, self._count = how, count
+        super().__init__(parent._tree, parent._specs, [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        items = self._parents[0]._elements(run)
+        if self._how == "take":
+            return items if self._count < 0 else itertools.islice(items, self._count)
+        if self._how == "skip":
+            return iter(()) if self._count < 0 else itertools.islice(items, self._count, None)
+        shards, index = self._count
+        return itertools.islice(items, index, None, shards)
+
+
+class _Concatenate(Dataset):
+    def __init__(self, first: Dataset, second: Dataset):
+        if not isinstance(second, Dataset):
+            raise OpsdkError(f"Dataset.concatenate: give a Dataset, not {type(second).__name__}")
+        if first._tree != second._tree or [s.dtype for s in first._specs] != [
+                s.dtype for s in second._specs]:
+            raise OpsdkError(f"Dataset.concatenate: the datasets' elements differ ({first!r} "
+                             f"and {second!r})")
+        super().__init__(first._tree, [a.joined(b) for a, b in zip(first._specs, second._specs)],
+                         [first, second])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        return itertools.chain(self._parents[0]._elements(run), self._parents[1]._elements(run))
+
+
+class _Cache(Dataset):
+    def __init__(self, parent: Dataset):
+        super().__init__(parent._tree, parent._specs, [parent])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        kept = run.state.get(id(self))
+        if kept is not None:
+            yield from kept
+            return
+        made = []
+        for item in self._parents[0]._elements(run):
+            made.append(item)
+            yield item
+        run.state[id(self)] = made  # only a pass that ran to the end is replayed
+
+
+# -- iterators ------------------------------------------------------------------------------------
+
+class Iterator:
+    """`tf.data.Iterator`: `get_next()` makes the node that reads the next element; a run of
+    `initializer` (or of `make_initializer(dataset)`) starts a dataset's elements anew."""
+
+    def __init__(self, tree: Any, specs: Sequence[_Spec], dataset: Optional[Dataset] = None,
+                 one_shot: bool = False):
+        self._tree, self._specs = tree, list(specs)
+        self._dataset, self._one_shot = dataset, one_shot
+        self._current: Optional[PyIterator[list]] = None
+        self._lock = threading.Lock()
+        self._initializer: Optional[Any] = None
+        self._graph = opsdk.get_default_graph()
+
+    @staticmethod
+    def from_structure(output_types: Any, output_shapes: Any = None,
+                       shared_name: Optional[str] = None, output_classes: Any = None) -> "Iterator":
+        """An iterator of the given element structure, started on any dataset of that structure
+        by running `make_initializer(dataset)`."""
+        types, tree = _flatten(output_types)
+        shapes = ([None] * len(types) if output_shapes is None
+                  else _flatten(_shape_leaves(output_shapes))[0])
+        if len(shapes) != len(types):
+            raise OpsdkError(f"Iterator.from_structure: output_shapes has {len(shapes)} "
+                             f"components, output_types {len(types)}")
+        return Iterator(tree, [_Spec(as_dtype(t).name, None if s is None else tuple(s))
+                               for t, s in zip(types, shapes)])
+
+    @staticmethod
+    def from_string_handle(*args: Any, **kwargs: Any) -> "Iterator":
+        raise OpsdkError("tf.data.Iterator.from_string_handle: feedable iterators are not "
+                         "provided by opsdk.v1; use Iterator.from_structure and "
+                         "make_initializer(dataset) to switch datasets")
+
+    def string_handle(self, name: Optional[str] = None) -> Any:
+        raise OpsdkError("Iterator.string_handle: feedable iterators are not provided by "
+                         "opsdk.v1; use Iterator.from_structure and make_initializer(dataset)")
+
+    output_types = Dataset.output_types
+    output_shapes = Dataset.output_shapes
+    output_classes = Dataset.output_classes
+
+    @property
+    def initializer(self) -> Any:
+        """The node that starts the iterator's dataset (made once)."""
+        if self._dataset is None:
+            raise OpsdkError("Iterator.initializer: this iterator was made from a structure; run "
+                             "make_initializer(dataset) instead")
+        if self._one_shot:
+            raise OpsdkError("Iterator.initializer: a one-shot iterator starts itself; use "
+                             "make_initializable_iterator() for one you can restart")
+        if self._initializer is None:
+            self._initializer = self.make_initializer(self._dataset)
+        return self._initializer
+
+    def make_initializer(self, dataset: Dataset, name: Optional[str] = None) -> Any:
+        """A node whose run starts `dataset`'s elements (its structure and dtypes must be this
+        iterator's; its shapes compatible)."""
+        if not isinstance(dataset, Dataset):
+            raise OpsdkError(f"Iterator.make_initializer: give a Dataset, not "
+                             f"{type(dataset).__name__}")
+        self._check_compatible(dataset)
+        sources = list(dataset._sources)
+
+        def start(*values: np.ndarray) -> None:
+            with self._lock:
+                self._current = dataset._elements(_Run(
+                    {id(t): v for t, v in zip(sources, values)}))
+        with self._graph.as_default():
+            return py_func_node(start, sources, [], name=name or "MakeIterator")
+
+    def _check_compatible(self, dataset: Dataset) -> None:
+        if dataset._tree != self._tree or [s.dtype for s in dataset._specs] != [
+                s.dtype for s in self._specs]:
+            raise OpsdkError(f"Iterator.make_initializer: the dataset's elements ({dataset!r}) "
+                             f"differ from the iterator's ({_describe(self._tree)}: "
+                             f"{', '.join(s.dtype for s in self._specs)})")
+        for k, (a, b) in enumerate(zip(dataset._specs, self._specs)):
+            if a.shape is not None and b.shape is not None and (len(a.shape) != len(b.shape) or any(
+                    x is not None and y is not None and x != y for x, y in zip(a.shape, b.shape))):
+                raise OpsdkError(f"Iterator.make_initializer: component {k} of the dataset has "
+                                 f"shape {list(a.shape)}, the iterator's {list(b.shape)}")
+
+    def get_next(self, name: Optional[str] = None) -> Any:
+        """The next element: a node per call, so two calls read two elements in one step."""
+        sources = list(self._dataset._sources) if self._one_shot and self._dataset else []
+
+        def pull(*values: np.ndarray) -> list:
+            with self._lock:
+                if self._current is None:
+                    if not self._one_shot:
+                        raise errors.FailedPreconditionError(
+                            None, None, "GetNext() failed because the iterator has not been "
+                            "initialized: run its initializer (sess.run(iterator.initializer)) "
+                            "first")
+                    self._current = self._dataset._elements(_Run(  # type: ignore[union-attr]
+                        {id(t): v for t, v in zip(sources, values)}))
+                try:
+                    item = next(self._current)
+                except StopIteration:
+                    raise StopIteration("End of sequence") from None
+            return [_checked("IteratorGetNext", k, np.asarray(v, dtype=s.dtype), s)
+                    for k, (v, s) in enumerate(zip(item, self._specs))]
+        with self._graph.as_default():
+            op = py_func_node(pull, sources, [s.dtype for s in self._specs],
+                              name=name or "IteratorGetNext")
+        for t, s in zip(op.outputs, self._specs):
+            t.shape = s.shape
+        outputs = list(op.outputs)
+        return _pack(self._tree, outputs) if self._tree != _LEAF else outputs[0]
+
+    def __repr__(self) -> str:
+        return f"<Iterator of {_describe(self._tree)}: {', '.join(s.dtype for s in self._specs)}>"
+
+
+def make_one_shot_iterator(dataset: Dataset) -> Iterator:
+    """`tf.data.make_one_shot_iterator(dataset)` (TF 1.15's name)."""
+    return dataset.make_one_shot_iterator()
+
+
+def make_initializable_iterator(dataset: Dataset, shared_name: Optional[str] = None) -> Iterator:
+    """`tf.data.make_initializable_iterator(dataset)` (TF 1.15's name)."""
+    return dataset.make_initializable_iterator(shared_name)
+
+
+def get_output_types(dataset_or_iterator: Any) -> Any:
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator: Any) -> Any:
+    return dataset_or_iterator.output_shapes
+
+
+def get_output_classes(dataset_or_iterator: Any) -> Any:
+    return dataset_or_iterator.output_classes
+
+
+AUTOTUNE = -1  # a `num_parallel_calls` or `prefetch` size: accepted, changes nothing here
+INFINITE_CARDINALITY, UNKNOWN_CARDINALITY = -1, -2
+
+
+class experimental:  # noqa: N801 - TF's module name
+    """`tf.data.experimental`: AUTOTUNE."""
+    AUTOTUNE = AUTOTUNE
+
+
+class Options:
+    """`tf.data.Options`: any option may be set; `with_options` accepts them and they change
+    nothing (no prefetch threads, no graph rewrites of the pipeline here)."""
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"opsdk.v1 does not provide tf.data.{name} (file datasets, feedable "
+                         "iterators and the rest are listed in docs/tf1.md)")
