@@ -99,6 +99,9 @@ def _op_gradient(op: Operation, out_grads: list[Optional[Tensor]], path: "_Path"
     if op.spec is not None:
         if op.spec.stops_gradient:
             return [None] * len(op.inputs)
+        if op.spec.gradient_op is None and op.type in GRADIENT_RULES:
+            # a builtin gradient op's own gradient (opsdk/runtime/autodiff/second_order.py)
+            return GRADIENT_RULES[op.type](op, out_grads, differentiate)
         if op.spec.gradient_op is None:
             raise OpsdkError(f"no gradient for op '{op.type}' (node '{op.name}'), on the path "
                              f"{path.through(op)}; declare a gradient op for '{op.type}' or put "
@@ -334,3 +337,6 @@ for _leaf in ("placeholder", "const", "variable"):
 # A Python function is opaque: no gradient passes it (as TensorFlow's PyFunc is not
 # differentiable), so an input reached only through one gets None.
 register_gradient_rule("py_func", lambda op, out_grads, _: [None] * len(op.inputs))
+
+
+from opsdk.runtime.autodiff import second_order  # noqa: E402,F401 - registers the gradient ops' gradients
