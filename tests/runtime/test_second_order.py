@@ -48,6 +48,17 @@ CASES = {
     "reshape": ([(2, 3)], lambda x: ops.reshape(x, shape=[3, 2]), False),
     "transpose": ([(2, 3, 4)], lambda x: ops.transpose(x, perm=[2, 0, 1]), False),
     "slice": ([(4, 3)], lambda x: ops.slice(x, begin=[1, 0], size=[2, -1]), False),
+    "conv2d": ([(2, 5, 5, 2), (3, 3, 2, 3)], lambda x, w: ops.conv2d(x, w), False),
+    "conv2d_strided": ([(1, 6, 7, 2), (2, 3, 2, 2)],
+                       lambda x, w: ops.conv2d(x, w, stride_h=2, stride_w=2, same=0), False),
+    "avg_pool": ([(1, 4, 4, 2)], lambda x: ops.avg_pool(x, ksize_h=2, ksize_w=2, stride_h=2,
+                                                        stride_w=2, same=0), False),
+    "stack": ([(2, 3), (2, 3)], lambda a, b: ops.stack([a, b], axis=1), False),
+    "concat": ([(2, 3), (2, 1)], lambda a, b: ops.concat([a, b], axis=1), False),
+    "where": ([(2, 3), (3,)], lambda a, b: ops.where(
+        opsdk.constant(np.array([[True, False, True], [False, False, True]])), a, b), False),
+    "log_softmax": ([(2, 4)], lambda x: ops.log_softmax(x, axis=-1), False),
+    "identity": ([(2, 3)], lambda x: ops.identity(x), False),
     "gather": ([(5, 2)], lambda x: ops.gather(x, opsdk.constant(np.array([3, 0, 3], np.int32))),
                False),
 }

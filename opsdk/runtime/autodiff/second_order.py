@@ -113,6 +113,24 @@ def _matmul_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     return [dx if ggy is not None else None, dy if ggx is not None else None, dg]
 
 
+def _conv2d_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
+    # bilinear in (x, filter) as matmul: conv2d_grad itself gives the gradients for both
+    x, w, g = op.inputs
+    ggx, ggw = gg
+    dx, dw = _op("conv2d_grad", [_or_zeros(ggx, x), _or_zeros(ggw, w), g], op.attrs)
+    dg = _sum(None if ggx is None else _op("conv2d", [ggx, w], op.attrs),
+              None if ggw is None else _op("conv2d", [x, ggw], op.attrs))
+    return [dx if ggw is not None else None, dw if ggx is not None else None, dg]
+
+
+def _where_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
+    cond, x, y, g = op.inputs
+    ggx, ggy = gg
+    if ggx is None and ggy is None:
+        return [None] * 4
+    return [None, None, None, _spread(_op("where", [cond, _or_zeros(ggx, x), _or_zeros(ggy, y)]), g)]
+
+
 def _select_grad(keep: str) -> Callable:
     # maximum_grad / minimum_grad: g to x where x wins (ties included), to y elsewhere
     def rule(op: Operation, gg: Grads, _: Callable) -> Grads:
@@ -146,6 +164,15 @@ def _linear(name: str) -> Callable:
             return [None] * len(op.inputs)
         again = _op(name, [*op.inputs[:-1], ggx], op.attrs)
         return [None] * (len(op.inputs) - 1) + [again]
+    return rule
+
+
+def _linear_adjoint(name: str) -> Callable:
+    """A gradient op of (x, grad_y) linear in grad_y whose adjoint is the forward op `name`
+    (avg_pool_grad spreads each window's gradient evenly; avg_pool averages it back)."""
+    def rule(op: Operation, gg: Grads, _: Callable) -> Grads:
+        (ggx,) = gg
+        return [None, None if ggx is None else _op(name, [ggx], op.attrs)]
     return rule
 
 
@@ -186,6 +213,34 @@ def _softmax_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     dy = _op("sub", [_op("mul", [ggx, _op("sub", [g, s])]),
                      _op("mul", [g, along(_op("mul", [ggx, y]))])])
     return [None, dy, _op("softmax_grad", [x, y, ggx], {"axis": axis})]
+
+
+def _log_softmax_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
+    # grad_x = g - exp(y) * sum(g), y = log_softmax(x)
+    x, y, g = op.inputs
+    (ggx,) = gg
+    if ggx is None:
+        return [None] * 3
+    axis = op.attrs["axis"]
+
+    def along(t: Tensor) -> Tensor:
+        return _op("reduce_sum", [t], {"axes": [axis], "keepdims": True})
+    p = _op("exp", [y])
+    dy = _op("neg", [_op("mul", [_op("mul", [ggx, p]), along(g)])])
+    dg = _op("sub", [ggx, along(_op("mul", [ggx, p]))])
+    return [None, dy, dg]
+
+
+def _list_grad(name: str) -> Callable:
+    # stack_grad / concat_grad split grad_y into the list's parts: the adjoint joins them
+    def rule(op: Operation, gg: Grads, _: Callable) -> Grads:
+        parts = op.inputs[:-1]
+        if all(v is None for v in gg):
+            return [None] * len(op.inputs)
+        joined = _op(name, [[_or_zeros(v, p) for v, p in zip(gg, parts)]],
+                     {"axis": op.attrs["axis"]})
+        return [None] * len(parts) + [joined]
+    return rule
 
 
 def _reduction(name: str) -> Callable:
@@ -246,6 +301,10 @@ SECOND_ORDER: dict[str, Callable] = {
     "reduce_sum_grad": _reduction("reduce_sum"), "reduce_mean_grad": _reduction("reduce_mean"),
     "reshape_grad": _reshape_grad, "transpose_grad": _transpose_grad,
     "slice_grad": _slice_grad, "gather_grad": _gather_grad,
+    "conv2d_grad": _conv2d_grad, "where_grad": _where_grad,
+    "avg_pool_grad": _linear_adjoint("avg_pool"), "identity_grad": _linear("identity_grad"),
+    "log_softmax_grad": _log_softmax_grad,
+    "stack_grad": _list_grad("stack"), "concat_grad": _list_grad("concat"),
 }
 
 for _name, _rule in SECOND_ORDER.items():
