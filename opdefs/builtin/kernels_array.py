@@ -90,7 +90,13 @@ def slice_grad(xp, x, grad_y, begin, size, clamp=False):
 
 
 def gather(xp, params, indices, axis):
-    return xp.take(params, indices, axis=_axis(axis, params.ndim))
+    ax = _axis(axis, params.ndim)
+    if ax == 0 and indices.ndim == 0 and params.ndim:
+        # one row (a loop reading its sequence, or a recorded history, at step i): a view, no
+        # copy. Out-of-range indices fail as take's do; the view is never handed out as a
+        # buffer (kernels/buffers.py pools only arrays owning their memory).
+        return params[int(indices)]
+    return xp.take(params, indices, axis=ax)
 
 
 def gather_grad(xp, params, indices, grad_y, axis):

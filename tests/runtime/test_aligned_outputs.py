@@ -135,3 +135,27 @@ def test_a_variable_holding_an_aligned_output_is_updated_without_writing_into_it
             sess.run(train, {x: feed})
         got = sess.run(w.value())
     np.testing.assert_allclose(got, np.where(feed > 0, feed, 0) - 2 * 0.5 * feed, rtol=1e-6)
+
+
+def test_a_row_read_as_a_view_keeps_its_value_through_an_in_place_update():
+    # gather of one row along axis 0 hands out a view of params (no copy). A view holds its
+    # base, so a variable update later in the same step cannot write into the array the row
+    # shows (the update takes a fresh array): a reader after the update sees the old row.
+    import opsdk
+    from opsdk.runtime.frontend.variables import Variable, global_variables_initializer
+    from opsdk.runtime.train.optimizers import GradientDescentOptimizer
+
+    g = Graph()
+    with g.as_default():
+        start = np.arange(12, dtype=np.float64).reshape(4, 3)
+        w = Variable(start.copy(), name="w")
+        row = opsdk.ops.gather(w.value(), opsdk.constant(np.int32(2)))
+        train = GradientDescentOptimizer(1.0).minimize(opsdk.ops.reduce_sum(w.value()))
+        with g.control_dependencies([train]):
+            later = row * 1.0
+        init = global_variables_initializer(g)
+    with Session(g) as sess:
+        sess.run(init)
+        for step in range(3):
+            np.testing.assert_array_equal(sess.run(later), start[2] - step)
+        np.testing.assert_array_equal(sess.run(w.value()), start - 3)
