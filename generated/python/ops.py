@@ -1581,10 +1581,10 @@ def floor_div(x, y, *, name=None):
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
-        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> x = np.array([7.0, -7.0, 7.5], dtype=np.int8)
+        >>> y = np.array([2.0, 2.0, -2.0], dtype=np.int8)
         >>> floor_div(x, y).shape
-        (2, 3)
+        (3,)
     """
     return _apply('floor_div', [x, y], {}, name)
 
@@ -1606,10 +1606,10 @@ def floor_mod(x, y, *, name=None):
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
-        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
-        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> x = np.array([7.0, -7.0, 7.5], dtype=np.int8)
+        >>> y = np.array([2.0, 2.0, -2.0], dtype=np.int8)
         >>> floor_mod(x, y).shape
-        (2, 3)
+        (3,)
     """
     return _apply('floor_mod', [x, y], {}, name)
 
