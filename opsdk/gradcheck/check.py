@@ -195,9 +195,7 @@ def _run_case(registry: Any, plan: OpPlan, grad: Optional[GradientCall], device:
     if grad is None:  # the forward alone: every case that ran counts
         _count(tally, case)
         return
-    cots = tuple(lift(data.draw(cotangent(o.shape, str(o.dtype)), label=f"grad_{t.name}"))
-                 if str(o.dtype) in FLOAT_DTYPES else None
-                 for t, o in zip(spec.outputs, outputs))
+    cots = tuple(_cotangent(data, t, o) for t, o in zip(spec.outputs, outputs))
     analytic = _guarded(case, lambda: grad.run(inputs, attrs, outputs, cots, device))
 
     def objective(values: dict[str, Any]) -> float:
@@ -224,6 +222,21 @@ def _run_case(registry: Any, plan: OpPlan, grad: Optional[GradientCall], device:
         _fail(case, "gradient", f"d/d{slot_label(slot)}{list(w.index)}: analytic {w.actual:.9g}, "
                                 f"numeric {w.expected:.9g} (error/tolerance {w.ratio:.3g}, "
                                 f"{precision.describe()})", tuple(zip(spec.outputs, cots)))
+
+
+def _cotangent(data: st.DataObject, t: Any, out: Any) -> Any:
+    """A drawn cotangent for output `t` (one per piece of a list output), None for a value that
+    is not a float."""
+    if t.is_list:
+        pieces = [_cotangent_piece(data, f"grad_{t.name}[{k}]", o) for k, o in enumerate(out)]
+        return None if any(p is None for p in pieces) else pieces
+    return _cotangent_piece(data, f"grad_{t.name}", out)
+
+
+def _cotangent_piece(data: st.DataObject, label: str, out: Any) -> Optional[np.ndarray]:
+    if str(out.dtype) not in FLOAT_DTYPES:
+        return None
+    return lift(data.draw(cotangent(out.shape, str(out.dtype)), label=label))
 
 
 def _count(tally: _Tally, case: Case) -> None:
@@ -287,19 +300,32 @@ def _check_reference(spec: OpSpec, inputs: dict, attrs: dict, outputs: tuple,
         expected = eval_reference(spec.reference, inputs, attrs)
     except Exception as exc:  # noqa: BLE001 - the reference is the author's code
         _fail(case, "error", f"reference '{spec.reference}' raised {type(exc).__name__}: {exc}")
+    pairs = []
     for t, got, want in zip(spec.outputs, outputs, expected):
+        if t.is_list:
+            if len(got) != len(want):
+                _fail(case, "forward", f"output '{t.name}' has {len(got)} pieces, the reference "
+                                       f"gives {len(want)}")
+            pairs += [(f"{t.name}[{k}]", g, w) for k, (g, w) in enumerate(zip(got, want))]
+        else:
+            pairs.append((t.name, got, want))
+    for label, got, want in pairs:
         want = np.asarray(want)
         if np.shape(got) != want.shape:
-            _fail(case, "forward", f"output '{t.name}' has shape {list(np.shape(got))}, the "
+            _fail(case, "forward", f"output '{label}' has shape {list(np.shape(got))}, the "
                                    f"reference gives {list(want.shape)}")
         w = worst_element(got, want, precision.rtol, precision.atol)
         if w is not None and w.ratio > 1.0:
-            _fail(case, "forward", f"{t.name}{list(w.index)}: kernel {w.actual:.9g}, reference "
+            _fail(case, "forward", f"{label}{list(w.index)}: kernel {w.actual:.9g}, reference "
                                    f"{w.expected:.9g} (error/tolerance {w.ratio:.3g})")
 
 
 def _fail(case: Case, kind: str, detail: str, cotangents: tuple = ()) -> None:
     named = dict(case.inputs)
-    named.update({f"grad_{t.name}": c for t, c in cotangents if c is not None})
+    for t, c in cotangents:
+        if isinstance(c, list):
+            named.update({f"grad_{t.name}[{k}]": piece for k, piece in enumerate(c)})
+        elif c is not None:
+            named[f"grad_{t.name}"] = c
     raise CaseFailed(Counterexample(case=case.describe(), kind=kind, detail=detail,
                                     arrays=arrays_text(named)))

@@ -57,7 +57,8 @@ class GradientCall:
         values: dict[str, Any] = dict(inputs)
         for t, out, cot in zip(spec.outputs, outputs, cotangents):
             values[t.name] = out
-            values[_GRAD + t.name] = cot if cot is not None else np.zeros_like(out)
+            values[_GRAD + t.name] = cot if cot is not None else (
+                [np.zeros_like(o) for o in out] if t.is_list else np.zeros_like(out))
         passed = [a.name for a in grad.attrs] + [t.name for t in grad.unbound_type_attrs]
         grad_attrs = {name: attrs[name] for name in passed if name in attrs}
         results = call_op(self.registry, grad, {t.name: values[t.name] for t in grad.inputs},

@@ -63,11 +63,13 @@ def central_difference(objective: Callable[[dict[str, Any]], float], inputs: dic
     return grad
 
 
-def contract(outputs: tuple[np.ndarray, ...], cotangents: tuple[Optional[np.ndarray], ...]) -> float:
-    """Σ cotangent · output over every float output, in float64."""
+def contract(outputs: tuple[Any, ...], cotangents: tuple[Any, ...]) -> float:
+    """Σ cotangent · output over every float output (each piece of a list output), in float64."""
     total = 0.0
     for out, cot in zip(outputs, cotangents):
-        if cot is not None:
+        if isinstance(cot, list):  # a list output: one cotangent per piece
+            total += contract(tuple(out), tuple(cot))
+        elif cot is not None:
             total += float(np.sum(np.asarray(out, dtype=np.float64) * cot.astype(np.float64)))
     return total
 

@@ -184,3 +184,66 @@ def test_wrong_cpp_gradient_fails_and_an_unbuilt_kernel_says_build(tmp_path, cap
     assert code == 1 and "gradient mismatch" in out and "dims n=1 m=1" in out
     x = float(re.search(r"x = \[\[(\S+)\]\]", out).group(1))
     assert x < 0
+
+
+# An op with a list output (its N pieces drawn each with its own cotangent): x's halves scaled
+# by 1 and 2. The wrong gradient swaps the pieces' cotangents, which only the list-aware
+# contraction of the checker can tell from the right one.
+HALVES = """\
+op: {name}
+summary: x's two halves along its last dim, the second doubled.
+type_attrs:
+  T: [float64]
+attrs:
+  N: {{type: int, min: 2, max: 2, default: 2}}
+inputs:
+  x: {{dtype: T, shape: [n, 2]}}
+outputs:
+  ys: {{dtype: T, shape: [n, 1], list: N}}
+gradient: {name}_grad
+kernels:
+  python: halves.py:halves
+reference: "[x[:, :1], 2 * x[:, 1:]]"
+gradcheck: {{max_examples: 10, dims: [1, 3]}}
+---
+op: {name}_grad
+summary: Gradient of {name}.
+type_attrs:
+  T: [float64]
+attrs:
+  N: {{type: int, min: 2, max: 2, default: 2}}
+inputs:
+  x: {{dtype: T, shape: [n, 2]}}
+  grad_ys: {{dtype: T, shape: [n, 1], list: N}}
+outputs:
+  grad_x: {{dtype: T, shape: [n, 2]}}
+gradient: null
+kernels:
+  python: halves.py:{grad_fn}
+"""
+
+HALVES_KERNELS = """\
+def halves(xp, x, N):
+    return [x[:, :1].copy(), 2 * x[:, 1:]]
+
+
+def halves_grad(xp, x, grad_ys, N):
+    return xp.concatenate([grad_ys[0], 2 * grad_ys[1]], axis=1)
+
+
+def halves_grad_swapped(xp, x, grad_ys, N):
+    return xp.concatenate([grad_ys[1], 2 * grad_ys[0]], axis=1)
+"""
+
+
+def test_an_op_with_a_list_output_is_checked_piece_by_piece(tmp_path, capsys):
+    opdefs = tmp_path / "opdefs"
+    opdefs.mkdir()
+    (opdefs / "halves.py").write_text(HALVES_KERNELS)
+    for name, grad_fn in (("halves", "halves_grad"), ("bad_halves", "halves_grad_swapped")):
+        (opdefs / f"{name}.yaml").write_text(HALVES.format(name=name, grad_fn=grad_fn))
+    assert main(["gradcheck", "halves", "-C", str(tmp_path)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    assert main(["gradcheck", "bad_halves", "-C", str(tmp_path), "--seed", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "gradient mismatch" in out and "grad_ys[0] = " in out and "grad_ys[1] = " in out
