@@ -158,6 +158,8 @@ __all__ = [
     'softmax_grad',
     'sparse_softmax_cross_entropy_with_logits',
     'sparse_softmax_cross_entropy_with_logits_grad',
+    'split',
+    'split_grad',
     'sqrt',
     'sqrt_grad',
     'square',
@@ -3598,6 +3600,59 @@ def sparse_softmax_cross_entropy_with_logits_grad(labels, logits, grad_loss, *, 
         (2, 2)
     """
     return _apply('sparse_softmax_cross_entropy_with_logits_grad', [labels, logits, grad_loss], {}, name)
+
+
+def split(x, *, axis=0, sizes, N, name=None):
+    r"""x cut along attr axis into N pieces of the given sizes (one view each, no copy).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the axis to cut; negative counts from the end
+        sizes: list(int). each piece's size along axis (>= 0); they add up to x's size there
+        N: int, >= 1. the number of pieces: the length of sizes
+        name: the node's name when called inside a graph.
+
+    Returns:
+        ys: a sequence of N tensors, each T (one of bool, int8, int16, int32, int64, uint8, uint16,
+            uint32, uint64, float16, float32, float64, complex64, complex128), shape from the op's
+            shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=np.bool)
+        >>> [item.shape for item in split(x, sizes=(1, 3), N=2)]
+        [(1, 2), (3, 2)]
+    """
+    return _apply('split', [x], {'axis': axis, 'sizes': sizes, 'N': N}, name)
+
+
+def split_grad(x, grad_ys, *, axis=0, name=None):
+    r"""Gradient of split (the pieces' gradients joined along axis).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        grad_ys: a sequence of N tensors, each T (one of bool, int8, int16, int32, int64, uint8,
+            uint16, uint32, uint64, float16, float32, float64, complex64, complex128), shape from
+            the op's shape function.
+        axis: int, default 0. the forward op's axis
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=np.bool)
+        >>> grad_ys = [rng.random(size=(2, 3)) < 0.5 for _ in range(2)]
+        >>> split_grad(x, grad_ys).shape
+        (4, 3)
+    """
+    return _apply('split_grad', [x, _tensor_list('split_grad', 'grad_ys', grad_ys)], {'axis': axis, 'N': len(grad_ys)}, name)
 
 
 def sqrt(x, *, name=None):

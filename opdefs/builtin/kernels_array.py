@@ -60,6 +60,23 @@ def concat_grad(xp, xs, grad_y, axis, N):
     return pieces
 
 
+def split(xp, x, axis, sizes, N):
+    """Views of x, one per size along axis (the shape function checked the sizes)."""
+    ax = _axis(axis, x.ndim)
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(x[(slice(None),) * ax + (slice(start, start + size),)])
+        start += size
+    if start != x.shape[ax]:
+        raise ValueError(f"sizes {list(sizes)} add up to {start}, but x has {x.shape[ax]} "
+                         f"along axis {axis}")
+    return pieces
+
+
+def split_grad(xp, x, grad_ys, axis, N):
+    return xp.concatenate(list(grad_ys), axis=_axis(axis, x.ndim))
+
+
 def stack(xp, xs, axis, N):
     return xp.stack(list(xs), axis=axis)
 

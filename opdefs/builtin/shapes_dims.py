@@ -1,4 +1,4 @@
-"""Shape functions of the ops shaped by a `dims` input (dims.yaml)."""
+"""Shape functions of the ops shaped by a `dims` input (dims.yaml), and of split (array.yaml)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,36 @@ def distinct(shapes, attrs):
     if x is not None and len(x) != 1:
         raise ValueError(f"x must be 1-d, not of rank {len(x)}")
     return [(None,), (None,) if x is None else tuple(x), (None,)]
+
+
+def pieces(shapes, attrs):
+    """split: x's shape with the size along axis replaced by each piece's."""
+    x, sizes, n = shapes["x"], [int(s) for s in attrs["sizes"]], int(attrs["N"])
+    if len(sizes) != n or any(s < 0 for s in sizes):
+        raise ValueError(f"sizes {sizes} must be {n} sizes >= 0 (attr N)")
+    if x is None:
+        return [[None] * n]
+    if not x:
+        raise ValueError("x is a scalar: there is no axis to split")
+    axis = int(attrs["axis"])
+    if not -len(x) <= axis < len(x):
+        raise ValueError(f"axis {axis} is out of range for rank {len(x)}")
+    axis %= len(x)
+    if x[axis] is not None and sum(sizes) != x[axis]:
+        raise ValueError(f"sizes {sizes} add up to {sum(sizes)}, but x has {x[axis]} along "
+                         f"axis {axis}")
+    return [[tuple(s if i == axis else d for i, d in enumerate(x)) for s in sizes]]
+
+
+def joined(shapes, attrs):
+    """split_grad: the pieces' gradients joined along axis (x's shape when they fit it)."""
+    pieces = shapes["grad_ys"]
+    if any(p is None for p in pieces):
+        return [shapes["x"]]
+    rank = len(pieces[0])
+    if not rank or any(len(p) != rank for p in pieces):
+        raise ValueError("grad_ys must be pieces of one rank >= 1")
+    axis = int(attrs["axis"]) % rank
+    along = [p[axis] for p in pieces]
+    size = None if None in along else sum(along)
+    return [tuple(size if i == axis else pieces[0][i] for i in range(rank))]

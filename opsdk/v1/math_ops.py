@@ -297,8 +297,12 @@ def _filled_sizes(x: Any, axis: int, sizes: list) -> list:
 
 
 def _cut(x: Any, axis: int, sizes: list) -> list:
-    starts = np.cumsum([0] + sizes[:-1])
-    return [_take(x, axis, int(b), s, squeeze=False) for b, s in zip(starts, sizes)]
+    """One split node: its gradient joins the pieces' gradients in one concat (a slice per piece
+    would take a zero-filled gradient of x's size per piece, then a sum of them)."""
+    if x.shape[axis] is not None and sum(sizes) != x.shape[axis]:
+        raise OpsdkError(f"split: sizes {sizes} add up to {sum(sizes)}, but axis {axis} of "
+                         f"'{x.name}' has size {x.shape[axis]}")
+    return list(_ops.split(x, axis=axis, sizes=[int(s) for s in sizes], N=len(sizes)))
 
 
 def _split_at_run_time(x: Any, axis: int, parts: int) -> list:

@@ -59,6 +59,8 @@ CASES = {
         opsdk.constant(np.array([[True, False, True], [False, False, True]])), a, b), False),
     "log_softmax": ([(2, 4)], lambda x: ops.log_softmax(x, axis=-1), False),
     "identity": ([(2, 3)], lambda x: ops.identity(x), False),
+    "split": ([(2, 3)], lambda x: ops.concat([p * float(k + 1) for k, p in enumerate(
+        ops.split(x, axis=1, sizes=[1, 2], N=2))], axis=1), False),
     "gather": ([(5, 2)], lambda x: ops.gather(x, opsdk.constant(np.array([3, 0, 3], np.int32))),
                False),
 }

@@ -243,6 +243,16 @@ def _list_grad(name: str) -> Callable:
     return rule
 
 
+def _split_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
+    # split_grad joins the pieces' gradients: the adjoint cuts at the pieces' sizes again
+    (ggx,) = gg
+    pieces = op.inputs[1:]
+    if ggx is None:
+        return [None] * len(op.inputs)
+    cut = _op("concat_grad", [list(pieces), ggx], {"axis": op.attrs["axis"]})
+    return [None, *cut]
+
+
 def _reduction(name: str) -> Callable:
     # reduce_sum_grad / reduce_mean_grad broadcast g back over the reduced axes: the adjoint is
     # the reduction itself
@@ -305,6 +315,7 @@ SECOND_ORDER: dict[str, Callable] = {
     "avg_pool_grad": _linear_adjoint("avg_pool"), "identity_grad": _linear("identity_grad"),
     "log_softmax_grad": _log_softmax_grad,
     "stack_grad": _list_grad("stack"), "concat_grad": _list_grad("concat"),
+    "split_grad": _split_grad,
 }
 
 for _name, _rule in SECOND_ORDER.items():
