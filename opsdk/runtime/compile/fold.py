@@ -293,7 +293,7 @@ def _only_readers(rw: _Rewrite, t: Tensor, reader: Operation, others: dict[str, 
     if rw.fetched(t):
         return False
     for op in rw.program.ops:
-        if op is reader:
+        if op is reader or op in rw.node:  # a node merged, folded or rewritten away reads nothing
             continue
         at = [i for i, u in enumerate(rw.reads(op)) if u is t]
         if at and not set(at) <= set(others.get(op.type, ())):
@@ -305,7 +305,8 @@ def _waited_for(rw: _Rewrite, nodes: tuple[Operation, ...]) -> bool:
     """Whether some node has a control input among `nodes` (or a node merged into one): a
     rewrite that removes them would leave it waiting for a node that is gone."""
     program = rw.program
-    return any(rw.node.get(c, c) in nodes for op in program.ops for c in program.controls_of(op))
+    return any(rw.node.get(c, c) in nodes for op in program.ops if op not in rw.node
+               for c in program.controls_of(op))
 
 
 def _standing_for(program: Program, op: Operation, op_type: str, args: tuple[Tensor, ...],
@@ -336,7 +337,7 @@ _REWRITES = {"pow": _as_square, "pow_grad": _as_square, "conv2d_grad": _filter_o
 
 def _read(rw: _Rewrite, t: Tensor) -> bool:
     """Whether a node of the program reads `t` (or will, once rewired) or the caller fetches it."""
-    return rw.fetched(t) or any(t in rw.reads(op) for op in rw.program.ops)
+    return rw.fetched(t) or any(t in rw.reads(op) for op in rw.program.ops if op not in rw.node)
 
 
 def _const(rw: _Rewrite, op: Operation, cse: bool) -> None:
