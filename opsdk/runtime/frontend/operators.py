@@ -14,6 +14,7 @@ import numpy as np
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.api import apply_op
 from opsdk.runtime.frontend.registries import builtin_registry
+from opsdk.runtime.ir.func_graph import building_graph
 from opsdk.runtime.ir.graph import constant
 from opsdk.runtime.ir.tensor import Tensor
 
@@ -51,9 +52,10 @@ def _binary(which: str, a: Any, b: Any) -> Any:
 
 
 def lift(value: Any, anchor: Optional[Tensor] = None) -> Tensor:
-    """A Python or NumPy operand becomes a constant in the tensor's graph, of its dtype when the
-    value is a plain Python number (TF1's rule: `x * 2` keeps x's dtype); without an anchor, a
-    constant of the value's own dtype in the default graph."""
+    """A Python or NumPy operand becomes a constant in the graph being built (a branch or loop
+    body reading an outer tensor makes it there, not in the tensor's graph), of the tensor's
+    dtype when the value is a plain Python number (TF1's rule: `x * 2` keeps x's dtype);
+    without an anchor, a constant of the value's own dtype in the default graph."""
     if isinstance(value, Tensor):
         return value
     if hasattr(value, "_as_graph_element"):  # a Variable: `x @ w` reads its value
@@ -61,7 +63,7 @@ def lift(value: Any, anchor: Optional[Tensor] = None) -> Tensor:
     if anchor is None:
         return constant(value)
     dtype = anchor.dtype if isinstance(value, (int, float, bool, list, tuple)) else None
-    with anchor.graph.as_default():
+    with building_graph(anchor).as_default():  # inside a branch or loop body: made there
         return constant(value, dtype=dtype)
 
 
