@@ -157,6 +157,18 @@ def test_cond_gradient_follows_the_branch_taken(graph, op):
             np.testing.assert_allclose(got[1], numeric_grad(sess, out, y, feeds), atol=1e-8)
 
 
+def test_a_float_constant_read_inside_control_flow_gets_its_gradient(graph, op):
+    # An outer constant a branch or body reads was copied into it (no edge), so its gradient
+    # through the node was lost: d(x^4)/dx came out as x^3 (the loop value's path alone).
+    x = constant(np.float64(2.0), name="x")
+    _, y = while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y * x), [constant(0), x])
+    z = cond(x > 1.0, lambda: x * x * 3.0, lambda: x)
+    gy, gz = gradients(y, [x])[0], gradients(z, [x])[0]
+    with Session(graph) as sess:
+        got = sess.run([y, gy, z, gz])
+    np.testing.assert_allclose(got, [16.0, 32.0, 12.0, 12.0])
+
+
 def test_while_loop_gradient_uses_the_recorded_intermediates(graph, op):
     x = placeholder("float64", [3], name="x")
     s0 = placeholder("float64", [3], name="s0")

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any, Callable, Optional, Sequence
 
 
+from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.ir.graph import Graph, Operation, constant, get_default_graph, in_graph_context, placeholder
@@ -58,8 +59,10 @@ class FuncGraph(Graph):
         if not self.reaches(tensor.graph):
             raise OpsdkError(f"'{self.name}': tensor '{tensor.name}' belongs to a graph this "
                              "function is not traced in; use tensors of the enclosing graph")
-        if tensor.op.type == "const":
-            # A constant is copied, not captured: no edge, and folding still sees it.
+        if tensor.op.type == "const" and not is_differentiable_dtype(tensor.dtype):
+            # An int or bool constant (a shape, an axis) is copied, not captured: no edge, and
+            # folding still sees it. A float one is captured: a gradient may be asked for it,
+            # and a copy would have no path back (its gradient through the node would be lost).
             if tensor not in self._copies:
                 with self.as_default(), self.control_dependencies(None):
                     self._copies[tensor] = constant(tensor.op.attrs["value"],
