@@ -66,7 +66,6 @@ def reset_default_graph() -> None:
 
 
 name_scope, control_dependencies, device = opsdk.name_scope, opsdk.control_dependencies, opsdk.device
-cond, while_loop = opsdk.cond, opsdk.while_loop
 from opsdk.v1.math_ops import AggregationMethod, UnconnectedGradients, cumsum, gradients, reduce_prod  # noqa: E402
 from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_by_norm, count_nonzero, eye,  # noqa: E402
                                einsum,
@@ -75,7 +74,7 @@ from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_
                                logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,
                                reverse, sequence_mask, size, sort, tile, unique,
                                unique_with_counts)
-from opsdk.v1.functional import foldl, foldr, map_fn, scan  # noqa: E402
+from opsdk.v1.functional import cond, foldl, foldr, map_fn, scan, while_loop  # noqa: E402
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables

@@ -1,4 +1,5 @@
-"""TF1's higher-order functions over the leading dimension: `map_fn`, `scan`, `foldl`, `foldr`.
+"""TF1's higher-order functions over the leading dimension: `map_fn`, `scan`, `foldl`, `foldr`;
+and `tf.while_loop` and `tf.cond` with TF1's signatures (at the end).
 
 Each is one opsdk `while_loop` over a count read at run time, as TensorFlow builds them, and each
 is differentiable. TensorFlow collects the per-element results in a TensorArray; here they are the
@@ -18,11 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 import opsdk
+from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import loop_intermediates, with_final
 from opsdk.runtime.ir.nest import flatten, pack, structure_text
-from opsdk.v1.composed import reverse as _reverse
+from opsdk.v1.composed import logical_and as _logical_and, reverse as _reverse
 from opsdk.v1.dtypes import as_dtype
 from opsdk.v1 import math_ops as _m
 from opsdk.v1.tensors import convert_to_tensor as _t
@@ -170,3 +174,73 @@ def _fold(who: str, fn: Callable, elems: Any, initializer: Any, back_prop: bool,
 
 def _maybe_stopped(values: list, back_prop: bool) -> list:
     return values if back_prop else [_m.stop_gradient(v) for v in values]
+
+
+def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
+               shape_invariants: Any = None, parallel_iterations: int = 10,
+               back_prop: bool = True, swap_memory: bool = False, name: Optional[str] = None,
+               maximum_iterations: Any = None, return_same_structure: bool = False) -> Any:
+    """TF1's `tf.while_loop`, its arguments in TF's order. `parallel_iterations` and
+    `swap_memory` change nothing (iterations run one after another, values stay in memory);
+    `back_prop=False` passes no gradient back through the loop; `maximum_iterations` may be a
+    tensor. A one-element list of loop variables gives its one result, unless
+    `return_same_structure`, as TF1's does."""
+    who = "tf.while_loop"
+    if isinstance(parallel_iterations, bool) or not isinstance(parallel_iterations, int) \
+            or parallel_iterations < 1:
+        raise OpsdkError(f"{who}: parallel_iterations must be a positive int, not "
+                         f"{parallel_iterations!r}")
+    limit = maximum_iterations
+    if limit is not None and not (isinstance(limit, (int, np.integer))
+                                  and not isinstance(limit, bool)):
+        result = _bounded(cond, body, loop_vars, shape_invariants, _t(limit), name)
+    else:
+        result = opsdk.while_loop(cond, body, loop_vars, shape_invariants=shape_invariants,
+                                  maximum_iterations=limit, name=name)
+    if not back_prop:
+        leaves, tree = flatten(result)
+        result = pack(tree, [_m.stop_gradient(t) if is_differentiable_dtype(t.dtype) else t
+                             for t in leaves])
+    if not return_same_structure and isinstance(loop_vars, (list, tuple)) and len(loop_vars) == 1:
+        return result[0]
+    return result
+
+
+def _bounded(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,
+             shape_invariants: Any, limit: Any, name: Optional[str]) -> Any:
+    """The loop with a run-time bound on its iterations: a counter beside the loop variables."""
+    if limit.dtype not in ("int32", "int64") or (limit.shape is not None and limit.shape != ()):
+        raise OpsdkError(f"tf.while_loop: maximum_iterations must be a scalar int tensor, not "
+                         f"{limit.dtype}{list(limit.shape or [])}")
+    spread = isinstance(loop_vars, (list, tuple))
+
+    def call(fn: Callable[..., Any], inner: Any) -> Any:
+        return fn(*inner) if spread else fn(inner)
+
+    def bounded_cond(k: Any, inner: Any) -> Any:
+        return _logical_and(_m.less(k, limit), call(cond, inner))
+
+    def bounded_body(k: Any, inner: Any) -> Any:
+        out = call(body, inner)
+        if spread:  # as the loop variables: a list or a tuple (one value may come bare)
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            out = out if isinstance(loop_vars, list) else tuple(out)
+        return [k + 1, out]
+    invariants = None if shape_invariants is None else [[], shape_invariants]
+    _, result = opsdk.while_loop(bounded_cond, bounded_body,
+                                 [opsdk.constant(0, dtype=limit.dtype), loop_vars],
+                                 shape_invariants=invariants, name=name)
+    return result
+
+
+def cond(pred: Any, true_fn: Optional[Callable[[], Any]] = None,
+         false_fn: Optional[Callable[[], Any]] = None, strict: bool = False,
+         name: Optional[str] = None, fn1: Optional[Callable[[], Any]] = None,
+         fn2: Optional[Callable[[], Any]] = None) -> Any:
+    """TF1's `tf.cond`, with its deprecated `fn1`/`fn2` names. The branches' results keep their
+    structure (`strict` changes nothing), as TensorFlow 2's compat.v1 gives them."""
+    true_fn = true_fn if true_fn is not None else fn1
+    false_fn = false_fn if false_fn is not None else fn2
+    if true_fn is None or false_fn is None:
+        raise OpsdkError("tf.cond: give both true_fn and false_fn")
+    return opsdk.cond(pred, true_fn, false_fn, name=name)

@@ -100,3 +100,53 @@ def test_mistakes_are_named(build, message):
         x = tf.placeholder(tf.float64, [4, 3])
         with pytest.raises(OpsdkError, match=message):
             build(x)
+
+
+def _loops(fw):
+    """tf.while_loop and tf.cond called as TF1 programs call them, in framework `fw` (opsdk.v1
+    or TensorFlow's compat.v1): the values, and which results are single tensors."""
+    fw.reset_default_graph()
+    i, x = fw.constant(0), fw.constant(2.0)
+    limit = fw.placeholder(fw.int32, [])
+    single = fw.while_loop(lambda i: i < 20, lambda i: i + 1, [i])
+    same = fw.while_loop(lambda i: i < 20, lambda i: i + 1, [i], return_same_structure=True)
+    positional = fw.while_loop(lambda i: i < 20, lambda i: i + 1, [i], None, 10)  # parallel_iterations
+    bounded = fw.while_loop(lambda k, y: k < 10, lambda k, y: (k + 1, y * x), (i, x),
+                            maximum_iterations=limit)
+    unbounded = fw.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y * x), [i, x],
+                              parallel_iterations=32, swap_memory=True)
+    frozen = fw.while_loop(lambda k, y: k < 3, lambda k, y: (k + 1, y * x), [i, x], back_prop=False)
+    picked = fw.cond(x > 1.0, lambda: x * 3.0, lambda: x, strict=True)
+    kinds = [type(single).__name__, type(same).__name__, type(bounded).__name__]
+    grads = [fw.gradients(bounded[1], x)[0], fw.gradients(unbounded[1], x)[0], fw.gradients(picked, x)[0]]
+    assert fw.gradients(frozen[1], x) == [None]
+    with fw.Session() as sess:
+        values = sess.run([single, same[0], positional, bounded[1], unbounded[1], picked, *grads],
+                          {limit: 2})
+    return kinds, [float(v) for v in values]
+
+
+def test_while_loop_and_cond_take_tf1s_arguments():
+    kinds, values = _loops(tf)
+    assert kinds[0] == "Tensor" and kinds[1] == "list" and kinds[2] == "tuple"
+    # 20, 20, 20 (10 is parallel_iterations, not a bound); x^3 after 2 of 10 iterations; x^4;
+    # 3x; gradients 3x^2, 4x^3, 3
+    assert values == [20, 20, 20, 8.0, 16.0, 6.0, 12.0, 32.0, 3.0]
+    with pytest.raises(OpsdkError, match="parallel_iterations must be a positive int"):
+        tf.while_loop(lambda i: i < 2, lambda i: i + 1, [0], parallel_iterations=0)
+    with pytest.raises(OpsdkError, match="maximum_iterations must be a scalar int tensor"):
+        tf.while_loop(lambda i: i < 2, lambda i: i + 1, [0], maximum_iterations=tf.constant(2.0))
+    with pytest.raises(OpsdkError, match="give both true_fn and false_fn"):
+        tf.cond(tf.constant(True), lambda: 1)
+    assert tf.Session().run(tf.cond(tf.constant(False), fn1=lambda: tf.constant(1),
+                                    fn2=lambda: tf.constant(2))) == 2
+
+
+def test_while_loop_and_cond_match_tensorflow():
+    tensorflow = pytest.importorskip("tensorflow", reason="the comparison needs TensorFlow "
+                                     "(pip install opsdk[tf])")
+    theirs = tensorflow.compat.v1
+    theirs.disable_eager_execution()
+    kinds, values = _loops(theirs)
+    assert kinds[0] != "list" and kinds[1] == "list" and kinds[2] == "tuple"
+    assert values == _loops(tf)[1]
