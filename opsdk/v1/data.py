@@ -18,13 +18,14 @@ Structures are TensorFlow's: a tuple or a dict is a structure of components, a l
 array. Where it differs from TensorFlow: an iterator's position belongs to the iterator (TF
 keeps one per session); `prefetch` and `num_parallel_calls` change nothing (an element is made
 when a step asks for it); a graph holding an iterator runs only in the process that built it;
-components are numbers or bools (no strings); files (`TFRecordDataset`, `TextLineDataset`),
-`interleave`, `flat_map` and feedable (string-handle) iterators are refused by name.
+components are numbers or bools (no strings); files (`TFRecordDataset`, `TextLineDataset`)
+and feedable (string-handle) iterators are refused by name.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence
@@ -187,8 +188,11 @@ class Dataset:
 
     @staticmethod
     def range(*args: Any, output_type: Any = None) -> "Dataset":
-        """`range(stop)`, `range(start, stop[, step])` as Python's; int64 scalars."""
-        return _Range(range(*(int(a) for a in args)), as_dtype(output_type or "int64").name)
+        """`range(stop)`, `range(start, stop[, step])` as Python's (each an int or a scalar int
+        tensor, read when the iterator starts); int64 scalars."""
+        if not 1 <= len(args) <= 3:
+            raise OpsdkError(f"Dataset.range takes 1 to 3 arguments, not {len(args)}")
+        return _Range([_count("range", a) for a in args], as_dtype(output_type or "int64").name)
 
     @staticmethod
     def from_generator(generator: Callable[..., Any], output_types: Any,
@@ -207,6 +211,21 @@ class Dataset:
     def map(self, map_func: Callable[..., Any], num_parallel_calls: Optional[int] = None) -> "Dataset":
         """`map_func` on each element (a tuple's components as its arguments)."""
         return _Map(self, map_func)
+
+    def flat_map(self, map_func: Callable[..., Any]) -> "Dataset":
+        """The elements of the dataset `map_func` makes of each element, one dataset after
+        another."""
+        return _FlatMap("Dataset.flat_map", self, map_func)
+
+    def interleave(self, map_func: Callable[..., Any], cycle_length: Optional[int] = None,
+                   block_length: int = 1, num_parallel_calls: Optional[int] = None) -> "Dataset":
+        """The datasets `map_func` makes of `cycle_length` elements at a time, `block_length`
+        elements from each in turn (TF's order). `cycle_length` None or AUTOTUNE: the machine's
+        cores, as TensorFlow's default."""
+        cycle = (os.cpu_count() or 1) if cycle_length in (None, AUTOTUNE) else \
+            _positive("interleave", "cycle_length", cycle_length)
+        return _FlatMap("Dataset.interleave", self, map_func, cycle,
+                        _positive("interleave", "block_length", block_length))
 
     def filter(self, predicate: Callable[..., Any]) -> "Dataset":
         """The elements for which `predicate` (a scalar bool tensor) holds."""
@@ -233,15 +252,18 @@ class Dataset:
         return _Shuffle(self, _positive("shuffle", "buffer_size", buffer_size), seed,
                         bool(reshuffle_each_iteration))
 
-    def repeat(self, count: Optional[int] = None) -> "Dataset":
-        """The elements `count` times (None or -1: forever)."""
-        return _Repeat(self, None if count is None or int(count) == -1 else int(count))
+    def repeat(self, count: Any = None) -> "Dataset":
+        """The elements `count` times (None or -1: forever; a tensor: its value when the
+        iterator starts)."""
+        return _Repeat(self, _count("repeat", count))
 
-    def take(self, count: int) -> "Dataset":
-        return _Cut(self, "take", int(count))
+    def take(self, count: Any) -> "Dataset":
+        """The first `count` elements (-1: all)."""
+        return _Cut(self, "take", _count("take", count))
 
-    def skip(self, count: int) -> "Dataset":
-        return _Cut(self, "skip", int(count))
+    def skip(self, count: Any) -> "Dataset":
+        """All but the first `count` elements (-1: none)."""
+        return _Cut(self, "skip", _count("skip", count))
 
     def shard(self, num_shards: int, index: int) -> "Dataset":
         """Every `num_shards`-th element from `index` on."""
@@ -255,7 +277,7 @@ class Dataset:
 
     def enumerate(self, start: int = 0) -> "Dataset":
         """(position, element) pairs, positions int64 from `start`."""
-        return Dataset.zip((Dataset.range(int(start), 2 ** 62), self))
+        return Dataset.zip((Dataset.range(start, 2 ** 62), self))
 
     def cache(self, filename: str = "") -> "Dataset":
         """The first pass's elements kept in memory and replayed by a `repeat` (a file name is
@@ -306,6 +328,26 @@ class Dataset:
                              "tf.data provides)")
 
 
+def _count(who: str, count: Any) -> Any:
+    """A count as an int (None: -1), or a scalar int tensor read when the iterator starts."""
+    if isinstance(count, (bool, np.bool_)):
+        raise OpsdkError(f"Dataset.{who}: a count must be an int, not {count!r}")
+    if count is None:
+        return -1
+    if hasattr(count, "_as_graph_element"):
+        count = count._as_graph_element()
+    if isinstance(count, opsdk.Tensor):
+        if count.dtype not in ("int32", "int64") or count.shape not in (None, ()):
+            raise OpsdkError(f"Dataset.{who}: count must be an int or a scalar int tensor, not "
+                             f"{count.dtype}{list(count.shape or [])}")
+        return count
+    return int(count)
+
+
+def _counted(run: "_Run", count: Any) -> int:
+    return int(run.value(count)) if isinstance(count, opsdk.Tensor) else count
+
+
 def _positive(who: str, what: str, value: Any) -> int:
     if isinstance(value, opsdk.Tensor) or int(value) < 1:
         raise OpsdkError(f"Dataset.{who}: {what} must be a Python int >= 1, not {value!r}")
@@ -352,13 +394,15 @@ class _Slices(Dataset):
 
 
 class _Range(Dataset):
-    def __init__(self, numbers: range, dtype: str):
-        self._numbers = numbers
-        super().__init__(_LEAF, [_Spec(dtype, ())])
+    def __init__(self, args: list, dtype: str):
+        self._args = args
+        super().__init__(_LEAF, [_Spec(dtype, ())],
+                         sources=[a for a in args if isinstance(a, opsdk.Tensor)])
 
     def _elements(self, run: _Run) -> PyIterator[list]:
         dtype = np.dtype(self._specs[0].dtype)
-        for n in self._numbers:
+        numbers = range(*(_counted(run, a) for a in self._args))
+        for n in numbers:
             yield [np.asarray(n, dtype=dtype)]
 
 
@@ -431,21 +475,29 @@ class _Zip(Dataset):
 class _Traced:
     """A function of an element traced into a graph of its own, run per element."""
 
-    def __init__(self, who: str, fn: Callable[..., Any], parent: Dataset):
+    def __init__(self, who: str, fn: Callable[..., Any], parent: Dataset,
+                 makes_dataset: bool = False):
         if not callable(fn):
             raise OpsdkError(f"{who}: the function must be callable, not {type(fn).__name__}")
         self.graph = opsdk.Graph()
+        self.dataset: Optional[Dataset] = None
         with self.graph.as_default():
             self.inputs = [opsdk.placeholder(s.dtype, None if s.shape is None else list(s.shape),
                                              name=f"component_{k}")
                            for k, s in enumerate(parent._specs)]
             element = _pack(parent._tree, self.inputs)
             result = fn(*element) if type(element) is tuple else fn(element)
-            leaves, self.tree = _flatten(result)
-            try:
-                self.outputs = [convert_to_tensor(v) for v in leaves]
-            except OpsdkError as exc:
-                raise OpsdkError(f"{who}: the function returned {exc}") from None
+            if makes_dataset:  # its outputs: the values the dataset is made from
+                if not isinstance(result, Dataset):
+                    raise OpsdkError(f"{who}: the function must return a Dataset, not "
+                                     f"{type(result).__name__}")
+                self.dataset, self.tree, self.outputs = result, None, list(result._sources)
+            else:
+                leaves, self.tree = _flatten(result)
+                try:
+                    self.outputs = [convert_to_tensor(v) for v in leaves]
+                except OpsdkError as exc:
+                    raise OpsdkError(f"{who}: the function returned {exc}") from None
         foreign = [t.name for t in self.outputs if t.graph is not self.graph]
         if foreign:
             raise OpsdkError(f"{who}: the function returns tensors of another graph "
@@ -458,6 +510,51 @@ class _Traced:
             if self.session is None:
                 self.session = opsdk.Session(self.graph)
         return list(self.session.run(self.outputs, dict(zip(self.inputs, values))))
+
+
+class _FlatMap(Dataset):
+    """flat_map and interleave: per input element, the elements of the dataset `fn` makes from
+    it; interleave takes `block` of them at a time from `cycle` such datasets in turn."""
+
+    def __init__(self, who: str, parent: Dataset, fn: Callable[..., Any], cycle: int = 1,
+                 block: int = 1):
+        self._fn, self._cycle, self._block = _Traced(who, fn, parent, makes_dataset=True), cycle, block
+        inner = self._fn.dataset
+        super().__init__(inner._tree, inner._specs, [parent])
+
+    def _inner(self, item: list) -> PyIterator[list]:
+        values = self._fn(item)
+        return self._fn.dataset._elements(_Run(  # type: ignore[union-attr]
+            {id(t): v for t, v in zip(self._fn.outputs, values)}))
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        # TensorFlow's order: a slot of the cycle that is empty takes the next input element's
+        # dataset; a slot gives `block` elements, then the next slot has its turn; a slot whose
+        # dataset ends is emptied and the turn passes on.
+        items = self._parents[0]._elements(run)
+        slots: list = [None] * self._cycle
+        index = given = open_count = 0
+        ended = False
+        while not ended or open_count:
+            source = slots[index]
+            if source is not None:
+                got = next(source, None)
+                if got is not None:
+                    given += 1
+                    if given == self._block:
+                        index, given = (index + 1) % self._cycle, 0
+                    yield got
+                    continue
+                slots[index], open_count = None, open_count - 1
+                index, given = (index + 1) % self._cycle, 0
+            elif not ended:
+                item = next(items, None)
+                if item is None:
+                    ended = True
+                else:
+                    slots[index], open_count = self._inner(item), open_count + 1
+            else:
+                index, given = (index + 1) % self._cycle, 0
 
 
 class _Map(Dataset):
@@ -591,12 +688,14 @@ class _Shuffle(Dataset):
 
 
 class _Repeat(Dataset):
-    def __init__(self, parent: Dataset, count: Optional[int]):
+    def __init__(self, parent: Dataset, count: Any):
         self._count = count
-        super().__init__(parent._tree, parent._specs, [parent])
+        super().__init__(parent._tree, parent._specs, [parent],
+                         sources=[count] if isinstance(count, opsdk.Tensor) else [])
 
     def _elements(self, run: _Run) -> PyIterator[list]:
-        epochs = itertools.count() if self._count is None else range(self._count)
+        count = _counted(run, self._count)
+        epochs = itertools.count() if count < 0 else range(count)
         for _ in epochs:
             made = False
             for item in self._parents[0]._elements(run):
@@ -609,14 +708,17 @@ class _Repeat(Dataset):
 class _Cut(Dataset):
     def __init__(self, parent: Dataset, how: str, count: Any):
         self._how, self._count = how, count
-        super().__init__(parent._tree, parent._specs, [parent])
+        super().__init__(parent._tree, parent._specs, [parent],
+                         sources=[count] if isinstance(count, opsdk.Tensor) else [])
 
     def _elements(self, run: _Run) -> PyIterator[list]:
         items = self._parents[0]._elements(run)
         if self._how == "take":
-            return items if self._count < 0 else itertools.islice(items, self._count)
+            count = _counted(run, self._count)
+            return items if count < 0 else itertools.islice(items, count)
         if self._how == "skip":
-            return iter(()) if self._count < 0 else itertools.islice(items, self._count, None)
+            count = _counted(run, self._count)
+            return iter(()) if count < 0 else itertools.islice(items, count, None)
         shards, index = self._count
         return itertools.islice(items, index, None, shards)
 

@@ -184,8 +184,8 @@ def test_mistakes_are_named():
         tf.data.Dataset.range(3).map(lambda v: v + outer)
     with pytest.raises(AttributeError, match="opsdk.v1 does not provide tf.data.TFRecordDataset"):
         tf.data.TFRecordDataset
-    with pytest.raises(AttributeError, match="opsdk.v1's Dataset has no 'interleave'"):
-        tf.data.Dataset.range(3).interleave
+    with pytest.raises(AttributeError, match="opsdk.v1's Dataset has no 'window'"):
+        tf.data.Dataset.range(3).window
     with pytest.raises(OpsdkError, match="iterated in a session"):
         iter(tf.data.Dataset.range(3))
 
@@ -203,6 +203,13 @@ def _pipelines(fw):
         "unbatch_repeat": D.range(6).batch(4).unbatch().repeat(2).take(9),
         "padded": D.range(1, 5).map(lambda v: fw.fill(fw.reshape(v, [1]), v)).padded_batch(2, [None]),
         "cache_repeat": D.range(3).cache().repeat(3),
+        "flat_map": D.range(1, 4).flat_map(
+            lambda v: D.from_tensor_slices(fw.fill(fw.reshape(v, [1]), v))),
+        "interleave": D.range(1, 6).interleave(
+            lambda v: D.from_tensors(v).repeat(v), cycle_length=2, block_length=2),
+        "interleave_blocks": D.range(1, 8).interleave(
+            lambda v: D.zip((D.range(v), D.from_tensors(v).repeat())), cycle_length=3,
+            block_length=1),
         "dict_map": D.from_tensor_slices({"a": np.arange(6.0).reshape(3, 2),
                                           "b": np.arange(3)}).map(lambda e: (e["a"] * 2.0,
                                                                              e["b"] + 1)),
