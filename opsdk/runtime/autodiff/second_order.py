@@ -199,6 +199,11 @@ def _through_x(name: str, dx: Callable[[Tensor, Tensor, Tensor], Tensor]) -> Cal
     return rule
 
 
+def _along(t: Tensor, axis: int) -> Tensor:
+    """`t` summed along `axis`, kept as a dim of 1 (a softmax's sums)."""
+    return _op("reduce_sum", [t], {"axes": [axis], "keepdims": True})
+
+
 def _softmax_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     # grad_x = y * (g - sum(g * y)); its Jacobian in g is symmetric
     x, y, g = op.inputs
@@ -206,12 +211,9 @@ def _softmax_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     if ggx is None:
         return [None] * 3
     axis = op.attrs["axis"]
-
-    def along(t: Tensor) -> Tensor:
-        return _op("reduce_sum", [t], {"axes": [axis], "keepdims": True})
-    s = along(_op("mul", [g, y]))
+    s = _along(_op("mul", [g, y]), axis)
     dy = _op("sub", [_op("mul", [ggx, _op("sub", [g, s])]),
-                     _op("mul", [g, along(_op("mul", [ggx, y]))])])
+                     _op("mul", [g, _along(_op("mul", [ggx, y]), axis)])])
     return [None, dy, _op("softmax_grad", [x, y, ggx], {"axis": axis})]
 
 
@@ -222,12 +224,9 @@ def _log_softmax_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     if ggx is None:
         return [None] * 3
     axis = op.attrs["axis"]
-
-    def along(t: Tensor) -> Tensor:
-        return _op("reduce_sum", [t], {"axes": [axis], "keepdims": True})
     p = _op("exp", [y])
-    dy = _op("neg", [_op("mul", [_op("mul", [ggx, p]), along(g)])])
-    dg = _op("sub", [ggx, along(_op("mul", [ggx, p]))])
+    dy = _op("neg", [_op("mul", [_op("mul", [ggx, p]), _along(g, axis)])])
+    dg = _op("sub", [ggx, _along(_op("mul", [ggx, p]), axis)])
     return [None, dy, dg]
 
 
