@@ -337,6 +337,3 @@ for _leaf in ("placeholder", "const", "variable"):
 # A Python function is opaque: no gradient passes it (as TensorFlow's PyFunc is not
 # differentiable), so an input reached only through one gets None.
 register_gradient_rule("py_func", lambda op, out_grads, _: [None] * len(op.inputs))
-
-
-from opsdk.runtime.autodiff import second_order  # noqa: E402,F401 - registers the gradient ops' gradients
