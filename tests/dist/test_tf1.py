@@ -122,7 +122,10 @@ def test_the_monitored_sessions_recover_from_a_killed_task(ray_engine, tmp_path,
                                        kill=victim, recoveries=recoveries))
     if victim == PS:  # both workers' steps met the dead ps; the chief restored step 20
         assert all(r and PS in r[0] for r in recoveries.values()), recoveries
-        assert len(losses[0]) == len(losses[1]) == 24 + 30
+        # then both ran the 30 rounds to step 50. The chief kills the ps once it has its 24th
+        # result; worker 1's reply of that round may still be on its way (the round counted on
+        # the ps, then was lost with it), so worker 1 may have 23 results from before the kill
+        assert len(losses[0]) == 24 + 30 and len(losses[1]) in (23 + 30, 24 + 30)
     else:  # worker 1's client runs its steady steps itself: it meets the death, or not
         assert all(WORKER_1 in e for r in recoveries.values() for e in r), recoveries
         assert not recoveries[0]  # the chief restored nothing: the ps lost nothing
