@@ -103,6 +103,40 @@ def _div_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     return [dx, dy, None if dg is None else _spread(dg, g)]
 
 
+def _pow_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
+    # grad_x = unb(g * y * x^(y-1)), grad_y = unb(g * z * L) with L = log(x) where x > 0, else 0
+    # (the kernel's safe log); z = x^y is an input, its dependence on x and y reaches them
+    # through pow's own gradient
+    x, y, z, g = op.inputs
+    ggx, ggy = gg
+    if ggx is None and ggy is None:
+        return [None] * 4
+    one = _op("ones_like", [y])
+    positive = _op("greater", [x, _op("zeros_like", [x])])
+    safe_x = _op("where", [positive, x, _op("ones_like", [x])])
+    log_x = _op("where", [positive, _op("log", [safe_x]), _op("zeros_like", [x])])
+    before = _op("pow", [x, _op("sub", [y, one])])  # x^(y-1)
+    dx = dy = dz = dg = None
+    if ggx is not None:
+        term = _op("mul", [g, ggx])
+        # d/dx: g ggx y (y-1) x^(y-2); d/dy: g ggx (x^(y-1) + y x^(y-1) log x)
+        twice = _op("pow", [x, _op("sub", [y, _op("add", [one, one])])])
+        dx = _unbroadcast(_op("mul", [term, _op("mul", [_op("mul", [y, _op("sub", [y, one])]),
+                                                         twice])]), x)
+        dy = _unbroadcast(_op("mul", [term, _op("mul", [before, _op("add", [
+            _op("ones_like", [log_x]), _op("mul", [y, log_x])])])]), y)
+        dg = _op("mul", [ggx, _op("mul", [y, before])])
+    if ggy is not None:
+        term = _op("mul", [g, ggy])
+        # d/dx: g ggy z / x where x > 0; d/dz: g ggy log x
+        over_x = _op("where", [positive, _op("div", [_op("mul", [term, z]), safe_x]),
+                               _op("zeros_like", [_op("mul", [term, z])])])
+        dx = _sum(dx, _unbroadcast(over_x, x))
+        dz = _unbroadcast(_op("mul", [term, log_x]), z)
+        dg = _sum(dg, _op("mul", [ggy, _op("mul", [z, log_x])]))
+    return [dx, dy, dz, None if dg is None else _spread(dg, g)]
+
+
 def _matmul_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     # grad_x = g @ y^T, grad_y = x^T @ g: bilinear, so matmul_grad itself gives the rest
     x, y, g = op.inputs
@@ -292,7 +326,7 @@ def _gather_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
 
 SECOND_ORDER: dict[str, Callable] = {
     "add_grad": _add_grad, "sub_grad": _sub_grad, "mul_grad": _mul_grad, "div_grad": _div_grad,
-    "matmul_grad": _matmul_grad, "bias_add_grad": _bias_add_grad,
+    "matmul_grad": _matmul_grad, "bias_add_grad": _bias_add_grad, "pow_grad": _pow_grad,
     "maximum_grad": _select_grad("greater_equal"), "minimum_grad": _select_grad("less_equal"),
     "relu_grad": _linear("relu_grad"), "abs_grad": _linear("abs_grad"),
     "neg_grad": _linear("neg_grad"),
