@@ -60,6 +60,8 @@ CASES = {
         opsdk.constant(np.array([[True, False, True], [False, False, True]])), a, b), False),
     "log_softmax": ([(2, 4)], lambda x: ops.log_softmax(x, axis=-1), False),
     "identity": ([(2, 3)], lambda x: ops.identity(x), False),
+    "dropout": ([(2, 3)], lambda x: ops.dropout(x, opsdk.constant(np.float64(0.7)), opsdk.constant(
+        np.array([[0.1, 0.9, 0.5], [0.8, 0.2, 0.69]]))), False),  # fixed noise: a fixed mask
     "split": ([(2, 3)], lambda x: ops.concat([p * float(k + 1) for k, p in enumerate(
         ops.split(x, axis=1, sizes=[1, 2], N=2))], axis=1), False),
     "gather": ([(5, 2)], lambda x: ops.gather(x, opsdk.constant(np.array([3, 0, 3], np.int32))),

@@ -329,7 +329,7 @@ SECOND_ORDER: dict[str, Callable] = {
     "matmul_grad": _matmul_grad, "bias_add_grad": _bias_add_grad, "pow_grad": _pow_grad,
     "maximum_grad": _select_grad("greater_equal"), "minimum_grad": _select_grad("less_equal"),
     "relu_grad": _linear("relu_grad"), "abs_grad": _linear("abs_grad"),
-    "neg_grad": _linear("neg_grad"),
+    "neg_grad": _linear("neg_grad"), "dropout_grad": _linear("dropout_grad"),
     "sigmoid_grad": _through_y("sigmoid_grad", lambda y, g, gg: _op("mul", [
         _op("mul", [g, gg]), _op("sub", [_op("ones_like", [y]), _op("add", [y, y])])])),
     "tanh_grad": _through_y("tanh_grad", lambda y, g, gg: _op("neg", [
