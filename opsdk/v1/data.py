@@ -34,6 +34,7 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.control_flow.builders import compatible, fits, join_shapes
 from opsdk.runtime.frontend.py_func import py_func_node
 from opsdk.v1 import errors
 from opsdk.v1.dtypes import as_dtype, default_array
@@ -81,9 +82,9 @@ def _describe(tree: Any) -> str:
     if tree == _LEAF:
         return "a component"
     kind, how, children = tree
-    inner = ", ".join(_describe(c) for c in children)
-    return f"{{{', '.join(f'{k!r}: {_describe(c)}' for k, c in zip(how, children))}}}" \
-        if kind == "dict" else f"({inner})"
+    if kind == "dict":
+        return "{" + ", ".join(f"{k!r}: {_describe(c)}" for k, c in zip(how, children)) + "}"
+    return "(" + ", ".join(_describe(c) for c in children) + ")"
 
 
 @dataclass(frozen=True)
@@ -93,15 +94,11 @@ class _Spec:
     shape: Optional[tuple]
 
     def agrees(self, value: np.ndarray) -> bool:
-        return self.shape is None or (value.ndim == len(self.shape) and all(
-            d is None or d == n for d, n in zip(self.shape, value.shape)))
+        return fits(self.shape, value.shape)
 
     def joined(self, other: "_Spec") -> "_Spec":
         """The spec both fit (dims that differ unknown)."""
-        if self.shape is None or other.shape is None or len(self.shape) != len(other.shape):
-            return _Spec(self.dtype, None)
-        return _Spec(self.dtype, tuple(a if a == b else None
-                                       for a, b in zip(self.shape, other.shape)))
+        return _Spec(self.dtype, join_shapes(self.shape, other.shape))
 
 
 def _spec_of(value: Any) -> _Spec:
@@ -196,7 +193,8 @@ class Dataset:
 
     @staticmethod
     def from_generator(generator: Callable[..., Any], output_types: Any,
-                       output_shapes: Any = None, args: Optional[Sequence[Any]] = None) -> "Dataset":
+                       output_shapes: Any = None,
+                       args: Optional[Sequence[Any]] = None) -> "Dataset":
         """The elements `generator(*args)` yields, converted to `output_types` and checked
         against `output_shapes` (unknown when not given)."""
         return _Generated(generator, output_types, output_shapes, tuple(args or ()))
@@ -208,7 +206,8 @@ class Dataset:
         return _Zip(datasets)
 
     # transformations
-    def map(self, map_func: Callable[..., Any], num_parallel_calls: Optional[int] = None) -> "Dataset":
+    def map(self, map_func: Callable[..., Any],
+            num_parallel_calls: Optional[int] = None) -> "Dataset":
         """`map_func` on each element (a tuple's components as its arguments)."""
         return _Map(self, map_func)
 
@@ -518,7 +517,8 @@ class _FlatMap(Dataset):
 
     def __init__(self, who: str, parent: Dataset, fn: Callable[..., Any], cycle: int = 1,
                  block: int = 1):
-        self._fn, self._cycle, self._block = _Traced(who, fn, parent, makes_dataset=True), cycle, block
+        self._fn = _Traced(who, fn, parent, makes_dataset=True)
+        self._cycle, self._block = cycle, block
         inner = self._fn.dataset
         super().__init__(inner._tree, inner._specs, [parent])
 
@@ -833,8 +833,7 @@ class Iterator:
                              f"differ from the iterator's ({_describe(self._tree)}: "
                              f"{', '.join(s.dtype for s in self._specs)})")
         for k, (a, b) in enumerate(zip(dataset._specs, self._specs)):
-            if a.shape is not None and b.shape is not None and (len(a.shape) != len(b.shape) or any(
-                    x is not None and y is not None and x != y for x, y in zip(a.shape, b.shape))):
+            if not compatible(a.shape, b.shape):
                 raise OpsdkError(f"Iterator.make_initializer: component {k} of the dataset has "
                                  f"shape {list(a.shape)}, the iterator's {list(b.shape)}")
 

@@ -162,7 +162,8 @@ def _where_grad(op: Operation, gg: Grads, _: Callable) -> Grads:
     ggx, ggy = gg
     if ggx is None and ggy is None:
         return [None] * 4
-    return [None, None, None, _spread(_op("where", [cond, _or_zeros(ggx, x), _or_zeros(ggy, y)]), g)]
+    picked = _op("where", [cond, _or_zeros(ggx, x), _or_zeros(ggy, y)])
+    return [None, None, None, _spread(picked, g)]
 
 
 def _select_grad(keep: str) -> Callable:

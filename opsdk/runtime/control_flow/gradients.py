@@ -207,8 +207,8 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
         for j, (k, _) in enumerate(reads):
             # what iteration j computed is what iteration j+1 received: the histories from
             # their second row on, then the final values
-            got_rows, got_index = (with_final(kept[2 * j + m], result[first_read + 2 * j + m], computed=True)
-                                   for m in (0, 1))
+            got_rows, got_index = (with_final(kept[2 * j + m], result[first_read + 2 * j + m],
+                                              computed=True) for m in (0, 1))
             part = apply_op(builtin_registry(), "gather_grad",
                             [captured[k], got_index, got_rows], {"axis": 0})
             grads[n + k] = part if grads[n + k] is None else _add(grads[n + k], part)
