@@ -73,7 +73,9 @@ constexpr int64_t kShort = 64;
 // a short side, c's columns filling two panels or more (the threads split them: 50 x 3136 @
 // 3136 x 1024 in 0.84 of the time, 1 x 3136 @ 3136 x 1024 in 0.57, but a bias's gradient, 1 x
 // 39200 @ 39200 x 32, in 1.6 times it), and with b transposed a's rows filling at least half a
-// panel (packed as its columns: 50 rows 0.82, 8 rows 1.3). Only where it was measured: built for
+// vector (packed as its columns, in panels only as wide as they need: 50 rows 0.82; one thread,
+// float32, g @ w^T with g 8 x 784 and w 512 x 784 0.64, 16 x 192 and 512 x 192 0.58, float64 4 x
+// 784 and 512 x 784 0.55). Only where it was measured: built for
 // AVX-512. A portable build (OPSDK_PORTABLE) or an AVX2 machine keeps OpenBLAS, which picks its
 // kernels for the CPU it runs on. Also every product where OpenBLAS is absent or cannot take the
 // sizes (its interface is 32-bit).
@@ -89,9 +91,9 @@ constexpr int64_t kTiledOutBytes = int64_t(4) << 20;
 template <typename T>
 bool tiled(const Problem& p) {
 #if defined(__AVX512F__)
-    constexpr int64_t panel = gemm_tiles::nr<T>();
+    constexpr int64_t panel = gemm_tiles::nr<T>(), lanes = conv2d_common::lanes<T>();
     const bool short_k = p.k <= kShort && p.m * p.n * int64_t(sizeof(T)) <= kTiledOutBytes;
-    const bool faster = p.tb ? p.m <= kShort && 2 * p.m >= panel
+    const bool faster = p.tb ? p.m <= kShort && 2 * p.m >= lanes
                              : (p.m <= kShort || short_k) && p.n >= 2 * panel;
 #else
     const bool faster = false;

@@ -43,25 +43,37 @@ constexpr int MR = 6;          // rows per register tile: 6 x kMaxVecs accumulat
 constexpr int64_t KC = 256;    // contracted values per packed chunk: a kc x NR panel fits L1
 constexpr int64_t NC = 512;    // packed columns per block: KC x NC of them fit L2
 constexpr int64_t MC = 256;    // broadcast rows per block, reused from L2 across a block's panels
+// Broadcast rows this few read an untransposed packed operand where it lies (panels of whole
+// rows, ldy apart) instead of copying it, while rows x contracted values stay within
+// kDirectWork: each panel is then swept by so few row tiles that its copy cost about what they
+// did. Measured (float32, one thread, the AVX-512 Xeon; us packed -> in place): 32 x 192 @
+// 192 x 512 (an LSTM cell's) 59 -> 55, 8 x 784 @ 784 x 512 144 -> 100, 16 x 3136 @ 3136 x 1024
+// 1405 -> 1280; but 32 x 3136 and 50 x 3136 @ 3136 x 1024 2130 -> 2310 and 2670 -> 3350
+// (each tile rereads a panel spread over k rows of y, a page apart).
+constexpr int64_t kDirectRows = 64;
+constexpr int64_t kDirectWork = int64_t(1) << 16;
 // Floating-point work per thread below which waking another costs more than it saves.
 constexpr int64_t kMinFlopsPerThread = int64_t(1) << 21;
 
-template <typename T>
-constexpr int64_t nr() { return kMaxVecs * lanes<T>(); }
+// Columns of a panel: NV vectors (kMaxVecs but where the packed side is narrower: the product's
+// 32 columns of a batch of 32 in float32 take two vectors, not four half of them zeros).
+template <typename T, int NV = kMaxVecs>
+constexpr int64_t nr() { return NV * lanes<T>(); }
 
 // One tile: R rows of the broadcast operand x (element (r, l) at x[l * ldx + r] when TX, else
-// x[r * ldx + l]) times a packed kc x NR panel, into out (element (r, j) at out[j * ldo + r] when
-// TO, else out[r * ldo + j]); only the first `cols` columns are real. add: accumulate into out.
-template <typename T, int R, bool TX, bool TO>
-inline void tile(int64_t kc, const T* x, int64_t ldx, const T* panel, T* out, int64_t ldo, bool add,
-                 int64_t cols) {
+// x[r * ldx + l]) times a kc x NR panel (row l at panel + l * lds: lds = NR when packed), into
+// out (element (r, j) at out[j * ldo + r] when TO, else out[r * ldo + j]); only the first `cols`
+// columns are real. add: accumulate into out.
+template <typename T, int NV, int R, bool TX, bool TO>
+inline void tile(int64_t kc, const T* x, int64_t ldx, const T* panel, int64_t lds, T* out,
+                 int64_t ldo, bool add, int64_t cols) {
     using V = Vec<T>;
-    constexpr int W = lanes<T>(), NV = kMaxVecs, N = NV * W;
+    constexpr int W = lanes<T>(), N = NV * W;
     V acc[R][NV];
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < NV; ++v) acc[r][v] = V{};
     for (int64_t l = 0; l < kc; ++l) {
-        const V* row = reinterpret_cast<const V*>(panel + l * N);
+        const V* row = reinterpret_cast<const V*>(panel + l * lds);
         V bv[NV];
         for (int v = 0; v < NV; ++v) bv[v] = row[v];
         for (int r = 0; r < R; ++r) {
@@ -88,30 +100,30 @@ inline void tile(int64_t kc, const T* x, int64_t ldx, const T* panel, T* out, in
 }
 
 // Rows [0, rows) of x against one panel: whole tiles of MR rows, then one of the rest.
-template <typename T, bool TX, bool TO>
-void panel_rows(int64_t rows, int64_t kc, const T* x, int64_t ldx, const T* panel, T* out,
-                int64_t ldo, bool add, int64_t cols) {
+template <typename T, int NV, bool TX, bool TO>
+void panel_rows(int64_t rows, int64_t kc, const T* x, int64_t ldx, const T* panel, int64_t lds,
+                T* out, int64_t ldo, bool add, int64_t cols) {
     const int64_t xs = TX ? 1 : ldx, os = TO ? 1 : ldo;
     int64_t r = 0;
     for (; r + MR <= rows; r += MR)
-        tile<T, MR, TX, TO>(kc, x + r * xs, ldx, panel, out + r * os, ldo, add, cols);
+        tile<T, NV, MR, TX, TO>(kc, x + r * xs, ldx, panel, lds, out + r * os, ldo, add, cols);
     const T* xr = x + r * xs;
     T* o = out + r * os;
     switch (rows - r) {
-        case 5: tile<T, 5, TX, TO>(kc, xr, ldx, panel, o, ldo, add, cols); break;
-        case 4: tile<T, 4, TX, TO>(kc, xr, ldx, panel, o, ldo, add, cols); break;
-        case 3: tile<T, 3, TX, TO>(kc, xr, ldx, panel, o, ldo, add, cols); break;
-        case 2: tile<T, 2, TX, TO>(kc, xr, ldx, panel, o, ldo, add, cols); break;
-        case 1: tile<T, 1, TX, TO>(kc, xr, ldx, panel, o, ldo, add, cols); break;
+        case 5: tile<T, NV, 5, TX, TO>(kc, xr, ldx, panel, lds, o, ldo, add, cols); break;
+        case 4: tile<T, NV, 4, TX, TO>(kc, xr, ldx, panel, lds, o, ldo, add, cols); break;
+        case 3: tile<T, NV, 3, TX, TO>(kc, xr, ldx, panel, lds, o, ldo, add, cols); break;
+        case 2: tile<T, NV, 2, TX, TO>(kc, xr, ldx, panel, lds, o, ldo, add, cols); break;
+        case 1: tile<T, NV, 1, TX, TO>(kc, xr, ldx, panel, lds, o, ldo, add, cols); break;
         default: break;
     }
 }
 
 // Packs values [l0, l0 + kc) x columns [c0, c1) of y (element (l, j) at y[j * ldy + l] when TY,
 // else y[l * ldy + j]) as consecutive kc x NR panels, zero-padded to whole panels.
-template <typename T, bool TY>
+template <typename T, int NV, bool TY>
 void pack(const T* y, int64_t ldy, int64_t l0, int64_t kc, int64_t c0, int64_t c1, T* dst) {
-    constexpr int64_t N = nr<T>();
+    constexpr int64_t N = nr<T, NV>();
     for (int64_t q = 0; q * N < c1 - c0; ++q) {
         T* pan = dst + q * kc * N;
         const int64_t j0 = c0 + q * N, w = std::min(N, c1 - j0);
@@ -128,27 +140,40 @@ void pack(const T* y, int64_t ldy, int64_t l0, int64_t kc, int64_t c0, int64_t c
 }
 
 // out = rows [r0, r1) of x times columns [c0, c1) of y over k contracted values (the layouts of
-// `tile` and `pack`), in blocks of NC packed columns, KC contracted values and MC rows.
-template <typename T, bool TX, bool TY, bool TO>
+// `tile` and `pack`), in blocks of NC packed columns, KC contracted values and MC rows. With
+// kDirectRows rows or fewer and y untransposed, y's whole panels are read in place and only a
+// last, narrower one is packed.
+template <typename T, int NV, bool TX, bool TY, bool TO>
 void block(int64_t k, const T* x, int64_t ldx, int64_t r0, int64_t r1, const T* y, int64_t ldy,
            int64_t c0, int64_t c1, T* out, int64_t ldo) {
-    constexpr int64_t N = nr<T>();
+    constexpr int64_t N = nr<T, NV>();
     const int64_t xs = TX ? 1 : ldx, os = TO ? 1 : ldo;
-    std::vector<T, conv2d_common::LineAllocator<T>> scratch(
-        static_cast<size_t>(std::min(KC, k) * std::min(NC, conv2d_common::round_up(c1 - c0, N))));
+    // (direct: one block of rows, as MC is more than kDirectRows)
+    const bool direct = !TY && r1 - r0 <= kDirectRows && (r1 - r0) * k <= kDirectWork;
+    std::vector<T, conv2d_common::LineAllocator<T>> scratch(static_cast<size_t>(
+        std::min(KC, k) * (direct ? N : std::min(NC, conv2d_common::round_up(c1 - c0, N)))));
     for (int64_t j0 = c0; j0 < c1; j0 += NC) {
         const int64_t j1 = std::min(c1, j0 + NC);
         for (int64_t l0 = 0; l0 < k; l0 += KC) {
             const int64_t kc = std::min(KC, k - l0);
-            pack<T, TY>(y, ldy, l0, kc, j0, j1, scratch.data());
+            if (!direct) pack<T, NV, TY>(y, ldy, l0, kc, j0, j1, scratch.data());
             const T* xl = x + (TX ? l0 * ldx : l0);
             for (int64_t m0 = r0; m0 < r1; m0 += MC) {
                 const int64_t mc = std::min(MC, r1 - m0);
                 for (int64_t q = 0; q * N < j1 - j0; ++q) {
-                    const int64_t j = j0 + q * N;
-                    panel_rows<T, TX, TO>(mc, kc, xl + m0 * xs, ldx, scratch.data() + q * kc * N,
-                                          out + m0 * os + (TO ? j * ldo : j), ldo, l0 > 0,
-                                          std::min(N, j1 - j));
+                    const int64_t j = j0 + q * N, cols = std::min(N, j1 - j);
+                    const T* pan = scratch.data() + q * kc * N;
+                    int64_t lds = N;
+                    if (direct && cols == N) {
+                        pan = y + l0 * ldy + j;
+                        lds = ldy;
+                    } else if (direct) {
+                        pack<T, NV, TY>(y, ldy, l0, kc, j, j1, scratch.data());
+                        pan = scratch.data();
+                    }
+                    panel_rows<T, NV, TX, TO>(mc, kc, xl + m0 * xs, ldx, pan, lds,
+                                              out + m0 * os + (TO ? j * ldo : j), ldo, l0 > 0,
+                                              cols);
                 }
             }
         }
@@ -165,32 +190,38 @@ void product(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, 
         std::fill(c, c + m * n, T(0));  // an empty sum
         return;
     }
-    constexpr int64_t N = nr<T>();
     const int64_t flops_per_column = 2 * m * k;
-    if (!tb) {  // b packed, by whole panels of c's columns per thread; op(a) broadcast
-        const int64_t panels = (n + N - 1) / N;
-        const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / (flops_per_column * N));
-        opsdk::parallel_for(0, panels, grain, [&](int64_t lo, int64_t hi) {
-            const int64_t c0 = lo * N, c1 = std::min(n, hi * N);
+    // The panels' width: as many vectors as the packed side fills, at most kMaxVecs.
+    const int64_t packed_side = tb ? m : n;
+    conv2d_common::with_vecs((packed_side + lanes<T>() - 1) / lanes<T>(), [&](auto vecs) {
+        constexpr int NV = decltype(vecs)::value;
+        constexpr int64_t N = nr<T, NV>();
+        if (!tb) {  // b packed, by whole panels of c's columns per thread; op(a) broadcast
+            const int64_t panels = (n + N - 1) / N;
+            const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / (flops_per_column * N));
+            opsdk::parallel_for(0, panels, grain, [&](int64_t lo, int64_t hi) {
+                const int64_t c0 = lo * N, c1 = std::min(n, hi * N);
+                if (ta) {
+                    block<T, NV, true, false, false>(k, a, lda, 0, m, b, ldb, c0, c1, c, n);
+                } else {
+                    block<T, NV, false, false, false>(k, a, lda, 0, m, b, ldb, c0, c1, c, n);
+                }
+            });
+            return;
+        }
+        // c^T = b @ op(a)^T: b's rows broadcast (MR of them per tile, split between threads),
+        // op(a)^T packed (element (l, i) is a[l * lda + i] when ta, else a[i * lda + l]), tiles
+        // transposed.
+        const int64_t tiles = (n + MR - 1) / MR;
+        const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / (flops_per_column * MR));
+        opsdk::parallel_for(0, tiles, grain, [&](int64_t lo, int64_t hi) {
+            const int64_t r0 = lo * MR, r1 = std::min(n, hi * MR);
             if (ta) {
-                block<T, true, false, false>(k, a, lda, 0, m, b, ldb, c0, c1, c, n);
+                block<T, NV, false, false, true>(k, b, ldb, r0, r1, a, lda, 0, m, c, n);
             } else {
-                block<T, false, false, false>(k, a, lda, 0, m, b, ldb, c0, c1, c, n);
+                block<T, NV, false, true, true>(k, b, ldb, r0, r1, a, lda, 0, m, c, n);
             }
         });
-        return;
-    }
-    // c^T = b @ op(a)^T: b's rows broadcast (MR of them per tile, split between threads), op(a)^T
-    // packed (element (l, i) is a[l * lda + i] when ta, else a[i * lda + l]), tiles transposed.
-    const int64_t tiles = (n + MR - 1) / MR;
-    const int64_t grain = std::max<int64_t>(1, kMinFlopsPerThread / (flops_per_column * MR));
-    opsdk::parallel_for(0, tiles, grain, [&](int64_t lo, int64_t hi) {
-        const int64_t r0 = lo * MR, r1 = std::min(n, hi * MR);
-        if (ta) {
-            block<T, false, false, true>(k, b, ldb, r0, r1, a, lda, 0, m, c, n);
-        } else {
-            block<T, false, true, true>(k, b, ldb, r0, r1, a, lda, 0, m, c, n);
-        }
     });
 }
 

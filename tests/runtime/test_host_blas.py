@@ -6,7 +6,8 @@ threads; products with a short side on the register-tiled product (opdefs/builti
 Checked: every transpose and both dtypes against NumPy, on sizes that split into panels by
 columns and by rows, with tails of a 16-wide block, one row, and empty sides, and on sizes that
 reach every part of the tiled product's blocking; the contracted sizes' error; the tiled product
-the kernel runs for every product where OpenBLAS is not loaded; which products take the path
+the kernel runs for every product where OpenBLAS is not loaded (with panels as wide as a short
+side, and panels read in place); which products take the path
 and which stay with NumPy; and that loading the library leaves NumPy's BLAS threads alone."""
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ SIZES = [
     (300, 530, 40),    # k short: a's rows broadcast in blocks of 256, a tail of a 6-row tile
     (7, 129, 300),     # one 6-row tile and a row; two 64-column panels and one column
     (1100, 1030, 40),  # k short but c over 4 MB: OpenBLAS again, in panels of rows
+    # panels as wide as a short side (transpose_b packs op(a)^T, m columns): 2 vectors of float32
+    # and 3 of float64; 2 and 3; 3 and 4 (the most). Few rows read b's panels in place, the last,
+    # narrower one packed; 60 rows x 1200 contracted values are over the in-place limit
+    (32, 520, 200),
+    (20, 300, 70),
+    (40, 70, 130),
+    (60, 130, 1200),
 ]
 
 
