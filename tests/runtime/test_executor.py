@@ -214,7 +214,7 @@ def test_quiet_trials_are_final():
     assert mode.decided is False and mode.final
 
 
-def test_each_mode_is_judged_by_its_fastest_run():
+def test_each_mode_is_judged_by_its_second_fastest_run():
     """Other work only adds time: concurrent runs of 2 s, most of them disturbed (50 s), still
     beat steady inline runs of 3 s, where a median would have chosen inline."""
     from opsdk.runtime.exec.step_mode import TRIALS, StepMode
@@ -226,6 +226,21 @@ def test_each_mode_is_judged_by_its_fastest_run():
         assert mode.inline() is True
         mode.record(True, 3.0)
     assert mode.decided is False
+
+
+def test_one_lucky_run_does_not_choose_a_mode():
+    """The trials of an LSTM step (ms): one concurrent run at 38.7 among 46-48, against inline
+    runs of 40-47. Its fastest run chose concurrent, which then ran 44-48 against 40-42."""
+    from opsdk.runtime.exec.step_mode import TRIALS, StepMode
+    assert TRIALS == 5
+    mode = StepMode()
+    mode.record(False, 1.0)  # the warm-up run
+    for concurrent, inline in zip([47.1, 46.2, 48.2, 47.3, 38.7], [46.7, 42.7, 43.9, 40.9, 40.1]):
+        assert mode.inline() is False
+        mode.record(False, concurrent)
+        assert mode.inline() is True
+        mode.record(True, inline)
+    assert mode.decided is True
 
 
 @pytest.mark.parametrize("step_mode, pool_used", [("inline", False), ("concurrent", True)])
