@@ -19,7 +19,13 @@ array. Where it differs from TensorFlow: an iterator's position belongs to the i
 keeps one per session); `prefetch` and `num_parallel_calls` change nothing (an element is made
 when a step asks for it); a graph holding an iterator runs only in the process that built it;
 components are numbers or bools (no strings); files (`TFRecordDataset`, `TextLineDataset`)
-and feedable (string-handle) iterators are refused by name.
+are refused by name.
+
+Feedable iterators: `iterator.string_handle()` is a node whose run gives the iterator's handle
+(bytes naming it in this process), and `Iterator.from_string_handle(handle, types, shapes)` an
+iterator whose `get_next()` reads the iterator whose handle is fed to `handle` (a
+`tf.placeholder(tf.string, [])`), as TF1 programs switch between a training and a validation
+dataset.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator as PyIterator, Optional, Sequence
 
@@ -37,6 +44,7 @@ from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import compatible, fits, join_shapes
 from opsdk.runtime.frontend.py_func import py_func_node
 from opsdk.v1 import errors
+from opsdk.v1 import session as _session
 from opsdk.v1.dtypes import as_dtype, default_array
 from opsdk.v1.tensors import TensorShape, convert_to_tensor, op_seed
 
@@ -756,6 +764,11 @@ class _Cache(Dataset):
 
 # -- iterators ------------------------------------------------------------------------------------
 
+# The iterators that have given out a string handle, by handle (while their graph lives).
+_handles: "weakref.WeakValueDictionary[bytes, Iterator]" = weakref.WeakValueDictionary()
+_handle_numbers = itertools.count(1)
+
+
 class Iterator:
     """`tf.data.Iterator`: `get_next()` makes the node that reads the next element; a run of
     `initializer` (or of `make_initializer(dataset)`) starts a dataset's elements anew."""
@@ -768,6 +781,7 @@ class Iterator:
         self._lock = threading.Lock()
         self._initializer: Optional[Any] = None
         self._graph = opsdk.get_default_graph()
+        self._handle: Optional[Any] = None  # the string_handle() node's output (made once)
 
     @staticmethod
     def from_structure(output_types: Any, output_shapes: Any = None,
@@ -784,14 +798,38 @@ class Iterator:
                                for t, s in zip(types, shapes)])
 
     @staticmethod
-    def from_string_handle(*args: Any, **kwargs: Any) -> "Iterator":
-        raise OpsdkError("tf.data.Iterator.from_string_handle: feedable iterators are not "
-                         "provided by opsdk.v1; use Iterator.from_structure and "
-                         "make_initializer(dataset) to switch datasets")
+    def from_string_handle(string_handle: Any, output_types: Any, output_shapes: Any = None,
+                           output_classes: Any = None) -> "Iterator":
+        """An iterator of the given element structure whose `get_next()` reads the iterator
+        whose handle (its `string_handle()`'s value) is fed to `string_handle`."""
+        shaped = Iterator.from_structure(output_types, output_shapes)
+        if not isinstance(string_handle, opsdk.Tensor) or string_handle.dtype != "uint8":
+            raise OpsdkError("Iterator.from_string_handle: give the string tensor the handle is "
+                             "fed to (tf.placeholder(tf.string, shape=[])), not "
+                             f"{type(string_handle).__name__}")
+        return _Feedable(shaped._tree, shaped._specs, string_handle)
 
     def string_handle(self, name: Optional[str] = None) -> Any:
-        raise OpsdkError("Iterator.string_handle: feedable iterators are not provided by "
-                         "opsdk.v1; use Iterator.from_structure and make_initializer(dataset)")
+        """A string tensor whose value names this iterator, for feeding to the handle of an
+        iterator made by `from_string_handle`. Running it starts a one-shot iterator."""
+        if self._handle is not None:
+            return self._handle
+        handle = f"opsdk-iterator-{os.getpid()}-{next(_handle_numbers)}".encode()
+        _handles[handle] = self
+        sources = list(self._dataset._sources) if self._one_shot and self._dataset else []
+        array = np.frombuffer(handle, dtype=np.uint8).copy()
+
+        def give(*values: np.ndarray) -> np.ndarray:
+            if self._one_shot:
+                with self._lock:
+                    self._start_one_shot(values)
+            return array
+        with self._graph.as_default():
+            op = py_func_node(give, sources, ["uint8"], name=name or "IteratorToStringHandle")
+        op.outputs[0].shape = array.shape
+        _session.register_decoder(op.outputs[0], _handle_bytes)
+        self._handle = op.outputs[0]
+        return self._handle
 
     output_types = Dataset.output_types
     output_shapes = Dataset.output_shapes
@@ -837,28 +875,40 @@ class Iterator:
                 raise OpsdkError(f"Iterator.make_initializer: component {k} of the dataset has "
                                  f"shape {list(a.shape)}, the iterator's {list(b.shape)}")
 
+    def _start_one_shot(self, values: Sequence[np.ndarray]) -> None:
+        """Start a one-shot iterator on its first use (the values of its dataset's graph
+        tensors); under the lock."""
+        if self._current is None:
+            sources = self._dataset._sources  # type: ignore[union-attr]
+            self._current = self._dataset._elements(_Run(  # type: ignore[union-attr]
+                {id(t): v for t, v in zip(sources, values)}))
+
+    def _next(self, *values: np.ndarray) -> list:
+        """The next element's components, checked against this iterator's specs."""
+        with self._lock:
+            if self._current is None:
+                if not self._one_shot:
+                    raise errors.FailedPreconditionError(
+                        None, None, "GetNext() failed because the iterator has not been "
+                        "initialized: run its initializer (sess.run(iterator.initializer)) "
+                        "first")
+                self._start_one_shot(values)
+            try:
+                item = next(self._current)  # type: ignore[arg-type]
+            except StopIteration:
+                raise StopIteration("End of sequence") from None
+        return [_checked("IteratorGetNext", k, np.asarray(v, dtype=s.dtype), s)
+                for k, (v, s) in enumerate(zip(item, self._specs))]
+
     def get_next(self, name: Optional[str] = None) -> Any:
         """The next element: a node per call, so two calls read two elements in one step."""
         sources = list(self._dataset._sources) if self._one_shot and self._dataset else []
+        return self._next_node(self._next, sources, name)
 
-        def pull(*values: np.ndarray) -> list:
-            with self._lock:
-                if self._current is None:
-                    if not self._one_shot:
-                        raise errors.FailedPreconditionError(
-                            None, None, "GetNext() failed because the iterator has not been "
-                            "initialized: run its initializer (sess.run(iterator.initializer)) "
-                            "first")
-                    self._current = self._dataset._elements(_Run(  # type: ignore[union-attr]
-                        {id(t): v for t, v in zip(sources, values)}))
-                try:
-                    item = next(self._current)
-                except StopIteration:
-                    raise StopIteration("End of sequence") from None
-            return [_checked("IteratorGetNext", k, np.asarray(v, dtype=s.dtype), s)
-                    for k, (v, s) in enumerate(zip(item, self._specs))]
+    def _next_node(self, pull: Callable[..., list], inputs: list, name: Optional[str]) -> Any:
+        """A get_next node: `pull(*input values)` gives the element's components."""
         with self._graph.as_default():
-            op = py_func_node(pull, sources, [s.dtype for s in self._specs],
+            op = py_func_node(pull, inputs, [s.dtype for s in self._specs],
                               name=name or "IteratorGetNext")
         for t, s in zip(op.outputs, self._specs):
             t.shape = s.shape
@@ -867,6 +917,51 @@ class Iterator:
 
     def __repr__(self) -> str:
         return f"<Iterator of {_describe(self._tree)}: {', '.join(s.dtype for s in self._specs)}>"
+
+
+def _handle_bytes(array: np.ndarray) -> bytes:
+    return np.asarray(array, dtype=np.uint8).tobytes()
+
+
+class _Feedable(Iterator):
+    """`Iterator.from_string_handle`'s iterator: each get_next reads the iterator whose handle
+    the run feeds, which must give elements of this structure and dtypes, and compatible
+    shapes."""
+
+    def __init__(self, tree: Any, specs: Sequence[_Spec], handle: Any):
+        super().__init__(tree, specs)
+        self._graph = handle.graph
+        self._handle_input = handle
+
+    def _target(self, handle: np.ndarray) -> Iterator:
+        key = _handle_bytes(handle)
+        target = _handles.get(key)
+        if target is None:
+            raise errors.InvalidArgumentError(
+                None, None, f"IteratorGetNext: the handle fed, {key!r}, names no iterator of this "
+                "process: feed the value of an iterator's string_handle()")
+        if target._tree != self._tree or [s.dtype for s in target._specs] != [
+                s.dtype for s in self._specs] or not all(
+                compatible(a.shape, b.shape) for a, b in zip(target._specs, self._specs)):
+            raise errors.InvalidArgumentError(
+                None, None, f"IteratorGetNext: the iterator of the handle fed gives {target!r} "
+                f"elements, this one reads {self!r} elements")
+        return target
+
+    def get_next(self, name: Optional[str] = None) -> Any:
+        def pull(handle: np.ndarray) -> list:
+            values = self._target(handle)._next()
+            return [_checked("IteratorGetNext", k, v, s)
+                    for k, (v, s) in enumerate(zip(values, self._specs))]
+        return self._next_node(pull, [self._handle_input], name)
+
+    def make_initializer(self, dataset: Dataset, name: Optional[str] = None) -> Any:
+        raise OpsdkError("Iterator.make_initializer: an iterator made by from_string_handle "
+                         "reads the iterator whose handle is fed; initialize that one")
+
+    def string_handle(self, name: Optional[str] = None) -> Any:
+        raise OpsdkError("Iterator.string_handle: an iterator made by from_string_handle has no "
+                         "handle of its own; feed it another iterator's")
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:

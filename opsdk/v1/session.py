@@ -22,6 +22,9 @@ from opsdk.v1 import errors, graph_state, run_options
 # constant) have a decoder in their graph's "decoders" table, by tensor name; `Session.run`
 # decodes them. True once any graph has one (the common run skips the walk).
 _decoding = False
+# Placeholders fed something other than their array (a string placeholder fed bytes) have an
+# encoder in their graph's "encoders" table, by tensor name. True once any graph has one.
+_encoding = False
 
 
 class ConfigProto:
@@ -190,6 +193,11 @@ def _flatten_feed(key: Any, value: Any, feeds: dict[Any, Any]) -> None:
             _flatten_feed(sub_key, sub_value, feeds)
         return
     key = key._as_graph_element() if hasattr(key, "_as_graph_element") else key
+    if _encoding and isinstance(key, opsdk.Tensor):
+        encode = graph_state.table(key.graph, "encoders").get(key.name)
+        if encode is not None:
+            feeds[key] = encode(value)
+            return
     if isinstance(key, opsdk.Tensor) and key.dtype in _EXACT_TARGETS:
         value = _exact_feed(key, value)
     feeds[key] = value
@@ -240,6 +248,13 @@ def _converted(value: Any, target: np.dtype) -> Any:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(value).astype(target).item()
+
+
+def register_encoder(tensor: Any, encode: Callable[[Any], Any]) -> None:
+    """Have `Session.run` feed `encode(value)` to placeholder `tensor` when given `value`."""
+    global _encoding
+    graph_state.table(tensor.graph, "encoders")[tensor.name] = encode
+    _encoding = True
 
 
 def register_decoder(tensor: Any, decode: Callable[[Any], Any]) -> None:

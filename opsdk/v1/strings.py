@@ -1,8 +1,11 @@
-"""String constants and fetches (`tf.constant("hello")`, `sess.run(greeting)` -> b'hello').
+"""String constants, scalar string placeholders and fetches (`tf.constant("hello")`,
+`sess.run(greeting)` -> b'hello', `tf.placeholder(tf.string, [])` fed b'...' or '...').
 
 opsdk's runtime has numeric tensors only, so a string constant travels as a uint8 tensor of its
 UTF-8 bytes (a [n, width] zero-padded matrix for a list of strings), and `Session.run` turns the
-fetched array back into bytes, as TF hands out strings. Ops on strings are not provided.
+fetched array back into bytes, as TF hands out strings. A scalar string placeholder is a uint8
+vector placeholder; `Session.run` feeds it the bytes of the str or bytes given (a feedable
+iterator's handle, opsdk/v1/data.py). Ops on strings are not provided.
 """
 
 from __future__ import annotations
@@ -48,3 +51,23 @@ def _decode_scalar(array: np.ndarray) -> bytes:
 def _decode_list(array: np.ndarray) -> np.ndarray:
     rows = [np.asarray(r, dtype=np.uint8).tobytes().rstrip(b"\0") for r in array]
     return np.array(rows, dtype=object)
+
+
+def string_placeholder(shape: Any, name: Optional[str] = None) -> Any:
+    """`tf.placeholder(tf.string, [])`: a scalar string, fed as str or bytes."""
+    if shape is not None and list(shape) != []:
+        raise OpsdkError(f"placeholder: opsdk.v1 feeds scalar strings only (a feedable "
+                         f"iterator's handle), not shape {list(shape)}; give shape [] or none")
+    tensor = opsdk.placeholder("uint8", [None], name=name or "Placeholder")
+    label = tensor.name
+
+    def encode(value: Any) -> np.ndarray:
+        if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "SUO":
+            value = value.item()
+        if not isinstance(value, (str, bytes)):
+            raise TypeError(f"Session.run: the feed for string placeholder '{label}' must be a "
+                            f"str or bytes (as TensorFlow's), got {type(value).__name__}")
+        return np.frombuffer(_bytes(value), dtype=np.uint8).copy()
+    _session.register_encoder(tensor, encode)
+    _session.register_decoder(tensor, _decode_scalar)
+    return tensor

@@ -144,9 +144,12 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
 
 
 def placeholder(dtype: Any, shape: Any = None, name: Optional[str] = None) -> Any:
-    """`tf.placeholder(tf.float32, [None, 784])` (positional shape; "float" is float32)."""
+    """`tf.placeholder(tf.float32, [None, 784])` (positional shape; "float" is float32); a
+    string one holds a scalar string (opsdk/v1/strings.py)."""
     if isinstance(shape, TensorShape):
         shape = None if shape.dims is None else shape.as_list()
+    if dtype is dtypes.string or dtype is str or dtype == "string":
+        return strings.string_placeholder(shape, name)
     if shape is not None:  # an int is a 1-d shape, as in TF (`shape=(batch_size)`)
         shape = args.dims("placeholder", shape).known  # None: a dim fed at any size
     return opsdk.placeholder(name_of(dtype), shape, name=name or "Placeholder")

@@ -184,6 +184,14 @@ def test_mistakes_are_named():
         tf.data.Dataset.range(3).map(lambda v: v + outer)
     with pytest.raises(AttributeError, match="opsdk.v1 does not provide tf.data.TFRecordDataset"):
         tf.data.TFRecordDataset
+    with pytest.raises(OpsdkError, match="scalar strings only"):
+        tf.placeholder(tf.string, [2])
+    handle = tf.placeholder(tf.string, [])
+    feedable = tf.data.Iterator.from_string_handle(handle, tf.int64)
+    with pytest.raises(OpsdkError, match="initialize that one"):
+        feedable.make_initializer(tf.data.Dataset.range(3))
+    with pytest.raises(OpsdkError, match="string tensor the handle is fed to"):
+        tf.data.Iterator.from_string_handle("train", tf.int64)
     with pytest.raises(AttributeError, match="opsdk.v1's Dataset has no 'window'"):
         tf.data.Dataset.range(3).window
     with pytest.raises(OpsdkError, match="iterated in a session"):
@@ -251,3 +259,64 @@ def test_pipelines_give_the_elements_tensorflow_gives(name):
         for u, v in zip(a, b):
             assert u.dtype == v.dtype
             np.testing.assert_array_equal(u, v)
+
+
+def _switched(fw):
+    """TF1's feedable-iterator idiom: one get_next reading a repeated training dataset (one-shot)
+    or a validation dataset (initializable), chosen per run by the handle fed."""
+    fw.reset_default_graph()
+    D = fw.data.Dataset
+    train = D.from_tensor_slices((np.arange(10, dtype=np.float32), np.arange(10))).batch(4)
+    train = train.repeat()
+    val = D.from_tensor_slices((np.arange(100, 106, dtype=np.float32), np.arange(6))).batch(4)
+    handle = fw.placeholder(fw.string, shape=[])
+    iterator = fw.data.Iterator.from_string_handle(handle, fw.data.get_output_types(train),
+                                                   fw.data.get_output_shapes(train))
+    x, y = iterator.get_next()
+    total = fw.reduce_sum(x) + fw.cast(fw.reduce_sum(y), fw.float32)
+    train_it = fw.data.make_one_shot_iterator(train)
+    val_it = fw.data.make_initializable_iterator(val)
+    out = []
+    with fw.Session() as sess:
+        th, vh = sess.run([train_it.string_handle(), val_it.string_handle()])
+        assert isinstance(th, bytes) and th != vh
+        out += [sess.run([x, y], {handle: th}) for _ in range(2)]
+        for _ in range(2):  # two validation passes, training in between
+            sess.run(val_it.initializer)
+            while True:
+                try:
+                    out.append(sess.run([total], {handle: vh}))
+                except fw.errors.OutOfRangeError:
+                    break
+            out.append(sess.run([x, y], {handle: th}))
+        try:
+            sess.run(x, {handle: b"no such iterator"})
+            out.append("no error")
+        except fw.errors.InvalidArgumentError:
+            out.append("invalid")
+    return out
+
+
+def test_a_feedable_iterator_switches_between_datasets_as_tensorflows_does():
+    mine = _switched(tf)
+    assert mine[-1] == "invalid" and len(mine) == 9
+    np.testing.assert_array_equal(mine[2][0], 100 + 101 + 102 + 103 + 0 + 1 + 2 + 3)
+    tensorflow = pytest.importorskip("tensorflow", reason="the comparison needs TensorFlow "
+                                     "(pip install opsdk[tf])")
+    theirs_tf = tensorflow.compat.v1
+    theirs_tf.disable_eager_execution()
+    theirs = _switched(theirs_tf)
+    assert len(mine) == len(theirs) and theirs[-1] == "invalid"
+    for a, b in zip(mine[:-1], theirs[:-1]):
+        for u, v in zip(a, b):
+            assert np.asarray(u).dtype == np.asarray(v).dtype
+            np.testing.assert_array_equal(u, v)
+
+
+def test_a_string_placeholder_is_fed_str_or_bytes_and_fetched_as_bytes():
+    p = tf.placeholder(tf.string, shape=[], name="path")
+    with tf.Session() as sess:
+        assert sess.run(p, {p: "data/train.bin"}) == b"data/train.bin"
+        assert sess.run(p, {p: b"\xff\x00"}) == b"\xff\x00"
+        with pytest.raises(TypeError, match="string placeholder 'path:0' must be a str or bytes"):
+            sess.run(p, {p: 3})
