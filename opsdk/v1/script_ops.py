@@ -18,6 +18,7 @@ import numpy as np
 import opsdk
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.frontend.py_func import py_func as _py_func, py_func_node
+from opsdk.v1 import graph_state
 from opsdk.v1.dtypes import as_dtype
 from opsdk.v1.tensors import convert_to_tensor as _t
 
@@ -77,11 +78,14 @@ def print_(*inputs: Any, output_stream: Any = sys.stderr, summarize: int = 3, se
                          f"with write() or 'file://path', not {output_stream!r}")
     slots = [i for i, v in enumerate(inputs) if _is_graph_value(v)]
     tensors = [_t(inputs[i]) for i in slots]
+    # string tensors travel as their bytes; the fetch decoder (opsdk/v1/strings.py) reads them
+    decoders = [graph_state.table(t.graph, "decoders").get(t.name) for t in tensors]
 
     def show(*values: np.ndarray) -> None:
         parts = [str(v) for v in inputs]
-        for i, value in zip(slots, values):
-            parts[i] = _text(value, summarize)
+        for i, value, decode in zip(slots, values, decoders):
+            parts[i] = (_text(value, summarize) if decode is None
+                        else _strings_text(decode(value), summarize))
         line = sep.join(parts) + end
         if isinstance(output_stream, str):
             with open(output_stream[len("file://"):], "a", encoding="utf-8") as f:
@@ -90,6 +94,19 @@ def print_(*inputs: Any, output_stream: Any = sys.stderr, summarize: int = 3, se
             output_stream.write(line)
             getattr(output_stream, "flush", lambda: None)()
     return py_func_node(show, tensors, [], name=name or "PrintV2")
+
+
+def _strings_text(value: Any, summarize: int) -> str:
+    """A string tensor's value as TF's print writes it: "text", or ["a" "b"] (at most the
+    first and last `summarize` items, `...` between)."""
+    def quoted(b: bytes) -> str:
+        return '"' + b.decode("utf-8", errors="replace") + '"'
+    if isinstance(value, bytes):
+        return quoted(value)
+    items = [quoted(b) for b in np.asarray(value).reshape(-1)]
+    if 0 <= summarize and len(items) > 2 * summarize:
+        items = items[:summarize] + ["..."] + (items[-summarize:] if summarize else [])
+    return "[" + " ".join(items) + "]"
 
 
 def _is_graph_value(value: Any) -> bool:

@@ -55,6 +55,21 @@ def test_what_a_function_raises_is_the_error_tensorflow_maps_it_to(raised, seen)
     assert info.value.raised is raised  # what the function raised stays reachable
 
 
+def test_tf_print_writes_string_tensors_as_text_as_tensorflow_does():
+    """A string constant or a fed string placeholder prints as "text", a list as ["a" "b"]
+    (summarized), as TensorFlow 2.21's compat.v1 prints them; they were their UTF-8 bytes."""
+    import io
+
+    stream = io.StringIO()
+    with tf.Graph().as_default():
+        name = tf.placeholder(tf.string, shape=[])
+        many = tf.constant(["ab", "c", "d", "e", "f", "g", "h"])
+        shown = tf.print("run", name, tf.constant("hello"), many, 2, output_stream=stream)
+        with tf.Session() as sess:
+            sess.run(shown, {name: "émile"})
+    assert stream.getvalue() == 'run "émile" "hello" ["ab" "c" "d" ... "f" "g" "h"] 2\n'
+
+
 def test_tf_print_writes_when_it_runs_as_tf_formats(tmp_path):
     import io
 
