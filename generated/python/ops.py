@@ -2590,11 +2590,12 @@ def pow_grad(x, y, z, grad_z, *, name=None):
     return _apply('pow_grad', [x, y, z, grad_z], {}, name)
 
 
-def print_tensor(x, data, *, message='', summarize=3, end=True, name=None):
+def print_tensor(x, data, *, message='', summarize=3, end=True, text=False, name=None):
     r"""x unchanged, printing data to standard error on every execution (the link of a chain that TensorFlow's tf.Print makes).
 
     The text is `message`, then data's first `summarize` elements in brackets
-    (`[1 2 3...]` when there are more); with `end` the line ends after it. opsdk.v1's tf.Print
+    (`[1 2 3...]` when there are more; with `text`, its strings: `[hello]`, `[ab c]`); with `end`
+    the line ends after it. opsdk.v1's tf.Print
     chains one node per data tensor, each passing x on, so one line holds them all in order.
 
     Args:
@@ -2605,6 +2606,8 @@ def print_tensor(x, data, *, message='', summarize=3, end=True, name=None):
         message: str, default ''. text printed before data
         summarize: int, default 3, >= -1. elements shown; -1 all
         end: bool, default True. end the line after data
+        text: bool, default False. data holds strings as their UTF-8 bytes (a uint8 vector for one,
+            a zero-padded matrix of rows for several): printed as text
         name: the node's name when called inside a graph.
 
     Returns:
@@ -2619,7 +2622,7 @@ def print_tensor(x, data, *, message='', summarize=3, end=True, name=None):
         >>> print_tensor(x, data).shape
         (2,)
     """
-    return _apply('print_tensor', [x, data], {'message': message, 'summarize': summarize, 'end': end}, name)
+    return _apply('print_tensor', [x, data], {'message': message, 'summarize': summarize, 'end': end, 'text': text}, name)
 
 
 def print_tensor_grad(x, data, grad_y, *, name=None):

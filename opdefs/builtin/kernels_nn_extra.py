@@ -106,14 +106,19 @@ def log_uniform_candidate_sampler(xp, num_sampled, range_max, seed, sequence=Fal
     return xp.asarray(np.clip(k, 0, range_max - 1))
 
 
-def print_tensor(xp, x, data, message, summarize, end):
+def print_tensor(xp, x, data, message, summarize, end, text=False):
     import sys
 
-    flat = getattr(xp, "asnumpy", np.asarray)(data).reshape(-1)
-    shown = flat if summarize < 0 else flat[:summarize]
-    # numbers as TensorFlow prints them: 1 for 1.0, 0.5, 1e+10
-    text = " ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in shown.tolist())
-    text += "..." if len(shown) < flat.size else ""
+    array = getattr(xp, "asnumpy", np.asarray)(data)
+    if text:  # strings as their UTF-8 bytes: one per row of a matrix, or one vector
+        rows = [array] if array.ndim == 1 else list(array.reshape(-1, array.shape[-1]))
+        items = [bytes(np.asarray(r, np.uint8)).rstrip(b"\0").decode("utf-8", "replace")
+                 for r in rows]
+    else:
+        # numbers as TensorFlow prints them: 1 for 1.0, 0.5, 1e+10
+        items = [f"{v:g}" if isinstance(v, float) else str(v) for v in array.reshape(-1).tolist()]
+    shown = items if summarize < 0 else items[:summarize]
+    text = " ".join(shown) + ("..." if len(shown) < len(items) else "")
     sys.stderr.write(f"{message}[{text}]" + ("\n" if end else ""))
     if end:
         sys.stderr.flush()

@@ -19,7 +19,7 @@ import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import compatible
-from opsdk.v1 import args, math_ops
+from opsdk.v1 import args, graph_state, math_ops
 from opsdk.v1.dtypes import name_of
 from opsdk.v1.tensors import convert_to_tensor as _t
 
@@ -475,13 +475,15 @@ def Print(input_: Any, data: Any, message: Optional[str] = None, first_n: Any = 
     elements, 3 by default) to standard error, on one line, whenever it is computed: a chain of
     `print_tensor` nodes, each passing input_ on. first_n is not honoured: every run prints."""
     x = _t(input_)
-    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    items = [_t(item) for item in (data if isinstance(data, (list, tuple)) else [data])]
     count = 3 if summarize is None else args.static_int("Print", "summarize", summarize)
     out = x
     for i, item in enumerate(items):
         last = i == len(items) - 1
-        out = _ops.print_tensor(out, _t(item), message=str(message or "") if i == 0 else "",
-                                summarize=count, end=last, name=name if last else None)
+        strings = graph_state.table(item.graph, "decoders").get(item.name) is not None
+        out = _ops.print_tensor(out, item, message=str(message or "") if i == 0 else "",
+                                summarize=count, end=last, text=strings,
+                                name=name if last else None)
     return out if items else _ops.identity(x, name=name)
 
 

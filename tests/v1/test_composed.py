@@ -237,6 +237,20 @@ def test_print_passes_its_input_on_and_prints_its_data_on_one_line_per_run(capfd
     assert tf.Print(x, []).op.type == "identity"
 
 
+def test_print_writes_string_data_as_text_as_tensorflow_does(capfd):
+    """String constants and a fed string placeholder print as [hello] and [ab c], as TF 2.21's
+    compat.v1 tf.Print writes them (they printed their UTF-8 bytes as numbers)."""
+    tf.reset_default_graph()
+    x = tf.constant(1.5)
+    name = tf.placeholder(tf.string, [])
+    y = tf.Print(x, [x, tf.constant("hello"), tf.constant(["ab", "c", "d", "e"]), name],
+                 message="m ")
+    capfd.readouterr()
+    with tf.Session() as sess:
+        assert sess.run(y, {name: "fed"}) == 1.5
+    assert capfd.readouterr().err.splitlines() == ["m [1.5][hello][ab c d...][fed]"]
+
+
 def test_the_gradient_of_top_k_reaches_the_entries_picked():
     tf.reset_default_graph()
     x = tf.placeholder(tf.float32, [None, 5])
