@@ -144,3 +144,23 @@ def test_range_with_run_time_bounds_runs_the_arange_op():
             sess.run(tf.range(0, tf.shape(x)[0], 0), {x: np.zeros([4, 3])})
     with pytest.raises(OpsdkError, match=r"range: element 0 \(1.5\) is not a value of dtype int32"):
         tf.range(1.5, tf.shape(x)[0])
+
+
+def test_a_tensors_shape_answers_as_tensorflows_does():
+    """`x.shape.as_list()` and the other questions TF1 programs ask of `tensor.shape` and
+    `variable.shape` (the shape was a plain tuple, which has no as_list); items are ints or None,
+    as in TensorFlow 2's compat.v1."""
+    x = tf.placeholder(tf.float32, [None, 3, 4])
+    w = tf.Variable(tf.zeros([3, 5]))
+    v = tf.get_variable("v", [2, 2])
+    assert x.shape.as_list() == [None, 3, 4] and w.shape.as_list() == [3, 5]
+    assert v.shape.as_list() == [2, 2] and tf.reshape(x, [-1, 12]).shape.as_list() == [None, 12]
+    assert x.shape[1:].as_list() == [3, 4] and x.shape[1] == 3 and x.shape[0] is None
+    assert x.shape.ndims == 3 and x.shape.rank == 3 and w.shape.num_elements() == 15
+    assert not x.shape.is_fully_defined() and w.shape.is_fully_defined()
+    assert x.shape.num_elements() is None
+    assert x.shape.is_compatible_with([7, 3, 4]) and not x.shape.is_compatible_with([7, 3])
+    assert x.shape == (None, 3, 4) and isinstance(x.shape, tuple)
+    zeros = tf.zeros(w.shape.as_list())  # the idiom that failed
+    with tf.Session() as sess:
+        assert sess.run(zeros).shape == (3, 5)

@@ -7,7 +7,7 @@ identity (as in TensorFlow 1) because tensors are dict keys in `feed_dict`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 
 from opsdk.registry.errors import OpsdkError
@@ -17,10 +17,56 @@ if TYPE_CHECKING:
 
 Shape = Optional[tuple]  # tuple of int | None per dim; None when even the rank is unknown
 
-class Tensor:
-    """Output `index` of node `op`. `shape` has None for unknown dims (None: unknown rank)."""
 
-    __slots__ = ("op", "index", "shape", "dtype")
+class StaticShape(tuple):
+    """A tensor's static shape: a tuple of sizes, None for a dim known only at run time. It
+    also answers what TF1 programs ask of a shape (`x.shape.as_list()`, `.ndims`, `.rank`,
+    `.is_fully_defined()`, `.num_elements()`, a slice as a shape); an item is the int or None,
+    as TensorFlow 2's shapes, and its compat.v1, give it."""
+
+    __slots__ = ()
+
+    def as_list(self) -> list:
+        return list(self)
+
+    @property
+    def ndims(self) -> int:
+        return len(self)
+
+    rank = ndims
+
+    @property
+    def dims(self) -> list:
+        return list(self)
+
+    def is_fully_defined(self) -> bool:
+        return None not in self
+
+    def num_elements(self) -> Optional[int]:
+        """The number of elements, or None while a dim is unknown."""
+        if None in self:
+            return None
+        n = 1
+        for d in self:
+            n *= d
+        return n
+
+    def is_compatible_with(self, other: Any) -> bool:
+        """Whether a shape could be both: the same rank, and each pair of known dims equal."""
+        other = tuple(other)
+        return len(other) == len(self) and all(
+            a is None or b is None or a == b for a, b in zip(self, other))
+
+    def __getitem__(self, item: Any) -> Any:
+        got = tuple.__getitem__(self, item)
+        return StaticShape(got) if isinstance(item, slice) else got
+
+
+class Tensor:
+    """Output `index` of node `op`. `shape` has None for unknown dims (None: unknown rank); it
+    is a StaticShape (a tuple) whatever is assigned."""
+
+    __slots__ = ("op", "index", "_shape", "dtype")
     __array_priority__ = 100  # `ndarray + tensor` defers to Tensor.__radd__
 
     def __init__(self, op: "Operation", index: int, shape: Shape, dtype: str):
@@ -28,6 +74,15 @@ class Tensor:
         self.index = index
         self.shape = shape
         self.dtype = dtype
+
+    @property
+    def shape(self) -> Optional[StaticShape]:
+        return self._shape
+
+    @shape.setter
+    def shape(self, value: Shape) -> None:
+        self._shape = (value if value is None or type(value) is StaticShape
+                       else StaticShape(value))
 
     @property
     def name(self) -> str:
