@@ -72,7 +72,7 @@ from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_
                                boolean_mask, gather_nd, global_norm, is_finite, is_inf, is_nan,
                                logical_and, logical_not,
                                logical_or, logical_xor, pad, reduce_all, reduce_logsumexp,
-                               reverse, sequence_mask, size, sort, tile, unique,
+                               reverse, reverse_sequence, sequence_mask, size, sort, tile, unique,
                                unique_with_counts)
 from opsdk.v1.functional import cond, foldl, foldr, map_fn, scan, while_loop  # noqa: E402
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001

@@ -2,7 +2,8 @@
 `add_n`, norms and gradient clipping (`global_norm`, `clip_by_norm`, `clip_by_global_norm`),
 `size`, `sequence_mask`, `eye`, NaN and infinity tests, logical ops, the reductions
 `reduce_all`, `count_nonzero` and `reduce_logsumexp`, `reverse`, `tile` and `pad` (gathers,
-concatenations and broadcasts), `gather_nd` and `boolean_mask` (gathers of flat positions), and
+concatenations and broadcasts), `gather_nd`, `reverse_sequence` and `boolean_mask` (gathers of
+flat positions), and
 `sort` and `argsort` (through nn.top_k), and `Print` (print_tensor nodes). Gradients flow
 through them as through the ops they are made of.
 """
@@ -406,6 +407,51 @@ def gather_nd(params: Any, indices: Any, name: Optional[str] = None, batch_dims:
     return _ops.gather(table, flat, axis=0, name=name)
 
 
+def reverse_sequence(input: Any, seq_lengths: Any, seq_axis: Any = None,  # noqa: A002
+                     batch_axis: Any = None, name: Optional[str] = None, seq_dim: Any = None,
+                     batch_dim: Any = None) -> Any:
+    """Per slice b along batch_axis, its first seq_lengths[b] entries along seq_axis reversed and
+    the rest kept (a bidirectional RNN's backward pass over sequences of their own lengths). A
+    gather, so a gradient reaches each entry where it came from."""
+    x, lengths = _t(input), _t(seq_lengths)
+    seq = seq_dim if seq_axis is None else seq_axis
+    batch = 0 if (batch_axis is None and batch_dim is None) else (
+        batch_dim if batch_axis is None else batch_axis)
+    if seq is None:
+        raise OpsdkError("reverse_sequence: give seq_axis")
+    if x.shape is None:
+        raise OpsdkError("reverse_sequence: input's rank must be known when the graph is "
+                         "built")
+    s, b = _axis("reverse_sequence", x, seq), _axis("reverse_sequence", x, batch)
+    if s == b:
+        raise OpsdkError(f"reverse_sequence: seq_axis and batch_axis are both {s}")
+    if lengths.dtype not in ("int32", "int64") or lengths.shape is None or len(lengths.shape) != 1:
+        raise OpsdkError("reverse_sequence: seq_lengths must be a vector of int32 or int64")
+    # batch first, sequence second, then the rest in order; back at the end
+    perm = [b, s] + [i for i in builtins.range(len(x.shape)) if i not in (b, s)]
+    moved = _ops.transpose(x, perm=perm) if perm != list(builtins.range(len(x.shape))) else x
+    dims = math_ops.shape(moved, out_type="int64")
+    count = _ops.gather(dims, opsdk.constant(np.int64(1)))             # T
+    steps = _ops.cast(math_ops.range(count), dtype="int64")            # [T]: t
+    length = _ops.reshape(_ops.cast(lengths, dtype="int64"), shape=[-1, 1])  # [B, 1]
+    inside = _ops.less(_ops.reshape(steps, shape=[1, -1]), length)     # [B, T]
+    flipped = _ops.sub(_ops.sub(length, opsdk.constant(np.int64(1))), steps)
+    source = _ops.where(inside, flipped, _ops.add(_ops.zeros_like(flipped), steps))  # [B, T]
+    batches = _ops.gather(dims, opsdk.constant(np.int64(0)))           # B
+    rows = _ops.reshape(_ops.cast(math_ops.range(batches), dtype="int64"), shape=[-1, 1])
+    flat = _ops.reshape(_ops.add(_ops.mul(rows, count), source), shape=[-1])  # b * T + source
+    rest = [moved.shape[i] for i in builtins.range(2, len(moved.shape))]
+    if None in rest:
+        raise OpsdkError("reverse_sequence: input's sizes beyond the batch and sequence axes "
+                         "must be known when the graph is built")
+    table = _ops.reshape(moved, shape=[-1, *rest])
+    picked = _ops.reshape_dims(_ops.gather(table, flat, axis=0), dims,
+                               shape=[-1 if d is None else d for d in moved.shape])
+    if moved is x:
+        return _ops.identity(picked, name=name)
+    return _ops.transpose(picked, perm=list(np.argsort(perm)), name=name)
+
+
 def boolean_mask(tensor: Any, mask: Any, name: str = "boolean_mask", axis: Any = None) -> Any:
     """tensor's entries (along axis .. axis + mask's rank) where mask is true, in row-major
     order: those axes become one of the number of true entries. A gather, so a gradient flows
@@ -490,7 +536,7 @@ def Print(input_: Any, data: Any, message: Optional[str] = None, first_n: Any = 
 NAMES = ("add_n", "global_norm", "clip_by_norm", "clip_by_global_norm", "size", "sequence_mask",
          "eye", "is_nan", "is_inf", "is_finite", "logical_not", "logical_and", "logical_or",
          "logical_xor", "reduce_all", "count_nonzero", "reduce_logsumexp", "reverse", "tile",
-         "pad", "gather_nd", "boolean_mask", "argsort", "sort", "Print")
+         "pad", "gather_nd", "reverse_sequence", "boolean_mask", "argsort", "sort", "Print")
 
 
 def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Any:

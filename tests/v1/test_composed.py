@@ -20,6 +20,7 @@ B = RNG.normal(size=(3, 4)).astype(np.float32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
 BIG = np.array([[1000.0, 1000.0, -3.0], [0.0, -np.inf, 2.0]], np.float32)
 SEQ = RNG.normal(size=(2, 7, 3)).astype(np.float32)
+SEQ_B = RNG.normal(size=(3, 5, 3)).astype(np.float32)
 IMAGES = RNG.normal(size=(2, 4, 4, 7)).astype(np.float32)
 TIES = np.array([[1, 5, 2, 5, 0], [9, 8, 7, 6, 5], [3, 3, 3, 3, 3]], np.float32)
 FILTER = RNG.normal(size=(3, 3, 4)).astype(np.float32)
@@ -249,6 +250,33 @@ def test_print_writes_string_data_as_text_as_tensorflow_does(capfd):
     with tf.Session() as sess:
         assert sess.run(y, {name: "fed"}) == 1.5
     assert capfd.readouterr().err.splitlines() == ["m [1.5][hello][ab c d...][fed]"]
+
+
+@pytest.mark.parametrize("seq_axis, batch_axis", [(1, 0), (0, 1)])
+def test_reverse_sequence_reverses_each_prefix_and_passes_gradients(seq_axis, batch_axis):
+    """Per batch entry its first length entries reversed (a length of 0 keeps all, as TF's),
+    with run-time batch and time sizes; the gradient is the weights reversed likewise."""
+    tf.reset_default_graph()
+    lengths = np.array([2, 5, 0])
+    data = SEQ_B if batch_axis == 0 else np.transpose(SEQ_B, (1, 0, 2))
+    x = tf.placeholder(tf.float32, [None, None, 3])
+    n = tf.placeholder(tf.int64, [None])
+    y = tf.reverse_sequence(x, n, seq_axis=seq_axis, batch_axis=batch_axis)
+    weights = tf.constant(RNG.normal(size=data.shape).astype(np.float32))
+    (grad,) = tf.gradients(tf.reduce_sum(y * weights), [x])
+    with tf.Session() as sess:
+        got, got_grad, w = sess.run([y, grad, weights], {x: data, n: lengths})
+
+    def reversed_(a):
+        a = a if batch_axis == 0 else np.transpose(a, (1, 0, 2))
+        out = a.copy()
+        for b, k in enumerate(lengths):
+            out[b, :k] = a[b, :k][::-1]
+        return out if batch_axis == 0 else np.transpose(out, (1, 0, 2))
+    np.testing.assert_array_equal(got, reversed_(data))
+    np.testing.assert_array_equal(got_grad, reversed_(w))
+    with pytest.raises(OpsdkError, match="seq_axis and batch_axis are both 1"):
+        tf.reverse_sequence(x, n, seq_axis=1, batch_axis=1)
 
 
 def test_the_gradient_of_top_k_reaches_the_entries_picked():
