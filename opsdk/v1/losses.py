@@ -150,6 +150,18 @@ def get_regularization_losses(scope: Optional[str] = None) -> list:
     return scopes.get_collection(scopes.GraphKeys.REGULARIZATION_LOSSES, scope)
 
 
+def get_regularization_loss(scope: Optional[str] = None,
+                            name: str = "total_regularization_loss") -> Any:
+    """The sum of the regularization losses (of `scope`), 0.0 when there are none, as TF's."""
+    parts = get_regularization_losses(scope)
+    if not parts:
+        return opsdk.constant(np.float32(0.0), name=name)
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return _ops.identity(total, name=name)
+
+
 def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss") -> Any:
     parts = get_losses() + (get_regularization_losses() if add_regularization_losses else [])
     if not parts:

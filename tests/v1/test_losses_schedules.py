@@ -75,6 +75,27 @@ def test_collections_and_errors():
     assert not hasattr(tf.contrib, "slim") and not hasattr(tf.contrib.rnn, "NASCell")
 
 
+def test_the_regularization_loss_sums_the_layers_regularizers():
+    """tf.losses.get_regularization_loss: 0.0 with none, else the sum of the collection's
+    (an L2 kernel regularizer of a dense layer and a bias's), per scope too."""
+    tf.reset_default_graph()
+    with tf.Session() as sess:
+        assert sess.run(tf.losses.get_regularization_loss()) == 0.0
+    x = tf.placeholder(tf.float32, [None, 4])
+    with tf.variable_scope("a"):
+        tf.layers.dense(x, 3, kernel_initializer=tf.constant_initializer(0.5),
+                        kernel_regularizer=tf.nn.l2_loss)
+    with tf.variable_scope("b"):
+        tf.layers.dense(x, 2, kernel_initializer=tf.constant_initializer(1.0),
+                        kernel_regularizer=lambda w: 2.0 * tf.reduce_sum(w))
+    total, only_b = tf.losses.get_regularization_loss(), tf.losses.get_regularization_loss("b")
+    assert total.op.name.startswith("total_regularization_loss")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got_total, got_b = sess.run([total, only_b])
+    assert got_b == pytest.approx(16.0) and got_total == pytest.approx(12 * 0.25 / 2 + 16.0)
+
+
 @pytest.mark.parametrize("staircase", [False, True])
 def test_exponential_decay(staircase):
     tf.reset_default_graph()
