@@ -14,6 +14,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.frontend.operators import true_division_operands
 from opsdk.v1 import args, packing
 from opsdk.v1.dtypes import default_array, name_of
 from opsdk.v1.tensors import TensorShape, convert_to_tensor
@@ -53,8 +54,25 @@ def _unary(op: str) -> Callable:
     return unary
 
 
-add, subtract, multiply, divide = (_binary(n) for n in ("add", "sub", "mul", "div"))
-truediv, maximum, minimum, pow = _binary("div"), _binary("maximum"), _binary("minimum"), _binary("pow")
+add, subtract, multiply = (_binary(n) for n in ("add", "sub", "mul"))
+maximum, minimum, pow = _binary("maximum"), _binary("minimum"), _binary("pow")
+
+
+def truediv(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """x / y; integers are divided as floats (float64 for int32 and int64), as TF's."""
+    return _ops.div(*true_division_operands(*_pair(x, y)), name=name)
+
+
+def div(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """TF1's `tf.div`, Python 2's division: integers floor-divided, floats divided."""
+    a, b = _pair(x, y)
+    if a.dtype in _INTEGERS:
+        return _ops.floor_div(a, b, name=name)
+    return _ops.div(a, b, name=name)
+
+
+divide = truediv
+_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
 equal, not_equal, less, less_equal = (_binary(n) for n in ("equal", "not_equal", "less",
                                                            "less_equal"))
 greater, greater_equal = _binary("greater"), _binary("greater_equal")
@@ -67,7 +85,7 @@ tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
 sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
 sinh, cosh, expm1, log1p = (_unary(n) for n in ("sinh", "cosh", "expm1", "log1p"))
 floor, ceil, round = (_unary(n) for n in ("floor", "ceil", "round"))  # noqa: A001 - TF's names
-sub, mul, div = subtract, multiply, divide
+sub, mul = subtract, multiply
 
 
 def rsqrt(x: Any, name: Optional[str] = None) -> Any:

@@ -58,3 +58,21 @@ def test_squared_difference_broadcasts_and_takes_numbers():
         assert sess.run(tf.squared_difference(x, 2)).tolist() == [[1, 0], [1, 9]]
         g = sess.run(tf.gradients(tf.reduce_sum(tf.squared_difference(x, 2.0)), [x])[0])
     assert g.tolist() == [[-2, 0], [2, 6]]
+
+
+def test_integers_divide_as_tensorflows_do():
+    """`/`, tf.truediv and tf.divide of integers give floats (float64 from int32, float32 from
+    int16); TF1's tf.div floor-divides integers (Python 2's division); floats divide. These
+    were refused (div takes floats only). Values and dtypes as TensorFlow 2.21's compat.v1."""
+    a, b = tf.constant([3, 4, -7]), tf.constant([2, 2, 2])
+    small = tf.constant([7], tf.int16) / tf.constant([2], tf.int16)
+    with tf.Session() as sess:
+        got = sess.run([a / b, tf.truediv(a, b), tf.divide(a, b), a / 2, tf.div(a, b),
+                        tf.div(tf.constant(3.0), 2.0), small])
+    for quotient in got[:3]:
+        assert quotient.dtype == np.float64 and quotient.tolist() == [1.5, 2.0, -3.5]
+    assert got[3].tolist() == [1.5, 2.0, -3.5]
+    assert got[4].dtype == np.int32 and got[4].tolist() == [1, 2, -4]
+    assert got[5] == np.float32(1.5) and small.dtype == "float32"
+    with pytest.raises(tf.OpsdkError, match="dtype"):
+        tf.constant([1], tf.int32) / tf.constant([1], tf.int64)

@@ -48,7 +48,27 @@ def install() -> None:
 
 def _binary(which: str, a: Any, b: Any) -> Any:
     anchor = a if isinstance(a, Tensor) else b
-    return _apply(which, [lift(a, anchor), lift(b, anchor)], {})
+    x, y = lift(a, anchor), lift(b, anchor)
+    if which == "truediv":
+        x, y = true_division_operands(x, y)
+    return _apply(which, [x, y], {})
+
+
+# True division of integers is of floats, as in NumPy and TensorFlow: float32 for 8- and 16-bit
+# integers, float64 for 32- and 64-bit ones.
+_TRUE_DIVISION = {"int8": "float32", "uint8": "float32", "int16": "float32",
+                  "uint16": "float32", "int32": "float64", "uint32": "float64",
+                  "int64": "float64", "uint64": "float64"}
+
+
+def true_division_operands(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """x and y for `div`: both cast to a float dtype where both are integers of one dtype
+    (`x / y` of int32 tensors is float64); other operands as given (the op checks them)."""
+    to = _TRUE_DIVISION.get(x.dtype)
+    if to is None or y.dtype != x.dtype:
+        return x, y
+    return (apply_op(builtin_registry(), "cast", [x], {"DstT": to}),
+            apply_op(builtin_registry(), "cast", [y], {"DstT": to}))
 
 
 def lift(value: Any, anchor: Optional[Tensor] = None) -> Tensor:
