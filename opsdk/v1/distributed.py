@@ -178,7 +178,7 @@ class _ClusterSession(ClusterSession):
                     result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
-        return v1_session._decode(fetches, result) if v1_session._decoding else result
+        return v1_session.fetched(fetches, result)
 
 
 class NothingToRun:

@@ -100,7 +100,7 @@ class Session(opsdk.Session):
                     result = super().run(fetches, _feeds(feed_dict), timeout=timeout)
         except OpsdkError as exc:
             raise errors.as_tf_error(exc) from None
-        return _decode(fetches, result) if _decoding else result
+        return fetched(fetches, result)
 
     @property
     def graph_def(self) -> Any:
@@ -262,6 +262,27 @@ def register_decoder(tensor: Any, decode: Callable[[Any], Any]) -> None:
     global _decoding
     graph_state.table(tensor.graph, "decoders")[tensor.name] = decode
     _decoding = True
+
+
+def fetched(fetches: Any, result: Any) -> Any:
+    """What a run hands out for the runtime's `result` of `fetches`, as TF's session does:
+    strings and summaries decoded, 0-d arrays as NumPy scalars."""
+    return _scalars(_decode(fetches, result) if _decoding else result)
+
+
+def _scalars(value: Any) -> Any:
+    """A fetched 0-d array as the NumPy scalar TF's session hands out (`np.float32(1.5)`: a
+    dict key, with a scalar's repr), in the fetches' structure."""
+    if type(value) is np.ndarray:
+        return value[()] if value.ndim == 0 else value
+    if type(value) is list:
+        return [_scalars(v) for v in value]
+    if isinstance(value, tuple):
+        items = [_scalars(v) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        return type(value)((k, _scalars(v)) for k, v in value.items())
+    return value
 
 
 def _decode(fetch: Any, value: Any) -> Any:

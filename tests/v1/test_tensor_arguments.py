@@ -164,3 +164,22 @@ def test_a_tensors_shape_answers_as_tensorflows_does():
     zeros = tf.zeros(w.shape.as_list())  # the idiom that failed
     with tf.Session() as sess:
         assert sess.run(zeros).shape == (3, 5)
+
+
+def test_a_0d_fetch_is_a_numpy_scalar_as_tensorflows_session_gives():
+    """sess.run of a 0-d tensor gives np.float32(6.0) (it was a 0-d array): usable as a dict
+    key, with a scalar's repr; in lists, dicts, namedtuples and through Tensor.eval alike."""
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    c = tf.constant(2.0)
+    with tf.Session() as sess:
+        alone = sess.run(c * 3)
+        nested = sess.run([c, {"k": c, "v": tf.ones([2])}, pair(c, tf.constant(1)), (c,)])
+        evaluated = c.eval()
+    assert type(alone) is np.float32 and repr(alone) == repr(np.float32(6.0))
+    assert {alone: "key"}[np.float32(6.0)] == "key"
+    assert type(nested[0]) is np.float32 and type(nested[1]["k"]) is np.float32
+    assert nested[1]["v"].shape == (2,) and type(nested[2].b) is np.int32
+    assert isinstance(nested[2], pair) and type(nested[3][0]) is np.float32
+    assert type(evaluated) is np.float32
