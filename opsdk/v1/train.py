@@ -1,10 +1,12 @@
 """`tf.train`: opsdk's optimizers and Saver under TF's names, `get_global_step`,
-`get_checkpoint_state`, the learning-rate schedule `exponential_decay` and
-`ExponentialMovingAverage` (`opsdk/v1/averages.py`)."""
+`get_checkpoint_state`, checkpoint readers (`list_variables`, `load_variable`,
+`load_checkpoint`, `NewCheckpointReader`, `checkpoint_exists`), the learning-rate schedule
+`exponential_decay` and `ExponentialMovingAverage` (`opsdk/v1/averages.py`)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Optional
 
@@ -13,7 +15,8 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import scopes
+from opsdk.runtime.train.saver import read_checkpoint
+from opsdk.v1 import errors, scopes
 from opsdk.v1.averages import ExponentialMovingAverage
 from opsdk.v1 import graph_def as _graph_def, schedules as _schedules
 from opsdk.v1.misc import Namespace
@@ -49,6 +52,68 @@ def get_checkpoint_state(checkpoint_dir: Any, latest_filename: Any = None) -> An
     if latest is None:
         return None
     return SimpleNamespace(model_checkpoint_path=latest, all_model_checkpoint_paths=[latest])
+
+
+def _checkpoint_path(who: str, ckpt_dir_or_file: Any) -> Path:
+    """The checkpoint a folder's newest one or a file names (OpsdkError where there is none)."""
+    path = os.fspath(ckpt_dir_or_file)
+    if os.path.isdir(path):
+        latest = opsdk.latest_checkpoint(path)
+        if latest is None:
+            raise OpsdkError(f"{who}: no checkpoint in folder {path!r}")
+        path = latest
+    return Path(path)
+
+
+class CheckpointReader:
+    """TF's checkpoint reader over one checkpoint of this project's format: `get_tensor`,
+    `has_tensor`, `get_variable_to_shape_map`, `get_variable_to_dtype_map`."""
+
+    def __init__(self, path: Path):
+        self._path = path
+        self._arrays = read_checkpoint(path)
+
+    def get_tensor(self, tensor_str: str) -> np.ndarray:
+        name = tensor_str[:-2] if tensor_str.endswith(":0") else tensor_str
+        if name not in self._arrays:
+            raise errors.NotFoundError(None, None, f"Key {name} not found in checkpoint "
+                                       f"{self._path}")
+        return self._arrays[name].copy()
+
+    def has_tensor(self, tensor_str: str) -> bool:
+        return tensor_str in self._arrays
+
+    def get_variable_to_shape_map(self) -> dict[str, list]:
+        return {name: list(a.shape) for name, a in self._arrays.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, Any]:
+        return {name: a.dtype for name, a in self._arrays.items()}
+
+
+def load_checkpoint(ckpt_dir_or_file: Any) -> CheckpointReader:
+    """A reader of the checkpoint given, or of a folder's newest one."""
+    return CheckpointReader(_checkpoint_path("tf.train.load_checkpoint", ckpt_dir_or_file))
+
+
+def list_variables(ckpt_dir_or_file: Any) -> list[tuple[str, list]]:
+    """(name, shape) of each variable of the checkpoint (or a folder's newest), by name."""
+    reader = load_checkpoint(ckpt_dir_or_file)
+    return sorted(reader.get_variable_to_shape_map().items())
+
+
+def load_variable(ckpt_dir_or_file: Any, name: str) -> np.ndarray:
+    """The value of variable `name` in the checkpoint (or a folder's newest)."""
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
+def checkpoint_exists(checkpoint_prefix: Any) -> bool:
+    """Whether a checkpoint of this project's format is at that path."""
+    path = Path(os.fspath(checkpoint_prefix))
+    try:
+        read_checkpoint(path)
+    except OpsdkError:
+        return False
+    return True
 
 
 def get_or_create_global_step(graph: Any = None) -> Any:
@@ -98,5 +163,8 @@ train = Namespace(
     global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,
     ExponentialMovingAverage=ExponentialMovingAverage, write_graph=_graph_def.write_graph,
     piecewise_constant_decay=_schedules.piecewise_constant,
+    load_checkpoint=load_checkpoint, list_variables=list_variables, load_variable=load_variable,
+    NewCheckpointReader=lambda filepattern: CheckpointReader(Path(os.fspath(filepattern))),
+    checkpoint_exists=checkpoint_exists,
     **{name: getattr(_schedules, name) for name in _schedules.NAMES},
 )
