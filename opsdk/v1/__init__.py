@@ -88,6 +88,8 @@ _session.attach()
 _tensors.attach()
 _math.attach()
 from opsdk.v1.distributed import install as _install_distributed; _install_distributed(train, globals())  # noqa: E402,E702 - tf.train's distributed names (opsdk/v1/distributed.py)
+from opsdk.v1 import namespaces as _namespaces  # noqa: E402 - tf.math, tf.random, tf.compat.v1, ...
+globals().update(_namespaces.install(__import__("sys").modules[__name__]))
 
 
 def _adapt(fn: Any) -> Any:

@@ -169,3 +169,30 @@ def test_layers_take_their_variables_dtype_from_float_inputs_as_tf_does():
     with tf.variable_scope("given"):
         w = tf.layers.dense(tf.placeholder(tf.float64, [None, 3]), 2, dtype=tf.float64)
     assert w.dtype == "float64"
+
+
+def test_the_newer_namespaces_reach_the_same_functions():
+    """tf.math, tf.random, tf.linalg, tf.initializers, tf.debugging and tf.compat.v1 (TF
+    1.13-1.15's spellings) were refused whole; each entry is the top-level function TF's is,
+    values as TensorFlow 2.21's compat.v1 gives them (checked by hand)."""
+    tf.reset_default_graph()
+    assert tf.compat.v1 is tf and tf.math.reduce_sum is tf.reduce_sum
+    assert tf.math.softmax is tf.nn.softmax and tf.random.normal is tf.random_normal
+    assert tf.initializers.glorot_uniform is tf.glorot_uniform_initializer
+    x = tf.constant([-100.0, -1.0, 0.0, 2.0, 100.0])
+    with tf.compat.v1.Session() as sess:
+        got = sess.run([tf.math.log_sigmoid(x), tf.math.reduce_variance(x),
+                        tf.math.reduce_std(x, keepdims=True),
+                        tf.math.divide_no_nan(x, tf.constant([0.0, 1.0, 0.0, 2.0, 4.0])),
+                        tf.linalg.eye(2), tf.math.top_k(x, 2).values])
+    np.testing.assert_allclose(got[0], [-100.0, -1.3132616, -0.6931472, -0.126928, 0.0],
+                               rtol=1e-6, atol=1e-30)
+    assert got[1] == np.float32(4000.9602) and got[2].shape == (1,)
+    np.testing.assert_array_equal(got[3], [0.0, -1.0, 0.0, 1.0, 25.0])
+    np.testing.assert_array_equal(got[4], np.eye(2))
+    np.testing.assert_array_equal(got[5], [100.0, 2.0])
+    with pytest.raises(AttributeError, match="tf.math.bessel_i0 is not provided"):
+        tf.math.bessel_i0
+    (grad,) = tf.gradients(tf.reduce_sum(tf.math.divide_no_nan(x, tf.zeros([5]))), [x])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(grad), np.zeros(5))
