@@ -5,8 +5,9 @@ itself), so `tf.math.log(x)`, `tf.random.normal([2])` and `tf.compat.v1.placehol
 Each entry names the top-level (or `nn.`) function TensorFlow's own namespace entry is: the same
 function under another path (checked against TensorFlow 2.21's compat.v1 when these lists were
 written). A name a namespace lacks is refused naming it, as the top level's are. A few
-compositions TensorFlow added with these namespaces are here too: `log_sigmoid`,
-`reduce_variance`, `reduce_std` and `divide_no_nan`.
+compositions are here too: `tf.math.log_sigmoid`, `reduce_variance`, `reduce_std` and
+`divide_no_nan`; `tf.random.categorical` (`tf.multinomial`) and `tf.random.shuffle`
+(`tf.random_shuffle`); `tf.broadcast_to`; `tf.norm` (`tf.linalg.norm`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any, Optional
 
+import numpy as np
+
 from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import math_ops as _m
 from opsdk.v1.misc import Namespace
-from opsdk.v1.tensors import convert_to_tensor as _t
+from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 # namespace -> {its name: the path of that function in opsdk.v1}
 _SAME = {"abs", "acos", "add", "add_n", "argmax", "argmin", "asin", "atan", "ceil", "cos", "cosh",
@@ -80,8 +84,81 @@ def divide_no_nan(x: Any, y: Any, name: Optional[str] = None) -> Any:
     return _ops.where(zero, _ops.zeros_like(_ops.div(a, safe)), _ops.div(a, safe), name=name)
 
 
+def categorical(logits: Any, num_samples: Any, dtype: Any = None, seed: Optional[int] = None,
+                name: Optional[str] = None) -> Any:
+    """[batch, num_samples] class indices drawn from softmax(logits[b]) (`tf.multinomial`):
+    the Gumbel-max draw, argmax(logits - log(-log(u))) for uniform u, each draw independent.
+    Seeded as the other random ops; not TF's sequence of draws."""
+    from opsdk.v1 import dtypes as _dtypes
+    from opsdk.v1.tensors import random_uniform
+
+    x = _t(logits)
+    if x.shape is None or len(x.shape) != 2:
+        raise OpsdkError("categorical: logits must be a [batch, classes] matrix")
+    x = _ops.cast(x, dtype="float64") if x.dtype != "float64" else x
+    shape = _m.concat([_m.shape(x)[:1], _m.reshape(_t(num_samples), [1]),
+                       _m.shape(x)[1:]], axis=0)
+    tiny = float(np.finfo(np.float64).tiny)
+    u = random_uniform(shape, tiny, 1.0, dtype=_dtypes.float64, seed=seed)
+    gumbel = _ops.neg(_ops.log(_ops.neg(_ops.log(u))))
+    scores = _ops.add(_m.expand_dims(x, 1), gumbel)
+    out = _dtypes.int64 if dtype is None else dtype
+    return _m.cast(_m.argmax(scores, axis=2), out, name=name)
+
+
+def multinomial(logits: Any, num_samples: Any, seed: Optional[int] = None,
+                name: Optional[str] = None, output_dtype: Any = None) -> Any:
+    """TF1's name for `categorical`."""
+    return categorical(logits, num_samples, output_dtype, seed, name)
+
+
+def shuffle(value: Any, seed: Optional[int] = None, name: Optional[str] = None) -> Any:
+    """`value`'s rows (along axis 0) in a random order: a gather by the order of uniform keys,
+    so a gradient reaches each row where it came from."""
+    from opsdk.v1 import composed
+    from opsdk.v1.tensors import random_uniform
+
+    x = _t(value)
+    if x.shape is None or not x.shape:
+        raise OpsdkError("random_shuffle: value must have at least one dimension")
+    keys = random_uniform(_m.shape(x)[:1], seed=seed)
+    return _m.gather(x, composed.argsort(keys), name=name)
+
+
+def broadcast_to(input: Any, shape: Any, name: Optional[str] = None) -> Any:  # noqa: A002
+    """`input` broadcast to `shape` (NumPy's rules), numbers and bools alike."""
+    x = _t(input)
+    if x.dtype == "bool":
+        return _ops.not_equal(broadcast_to(_m.cast(x, "int8"), shape), _t(np.int8(0)), name=name)
+    return _ops.add(x, zeros(shape, dtype=x.dtype), name=name)
+
+
+def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None, keepdims: Any = None,  # noqa: A002
+         name: Optional[str] = None, keep_dims: Any = None) -> Any:
+    """The vector norm of `tensor` (all of it, or along `axis`): 'euclidean' (2) or 'fro', 1,
+    or np.inf; matrix norms other than Frobenius are refused."""
+    x = _t(tensor)
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    if isinstance(axis, (list, tuple)) and len(axis) == 2 and ord not in ("fro", "euclidean"):
+        raise OpsdkError(f"norm: the matrix norm ord={ord!r} is not supported by opsdk.v1; "
+                         "give 'fro' or 'euclidean'")
+    if ord in ("euclidean", "fro", 2, 2.0):
+        return _ops.sqrt(_m.reduce_sum(_ops.square(x), axis, keep), name=name)
+    if ord in (1, 1.0):
+        return _m.reduce_sum(_ops.abs(x), axis, keep, name)
+    if ord == np.inf:
+        return _m.reduce_max(_ops.abs(x), axis, keep, name)
+    raise OpsdkError(f"norm: ord={ord!r}; give 'euclidean', 'fro', 1, 2 or np.inf")
+
+
 _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_variance,
-                   "reduce_std": reduce_std, "divide_no_nan": divide_no_nan}}
+                   "reduce_std": reduce_std, "divide_no_nan": divide_no_nan},
+          "random": {"categorical": categorical, "multinomial": multinomial,
+                     "shuffle": shuffle},
+          "linalg": {"norm": norm}}
+# and at the top level, under TF1's names
+TOP_LEVEL = {"multinomial": multinomial, "random_shuffle": shuffle, "broadcast_to": broadcast_to,
+             "norm": norm, "log_sigmoid": log_sigmoid}
 
 
 def _resolve(module: ModuleType, path: str) -> Any:
@@ -92,11 +169,13 @@ def _resolve(module: ModuleType, path: str) -> Any:
 
 
 def install(module: ModuleType) -> dict[str, Any]:
-    """The namespaces of `module` (opsdk.v1), to set on it: `tf.math` and the others."""
+    """The namespaces of `module` (opsdk.v1), to set on it (`tf.math` and the others), and the
+    top-level functions defined here (`tf.multinomial`, `tf.random_shuffle`, ...)."""
     spaces: dict[str, Any] = {}
     for space, paths in PATHS.items():
         names = {name: _resolve(module, path) for name, path in paths.items()}
         names.update(_EXTRA.get(space, {}))
         spaces[space] = Namespace(space, **names)
     spaces["compat"] = Namespace("compat", v1=module)
+    spaces.update(TOP_LEVEL)
     return spaces

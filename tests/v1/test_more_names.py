@@ -196,3 +196,35 @@ def test_the_newer_namespaces_reach_the_same_functions():
     (grad,) = tf.gradients(tf.reduce_sum(tf.math.divide_no_nan(x, tf.zeros([5]))), [x])
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(grad), np.zeros(5))
+
+
+def test_categorical_draws_follow_the_softmax_and_shuffle_permutes_rows():
+    """tf.random.categorical / tf.multinomial (Gumbel-max draws, seeded), tf.random_shuffle,
+    tf.broadcast_to and tf.norm: refused before."""
+    tf.reset_default_graph()
+    tf.set_random_seed(3)
+    probabilities = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])
+    draws = tf.random.categorical(tf.constant(np.log(probabilities), tf.float32), 20000)
+    few = tf.multinomial(tf.zeros([4, 3]), 5, output_dtype=tf.int32)
+    rows = tf.constant(np.arange(20.0).reshape(10, 2))
+    shuffled = tf.random_shuffle(rows, seed=1)
+    (grad,) = tf.gradients(tf.reduce_sum(shuffled * shuffled), [rows])
+    x = tf.constant([[3.0, -4.0], [0.0, 1.0]])
+    with tf.Session() as sess:
+        got, small, order, g, b, flags, norms = sess.run([
+            draws, few, shuffled, grad, tf.broadcast_to(tf.constant([1, 2]), [3, 2]),
+            tf.broadcast_to(tf.constant([True, False]), [2, 2]),
+            [tf.norm(x), tf.norm(x, axis=1), tf.norm(x, ord=1), tf.linalg.norm(x, ord=np.inf)]])
+    assert got.dtype == np.int64 and got.shape == (2, 20000)
+    for row, p in zip(got, probabilities):
+        np.testing.assert_allclose(np.bincount(row, minlength=3) / row.size, p, atol=0.015)
+    assert small.dtype == np.int32 and small.shape == (4, 5) and set(small.ravel()) <= {0, 1, 2}
+    assert sorted(order[:, 0].tolist()) == list(range(0, 20, 2))
+    assert (order[:, 1] == order[:, 0] + 1).all() and order[:, 0].tolist() != list(range(0, 20, 2))
+    np.testing.assert_array_equal(g, 2 * np.arange(20.0).reshape(10, 2))
+    assert b.tolist() == [[1, 2]] * 3 and flags.tolist() == [[True, False]] * 2
+    np.testing.assert_allclose(norms[0], np.sqrt(26.0))
+    np.testing.assert_allclose(norms[1], [5.0, 1.0])
+    assert norms[2] == 8.0 and norms[3] == 4.0
+    with pytest.raises(OpsdkError, match="matrix norm ord=1"):
+        tf.norm(x, ord=1, axis=[0, 1])
