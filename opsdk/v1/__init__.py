@@ -42,7 +42,7 @@ from opsdk.v1.math_ops import (abs, acos, add, arg_max, arg_min, argmax, argmin,
                                to_int64, transpose, truediv, unpack, unstack, where)
 from opsdk.v1.state_ops import assign, assign_add, assign_sub
 from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
-                             constant_initializer, get_collection, get_variable,
+                             constant_initializer, get_collection, get_collection_ref, get_variable,
                              get_variable_scope, glorot_uniform_initializer, global_variables,
                              global_variables_initializer, group, local_variables,
                              local_variables_initializer, no_op, ones_initializer,

@@ -282,6 +282,11 @@ def get_collection(key: str, scope: Optional[str] = None) -> list:
     return [i for i in items if hasattr(i, "name") and re.match(scope, i.name)]
 
 
+def get_collection_ref(key: str) -> list:
+    """The default graph's collection `key` itself, to change in place (TF's)."""
+    return opsdk.get_default_graph().get_collection_ref(key)
+
+
 def add_to_collection(name: str, value: Any) -> None:
     opsdk.get_default_graph().add_to_collection(name, value)
 

@@ -316,11 +316,27 @@ def _operation_run(self: Any, feed_dict: Optional[Mapping[Any, Any]] = None,
     _session_for(f"run of '{self.name}'", session).run(self, feed_dict)
 
 
+def _by_name(kind: str, find: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """TF's `Graph.get_<kind>_by_name`: a KeyError for a missing name, as TF raises."""
+    def get(graph: Any, name: str) -> Any:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} names are strings, not {type(name).__name__}")
+        try:
+            return find(graph, name)
+        except OpsdkError as exc:
+            raise KeyError(f"The name {name!r} refers to no {kind} in this graph: {exc}") from None
+    get.__name__ = f"get_{kind}_by_name"
+    return get
+
+
 def attach() -> None:
     """Give opsdk's Tensor and Operation TF1's `eval()` and `run()`, and its Graph
-    `as_graph_def()` (opsdk/v1/graph_def.py)."""
+    `as_graph_def()` (opsdk/v1/graph_def.py), `get_tensor_by_name` and
+    `get_operation_by_name`."""
     from opsdk.v1.graph_def import as_graph_def
 
     opsdk.Tensor.eval = _tensor_eval
     opsdk.Operation.run = _operation_run
     opsdk.Graph.as_graph_def = as_graph_def
+    opsdk.Graph.get_tensor_by_name = _by_name("tensor", opsdk.Graph.get_tensor)
+    opsdk.Graph.get_operation_by_name = _by_name("operation", opsdk.Graph.get_operation)

@@ -228,3 +228,28 @@ def test_categorical_draws_follow_the_softmax_and_shuffle_permutes_rows():
     assert norms[2] == 8.0 and norms[3] == 4.0
     with pytest.raises(OpsdkError, match="matrix norm ord=1"):
         tf.norm(x, ord=1, axis=[0, 1])
+
+
+def test_a_graph_answers_tf1s_lookups_by_name():
+    """Graph.get_tensor_by_name / get_operation_by_name (a KeyError for a missing name, as TF
+    raises) and tf.get_collection_ref (the live list), refused or absent before; the graph's
+    get_all_collection_keys and clear_collection."""
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 4], name="x")
+    with tf.name_scope("scope"):
+        z = tf.add(x, 1.0, name="z")
+    g = tf.get_default_graph()
+    assert g.get_tensor_by_name("scope/z:0") is z and g.get_operation_by_name("x") is x.op
+    with pytest.raises(KeyError, match="'nope:0' refers to no tensor"):
+        g.get_tensor_by_name("nope:0")
+    with pytest.raises(KeyError, match="refers to no operation"):
+        g.get_operation_by_name("scope/zz")
+    live = tf.get_collection_ref("mine")
+    live.append(z)
+    assert tf.get_collection("mine") == [z] and "mine" in g.get_all_collection_keys()
+    g.clear_collection("mine")
+    assert tf.get_collection("mine") == []
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(g.get_tensor_by_name("scope/z:0"),
+                                               {g.get_tensor_by_name("x:0"): np.zeros((1, 4))}),
+                                      np.ones((1, 4)))

@@ -340,6 +340,24 @@ class Graph:
         with self._lock:
             return list(self._collections.get(key, ()))
 
+    def get_collection_ref(self, key: str) -> list:
+        """The collection `key` itself, for a caller that changes it in place (made empty when
+        nothing was added)."""
+        with self._lock:
+            self._check_not_finalized(f"collection '{key}'")
+            return self._collections.setdefault(key, [])
+
+    def get_all_collection_keys(self) -> list[str]:
+        """The names of the collections that hold something."""
+        with self._lock:
+            return [k for k, v in self._collections.items() if v]
+
+    def clear_collection(self, key: str) -> None:
+        """Empty the collection `key`."""
+        with self._lock:
+            self._check_not_finalized(f"collection '{key}'")
+            self._collections.pop(key, None)
+
 
 def _optional_input(spec: OpSpec, name: str) -> bool:
     return any(t.name == name and t.optional for t in spec.inputs)
