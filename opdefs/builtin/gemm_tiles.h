@@ -46,9 +46,10 @@ constexpr int64_t MC = 256;    // broadcast rows per block, reused from L2 acros
 // Broadcast rows this few read an untransposed packed operand where it lies (panels of whole
 // rows, ldy apart) instead of copying it, while rows x contracted values stay within
 // kDirectWork: each panel is then swept by so few row tiles that its copy cost about what they
-// did. Measured (float32, one thread, the AVX-512 Xeon; us packed -> in place): 32 x 192 @
-// 192 x 512 (an LSTM cell's) 59 -> 55, 8 x 784 @ 784 x 512 144 -> 100, 16 x 3136 @ 3136 x 1024
-// 1405 -> 1280; but 32 x 3136 and 50 x 3136 @ 3136 x 1024 2130 -> 2310 and 2670 -> 3350
+// did. Measured (float32, one thread, the AVX-512 Xeon; us packed -> in place, over runs): 32 x
+// 192 @ 192 x 512 (an LSTM cell's) 59-61 -> 55-60, 8 x 784 @ 784 x 512 126-147 -> 96-102, 32 x
+// 784 @ 784 x 512 246-262 -> 207-222, 16 x 3136 @ 3136 x 1024 even (1390-1480 both ways); but
+// 32 x 3136 and 50 x 3136 @ 3136 x 1024 2070-2190 -> 2270-2350 and 2610-2720 -> 3320-3380
 // (each tile rereads a panel spread over k rows of y, a page apart).
 constexpr int64_t kDirectRows = 64;
 constexpr int64_t kDirectWork = int64_t(1) << 16;
