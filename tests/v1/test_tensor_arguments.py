@@ -183,3 +183,21 @@ def test_a_0d_fetch_is_a_numpy_scalar_as_tensorflows_session_gives():
     assert nested[1]["v"].shape == (2,) and type(nested[2].b) is np.int32
     assert isinstance(nested[2], pair) and type(nested[3][0]) is np.float32
     assert type(evaluated) is np.float32
+
+
+def test_a_tensors_dtype_answers_as_a_tensorflow_dtype_does():
+    """`x.dtype.name`, `.base_dtype`, `.is_floating`, `.as_numpy_dtype` and the like: the dtype
+    was a plain str, which has none of them; it still equals tf.float32 and 'float32'."""
+    x = tf.placeholder(tf.float32, [None, 2])
+    i = tf.constant([1, 2], dtype=tf.int64)
+    b = tf.constant([True])
+    assert x.dtype == tf.float32 and x.dtype == "float32" and x.dtype.name == "float32"
+    assert x.dtype.base_dtype == tf.float32 and x.dtype.is_floating and not x.dtype.is_integer
+    assert i.dtype.is_integer and not i.dtype.is_unsigned and b.dtype.is_bool
+    assert x.dtype.as_numpy_dtype is np.float32 and i.dtype.size == 8
+    assert i.dtype.max == np.iinfo(np.int64).max and x.dtype.min == np.finfo(np.float32).min
+    zeros = np.zeros(3, dtype=x.dtype.as_numpy_dtype)
+    with tf.Session() as sess:
+        assert sess.run(x, {x: zeros[None, :2]}).dtype == np.float32
+    v = tf.Variable(tf.zeros([2]))
+    assert v.dtype.base_dtype == tf.float32

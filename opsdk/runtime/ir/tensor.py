@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 
+import numpy as np
+
 from opsdk.registry.errors import OpsdkError
 
 if TYPE_CHECKING:
@@ -62,11 +64,67 @@ class StaticShape(tuple):
         return StaticShape(got) if isinstance(item, slice) else got
 
 
+class DTypeName(str):
+    """A tensor's dtype: its name (`'float32'`), a str, which also answers what TF1 programs ask
+    of a dtype (`x.dtype.name`, `.base_dtype`, `.is_floating`, `.is_integer`, `.is_bool`,
+    `.as_numpy_dtype`, `.size`, `.min`, `.max`)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def base_dtype(self) -> "DTypeName":
+        return self
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        return np.dtype(str(self)).type
+
+    @property
+    def is_floating(self) -> bool:
+        return np.dtype(str(self)).kind == "f"
+
+    @property
+    def is_integer(self) -> bool:
+        return np.dtype(str(self)).kind in "iu"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return np.dtype(str(self)).kind == "u"
+
+    @property
+    def is_bool(self) -> bool:
+        return np.dtype(str(self)).kind == "b"
+
+    @property
+    def is_complex(self) -> bool:
+        return np.dtype(str(self)).kind == "c"
+
+    @property
+    def size(self) -> int:
+        return np.dtype(str(self)).itemsize
+
+    @property
+    def min(self) -> Any:
+        d = np.dtype(str(self))
+        return d.type(np.finfo(d).min if d.kind in "fc" else np.iinfo(d).min if d.kind in "iu"
+                      else False)
+
+    @property
+    def max(self) -> Any:
+        d = np.dtype(str(self))
+        return d.type(np.finfo(d).max if d.kind in "fc" else np.iinfo(d).max if d.kind in "iu"
+                      else True)
+
+
 class Tensor:
     """Output `index` of node `op`. `shape` has None for unknown dims (None: unknown rank); it
-    is a StaticShape (a tuple) whatever is assigned."""
+    is a StaticShape (a tuple) whatever is assigned, and `dtype` a DTypeName (a str)."""
 
-    __slots__ = ("op", "index", "_shape", "dtype")
+    __slots__ = ("op", "index", "_shape", "_dtype")
     __array_priority__ = 100  # `ndarray + tensor` defers to Tensor.__radd__
 
     def __init__(self, op: "Operation", index: int, shape: Shape, dtype: str):
@@ -78,6 +136,14 @@ class Tensor:
     @property
     def shape(self) -> Optional[StaticShape]:
         return self._shape
+
+    @property
+    def dtype(self) -> DTypeName:
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, value: str) -> None:
+        self._dtype = value if type(value) is DTypeName else DTypeName(value)
 
     @shape.setter
     def shape(self, value: Shape) -> None:
