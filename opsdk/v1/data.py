@@ -864,16 +864,24 @@ class Iterator:
         with self._graph.as_default():
             return py_func_node(start, sources, [], name=name or "MakeIterator")
 
+    def _mismatch(self, tree: Any, specs: Sequence[_Spec]) -> Optional[int]:
+        """Where elements of `tree` and `specs` cannot be this iterator's: -1 for another
+        structure or dtypes, k for component k's shape; None where they can."""
+        if tree != self._tree or [s.dtype for s in specs] != [s.dtype for s in self._specs]:
+            return -1
+        return next((k for k, (a, b) in enumerate(zip(specs, self._specs))
+                     if not compatible(a.shape, b.shape)), None)
+
     def _check_compatible(self, dataset: Dataset) -> None:
-        if dataset._tree != self._tree or [s.dtype for s in dataset._specs] != [
-                s.dtype for s in self._specs]:
+        k = self._mismatch(dataset._tree, dataset._specs)
+        if k == -1:
             raise OpsdkError(f"Iterator.make_initializer: the dataset's elements ({dataset!r}) "
                              f"differ from the iterator's ({_describe(self._tree)}: "
                              f"{', '.join(s.dtype for s in self._specs)})")
-        for k, (a, b) in enumerate(zip(dataset._specs, self._specs)):
-            if not compatible(a.shape, b.shape):
-                raise OpsdkError(f"Iterator.make_initializer: component {k} of the dataset has "
-                                 f"shape {list(a.shape)}, the iterator's {list(b.shape)}")
+        if k is not None:
+            a, b = dataset._specs[k], self._specs[k]
+            raise OpsdkError(f"Iterator.make_initializer: component {k} of the dataset has "
+                             f"shape {list(a.shape)}, the iterator's {list(b.shape)}")
 
     def _start_one_shot(self, values: Sequence[np.ndarray]) -> None:
         """Start a one-shot iterator on its first use (the values of its dataset's graph
@@ -940,9 +948,7 @@ class _Feedable(Iterator):
             raise errors.InvalidArgumentError(
                 None, None, f"IteratorGetNext: the handle fed, {key!r}, names no iterator of this "
                 "process: feed the value of an iterator's string_handle()")
-        if target._tree != self._tree or [s.dtype for s in target._specs] != [
-                s.dtype for s in self._specs] or not all(
-                compatible(a.shape, b.shape) for a, b in zip(target._specs, self._specs)):
+        if self._mismatch(target._tree, target._specs) is not None:
             raise errors.InvalidArgumentError(
                 None, None, f"IteratorGetNext: the iterator of the handle fed gives {target!r} "
                 f"elements, this one reads {self!r} elements")

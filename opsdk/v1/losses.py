@@ -156,16 +156,18 @@ def get_regularization_loss(scope: Optional[str] = None,
     parts = get_regularization_losses(scope)
     if not parts:
         return opsdk.constant(np.float32(0.0), name=name)
-    total = parts[0]
-    for p in parts[1:]:
-        total = total + p
-    return _ops.identity(total, name=name)
+    return _summed(parts, name)
 
 
 def get_total_loss(add_regularization_losses: bool = True, name: str = "total_loss") -> Any:
     parts = get_losses() + (get_regularization_losses() if add_regularization_losses else [])
     if not parts:
         raise OpsdkError("get_total_loss: no losses were made (tf.losses.* add theirs)")
+    return _summed(parts, name)
+
+
+def _summed(parts: list, name: str) -> Any:
+    """parts[0] + parts[1] + ..., in order, as one named tensor."""
     total = parts[0]
     for p in parts[1:]:
         total = total + p

@@ -66,13 +66,12 @@ def truediv(x: Any, y: Any, name: Optional[str] = None) -> Any:
 def div(x: Any, y: Any, name: Optional[str] = None) -> Any:
     """TF1's `tf.div`, Python 2's division: integers floor-divided, floats divided."""
     a, b = _pair(x, y)
-    if a.dtype in _INTEGERS:
+    if a.dtype.is_integer:
         return _ops.floor_div(a, b, name=name)
     return _ops.div(a, b, name=name)
 
 
 divide = truediv
-_INTEGERS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
 equal, not_equal, less, less_equal = (_binary(n) for n in ("equal", "not_equal", "less",
                                                            "less_equal"))
 greater, greater_equal = _binary("greater"), _binary("greater_equal")

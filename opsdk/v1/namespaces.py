@@ -19,7 +19,7 @@ import numpy as np
 
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import math_ops as _m
+from opsdk.v1 import math_ops as _m, nn as _nn
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -55,11 +55,8 @@ PATHS: dict[str, dict[str, str]] = {
 
 
 def log_sigmoid(x: Any, name: Optional[str] = None) -> Any:
-    """log(sigmoid(x)) = -softplus(-x), without overflow."""
-    v = _t(x)
-    neg = _ops.neg(v)  # softplus(-x) = max(-x, 0) + log1p(exp(-|x|))
-    return _ops.neg(_ops.add(_ops.relu(neg), _m.log1p(_ops.exp(_ops.neg(_ops.abs(v))))),
-                    name=name)
+    """log(sigmoid(x)) = -softplus(-x), without overflow (nn.softplus's form)."""
+    return _ops.neg(_nn.softplus(_ops.neg(_t(x))), name=name)
 
 
 def reduce_variance(input_tensor: Any, axis: Any = None, keepdims: bool = False,

@@ -7,6 +7,7 @@ identity (as in TensorFlow 1) because tensors are dict keys in `feed_dict`.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional
 
 
@@ -46,12 +47,7 @@ class StaticShape(tuple):
 
     def num_elements(self) -> Optional[int]:
         """The number of elements, or None while a dim is unknown."""
-        if None in self:
-            return None
-        n = 1
-        for d in self:
-            n *= d
-        return n
+        return None if None in self else math.prod(self)
 
     def is_compatible_with(self, other: Any) -> bool:
         """Whether a shape could be both: the same rank, and each pair of known dims equal."""
@@ -72,6 +68,10 @@ class DTypeName(str):
     __slots__ = ()
 
     @property
+    def _numpy(self) -> np.dtype:
+        return np.dtype(str(self))
+
+    @property
     def name(self) -> str:
         return str(self)
 
@@ -81,41 +81,41 @@ class DTypeName(str):
 
     @property
     def as_numpy_dtype(self) -> type:
-        return np.dtype(str(self)).type
+        return self._numpy.type
 
     @property
     def is_floating(self) -> bool:
-        return np.dtype(str(self)).kind == "f"
+        return self._numpy.kind == "f"
 
     @property
     def is_integer(self) -> bool:
-        return np.dtype(str(self)).kind in "iu"
+        return self._numpy.kind in "iu"
 
     @property
     def is_unsigned(self) -> bool:
-        return np.dtype(str(self)).kind == "u"
+        return self._numpy.kind == "u"
 
     @property
     def is_bool(self) -> bool:
-        return np.dtype(str(self)).kind == "b"
+        return self._numpy.kind == "b"
 
     @property
     def is_complex(self) -> bool:
-        return np.dtype(str(self)).kind == "c"
+        return self._numpy.kind == "c"
 
     @property
     def size(self) -> int:
-        return np.dtype(str(self)).itemsize
+        return self._numpy.itemsize
 
     @property
     def min(self) -> Any:
-        d = np.dtype(str(self))
+        d = self._numpy
         return d.type(np.finfo(d).min if d.kind in "fc" else np.iinfo(d).min if d.kind in "iu"
                       else False)
 
     @property
     def max(self) -> Any:
-        d = np.dtype(str(self))
+        d = self._numpy
         return d.type(np.finfo(d).max if d.kind in "fc" else np.iinfo(d).max if d.kind in "iu"
                       else True)
 
