@@ -2,9 +2,10 @@
 `tf.random`, `tf.linalg`, `tf.initializers`, `tf.debugging`, and `tf.compat.v1` (opsdk.v1
 itself), so `tf.math.log(x)`, `tf.random.normal([2])` and `tf.compat.v1.placeholder(...)` run.
 
-Each entry names the top-level (or `nn.`) function TensorFlow's own namespace entry is: the same
-function under another path (checked against TensorFlow 2.21's compat.v1 when these lists were
-written). A name a namespace lacks is refused naming it, as the top level's are. A few
+Each entry is the top-level (or `nn.`) function TensorFlow 2.21's compat.v1 also has under that
+name (the lists were drawn from it: 36 of `tf.math`'s entries are the very same function objects
+there, the others its top-level aliases of the same op). A name a namespace lacks is refused
+naming it, as the top level's are. A few
 compositions are here too: `tf.math.log_sigmoid`, `reduce_variance`, `reduce_std` and
 `divide_no_nan`; `tf.random.categorical` (`tf.multinomial`) and `tf.random.shuffle`
 (`tf.random_shuffle`); `tf.broadcast_to`; `tf.norm` (`tf.linalg.norm`).
