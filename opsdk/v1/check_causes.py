@@ -26,7 +26,7 @@ _PACKAGES = {"opsdk": ("opsdk",), "tf": ("tensorflow", "tf_keras", "keras")}
 _PIP_NAMES = {"skimage": "scikit-image", "sklearn": "scikit-learn", "cv2": "opencv-python",
               "PIL": "pillow", "yaml": "pyyaml", "bs4": "beautifulsoup4"}
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in ')
-_MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^'.]+)")
+_MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,12 @@ def cause_of(stderr: str, folder: Path, backend: str = "opsdk") -> Cause:
     lines = [l for l in stderr.strip().splitlines() if l.strip()]
     last = lines[-1] if lines else ""
     missing = _MISSING_MODULE.match(last)
-    if missing and missing.group(1) != "tensorflow":
-        name = missing.group(1)
+    if missing and missing.group(1).split(".")[0] == "tensorflow":
+        if backend == "opsdk":  # a module of TF's that opsdk.v1 does not answer
+            return Cause("refused", f"refused by opsdk.v1: it does not provide the module "
+                                    f"'{missing.group(1)}'")
+    elif missing:
+        name = missing.group(1).split(".")[0]
         return Cause("environment", f"the environment's: the package it imports as '{name}' is "
                                     f"not installed (pip install {_PIP_NAMES.get(name, name)})")
     decisive = _decisive_frame(_last_traceback(lines), folder, backend)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import runpy
 import sys
-import types
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -47,16 +46,11 @@ def bind_tensorflow() -> None:
         for part in name.split("."):
             value = getattr(value, part)
         sys.modules["tensorflow." + name] = value  # type: ignore[assignment]
-    # `from tensorflow.python.client import timeline`: the one module of tensorflow.python
-    # that TF1 programs import for themselves (a traced run's Chrome trace)
-    from opsdk.v1 import timeline
+    # `from tensorflow.python.framework import ops` and the other modules of TF's internals
+    # that TF1 programs import for themselves (opsdk.v1.internals)
+    from opsdk.v1 import internals
 
-    for name in ("python", "python.client"):
-        sys.modules.setdefault("tensorflow." + name, types.ModuleType("tensorflow." + name))
-    client = sys.modules["tensorflow.python.client"]
-    client.timeline = timeline  # type: ignore[attr-defined]
-    sys.modules["tensorflow.python"].client = client  # type: ignore[attr-defined]
-    sys.modules["tensorflow.python.client.timeline"] = timeline
+    internals.install()
 
 
 def run_program(path: str, device: Optional[str], argv: Sequence[str] = ()) -> None:

@@ -48,6 +48,17 @@ def test_a_missing_package_names_what_to_install(tmp_path):
     assert cause_of(missing_tf, tmp_path).kind != "environment"  # the framework's to provide
 
 
+def test_a_module_of_tensorflow_that_opsdk_lacks_is_refused_by_opsdk_not_the_programs(tmp_path):
+    # Python's own words when `tensorflow.python` is a plain module, and opsdk.v1's finder's
+    for last in ("ModuleNotFoundError: No module named 'tensorflow.python.framework'; "
+                 "'tensorflow.python' is not a package",
+                 "ModuleNotFoundError: No module named 'tensorflow.python.ops.lookup_ops': "
+                 "opsdk.v1 answers only these modules of TensorFlow's tensorflow.python: ..."):
+        cause = cause_of(_traceback((tmp_path / "p.py", 11), last=last), tmp_path)
+        assert cause.kind == "refused", last
+        assert "tensorflow.python." in cause.text
+
+
 def test_the_cause_of_a_chained_exception_is_read_from_the_last_traceback(tmp_path):
     first = _traceback((OPSDK / "v1" / "nn.py", 10), last="KeyError: 'x'")
     second = _traceback((tmp_path / "p.py", 7), last="FileNotFoundError: [Errno 2] No such "
