@@ -571,3 +571,36 @@ def unique(x: Any, out_idx: Any = "int32", name: Optional[str] = None) -> Any:
 def unique_with_counts(x: Any, out_idx: Any = "int32", name: Optional[str] = None) -> Any:
     """`unique` and how often each value appears."""
     return UniqueWithCounts(*_ops.unique(_t(x), dtype=name_of(out_idx), name=name))
+
+
+def slice_(input_: Any, begin: Any, size: Any, name: Optional[str] = None) -> Any:
+    """TF's `tf.slice(input_, begin, size)`: the block of `input_` starting at `begin` with
+    `size` entries per axis (-1: to the end). Entries known when the graph is built make one
+    `slice` node; an entry known only at run time (a tensor) makes a gather of an `arange` on its
+    axis. A block past the end is an error, as TF's."""
+    x = _t(input_)
+    b, s = args.dims("slice", begin, "begin"), args.dims("slice", size, "size")
+    if len(b.known) != len(s.known) or (x.ndim is not None and len(b.known) != x.ndim):
+        raise OpsdkError(f"slice: begin has {len(b.known)} entries and size {len(s.known)}; "
+                         f"give one per axis of '{x.name}' (rank {x.ndim})")
+    for arg, known in (("begin", b.known), ("size", s.known)):
+        low = 0 if arg == "begin" else -1
+        bad = [v for v in known if v is not None and v < low]
+        if bad:
+            raise OpsdkError(f"slice: {arg} entries must be >= {low}, got {known}")
+    late = [i for i in builtins.range(len(b.known)) if b.known[i] is None or s.known[i] is None]
+    if not late:
+        return _ops.slice(x, begin=b.known, size=s.known, name=name)
+    # the axes known now in one slice node, then a gather per axis known at run time
+    result = _ops.slice(x, begin=[0 if i in late else b.known[i] for i in builtins.range(x.ndim)],
+                        size=[-1 if i in late else s.known[i] for i in builtins.range(x.ndim)])
+    begins, sizes = b.tensor(), s.tensor()
+    for i in late:
+        first = math_ops.gather(begins, i)
+        count = math_ops.gather(sizes, i)
+        to_end = math_ops.gather(math_ops.shape(result, out_type="int32"), i)
+        stop = math_ops.where(math_ops.less(count, 0), to_end, _ops.add(first, count))
+        indices = math_ops.range(first, stop)
+        result = math_ops.gather(result, indices, axis=i,
+                                 name=name if i == late[-1] else None)
+    return result

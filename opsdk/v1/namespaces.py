@@ -1,5 +1,6 @@
 """TF 1.13-1.15's newer namespaces over the names opsdk.v1 already provides: `tf.math`,
-`tf.random`, `tf.linalg`, `tf.initializers`, `tf.debugging`, and `tf.compat.v1` (opsdk.v1
+`tf.random`, `tf.linalg`, `tf.initializers`, `tf.debugging`, `tf.test` (whether a GPU is
+usable), and `tf.compat.v1` (opsdk.v1
 itself), so `tf.math.log(x)`, `tf.random.normal([2])` and `tf.compat.v1.placeholder(...)` run.
 
 Each entry is the top-level (or `nn.`) function TensorFlow 2.21's compat.v1 also has under that
@@ -52,6 +53,7 @@ PATHS: dict[str, dict[str, str]] = {
                      "local_variables": "local_variables_initializer",
                      "variables": "variables_initializer"},
     "debugging": {"is_finite": "is_finite", "is_inf": "is_inf", "is_nan": "is_nan"},
+    "test": {},
 }
 
 
@@ -149,11 +151,42 @@ def norm(tensor: Any, ord: Any = "euclidean", axis: Any = None, keepdims: Any = 
     raise OpsdkError(f"norm: ord={ord!r}; give 'euclidean', 'fro', 1, 2 or np.inf")
 
 
+def is_built_with_cuda() -> bool:
+    """Whether this install can run opsdk's CUDA kernels: CuPy is installed (opsdk compiles its
+    CUDA sources when a GPU runs them; TF's answer is about its build)."""
+    import importlib.util
+
+    return importlib.util.find_spec("cupy") is not None
+
+
+def is_gpu_available(cuda_only: bool = False, min_cuda_compute_capability: Any = None) -> bool:
+    """Whether a CUDA GPU is usable here (CuPy sees one); `min_cuda_compute_capability`, a
+    (major, minor) pair, asks that GPU 0 have at least that capability."""
+    from opsdk.runtime.devices.cuda import probe_cupy
+
+    cupy, _ = probe_cupy()
+    if cupy is None:
+        return False
+    if min_cuda_compute_capability is None:
+        return True
+    major, minor = min_cuda_compute_capability
+    have = int(cupy.cuda.Device(0).compute_capability)
+    return have >= 10 * int(major) + int(minor)
+
+
+def gpu_device_name() -> str:
+    """'/device:GPU:0' when a GPU is usable, else '' (as TF's)."""
+    return "/device:GPU:0" if is_gpu_available() else ""
+
+
 _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_variance,
                    "reduce_std": reduce_std, "divide_no_nan": divide_no_nan},
           "random": {"categorical": categorical, "multinomial": multinomial,
                      "shuffle": shuffle},
-          "linalg": {"norm": norm}}
+          "linalg": {"norm": norm},
+          "test": {"is_built_with_cuda": is_built_with_cuda,
+                   "is_built_with_gpu_support": is_built_with_cuda,
+                   "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}
 # and at the top level, under TF1's names
 TOP_LEVEL = {"multinomial": multinomial, "random_shuffle": shuffle, "broadcast_to": broadcast_to,
              "norm": norm, "log_sigmoid": log_sigmoid}

@@ -253,3 +253,38 @@ def test_a_graph_answers_tf1s_lookups_by_name():
         np.testing.assert_array_equal(sess.run(g.get_tensor_by_name("scope/z:0"),
                                                {g.get_tensor_by_name("x:0"): np.zeros((1, 4))}),
                                       np.ones((1, 4)))
+
+
+def test_slice_takes_tfs_positional_begin_and_size_known_now_or_at_run_time():
+    x = tf.placeholder(tf.float32, [None, 4])
+    n = tf.placeholder(tf.int32, [])
+    a = np.arange(20, dtype=np.float32).reshape(5, 4)
+    now = tf.slice(x, [1, 0], [2, -1])
+    late_size = tf.slice(x, [0, 1], [n, 2])
+    late_begin = tf.slice(x, tf.stack([n, 0]), [-1, 3])
+    grad = tf.gradients(tf.reduce_sum(late_size * 2.0), x)[0]
+    with tf.Session() as sess:
+        got = sess.run([now, late_size, late_begin, grad], {x: a, n: 2})
+        np.testing.assert_array_equal(got[0], a[1:3])
+        np.testing.assert_array_equal(got[1], a[0:2, 1:3])
+        np.testing.assert_array_equal(got[2], a[2:, 0:3])
+        want = np.zeros_like(a)
+        want[0:2, 1:3] = 2.0
+        np.testing.assert_array_equal(got[3], want)
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(tf.slice(x, [4, 0], [3, 1]), {x: a})  # past the end: an error, as TF's
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(tf.slice(x, tf.stack([n, 0]), [3, 1]), {x: a, n: 4})
+    with pytest.raises(OpsdkError, match="slice: begin has 1 entries and size 2"):
+        tf.slice(x, [0], [1, 1])
+    with pytest.raises(OpsdkError, match="slice: size entries must be >= -1"):
+        tf.slice(x, [0, 0], [1, -2])
+
+
+def test_tf_test_answers_whether_a_gpu_is_usable():
+    from opsdk.runtime.devices.cuda import probe_cupy
+
+    usable = probe_cupy()[0] is not None
+    assert tf.test.is_gpu_available() is usable
+    assert tf.test.gpu_device_name() == ("/device:GPU:0" if usable else "")
+    assert isinstance(tf.test.is_built_with_cuda(), bool)
