@@ -366,25 +366,27 @@ class TopKV2(NamedTuple):
 def top_k(input: Any, k: Any = 1, sorted: bool = True, name: Optional[str] = None) -> TopKV2:  # noqa: A002
     """(values, indices) of the k largest entries of input's last axis, largest first (equal
     values in index order), as TF's. The indices come from the `top_k_indices` op; the values
-    are gathered with them, so a gradient reaches the entries picked. The last axis's size must
-    be known when the graph is built."""
+    are gathered with them, so a gradient reaches the entries picked. The rank of input must
+    be known when the graph is built; its sizes may be known only at run time."""
     x = _t(input)
     k = _args.static_int("top_k", "k", k)
-    if x.shape is None or not x.shape or x.shape[-1] is None:
-        raise OpsdkError(f"top_k: '{x.name}' needs a last axis whose size is known when the "
-                         f"graph is built, got shape {x.shape}")
+    if x.shape is None or not x.shape:
+        raise OpsdkError(f"top_k: '{x.name}' needs a rank of at least 1 known when the graph is "
+                         f"built, got shape {x.shape}")
     indices = _ops.top_k_indices(x, k=k)
     return TopKV2(_ops.identity(top_k_values(x, indices), name=name), indices)
 
 
 def top_k_values(x: Any, indices: Any) -> Any:
     """x at `indices` of its last axis ([..., k] int32, top_k's): a gather of the flat
-    positions, so a gradient reaches the entries picked. x's last axis must be known."""
-    n, k = int(x.shape[-1]), int(indices.shape[-1])
+    positions, so a gradient reaches the entries picked. x's last axis may be known only at run
+    time (its size is then read when the step runs)."""
+    k = int(indices.shape[-1])
+    n = (opsdk.constant(np.int32(x.shape[-1])) if x.shape[-1] is not None else
+         _ops.reshape(_ops.slice(_m.shape(x), begin=[len(x.shape) - 1], size=[1]), shape=[]))
     rows = _ops.reshape(indices, shape=[-1, k])
     offsets = _ops.mul(_m.range(0, _ops.reshape(_ops.slice(_m.shape(rows), begin=[0], size=[1]),
-                                                shape=[])),
-                       opsdk.constant(np.int32(n)))
+                                                shape=[])), n)
     flat = _ops.add(rows, _m.expand_dims(offsets, 1))
     values = _ops.gather(_ops.reshape(x, shape=[-1]), flat)
     if len(x.shape) != 2:

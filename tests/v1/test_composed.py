@@ -290,8 +290,16 @@ def test_the_gradient_of_top_k_reaches_the_entries_picked():
     with pytest.raises(tf.OpsdkError, match="k=6 is more than the 5 elements"):
         with tf.Session() as sess:
             sess.run(tf.nn.top_k(x, 6).values, {x: TIES})
-    with pytest.raises(tf.OpsdkError, match="top_k: .* needs a last axis whose size is known"):
-        tf.nn.top_k(tf.placeholder(tf.float32, [2, None]), 1)
+    # a last axis known only at run time (the distances of a nearest-neighbour program)
+    late = tf.placeholder(tf.float32, [None, None])
+    values, indices = tf.nn.top_k(late, 2)
+    (grad,) = tf.gradients(tf.reduce_sum(values * tf.constant([1.0, 10.0])), [late])
+    with tf.Session() as sess:
+        got = sess.run([values, indices, grad], {late: TIES})
+    np.testing.assert_array_equal(got[2], [[0, 1, 0, 10, 0], [1, 10, 0, 0, 0], [1, 10, 0, 0, 0]])
+    np.testing.assert_array_equal(got[0], np.take_along_axis(np.asarray(TIES), got[1], axis=1))
+    with pytest.raises(tf.OpsdkError, match="top_k: .* needs a rank of at least 1 known"):
+        tf.nn.top_k(tf.placeholder(tf.float32, None), 1)
 
 
 def test_layers_conv1d_and_pooling_keep_their_static_shapes_and_train():
