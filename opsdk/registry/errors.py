@@ -23,6 +23,15 @@ class OpsdkError(Exception):
     """Base of every error opsdk raises for a user mistake (the CLI prints these without a traceback)."""
 
 
+def in_context(exc: OpsdkError, message: str) -> OpsdkError:
+    """`exc` again with `message` (its own message inside some context): the same class and
+    the same attributes (a `PyFuncError`'s `raised`), whatever its constructor takes."""
+    again = type(exc).__new__(type(exc))
+    again.__dict__.update(exc.__dict__)
+    again.args = (message,)
+    return again
+
+
 class OpDefError(OpsdkError):
     """A mistake in a declaration: `file:line: op 'name': what is wrong (the fix)`.
 

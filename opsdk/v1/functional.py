@@ -244,3 +244,63 @@ def cond(pred: Any, true_fn: Optional[Callable[[], Any]] = None,
     if true_fn is None or false_fn is None:
         raise OpsdkError("tf.cond: give both true_fn and false_fn")
     return opsdk.cond(pred, true_fn, false_fn, name=name)
+
+
+def case(pred_fn_pairs: Any, default: Optional[Callable[[], Any]] = None,
+         exclusive: bool = False, strict: bool = False, name: str = "case") -> Any:
+    """TF1's `tf.case`: the result of the fn of the first pair whose predicate (a bool scalar
+    tensor) is true, else of `default`, built as nested `cond`s. Without `default`, the last
+    pair's fn is the default, run only when its own predicate holds: when none holds the step
+    fails with InvalidArgumentError, as TF's. `exclusive=True` fails the step when more than one
+    predicate holds. `strict` changes nothing (as in `cond`)."""
+    from opsdk.v1.asserts import Assert
+
+    pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else pred_fn_pairs
+    if not isinstance(pairs, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+        raise OpsdkError("tf.case: pred_fn_pairs must be a list of (predicate, fn) pairs or a "
+                         f"dict, got {pred_fn_pairs!r}")
+    preds = []
+    for i, (pred, fn) in enumerate(pairs):
+        if not callable(fn):
+            raise OpsdkError(f"tf.case: the fn of pair {i} is not callable: {fn!r}")
+        p = _t(pred)
+        if p.dtype != "bool" or (p.shape is not None and len(p.shape) != 0):
+            raise OpsdkError(f"tf.case: the predicate of pair {i} ('{p.name}') must be a bool "
+                             f"scalar, got {p.dtype} of shape {p.shape}")
+        preds.append(p)
+    if not pairs:
+        if default is None:
+            raise OpsdkError("tf.case: give at least one (predicate, fn) pair or a default")
+        return default()
+    with opsdk.name_scope(name):
+        checks = []
+        all_preds = opsdk.ops.stack(preds, axis=0)
+        if exclusive:
+            count = _m.reduce_sum(_m.cast(all_preds, "int32"))
+            checks.append(Assert(_m.less_equal(count, 1), [
+                f"Input error: exclusive=True: more than 1 conditions "
+                f"({', '.join(p.name for p in preds)}) evaluated as True:", all_preds]))
+        fns = [fn for _, fn in pairs]
+        if default is None:
+            last, last_fn = preds[-1], fns[-1]
+            preds, fns = preds[:-1], fns[:-1]
+
+            def default() -> Any:
+                with opsdk.control_dependencies([Assert(last, [
+                        "Input error: None of conditions evaluated as True:", all_preds])]):
+                    return _identities(last_fn())
+        chain = default
+        for p, fn in reversed(list(zip(preds, fns))):
+            chain = (lambda p=p, fn=fn, rest=chain: cond(p, fn, rest))
+        if not checks:
+            return chain()
+        with opsdk.control_dependencies(checks):
+            return _identities(chain())
+
+
+def _identities(value: Any) -> Any:
+    """`value` (a structure of tensors) as new identity nodes, which take the control
+    dependencies in force where they are made."""
+    leaves, tree = flatten(value)
+    return pack(tree, [opsdk.ops.identity(_t(v)) for v in leaves])

@@ -52,7 +52,10 @@ PATHS: dict[str, dict[str, str]] = {
                      "global_variables": "global_variables_initializer",
                      "local_variables": "local_variables_initializer",
                      "variables": "variables_initializer"},
-    "debugging": {"is_finite": "is_finite", "is_inf": "is_inf", "is_nan": "is_nan"},
+    "debugging": {"is_finite": "is_finite", "is_inf": "is_inf", "is_nan": "is_nan",
+                  "Assert": "Assert", **{f"assert_{n}": f"assert_{n}" for n in (
+                      "equal", "none_equal", "less", "less_equal", "greater", "greater_equal",
+                      "positive", "negative", "non_negative", "non_positive")}},
     "test": {},
 }
 

@@ -150,3 +150,59 @@ def test_while_loop_and_cond_match_tensorflow():
     kinds, values = _loops(theirs)
     assert kinds[0] != "list" and kinds[1] == "list" and kinds[2] == "tuple"
     assert values == _loops(tf)[1]
+
+
+def test_case_picks_the_first_true_pair_and_fails_the_step_as_tfs_does():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [])
+    first = tf.case([(tf.less(x, 0.0), lambda: -x), (tf.greater(x, 10.0), lambda: x / 10.0)],
+                    default=lambda: x + 100.0)
+    (grad,) = tf.gradients(first, [x])
+    no_default = tf.case({tf.less(x, 0.0): lambda: tf.constant(-1.0),
+                          tf.greater(x, 0.0): lambda: tf.constant(1.0)})
+    exclusive = tf.case([(tf.less(x, 5.0), lambda: 1.0), (tf.less(x, 10.0), lambda: 2.0)],
+                        default=lambda: 3.0, exclusive=True)
+    with tf.Session() as sess:
+        for value, want, slope in ((-3.0, 3.0, -1.0), (4.0, 104.0, 1.0), (20.0, 2.0, 0.1)):
+            got = sess.run([first, grad], {x: value})
+            np.testing.assert_allclose(got, [want, slope], rtol=1e-6)
+        assert sess.run(no_default, {x: -2.0}) == -1.0 and sess.run(no_default, {x: 3.0}) == 1.0
+        assert sess.run(exclusive, {x: 7.0}) == 2.0 and sess.run(exclusive, {x: 12.0}) == 3.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="None of conditions evaluated"):
+            sess.run(no_default, {x: 0.0})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="exclusive=True: more than 1"):
+            sess.run(exclusive, {x: 2.0})
+    with pytest.raises(OpsdkError, match="the predicate of pair 0 .* must be a bool scalar"):
+        tf.case([(x, lambda: x)])
+
+
+def test_asserts_pass_quietly_and_fail_the_step_naming_their_message():
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None])
+    with tf.control_dependencies([tf.assert_positive(x, message="x must be positive"),
+                                  tf.debugging.assert_less(x, 10.0)]):
+        y = tf.identity(x * 2.0)
+    checked = tf.Assert(tf.reduce_all(tf.equal(x, x)), ["never shown", x])
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: [1.0, 2.0]}), [2.0, 4.0])
+        sess.run(checked, {x: [1.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"x must be positive.*Condition x > 0 .*\[1.0 -1.0\]"):
+            sess.run(y, {x: [1.0, -1.0]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Condition x < y"):
+            sess.run(y, {x: [11.0]})
+
+
+def test_an_error_raised_by_a_py_func_inside_a_cond_branch_reaches_the_caller():
+    # the branch's error was rebuilt through its class's constructor, which a py_func's error
+    # (carrying what the function raised) does not take with one argument: a TypeError instead
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [])
+
+    def refuse(v):
+        raise ValueError("refused inside the branch")
+    out = tf.cond(x > 0.0, lambda: tf.py_func(refuse, [x], tf.float32), lambda: x)
+    with tf.Session() as sess:
+        assert sess.run(out, {x: -1.0}) == -1.0
+        with pytest.raises(tf.OpsdkError, match="cond .*refused inside the branch"):
+            sess.run(out, {x: 1.0})

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.errors import OpError, OpsdkError, in_context
 from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.control_flow.builders import fits, recorded, shape_text
@@ -42,7 +42,7 @@ def run_subgraph(plan: Plan, sub: SubGraph, values: list, ctx: Any, who: str) ->
     try:
         slots = execute(plan, dict(zip(sub.inputs, values)), ctx, None)
     except OpsdkError as exc:
-        raise type(exc)(f"{who}, in '{sub.name}': {exc}") from exc
+        raise in_context(exc, f"{who}, in '{sub.name}': {exc}") from exc
     return tuple(slots[s] for s in plan.fetch_slots)
 
 
