@@ -39,7 +39,8 @@ from opsdk.v1.math_ops import (abs, acos, add, arg_max, arg_min, argmax, argmin,
                                reduce_any, reduce_max, reduce_mean, reduce_min, reduce_sum,
                                reshape, rsqrt, shape, sigmoid, sign, split, sqrt, square, squeeze,
                                stack, stop_gradient, sub, subtract, tanh, to_float, to_int32,
-                               to_int64, transpose, truediv, unpack, unstack, where)
+                               to_int64, transpose, truediv, unpack, unstack, where,
+                               realdiv, truncatediv, truncatemod)
 from opsdk.v1.state_ops import assign, assign_add, assign_sub
 from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
                              constant_initializer, get_collection, get_collection_ref, get_variable,

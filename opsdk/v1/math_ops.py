@@ -71,6 +71,28 @@ def div(x: Any, y: Any, name: Optional[str] = None) -> Any:
     return _ops.div(a, b, name=name)
 
 
+def truncatediv(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """x / y rounded toward zero (C's division: -7 / 5 is -1), ints and floats."""
+    a, b = _pair(x, y)
+    magnitude = _ops.floor_div(_ops.abs(a), _ops.abs(b))
+    return _ops.mul(_ops.mul(_ops.sign(a), _ops.sign(b)), magnitude, name=name)
+
+
+def truncatemod(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """The remainder of truncatediv, with the sign of x (C's fmod: -7 mod 5 is -2)."""
+    a, b = _pair(x, y)
+    return _ops.sub(a, _ops.mul(truncatediv(a, b), b), name=name)
+
+
+def realdiv(x: Any, y: Any, name: Optional[str] = None) -> Any:
+    """x / y for floats (TF's RealDiv); integers are refused (use truncatediv or floordiv)."""
+    a, b = _pair(x, y)
+    if not a.dtype.is_floating:
+        raise OpsdkError(f"realdiv: '{a.name}' is {a.dtype}; realdiv takes floats (truediv, "
+                         "floordiv or truncatediv divide integers)")
+    return _ops.div(a, b, name=name)
+
+
 divide = truediv
 equal, not_equal, less, less_equal = (_binary(n) for n in ("equal", "not_equal", "less",
                                                            "less_equal"))

@@ -76,3 +76,18 @@ def test_integers_divide_as_tensorflows_do():
     assert got[5] == np.float32(1.5) and small.dtype == "float32"
     with pytest.raises(tf.OpsdkError, match="dtype"):
         tf.constant([1], tf.int32) / tf.constant([1], tf.int64)
+
+
+def test_truncating_division_rounds_toward_zero_as_c_does():
+    a = np.array([-7, 7, -7, 7, 0], np.int32)
+    b = np.array([5, 5, -5, -5, 3], np.int32)
+    with tf.Session() as sess:
+        quotient, remainder, floats, real = sess.run([
+            tf.truncatediv(a, b), tf.truncatemod(a, b),
+            tf.truncatediv(a.astype(np.float32), b.astype(np.float32)), tf.realdiv(1.0, 4.0)])
+    np.testing.assert_array_equal(quotient, np.trunc(a / b).astype(np.int32))
+    np.testing.assert_array_equal(remainder, np.fmod(a, b))
+    np.testing.assert_array_equal(floats, np.trunc(a / b))
+    assert quotient.dtype == np.int32 and real == 0.25
+    with pytest.raises(tf.OpsdkError, match="realdiv: .* is int32; realdiv takes floats"):
+        tf.realdiv(a, b)
