@@ -604,3 +604,41 @@ def slice_(input_: Any, begin: Any, size: Any, name: Optional[str] = None) -> An
         result = math_ops.gather(result, indices, axis=i,
                                  name=name if i == late[-1] else None)
     return result
+
+
+def tensordot(a: Any, b: Any, axes: Any, name: Optional[str] = None) -> Any:
+    """TF's `tf.tensordot`: the sum over `axes` of a's and b's products, as one `einsum`.
+    `axes` is an int N (a's last N axes with b's first N) or a pair of axis lists (or ints);
+    both ranks must be known when the graph is built."""
+    x, y = _t(a), _t(b)
+    if x.shape is None or y.shape is None:
+        raise OpsdkError("tensordot: the ranks of a and b must be known when the graph is built")
+    rank_a, rank_b = len(x.shape), len(y.shape)
+    if isinstance(axes, (int, np.integer)) or (args.is_tensor(axes) and _t(axes).ndim == 0):
+        n = args.static_int("tensordot", "axes", axes)
+        if not 0 <= n <= min(rank_a, rank_b):
+            raise OpsdkError(f"tensordot: axes={n}, but a has rank {rank_a} and b {rank_b}")
+        pairs = (list(builtins.range(rank_a - n, rank_a)), list(builtins.range(n)))
+    elif isinstance(axes, (list, tuple)) and len(axes) == 2:
+        pairs = tuple([axes[i]] if isinstance(axes[i], (int, np.integer)) else
+                      list(args.static_dims("tensordot", axes[i], "axes")) for i in (0, 1))
+    else:
+        raise OpsdkError(f"tensordot: axes must be an int or a pair of axis lists, got {axes!r}")
+    on_a = [_axis("tensordot", x, i) for i in pairs[0]]
+    on_b = [_axis("tensordot", y, i) for i in pairs[1]]
+    if len(on_a) != len(on_b) or len(set(on_a)) != len(on_a) or len(set(on_b)) != len(on_b):
+        raise OpsdkError(f"tensordot: axes {pairs[0]} of a and {pairs[1]} of b must be as many "
+                         "and distinct")
+    for i, j in zip(on_a, on_b):
+        if x.shape[i] is not None and y.shape[j] is not None and x.shape[i] != y.shape[j]:
+            raise OpsdkError(f"tensordot: axis {i} of a has size {x.shape[i]}, axis {j} of b "
+                             f"{y.shape[j]}")
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    term_a = [next(letters) for _ in builtins.range(rank_a)]
+    term_b = [next(letters) for _ in builtins.range(rank_b)]
+    for i, j in zip(on_a, on_b):
+        term_b[j] = term_a[i]
+    out = ([term_a[i] for i in builtins.range(rank_a) if i not in on_a]
+           + [term_b[j] for j in builtins.range(rank_b) if j not in on_b])
+    return _ops.einsum([x, y], equation=f"{''.join(term_a)},{''.join(term_b)}->{''.join(out)}",
+                       name=name)

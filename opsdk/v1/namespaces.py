@@ -42,6 +42,7 @@ PATHS: dict[str, dict[str, str]] = {
     "random": {"normal": "random_normal", "uniform": "random_uniform",
                "truncated_normal": "truncated_normal", "set_random_seed": "set_random_seed"},
     "linalg": {"matmul": "matmul", "eye": "eye", "einsum": "einsum", "global_norm": "global_norm",
+               "tensordot": "tensordot",
                "l2_normalize": "nn.l2_normalize"},
     "initializers": {"constant": "constant_initializer", "zeros": "zeros_initializer",
                      "ones": "ones_initializer", "random_normal": "random_normal_initializer",

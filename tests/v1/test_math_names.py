@@ -91,3 +91,24 @@ def test_truncating_division_rounds_toward_zero_as_c_does():
     assert quotient.dtype == np.int32 and real == 0.25
     with pytest.raises(tf.OpsdkError, match="realdiv: .* is int32; realdiv takes floats"):
         tf.realdiv(a, b)
+
+
+def test_tensordot_sums_over_the_axes_given_as_numpys_does():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    c = rng.standard_normal((3, 4)).astype(np.float32)
+    x = tf.placeholder(tf.float32, [2, 3, 4])
+    cases = [((x, b, 1), 1), ((x, b, [[1, 2], [1, 0]]), ([1, 2], [1, 0])), ((c, c, 0), 0),
+             ((x, c, [[1, 2], [0, 1]]), ([1, 2], [0, 1])), ((c, c, [[-1], [1]]), ([-1], [1])),
+             ((x, b, [2, 0]), ([2], [0]))]
+    outs = [tf.tensordot(*call) for call, _ in cases]
+    (grad,) = tf.gradients(tf.reduce_sum(outs[1]), [x])
+    with tf.Session() as sess:
+        got = sess.run(outs + [grad], {x: a})
+    for (call, axes), value in zip(cases, got):
+        left = a if call[0] is x else call[0]
+        np.testing.assert_allclose(value, np.tensordot(left, call[1], axes), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[-1], np.broadcast_to(b.sum(axis=2).T, (2, 3, 4)), rtol=1e-5)
+    with pytest.raises(tf.OpsdkError, match="tensordot: axis 2 of a has size 4, axis 0 of b 3"):
+        tf.tensordot(x, c, 1)
