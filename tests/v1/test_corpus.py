@@ -67,6 +67,28 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[13] == "for i in range(start, 10):"
 
 
+def test_a_module_beside_the_program_comes_along_as_a_package(tmp_path):
+    import subprocess
+
+    clone = tmp_path / "sources" / "someone+tutorials"
+    (clone / "ch9").mkdir(parents=True)
+    (clone / "ch9" / "driver.py").write_text("from model import net\nimport numpy\n")
+    (clone / "ch9" / "model.py").write_text("for i in range(500):\n    pass\n")
+    (clone / "ch9" / "unused.py").write_text("x = 1\n")
+    for command in (["init", "-q"], ["add", "."],
+                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(clone), *command], check=True)
+    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    entry = build.Entry("someone/tutorials", commit, "ch9/driver.py", "MIT")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    build._helpers(tmp_path / "sources", entry, (clone / "ch9" / "driver.py").read_text(), cache)
+    helper = (cache / "model" / "__init__.py").read_text()
+    assert helper.startswith("for i in range(2):  # opsdk-corpus: was")  # adapted as programs are
+    assert sorted(p.name for p in cache.iterdir()) == ["model"]  # not numpy, not unused
+
+
 def test_the_cache_is_refused_inside_the_repository(tmp_path):
     with pytest.raises(SystemExit, match="outside the repository"):
         build.build(tmp_path, CORPUS / "cache")

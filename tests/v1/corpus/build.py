@@ -25,7 +25,8 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
    a loop over an epoch's batches, `range(<data>.num_examples // batch_size)`, runs at most 20
    (`range(min(20, ...))`), so every program ends in seconds.
 4. Helpers: a program importing `libs` (pkmital's tutorials) gets its repository's `libs/` at
-   the same commit, adapted by the same rules.
+   the same commit, adapted by the same rules, and a program importing a module that sits
+   beside it gets that module (as a package of its name, so that it is not run as a program).
 5. Waiting for the user: `plt.waitforbuttonpress()` becomes `pass` (plots are drawn off screen,
    where it would wait forever).
 """
@@ -154,8 +155,23 @@ def build(sources: Path, cache: Path) -> list[Entry]:
     return entries
 
 
+_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.M)
+
+
 def _helpers(sources: Path, entry: Entry, text: str, cache: Path) -> None:
-    """The `libs` package a program imports from its own repository (pkmital's tutorials)."""
+    """The helpers a program imports from its own repository: the `libs` package (pkmital's
+    tutorials), and a module beside the program (`from siamese_similarity_model import ...`),
+    written as a package of that name so that the check does not run it as a program."""
+    folder = Path(entry.path).parent
+    tree = f"{entry.commit}:{folder}" if str(folder) != "." else entry.commit
+    beside = _git(sources, entry, "ls-tree", "--name-only", tree)
+    modules = {Path(n).stem for n in beside.stdout.decode().split() if n.endswith(".py")}
+    for match in _IMPORT.finditer(text):
+        name = match[1] or match[2]
+        if name in modules and name != Path(entry.path).stem and not (cache / name).exists():
+            (cache / name).mkdir()
+            data = show(sources, entry, str(folder / f"{name}.py")).decode("utf-8", errors="replace")
+            (cache / name / "__init__.py").write_text(adapt(data))
     if re.search(r"^\s*from libs", text, re.M) and not (cache / "libs").exists():
         folder = str(Path(entry.path).parent / "libs")
         listing = _git(sources, entry, "ls-tree", "--name-only", f"{entry.commit}:{folder}")
