@@ -1,8 +1,9 @@
 """TensorFlow 1's dtypes and its rules for choosing one (`placeholder("float")` is float32,
 Python floats become float32 and ints int32 in `constant` and `Variable`).
 
-The dtypes are NumPy's: `tf.float32 == "float32"` and `x.dtype == tf.float32` hold for opsdk's
-tensors, whose dtype is a name. `string` is a marker: opsdk's runtime has no string tensors, so
+The dtypes are names (`DTypeName`, a str that answers TF's questions of a dtype and NumPy
+takes as one): `tf.float32 == "float32"`, `tf.float32 == np.float32` and `x.dtype ==
+tf.float32` hold, and `tf.float32.as_numpy_dtype` is `np.float32`. `string` is a marker: opsdk's runtime has no string tensors, so
 `opsdk.v1` keeps string constants as bytes (see `strings.py`).
 """
 
@@ -13,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from opsdk.registry.errors import OpsdkError
+from opsdk.runtime.ir.tensor import DTypeName
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
-uint8, uint16 = np.dtype("uint8"), np.dtype("uint16")
-bool_ = np.dtype("bool")
+float16, float32, float64 = DTypeName("float16"), DTypeName("float32"), DTypeName("float64")
+int8, int16, int32, int64 = (DTypeName(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16 = DTypeName("uint8"), DTypeName("uint16")
+bool_ = DTypeName("bool")
 half, double = float16, float64
 
 
@@ -37,8 +39,10 @@ _TF_NAMES = {"float": float32, "double": float64, "half": float16, "int": int32,
              "long": int64, "bool": bool_}
 
 
-def as_dtype(dtype: Any) -> np.dtype:
-    """The NumPy dtype TF means by `dtype` (a dtype, a name, or a Python type)."""
+def as_dtype(dtype: Any) -> DTypeName:
+    """The dtype TF means by `dtype` (a dtype, a name, or a Python type), as a DTypeName (the
+    name, which NumPy takes as a dtype and which answers `is_floating`, `as_numpy_dtype` and the
+    rest of TF's questions)."""
     if dtype is string or dtype is str or dtype == "string":
         return string  # type: ignore[return-value]
     if isinstance(dtype, str) and dtype in _TF_NAMES:
@@ -50,7 +54,7 @@ def as_dtype(dtype: Any) -> np.dtype:
     if dtype is bool:
         return bool_
     try:
-        return np.dtype(dtype)
+        return DTypeName(np.dtype(dtype).name)
     except TypeError:
         raise OpsdkError(f"'{dtype}' is not a dtype (use e.g. tf.float32)") from None
 

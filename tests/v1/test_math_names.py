@@ -112,3 +112,15 @@ def test_tensordot_sums_over_the_axes_given_as_numpys_does():
     np.testing.assert_allclose(got[-1], np.broadcast_to(b.sum(axis=2).T, (2, 3, 4)), rtol=1e-5)
     with pytest.raises(tf.OpsdkError, match="tensordot: axis 2 of a has size 4, axis 0 of b 3"):
         tf.tensordot(x, c, 1)
+
+
+def test_tfs_dtype_objects_answer_tfs_questions_and_equal_numpys():
+    assert tf.int32.as_numpy_dtype is np.int32 and tf.float32.as_numpy_dtype(1) == 1.0
+    assert tf.float32 == np.float32 and tf.float32 == np.dtype("float32") and tf.float32 == "float32"
+    assert tf.float32 != np.float64 and tf.float32 != tf.float64 and tf.float32 is not None
+    assert tf.as_dtype("float").is_floating and tf.as_dtype(np.int64).is_integer
+    assert tf.as_dtype(float) is tf.float32 and tf.bool.is_bool and tf.uint8.max == 255
+    assert np.zeros(2, dtype=tf.float16).dtype == np.float16 and tf.float64.kind == "f"
+    assert {tf.float32: "x"}["float32"] == "x"
+    x = tf.placeholder(tf.float32, [1])
+    assert x.dtype == tf.float32 and x.dtype == np.float32 and x.dtype.base_dtype == tf.float32

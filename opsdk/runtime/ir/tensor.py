@@ -61,11 +61,27 @@ class StaticShape(tuple):
 
 
 class DTypeName(str):
-    """A tensor's dtype: its name (`'float32'`), a str, which also answers what TF1 programs ask
-    of a dtype (`x.dtype.name`, `.base_dtype`, `.is_floating`, `.is_integer`, `.is_bool`,
-    `.as_numpy_dtype`, `.size`, `.min`, `.max`)."""
+    """A tensor's dtype, and opsdk.v1's `tf.float32` and the like: its name (`'float32'`), a
+    str, which also answers what TF1 programs ask of a dtype (`x.dtype.name`, `.base_dtype`,
+    `.is_floating`, `.is_integer`, `.is_bool`, `.as_numpy_dtype`, `.size`, `.min`, `.max`) and
+    what code written for NumPy's dtypes reads (`.kind`, `.itemsize`, `.type`)."""
 
     __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        # a NumPy dtype or scalar type equals its name (`tf.float32 == np.float32`), as NumPy's
+        # dtypes do
+        if isinstance(other, (np.dtype, type)) and not isinstance(other, str):
+            try:
+                return np.dtype(other) == self._numpy
+            except TypeError:
+                return False
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
 
     @property
     def _numpy(self) -> np.dtype:
@@ -106,6 +122,19 @@ class DTypeName(str):
     @property
     def size(self) -> int:
         return self._numpy.itemsize
+
+    # what code written for NumPy's dtypes reads (`d.kind`, `d.itemsize`, `d.type(0)`)
+    @property
+    def kind(self) -> str:
+        return self._numpy.kind
+
+    @property
+    def itemsize(self) -> int:
+        return self._numpy.itemsize
+
+    @property
+    def type(self) -> type:
+        return self._numpy.type
 
     @property
     def min(self) -> Any:
