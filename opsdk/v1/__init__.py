@@ -79,6 +79,8 @@ from opsdk.v1.composed import slice_ as slice, tensordot  # noqa: E402,A001 - TF
 from opsdk.v1.functional import case, cond, foldl, foldr, map_fn, scan, while_loop  # noqa: E402
 from opsdk.v1.asserts import NAMES as _ASSERTS  # noqa: E402 - tf.Assert, tf.assert_equal, ...
 globals().update(_ASSERTS)
+from opsdk.v1.linalg import NAMES as _LINALG  # noqa: E402 - tf.matrix_inverse, tf.diag, ...
+globals().update(_LINALG)
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
