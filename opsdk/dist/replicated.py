@@ -164,25 +164,25 @@ class ReplicatedOptimizer:
         if not counter:
             with g.device(var.op.device or None):  # slots live beside their variable
                 opt._create_slots(var)
-        slots = [] if counter else [opt._slot_vars[(var.name, s)].name for s, _ in opt._slots]
+        slots = [] if counter else [opt._slot_vars[(var.op.name, s)].name for s, _ in opt._slots]
         recipe = {} if counter else self._recipe(g, var)
-        base = var.name.replace("/", "_")
+        base = var.op.name.replace("/", "_")
         with g.device(var.op.device or None):
-            round_op = g.create_op("_dist_round", [], {"variable": var.name},
+            round_op = g.create_op("_dist_round", [], {"variable": var.op.name},
                                    [((), "int64")], name=f"{base}/round")
             # The round and the value are read at the start of the same step on the ps; a
             # round finishing between the two reads (only possible with backup workers) credits
             # one gradient to the newer round. (A control edge round -> variable would close
             # that window, but a graph file must hold a variable before its initializer, which
             # a control input on the variable node can reorder.)
-            attrs = {"variable": var.name, "slots": slots,
+            attrs = {"variable": var.op.name, "slots": slots,
                      "update_op": "" if counter else opt._op, "hypers": [],
                      "replicas": self.replicas, "sparse": sparse, **recipe}
             apply = g.create_op("_dist_apply", [round_op.outputs[0], *grad], attrs,
                                 [((2,), "int64")], name=f"{base}/apply", control_inputs=after)
             # The wait for the round runs apart, after every contribution of the step on the
             # task (opsdk/dist/partitions.py orders them; primitives.py says why).
-            return g.create_op("_dist_wait", [apply.outputs[0]], {"variable": var.name}, [],
+            return g.create_op("_dist_wait", [apply.outputs[0]], {"variable": var.op.name}, [],
                                name=f"{base}/wait")
 
     def _recipe(self, g: Graph, var: Variable) -> dict:
@@ -197,9 +197,9 @@ class ReplicatedOptimizer:
             recipe.update(hypers=[hypers[0], _float(opt.momentum, opt)], grad_at=1,
                           op_attrs=[["use_nesterov", bool(opt.use_nesterov)]])
         elif isinstance(opt, AdamOptimizer):
-            if var.name not in self._powers:
-                self._powers[var.name] = _powers(g, var, opt)
-            powers = self._powers[var.name]
+            if var.op.name not in self._powers:
+                self._powers[var.op.name] = _powers(g, var, opt)
+            powers = self._powers[var.op.name]
             recipe.update(reads=powers, scalings=[[powers[0], float(opt.beta1)],
                                                   [powers[1], float(opt.beta2)]])
         return recipe
@@ -210,7 +210,7 @@ def _powers(g: Graph, var: Variable, opt: AdamOptimizer) -> list[str]:
     made = []
     with g.as_default(), g.device(var.op.device or None):
         for label, beta in (("beta1_power", opt.beta1), ("beta2_power", opt.beta2)):
-            made.append(Variable(np.asarray(beta, var.dtype), name=f"{var.name}/{opt._name}/{label}",
+            made.append(Variable(np.asarray(beta, var.dtype), name=f"{var.op.name}/{opt._name}/{label}",
                                  trainable=False).name)
     return made
 

@@ -322,7 +322,7 @@ class WorkerSessionCreator(SessionCreator):
         from opsdk.runtime.frontend.variables import global_variables
 
         scaffold = self._scaffold.finalize(on_cluster=True)
-        names = {v.name for v in global_variables(sess.graph)}
+        names = {v.op.name for v in global_variables(sess.graph)}
         start = time.monotonic()
         said = start
         while not names <= set(sess.variable_values()):

@@ -154,7 +154,7 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
         with _outside_name_scopes(graph):
             var = _tensors.Variable(value, trainable=trainable, name=full,
                                     collections=collections)
-    if var.name != full:
+    if var.op.name != full:
         raise OpsdkError(f"get_variable: a node named '{full}' exists already (not made by "
                          "get_variable); choose another name")
     store[full] = var

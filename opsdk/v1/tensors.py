@@ -182,6 +182,12 @@ class Variable(opsdk.Variable):
         super().__init__(value, name=name or "Variable", trainable=trainable,
                          collections=collections)
 
+    @property
+    def name(self) -> str:
+        """TF's name of the variable: its value tensor's, `'w:0'` (`v.op.name` is the node's,
+        `'w'`, which checkpoints key on)."""
+        return f"{self.op.name}:0"
+
     def eval(self, session: Any = None) -> Any:
         """The variable's value in `session` (default: the default session)."""
         return self.value().eval(session=session)
@@ -209,8 +215,8 @@ class Variable(opsdk.Variable):
 
     def load(self, value: Any, session: Any = None) -> None:
         """Set the value in `session` directly."""
-        _session._session_for(f"load of '{self.name}'", session).variables.assign(
-            self.name, np.asarray(value, dtype=self.dtype))
+        _session._session_for(f"load of '{self.op.name}'", session).variables.assign(
+            self.op.name, np.asarray(value, dtype=self.dtype))
 
     # Operators read the value (as TF's Variable does), after the control dependencies in force.
     def __getattr__(self, name: str) -> Any:

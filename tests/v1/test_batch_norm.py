@@ -26,7 +26,8 @@ def _normalized(x, mean, var, eps=1e-3):
 
 
 def _vars(prefix="batch_normalization"):
-    return {v.name[len(prefix) + 1:]: v for v in tf.global_variables() if v.name.startswith(prefix)}
+    return {v.op.name[len(prefix) + 1:]: v for v in tf.global_variables()
+            if v.op.name.startswith(prefix)}
 
 
 def test_training_uses_the_batch_moments_and_update_ops_move_the_averages():
@@ -35,8 +36,8 @@ def test_training_uses_the_batch_moments_and_update_ops_move_the_averages():
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     assert len(updates) == 2 and sorted(_vars()) == ["beta", "gamma", "moving_mean",
                                                      "moving_variance"]
-    assert sorted(v.name for v in tf.trainable_variables()) == ["batch_normalization/beta",
-                                                                "batch_normalization/gamma"]
+    assert sorted(v.name for v in tf.trainable_variables()) == ["batch_normalization/beta:0",
+                                                                "batch_normalization/gamma:0"]
     mean, var = X.mean(0), X.var(0)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
@@ -97,7 +98,7 @@ def test_contrib_batch_norm_in_fully_connected_under_arg_scope_updates_in_place(
                                         normalizer_params=params, activation_fn=None):
         y = tf.contrib.layers.fully_connected(x, 2, scope="h1",
                                               weights_initializer=tf.ones_initializer())
-    made = sorted(v.name for v in tf.global_variables())
+    made = sorted(v.op.name for v in tf.global_variables())
     assert made == ["h1/BatchNorm/beta", "h1/BatchNorm/moving_mean",
                     "h1/BatchNorm/moving_variance", "h1/weights"]
     h = X.sum(1, keepdims=True) * np.ones([1, 2], np.float32)
@@ -137,7 +138,7 @@ def test_exponential_moving_average_of_a_variable_and_a_tensor():
     doubled = w * 2.0
     ema = tf.train.ExponentialMovingAverage(0.9)
     update = ema.apply([w, doubled])
-    assert ema.average(w).name == "w/ExponentialMovingAverage" and ema.average(tf.constant(1.0)) is None
+    assert ema.average(w).name == "w/ExponentialMovingAverage:0" and ema.average(tf.constant(1.0)) is None
     assert ema.average_name(w) == "w/ExponentialMovingAverage"
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())

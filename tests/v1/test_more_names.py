@@ -113,12 +113,13 @@ def test_reentering_a_scope_by_name_numbers_its_default_names_again():
         with tf.variable_scope(None, default_name="block"):
             tf.get_variable("v", [1])
     assert [v.name for v in tf.global_variables()] == [
-        "D/dense/kernel", "D/dense/bias", "D/dense_1/kernel", "D/dense_1/bias", "D/block/v"]
+        "D/dense/kernel:0", "D/dense/bias:0", "D/dense_1/kernel:0", "D/dense_1/bias:0",
+        "D/block/v:0"]
     with tf.variable_scope("E"):
         with tf.variable_scope(None, default_name="block"):
-            assert tf.get_variable("w", [1]).name == "E/block/w"
+            assert tf.get_variable("w", [1]).name == "E/block/w:0"
         with tf.variable_scope(None, default_name="block"):
-            assert tf.get_variable("w", [1]).name == "E/block_1/w"
+            assert tf.get_variable("w", [1]).name == "E/block_1/w:0"
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         a, b = sess.run([real, fake], {x: np.ones([1, 4])})
@@ -134,7 +135,7 @@ def test_assign_converts_numbers_to_the_variables_dtype_where_no_value_changes()
         sess.run(tf.global_variables_initializer())
         sess.run(bump)
         assert sess.run([step, set_weight]) == [1, 3.0]
-    with pytest.raises(OpsdkError, match="is float32; variable 'global_step' is int64"):
+    with pytest.raises(OpsdkError, match="is float32; variable 'global_step:0' is int64"):
         tf.assign_add(step, 1.5)  # a value the int64 step cannot hold: refused, as TF does
 
 
@@ -288,3 +289,18 @@ def test_tf_test_answers_whether_a_gpu_is_usable():
     assert tf.test.is_gpu_available() is usable
     assert tf.test.gpu_device_name() == ("/device:GPU:0" if usable else "")
     assert isinstance(tf.test.is_built_with_cuda(), bool)
+
+
+def test_a_variables_name_is_its_value_tensors_and_load_and_checkpoints_use_its_node(tmp_path):
+    w = tf.get_variable("w", [2], initializer=tf.zeros_initializer())
+    assert w.name == "w:0" and w.op.name == "w"
+    assert tf.get_default_graph().get_tensor_by_name(w.name).op is w.op
+    picked = [v for v in tf.global_variables() if v.name == "w:0"]  # TF1 programs filter so
+    assert picked == [w]
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        w.load([1.0, 2.0], sess)  # wrote under 'w:0', beside the variable, which kept its value
+        np.testing.assert_array_equal(sess.run(w), [1.0, 2.0])
+        path = saver.save(sess, str(tmp_path / "model"))
+    assert [name for name, _ in tf.train.list_variables(path)] == ["w"]

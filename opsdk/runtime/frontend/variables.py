@@ -130,13 +130,13 @@ def _check_fits(kind: str, node: str, var: Variable, value: Tensor) -> None:
     """Graph-time check that an assigned value can fit the variable (known dims must agree)."""
     if value.dtype != var.dtype:
         raise OpError(f"{kind} (node '{node}'): value has dtype {value.dtype} but variable "
-                      f"'{var.name}' is {var.dtype}")
+                      f"'{var.op.name}' is {var.dtype}")
     if var.shape is None or value.shape is None:
         return
     if len(value.shape) != len(var.shape) or any(
             a is not None and b is not None and a != b for a, b in zip(value.shape, var.shape)):
         raise OpError(f"{kind} (node '{node}'): value of shape {list(value.shape)} does not fit "
-                      f"variable '{var.name}' of shape {list(var.shape)}")
+                      f"variable '{var.op.name}' of shape {list(var.shape)}")
 
 
 def _delegate(method: str) -> Callable:

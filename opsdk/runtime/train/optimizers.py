@@ -117,9 +117,9 @@ class Optimizer:
 
     def get_slot(self, var: Variable, name: str) -> Variable:
         """The slot variable `name` of `var` (created by apply_gradients)."""
-        slot = self._slot_vars.get((var.name, name))
+        slot = self._slot_vars.get((var.op.name, name))
         if slot is None:
-            raise OpsdkError(f"{self._name}: variable '{var.name}' has no slot '{name}' (slots: "
+            raise OpsdkError(f"{self._name}: variable '{var.op.name}' has no slot '{name}' (slots: "
                              f"{', '.join(self.get_slot_names()) or 'none'}; they exist once "
                              "apply_gradients/minimize ran)")
         return slot
@@ -131,22 +131,22 @@ class Optimizer:
     # ------------------------------------------------------------------------------ machinery
     def _create_slots(self, var: Variable) -> None:
         if var.shape is None or any(d is None for d in var.shape):
-            raise OpsdkError(f"{self._name}: variable '{var.name}' has shape "
+            raise OpsdkError(f"{self._name}: variable '{var.op.name}' has shape "
                              f"{var.shape}; slots need a fully known shape")
         with beside(var):
             for index, (slot, init) in enumerate(self._slots):
-                if (var.name, slot) not in self._slot_vars:
+                if (var.op.name, slot) not in self._slot_vars:
                     suffix = self._name if index == 0 else f"{self._name}_{index}"
                     value = np.full(var.shape, init, dtype=var.dtype)
-                    self._slot_vars[(var.name, slot)] = Variable(
-                        value, name=f"{var.name}/{suffix}", trainable=False)
+                    self._slot_vars[(var.op.name, slot)] = Variable(
+                        value, name=f"{var.op.name}/{suffix}", trainable=False)
 
     def _update(self, grad: Tensor, var: Variable) -> Update:
         """The update of one variable: its op, the variables it owns (var, slots) and reads, and
         its other inputs (the update op's inputs after those)."""
-        slots = [self._slot_vars[(var.name, s)].name for s, _ in self._slots]
+        slots = [self._slot_vars[(var.op.name, s)].name for s, _ in self._slots]
         hypers = [self._scalar(h, var.dtype) for h in self._hypers()]
-        return Update(self._op, [var.name, *slots], self._reads(var), [*hypers, grad],
+        return Update(self._op, [var.op.name, *slots], self._reads(var), [*hypers, grad],
                       self._attrs())
 
     def _reads(self, var: Variable) -> list[str]:
@@ -216,10 +216,10 @@ class MomentumOptimizer(Optimizer):
 
     def _update(self, grad: Tensor, var: Variable) -> Update:
         # apply_momentum takes (var, accum, lr, grad, momentum): momentum after the gradient.
-        slot = self._slot_vars[(var.name, "momentum")]
+        slot = self._slot_vars[(var.op.name, "momentum")]
         inputs = [self._scalar(self.learning_rate, var.dtype), grad,
                   self._scalar(self.momentum, var.dtype)]
-        return Update(self._op, [var.name, slot.name], [], inputs, self._attrs())
+        return Update(self._op, [var.op.name, slot.name], [], inputs, self._attrs())
 
 
 class AdagradOptimizer(Optimizer):

@@ -90,7 +90,7 @@ class Saver:
         if not self.var_list:
             raise OpsdkError("Saver: no variables to save (create Variables first, or pass "
                              "var_list)")
-        names = [v.name for v in self.var_list]
+        names = [v.op.name for v in self.var_list]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise OpsdkError(f"Saver: variable(s) {', '.join(duplicates)} listed twice")
@@ -109,7 +109,7 @@ class Saver:
         remove_dead_temp_files(path.parent)
         values = sess.run([v.value() for v in self.var_list])
         try:
-            _write_atomically(path, encode({v.name: np.asarray(a)
+            _write_atomically(path, encode({v.op.name: np.asarray(a)
                                             for v, a in zip(self.var_list, values)}))
             self._remember(path, kept)
         except OSError as exc:  # a read-only folder, a full disk, a file where a folder goes
@@ -146,15 +146,15 @@ def checked_values(path: Path, stored: dict[str, np.ndarray],
     variable's dtype and shape; an OpsdkError naming the first that is not."""
     loaded = {}
     for var in variables:
-        if var.name not in stored:
-            raise OpsdkError(f"{path}: checkpoint has no variable '{var.name}' (it has "
+        if var.op.name not in stored:
+            raise OpsdkError(f"{path}: checkpoint has no variable '{var.op.name}' (it has "
                              f"{', '.join(sorted(stored)) or 'none'})")
-        value = stored[var.name]
+        value = stored[var.op.name]
         if value.dtype.name != var.dtype or not _fits(var.shape, value.shape):
-            raise OpsdkError(f"{path}: variable '{var.name}' is {value.dtype.name} "
+            raise OpsdkError(f"{path}: variable '{var.op.name}' is {value.dtype.name} "
                              f"{list(value.shape)} in the checkpoint but {var.dtype} "
                              f"{_shape_text(var.shape)} in the graph")
-        loaded[var.name] = value
+        loaded[var.op.name] = value
     return loaded
 
 
