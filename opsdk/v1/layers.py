@@ -236,3 +236,8 @@ def flatten(inputs: Any, name: Optional[str] = None, **unused: Any) -> Any:
     for d in rest:
         size *= d
     return _ops.reshape(x, shape=[-1, size], name=name)
+
+
+# TF's layer objects (tf.layers.Dense, Conv2D, ...) over the functions above
+from opsdk.v1 import layer_classes as _layer_classes  # noqa: E402
+globals().update(_layer_classes.classes())
