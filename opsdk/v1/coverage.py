@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 MODULES = ("", "nn", "train", "layers", "losses", "summary", "nn.rnn_cell", "contrib.rnn", "data",
-           "math", "random", "linalg", "initializers", "debugging")
+           "math", "random", "linalg", "initializers", "debugging", "image")
 BEGIN, END = "<!-- coverage: begin (python -m opsdk.v1.coverage --write) -->", "<!-- coverage: end -->"
 _IMPORT = re.compile(r"^from (\S+) import (\w+)(?: as (\w+))?")
 _TF115 = {

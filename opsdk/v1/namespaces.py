@@ -1,6 +1,6 @@
 """TF 1.13-1.15's newer namespaces over the names opsdk.v1 already provides: `tf.math`,
 `tf.random`, `tf.linalg` (with opsdk/v1/linalg.py's functions under its names), `tf.initializers`,
-`tf.debugging`, `tf.test` (whether a GPU is usable), and `tf.compat.v1` (opsdk.v1
+`tf.debugging`, `tf.image` (opsdk/v1/image.py), `tf.test` (whether a GPU is usable), and `tf.compat.v1` (opsdk.v1
 itself), so `tf.math.log(x)`, `tf.random.normal([2])` and `tf.compat.v1.placeholder(...)` run.
 
 Each entry is the top-level (or `nn.`) function TensorFlow 2.21's compat.v1 also has under that
@@ -21,7 +21,7 @@ import numpy as np
 
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import linalg as _linalg, math_ops as _m, nn as _nn
+from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -58,6 +58,7 @@ PATHS: dict[str, dict[str, str]] = {
                       "equal", "none_equal", "less", "less_equal", "greater", "greater_equal",
                       "positive", "negative", "non_negative", "non_positive")}},
     "test": {},
+    "image": {},
 }
 
 
@@ -188,6 +189,7 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
           "random": {"categorical": categorical, "multinomial": multinomial,
                      "shuffle": shuffle},
           "linalg": {"norm": norm, **_linalg.LINALG},
+          "image": _image.NAMES,
           "test": {"is_built_with_cuda": is_built_with_cuda,
                    "is_built_with_gpu_support": is_built_with_cuda,
                    "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}

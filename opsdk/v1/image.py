@@ -1,0 +1,309 @@
+"""TF1's `tf.image` over opsdk's builtin ops: flips, crops and pads, resizing (nearest neighbour
+and bilinear, TF1's corner convention), colour conversions and adjustments, standardization.
+
+Images are [height, width, channels] or batches [batch, height, width, channels], as TF's.
+Everything is composed of gathers, slices, reductions and elementwise ops, so gradients flow
+through it. Sizes that decide the graph (crop boxes, resize targets) must be known when the
+graph is built, and resizing reads the input's height and width then too. Decoding and encoding
+image files (`decode_png`, `decode_jpeg`, ...) is not provided.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+import opsdk
+from opsdk import ops as _ops
+from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import args, math_ops as _m
+from opsdk.v1.composed import reverse
+from opsdk.v1.tensors import convert_to_tensor as _t, random_uniform
+
+
+def _image(who: str, image: Any) -> tuple[Any, int]:
+    """The image tensor and the axis of its height (0 for one image, 1 for a batch)."""
+    x = _t(image)
+    if x.shape is None or len(x.shape) not in (3, 4):
+        raise OpsdkError(f"image.{who}: '{x.name}' must be [height, width, channels] or [batch, "
+                         f"height, width, channels], got shape {x.shape}")
+    return x, len(x.shape) - 3
+
+
+def _static(who: str, x: Any, axis: int) -> int:
+    size = x.shape[axis]
+    if size is None:
+        raise OpsdkError(f"image.{who}: the size of axis {axis} of '{x.name}' must be known when "
+                         f"the graph is built, got shape {list(x.shape)}")
+    return int(size)
+
+
+# ---- flips and transposes ----------------------------------------------------------------------
+
+def flip_left_right(image: Any) -> Any:
+    x, h = _image("flip_left_right", image)
+    return reverse(x, [h + 1])
+
+
+def flip_up_down(image: Any) -> Any:
+    x, h = _image("flip_up_down", image)
+    return reverse(x, [h])
+
+
+def _random_flip(who: str, image: Any, axis_from_height: int, seed: Any) -> Any:
+    x, h = _image(who, image)
+    flipped = reverse(x, [h + axis_from_height])
+    if h == 0:  # one image: flipped or not, as one coin
+        coin = _m.less(random_uniform([], 0.0, 1.0, seed=seed), 0.5)
+        return opsdk.cond(coin, lambda: flipped, lambda: _ops.identity(x))
+    # a batch: a coin per image, as TF 1.15's
+    coins = _m.less(random_uniform(_m.shape(x)[:1], 0.0, 1.0, seed=seed), 0.5)
+    mask = _m.cast(_m.reshape(coins, [-1, 1, 1, 1]), x.dtype)
+    return _ops.add(_ops.mul(mask, flipped), _ops.mul(_ops.sub(_m.cast(1, x.dtype), mask), x))
+
+
+def random_flip_left_right(image: Any, seed: Any = None) -> Any:
+    """Flipped left to right with probability 1/2 (each image of a batch on its own)."""
+    return _random_flip("random_flip_left_right", image, 1, seed)
+
+
+def random_flip_up_down(image: Any, seed: Any = None) -> Any:
+    """Flipped upside down with probability 1/2 (each image of a batch on its own)."""
+    return _random_flip("random_flip_up_down", image, 0, seed)
+
+
+def transpose_image(image: Any) -> Any:
+    x, h = _image("transpose_image", image)
+    perm = [0, 2, 1, 3] if h else [1, 0, 2]
+    return _ops.transpose(x, perm=perm)
+
+
+def rot90(image: Any, k: Any = 1, name: Optional[str] = None) -> Any:
+    """Rotated counter-clockwise by k quarter turns (k known when the graph is built)."""
+    x, h = _image("rot90", image)
+    turns = args.static_int("image.rot90", "k", k) % 4
+    for _ in range(turns):
+        x = flip_up_down(transpose_image(x))
+    return _ops.identity(x, name=name)
+
+
+# ---- crops and pads ----------------------------------------------------------------------------
+
+def crop_to_bounding_box(image: Any, offset_height: int, offset_width: int, target_height: int,
+                         target_width: int) -> Any:
+    x, h = _image("crop_to_bounding_box", image)
+    box = [args.static_int("image.crop_to_bounding_box", n, v) for n, v in (
+        ("offset_height", offset_height), ("offset_width", offset_width),
+        ("target_height", target_height), ("target_width", target_width))]
+    if min(box) < 0:
+        raise OpsdkError(f"image.crop_to_bounding_box: offsets and sizes must be >= 0, got {box}")
+    begin = [0] * h + [box[0], box[1], 0]
+    size = [-1] * h + [box[2], box[3], -1]
+    return _ops.slice(x, begin=begin, size=size)
+
+
+def pad_to_bounding_box(image: Any, offset_height: int, offset_width: int, target_height: int,
+                        target_width: int) -> Any:
+    from opsdk.v1.composed import pad
+
+    x, h = _image("pad_to_bounding_box", image)
+    height, width = _static("pad_to_bounding_box", x, h), _static("pad_to_bounding_box", x, h + 1)
+    top, left = (args.static_int("image.pad_to_bounding_box", n, v) for n, v in (
+        ("offset_height", offset_height), ("offset_width", offset_width)))
+    bottom = args.static_int("image.pad_to_bounding_box", "target_height", target_height) - top - height
+    right = args.static_int("image.pad_to_bounding_box", "target_width", target_width) - left - width
+    if min(top, left, bottom, right) < 0:
+        raise OpsdkError(f"image.pad_to_bounding_box: a {height}x{width} image at offset "
+                         f"({top}, {left}) does not fit a {target_height}x{target_width} box")
+    return pad(x, [[0, 0]] * h + [[top, bottom], [left, right], [0, 0]])
+
+
+def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int) -> Any:
+    """Centred: cropped where the image is larger, padded with zeros where smaller."""
+    x, h = _image("resize_image_with_crop_or_pad", image)
+    height = _static("resize_image_with_crop_or_pad", x, h)
+    width = _static("resize_image_with_crop_or_pad", x, h + 1)
+    th = args.static_int("image.resize_image_with_crop_or_pad", "target_height", target_height)
+    tw = args.static_int("image.resize_image_with_crop_or_pad", "target_width", target_width)
+    ch, cw = min(height, th), min(width, tw)
+    x = crop_to_bounding_box(x, max((height - th) // 2, 0), max((width - tw) // 2, 0), ch, cw)
+    return pad_to_bounding_box(x, max((th - height) // 2, 0), max((tw - width) // 2, 0), th, tw)
+
+
+def central_crop(image: Any, central_fraction: float) -> Any:
+    """The centre of the image, `central_fraction` (0, 1] of its height and width."""
+    x, h = _image("central_crop", image)
+    fraction = float(central_fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise OpsdkError(f"image.central_crop: central_fraction must be in (0, 1], got {fraction}")
+    height, width = _static("central_crop", x, h), _static("central_crop", x, h + 1)
+    top = int((height - height * fraction) / 2)
+    left = int((width - width * fraction) / 2)
+    return crop_to_bounding_box(x, top, left, height - 2 * top, width - 2 * left)
+
+
+# ---- resizing ----------------------------------------------------------------------------------
+
+class ResizeMethod:
+    BILINEAR, NEAREST_NEIGHBOR, BICUBIC, AREA = 0, 1, 2, 3
+
+
+def _source_positions(n_in: int, n_out: int, align_corners: bool) -> np.ndarray:
+    scale = ((n_in - 1) / (n_out - 1) if align_corners and n_out > 1 else n_in / n_out)
+    return np.arange(n_out) * scale
+
+
+def _resize_axis(x: Any, axis: int, n_out: int, method: int, align_corners: bool) -> Any:
+    n_in = int(x.shape[axis])
+    if n_in == n_out:
+        return x
+    where = _source_positions(n_in, n_out, align_corners)
+    if method == ResizeMethod.NEAREST_NEIGHBOR:
+        picked = np.round(where) if align_corners else np.floor(where)
+        index = np.minimum(picked.astype(np.int32), n_in - 1)
+        return _m.gather(x, opsdk.constant(index), axis=axis)
+    low = np.floor(where).astype(np.int32)
+    high = np.minimum(low + 1, n_in - 1)
+    weight = (where - low).astype(x.dtype.as_numpy_dtype)
+    shape = [1] * len(x.shape)
+    shape[axis] = n_out
+    w = opsdk.constant(weight.reshape(shape))
+    a = _m.gather(x, opsdk.constant(np.minimum(low, n_in - 1)), axis=axis)
+    b = _m.gather(x, opsdk.constant(high), axis=axis)
+    return _ops.add(a, _ops.mul(_ops.sub(b, a), w))
+
+
+def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
+                  align_corners: bool = False, preserve_aspect_ratio: bool = False,
+                  name: Optional[str] = None) -> Any:
+    """TF1's resize (compat.v1's corner convention: a pixel's position is its index, scaled by
+    in / out, or (in - 1) / (out - 1) with `align_corners`); bilinear and nearest neighbour.
+    Integer images come back as float32 from bilinear, as TF's."""
+    x, h = _image("resize_images", images)
+    target = args.static_dims("image.resize_images", size, "size")
+    if len(target) != 2 or min(target) < 1:
+        raise OpsdkError(f"image.resize_images: size must be [new_height, new_width] >= 1, got "
+                         f"{target}")
+    if preserve_aspect_ratio:
+        raise OpsdkError("image.resize_images: preserve_aspect_ratio=True is not supported by "
+                         "opsdk.v1")
+    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
+        raise OpsdkError(f"image.resize_images: method {method!r} is not supported by opsdk.v1 "
+                         "(BILINEAR and NEAREST_NEIGHBOR are)")
+    height, width = _static("resize_images", x, h), _static("resize_images", x, h + 1)
+    if method == ResizeMethod.BILINEAR and not x.dtype.is_floating:
+        x = _m.cast(x, "float32")
+    out = _resize_axis(x, h, target[0], method, align_corners)
+    out = _resize_axis(out, h + 1, target[1], method, align_corners)
+    if (height, width) == tuple(target):
+        out = _ops.identity(out)
+    return _ops.identity(out, name=name) if name else out
+
+
+def resize_bilinear(images: Any, size: Any, align_corners: bool = False,
+                    name: Optional[str] = None, half_pixel_centers: bool = False) -> Any:
+    _no_half_pixels("resize_bilinear", half_pixel_centers)
+    return resize_images(images, size, ResizeMethod.BILINEAR, align_corners, name=name)
+
+
+def resize_nearest_neighbor(images: Any, size: Any, align_corners: bool = False,
+                            name: Optional[str] = None, half_pixel_centers: bool = False) -> Any:
+    _no_half_pixels("resize_nearest_neighbor", half_pixel_centers)
+    return resize_images(images, size, ResizeMethod.NEAREST_NEIGHBOR, align_corners, name=name)
+
+
+def _no_half_pixels(who: str, half_pixel_centers: bool) -> None:
+    if half_pixel_centers:
+        raise OpsdkError(f"image.{who}: half_pixel_centers=True is not supported by opsdk.v1")
+
+
+# ---- colour ------------------------------------------------------------------------------------
+
+_GRAY = np.array([0.2989, 0.5870, 0.1140])
+
+
+def rgb_to_grayscale(images: Any, name: Optional[str] = None) -> Any:
+    """[..., 3] -> [..., 1]: the weighted sum of the channels TF uses."""
+    x = _t(images)
+    if x.shape is None or x.shape[-1] not in (None, 3):
+        raise OpsdkError(f"image.rgb_to_grayscale: '{x.name}' must have 3 channels, got shape "
+                         f"{x.shape}")
+    # integer images through floats in [0, 1] and back, as TF's (convert_image_dtype)
+    floats = x if x.dtype.is_floating else convert_image_dtype(x, "float32")
+    gray = _m.reduce_sum(_ops.mul(floats, opsdk.constant(_GRAY.astype(floats.dtype.as_numpy_dtype))),
+                         axis=-1, keepdims=True)
+    return convert_image_dtype(gray, x.dtype, name=name)
+
+
+def grayscale_to_rgb(images: Any, name: Optional[str] = None) -> Any:
+    from opsdk.v1.composed import tile
+
+    x = _t(images)
+    return tile(x, [1] * (len(x.shape) - 1) + [3], name=name)
+
+
+def adjust_brightness(image: Any, delta: Any) -> Any:
+    x = _t(image)
+    return _ops.add(x, _m.cast(delta, x.dtype))
+
+
+def adjust_contrast(images: Any, contrast_factor: Any) -> Any:
+    """(x - mean) * factor + mean, the mean over each image's height and width per channel."""
+    x = _t(images)
+    mean = _m.reduce_mean(x, axis=[-3, -2], keepdims=True)
+    return _ops.add(_ops.mul(_ops.sub(x, mean), _m.cast(contrast_factor, x.dtype)), mean)
+
+
+def random_brightness(image: Any, max_delta: float, seed: Any = None) -> Any:
+    if max_delta < 0:
+        raise OpsdkError(f"image.random_brightness: max_delta must be >= 0, got {max_delta}")
+    return adjust_brightness(image, random_uniform([], -max_delta, max_delta, seed=seed))
+
+
+def random_contrast(image: Any, lower: float, upper: float, seed: Any = None) -> Any:
+    if not 0 <= lower < upper:
+        raise OpsdkError(f"image.random_contrast: need 0 <= lower < upper, got {lower}, {upper}")
+    return adjust_contrast(image, random_uniform([], lower, upper, seed=seed))
+
+
+def per_image_standardization(image: Any) -> Any:
+    """(x - mean) / max(stddev, 1 / sqrt(number of values)), per image, as TF's."""
+    x, h = _image("per_image_standardization", image)
+    floats = x if x.dtype.is_floating else _m.cast(x, "float32")
+    axes = [-3, -2, -1]
+    mean = _m.reduce_mean(floats, axis=axes, keepdims=True)
+    variance = _m.reduce_mean(_ops.square(_ops.sub(floats, mean)), axis=axes, keepdims=True)
+    count = _m.cast(_m.reduce_prod(_m.shape(floats)[-3:]), floats.dtype)
+    floor = _ops.div(_m.cast(1.0, floats.dtype), _ops.sqrt(count))
+    return _ops.div(_ops.sub(floats, mean), _m.maximum(_ops.sqrt(variance), floor))
+
+
+def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False,
+                        name: Optional[str] = None) -> Any:
+    """Between integer images (0 .. the dtype's max) and float ones (0 .. 1), scaling the
+    values; float to float and int to int casts (ints of other widths are rescaled)."""
+    from opsdk.v1.dtypes import as_dtype
+
+    x = _t(image)
+    want = as_dtype(dtype)
+    have = x.dtype
+    if want == have:
+        return _ops.identity(x, name=name)
+    if have.is_floating and want.is_floating:
+        return _m.cast(x, want, name=name)
+    if have.is_integer and want.is_floating:
+        return _ops.mul(_m.cast(x, want), _m.cast(1.0 / float(have.max), want), name=name)
+    if have.is_floating and want.is_integer:
+        scaled = _ops.mul(x, _m.cast(float(want.max) + 0.5, have))
+        if saturate:
+            scaled = _m.clip_by_value(scaled, float(want.min), float(want.max))
+        return _m.cast(scaled, want, name=name)
+    # int to int: by the ratio of the ranges
+    factor = (float(want.max) + 1) / (float(have.max) + 1)
+    return _m.cast(_ops.mul(_m.cast(x, "float64"), _m.cast(factor, "float64")), want, name=name)
+
+
+NAMES = {name: value for name, value in dict(globals()).items()
+         if not name.startswith("_") and callable(value)
+         and getattr(value, "__module__", "") == __name__}

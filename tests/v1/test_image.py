@@ -1,0 +1,109 @@
+"""tf.image (opsdk/v1/image.py) against NumPy: flips, crops, pads, TF1's resize conventions,
+colour conversions, standardization; gradients flow; mistakes are named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+
+RNG = np.random.default_rng(0)
+A = RNG.random((2, 5, 7, 3)).astype(np.float32)
+U = (RNG.random((5, 7, 3)) * 255).astype(np.uint8)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def _run(*tensors):
+    with tf.Session() as sess:
+        return sess.run(list(tensors))
+
+
+def _bilinear_reference(img, out_h, out_w, align_corners=False):
+    def axis(n_in, n_out):
+        scale = (n_in - 1) / (n_out - 1) if align_corners and n_out > 1 else n_in / n_out
+        where = np.arange(n_out) * scale
+        low = np.floor(where).astype(int)
+        return low, np.minimum(low + 1, n_in - 1), where - low
+    y0, y1, fy = axis(img.shape[-3], out_h)
+    x0, x1, fx = axis(img.shape[-2], out_w)
+    top = img[..., y0, :, :] + (img[..., y1, :, :] - img[..., y0, :, :]) * fy[:, None, None]
+    return top[..., x0, :] + (top[..., x1, :] - top[..., x0, :]) * fx[:, None]
+
+
+def test_flips_crops_and_pads_match_numpy():
+    x = tf.constant(A)
+    got = _run(tf.image.flip_left_right(x), tf.image.flip_up_down(A[0]),
+               tf.image.transpose_image(x), tf.image.rot90(A[0], 3),
+               tf.image.crop_to_bounding_box(x, 1, 2, 3, 4),
+               tf.image.pad_to_bounding_box(A[0], 1, 2, 8, 10),
+               tf.image.resize_image_with_crop_or_pad(x, 4, 9), tf.image.central_crop(A[0], 0.5))
+    np.testing.assert_array_equal(got[0], A[:, :, ::-1])
+    np.testing.assert_array_equal(got[1], A[0, ::-1])
+    np.testing.assert_array_equal(got[2], A.transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(got[3], np.rot90(A[0], 3, axes=(0, 1)))
+    np.testing.assert_array_equal(got[4], A[:, 1:4, 2:6])
+    np.testing.assert_array_equal(got[5], np.pad(A[0], [[1, 2], [2, 1], [0, 0]]))
+    np.testing.assert_array_equal(got[6], np.pad(A[:, 0:4], [[0, 0], [0, 0], [1, 1], [0, 0]]))
+    np.testing.assert_array_equal(got[7], A[0, 1:4, 1:6])  # int((5 - 2.5) / 2), int((7 - 3.5) / 2)
+
+
+def test_resizing_follows_tf1s_corner_convention():
+    x = tf.placeholder(tf.float32, [None, 5, 7, 3])
+    bilinear = tf.image.resize_images(x, [9, 4])
+    aligned = tf.image.resize_images(x, [8, 8], align_corners=True)
+    nearest = tf.image.resize_nearest_neighbor(x, [3, 11])
+    (grad,) = tf.gradients(tf.reduce_sum(bilinear), [x])
+    with tf.Session() as sess:
+        got = sess.run([bilinear, aligned, nearest, grad], {x: A})
+    np.testing.assert_allclose(got[0], _bilinear_reference(A, 9, 4), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], _bilinear_reference(A, 8, 8, True), rtol=1e-5, atol=1e-6)
+    rows = np.floor(np.arange(3) * 5 / 3).astype(int)
+    cols = np.minimum(np.floor(np.arange(11) * 7 / 11).astype(int), 6)
+    np.testing.assert_array_equal(got[2], A[:, rows][:, :, cols])
+    assert got[3].shape == A.shape and abs(got[3].sum() - 2 * 9 * 4 * 3) < 1e-3
+    assert _run(tf.image.resize_images(U, [3, 4]))[0].dtype == np.float32
+
+
+def test_colour_conversions_and_standardization():
+    x = tf.constant(A)
+    got = _run(tf.image.rgb_to_grayscale(x), tf.image.rgb_to_grayscale(U),
+               tf.image.adjust_contrast(x, 1.7), tf.image.per_image_standardization(x),
+               tf.image.convert_image_dtype(U, tf.float32),
+               tf.image.convert_image_dtype(A * 2, tf.uint8, saturate=True))
+    weights = np.array([0.2989, 0.5870, 0.1140])
+    np.testing.assert_allclose(got[0][..., 0], A @ weights, rtol=1e-5)
+    want_u8 = ((U / 255.0) @ weights * 255.5).astype(np.uint8)  # through floats, as TF's
+    assert np.abs(got[1][..., 0].astype(int) - want_u8).max() <= 1
+    mean = A.mean(axis=(1, 2), keepdims=True)
+    np.testing.assert_allclose(got[2], (A - mean) * 1.7 + mean, rtol=1e-5, atol=1e-6)
+    flat = A.reshape(2, -1)
+    std = np.maximum(flat.std(axis=1), 1 / np.sqrt(flat.shape[1]))[:, None, None, None]
+    np.testing.assert_allclose(got[3], (A - flat.mean(axis=1)[:, None, None, None]) / std,
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[4], U / 255.0, rtol=1e-6)
+    np.testing.assert_array_equal(got[5], np.minimum(A * 2 * 255.5, 255).astype(np.uint8))
+
+
+def test_random_flips_flip_each_image_of_a_batch_on_its_own():
+    batch = np.broadcast_to(A[:1], (64, 5, 7, 3)).copy()
+    flipped = _run(tf.image.random_flip_left_right(batch, seed=3))[0]
+    same = [np.array_equal(f, batch[0]) for f in flipped]
+    mirrored = [np.array_equal(f, batch[0, :, ::-1]) for f in flipped]
+    assert all(s or m for s, m in zip(same, mirrored)) and 10 < sum(mirrored) < 54
+
+
+def test_mistakes_are_named():
+    with pytest.raises(tf.OpsdkError, match=r"image.flip_left_right: .* must be \[height, width"):
+        tf.image.flip_left_right(tf.zeros([3, 3]))
+    with pytest.raises(tf.OpsdkError, match="pad_to_bounding_box: a 5x7 image at offset"):
+        tf.image.pad_to_bounding_box(A[0], 1, 2, 4, 4)
+    with pytest.raises(tf.OpsdkError, match="method 2 is not supported"):
+        tf.image.resize_images(A, [3, 3], method=tf.image.ResizeMethod.BICUBIC)
+    with pytest.raises(AttributeError):
+        tf.image.decode_png
