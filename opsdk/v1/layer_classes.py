@@ -95,10 +95,9 @@ def _layer(class_name: str, function: Callable[..., Any], default_name: str,
                    f"`tf.layers.{function.__name__}` (opsdk/v1/layer_classes.py)."})
 
 
-def classes() -> dict[str, type]:
-    """The layer classes, by TF's names, for `tf.layers`."""
-    from opsdk.v1 import layers as L
-
+def classes(L: Any) -> dict[str, type]:
+    """The layer classes, by TF's names, over the functional layers of `L` (opsdk.v1.layers,
+    which calls this at its end: this module imports no layer module)."""
     return {
         "Layer": Layer,
         "Dense": _layer("Dense", L.dense, "dense"),

@@ -240,4 +240,4 @@ def flatten(inputs: Any, name: Optional[str] = None, **unused: Any) -> Any:
 
 # TF's layer objects (tf.layers.Dense, Conv2D, ...) over the functions above
 from opsdk.v1 import layer_classes as _layer_classes  # noqa: E402
-globals().update(_layer_classes.classes())
+globals().update(_layer_classes.classes(__import__("sys").modules[__name__]))
