@@ -130,6 +130,8 @@ __all__ = [
     'pow_grad',
     'print_tensor',
     'print_tensor_grad',
+    'qr',
+    'qr_grad',
     'random_normal',
     'random_normal_dims',
     'random_uniform',
@@ -154,6 +156,8 @@ __all__ = [
     'round',
     'segment_sum',
     'segment_sum_grad',
+    'self_adjoint_eig',
+    'self_adjoint_eig_grad',
     'shape',
     'sigmoid',
     'sigmoid_grad',
@@ -181,6 +185,8 @@ __all__ = [
     'stop_gradient',
     'sub',
     'sub_grad',
+    'svd',
+    'svd_grad',
     'tan',
     'tan_grad',
     'tanh',
@@ -2940,6 +2946,71 @@ def print_tensor_grad(x, data, grad_y, *, name=None):
     return _apply('print_tensor_grad', [x, data, grad_y], {}, name)
 
 
+def qr(x, *, full_matrices=False, name=None):
+    r"""The QR decomposition of each matrix in the last two dims of x (x = q r, q with orthonormal columns, r upper-triangular).
+
+    With k = min(m, n): q is [..., m, k] and r [..., k, n], or, with full_matrices,
+    [..., m, m] and [..., m, n] (q completed to an orthogonal matrix, r's rows beyond k zero).
+    r's diagonal is made >= 0 (LAPACK's, like TensorFlow's, may be negative: the op flips those
+    columns of q and rows of r), so q and r are unique where x has full rank, and smooth there.
+    q's columns beyond k are LAPACK's.
+
+    Args:
+        x: float32 or float64, shape [..., m, n]. matrices
+        full_matrices: bool, default False. q m x m and r m x n (else m x k and k x n)
+        name: the node's name when called inside a graph.
+
+    Returns:
+        q: float32 or float64, shape [..., m, qk].
+        r: float32 or float64, shape [..., qk, n].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[3, 1, 0], [4, 2, 1]], [[1, 2, 0], [0, 1, 2]]], dtype=np.float32)
+        >>> q, r = qr(x)
+        >>> q.shape, r.shape
+        ((2, 2, 2), (2, 2, 3))
+    """
+    return _apply('qr', [x], {'full_matrices': full_matrices}, name)
+
+
+def qr_grad(x, q, r, grad_q, grad_r, *, full_matrices=False, name=None):
+    r"""Gradient of qr for x of full rank (from the forward outputs).
+
+    For m >= n (q: m x n, r: n x n), with M = tril(q^T grad_q - grad_q^T q + r grad_r^T -
+    grad_r r^T): grad_x = q grad_r + (q M + grad_q - q q^T grad_q) r^-T. For m < n, x = [x1 | y]
+    and r = [r1 | w] (x1 and r1 m x m): x1's gradient is that of the square QR x1 = q r1 with
+    grad_q + y grad_w^T for grad_q, y's is q grad_w. A singular r (x of lower rank) is an error.
+    With full_matrices, m > n has no gradient (q's columns beyond n are any orthonormal
+    completion) and the op refuses the call; m <= n is the same as without.
+
+    Args:
+        x: float32 or float64, shape [..., m, n].
+        q: float32 or float64, shape [..., m, qk].
+        r: float32 or float64, shape [..., qk, n].
+        grad_q: float32 or float64, shape [..., m, qk].
+        grad_r: float32 or float64, shape [..., qk, n].
+        full_matrices: bool, default False. the forward op's full_matrices
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float32 or float64, shape [..., m, n].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[3, 1, 0], [4, 2, 1]], [[1, 2, 0], [0, 1, 2]]], dtype=np.float32)
+        >>> q = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> r = rng.uniform(-2.0, 2.0, size=(2, 2, 3)).astype(np.float32)
+        >>> grad_q = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> grad_r = rng.uniform(-2.0, 2.0, size=(2, 2, 3)).astype(np.float32)
+        >>> qr_grad(x, q, r, grad_q, grad_r).shape
+        (2, 2, 3)
+    """
+    return _apply('qr_grad', [x, q, r, grad_q, grad_r], {'full_matrices': full_matrices}, name)
+
+
 def random_normal(*, shape, seed=0, sequence=False, mean=0.0, stddev=1.0, dtype='float32', name=None):
     r"""Normal random values with the given mean and standard deviation.
 
@@ -3570,6 +3641,71 @@ def segment_sum_grad(data, segment_ids, grad_y, *, name=None):
         (2, 3)
     """
     return _apply('segment_sum_grad', [data, segment_ids, grad_y], {}, name)
+
+
+def self_adjoint_eig(x, *, name=None):
+    r"""The eigenvalues e (ascending) and eigenvectors v (columns) of each symmetric matrix in the last two dims of x (x = v diag(e) v^T).
+
+    x is read as a symmetric matrix, as cholesky reads it: the op decomposes (x + x^T) / 2, which
+    is x itself for a symmetric x (so only x's symmetric part matters, and the gradient is
+    symmetric; TensorFlow reads the lower triangle instead). e[..., :] holds the eigenvalues in
+    ascending order, v[..., :, j] the unit eigenvector of e[..., j]. An eigenvector's sign is not
+    determined by x: the op makes the entry of largest magnitude of each one positive (the first
+    such entry on a tie), so v is a function of x. A matrix holding a NaN or an infinity gives NaN
+    eigenvalues and eigenvectors.
+
+    Args:
+        x: float32 or float64, shape [..., n, n]. symmetric matrices
+        name: the node's name when called inside a graph.
+
+    Returns:
+        e: float32 or float64, shape [..., n].
+        v: float32 or float64, shape [..., n, n].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[2, 1], [1, 3]], [[1, 0.5], [0.5, -1]]], dtype=np.float32)
+        >>> e, v = self_adjoint_eig(x)
+        >>> e.shape, v.shape
+        ((2, 2), (2, 2, 2))
+    """
+    return _apply('self_adjoint_eig', [x], {}, name)
+
+
+def self_adjoint_eig_grad(x, e, v, grad_e, grad_v, *, name=None):
+    r"""Gradient of self_adjoint_eig (symmetric; from the forward outputs e and v).
+
+    With f[i, j] = 1 / (e_j - e_i) off the diagonal and 0 on it:
+    g = v (diag(grad_e) + f * (v^T grad_v)) v^T and grad_x = (g + g^T) / 2. 1 / d is taken as
+    d / (d^2 + 1e-20), as TensorFlow takes it: 0 where two eigenvalues are equal, at most 5e9 where
+    they nearly are, instead of infinite. f is antisymmetric, so a repeated eigenvalue's terms
+    cancel in grad_x for losses that do not depend on how its eigenspace is split into
+    eigenvectors (the gradient is then right); other losses have no gradient there.
+
+    Args:
+        x: float32 or float64, shape [..., n, n].
+        e: float32 or float64, shape [..., n].
+        v: float32 or float64, shape [..., n, n].
+        grad_e: float32 or float64, shape [..., n].
+        grad_v: float32 or float64, shape [..., n, n].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float32 or float64, shape [..., n, n].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[2, 1], [1, 3]], [[1, 0.5], [0.5, -1]]], dtype=np.float32)
+        >>> e = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float32)
+        >>> v = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> grad_e = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float32)
+        >>> grad_v = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> self_adjoint_eig_grad(x, e, v, grad_e, grad_v).shape
+        (2, 2, 2)
+    """
+    return _apply('self_adjoint_eig_grad', [x, e, v, grad_e, grad_v], {}, name)
 
 
 def shape(x, *, name=None):
@@ -4221,6 +4357,82 @@ def sub_grad(x, y, grad_z, *, name=None):
         ((2, 3), (2, 3))
     """
     return _apply('sub_grad', [x, y, grad_z], {}, name)
+
+
+def svd(x, *, full_matrices=False, compute_uv=True, name=None):
+    r"""The singular values s (descending) and singular vectors u, v (columns) of each matrix in the last two dims of x (x = u diag(s) v^T).
+
+    With k = min(m, n): s[..., :] holds the k singular values, descending and >= 0; u's columns
+    are the left singular vectors, v's the right ones (v, not its transpose, as TensorFlow's svd
+    returns it). u is [..., m, k] and v [..., n, k], or, with full_matrices, [..., m, m] and
+    [..., n, n], completed to orthogonal matrices. Signs are not determined by x: the op makes
+    the entry of largest magnitude of each column of u positive, and flips the paired column of v
+    with it; v's columns beyond k get their own largest entry positive. With compute_uv false
+    only s is computed, and u and v are empty ([..., 0, 0]). A matrix holding a NaN or an
+    infinity gives NaN outputs.
+
+    Args:
+        x: float32 or float64, shape [..., m, n]. matrices
+        full_matrices: bool, default False. u m x m and v n x n (else m x k and n x k)
+        compute_uv: bool, default True. compute u and v (false: s only; u, v empty)
+        name: the node's name when called inside a graph.
+
+    Returns:
+        s: float32 or float64, shape [..., k].
+        u: float32 or float64, shape [..., um, uk].
+        v: float32 or float64, shape [..., vn, vk].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[3, 1, 0], [1, 2, 1]], [[1, 2, 0], [0, 1, 2]]], dtype=np.float32)
+        >>> s, u, v = svd(x)
+        >>> s.shape, u.shape, v.shape
+        ((2, 2), (2, 2, 2), (2, 3, 2))
+    """
+    return _apply('svd', [x], {'full_matrices': full_matrices, 'compute_uv': compute_uv}, name)
+
+
+def svd_grad(x, s, u, v, grad_s, grad_u, grad_v, *, full_matrices=False, compute_uv=True, name=None):
+    r"""Gradient of svd for distinct singular values (from the forward outputs; with compute_uv false, u diag(grad_s) v^T).
+
+    With f[i, j] = 1 / (s_j^2 - s_i^2) off the diagonal and 0 on it, S = diag(s) and u: m x k,
+    v: n x k: grad_x = u (diag(grad_s) + (f * (u^T grad_u - grad_u^T u)) S
+    + S (f * (v^T grad_v - grad_v^T v))) v^T + (I - u u^T) grad_u S^-1 v^T
+    + u S^-1 grad_v^T (I - v v^T). 1 / d is taken as d / (d^2 + 1e-20), as TensorFlow takes it
+    (0 for equal singular values, and for a singular value 0 in S^-1, instead of infinite). With
+    full_matrices, only m == n (where u and v are the same as without) has a gradient: otherwise
+    the columns beyond min(m, n) are any orthonormal completion, and the op refuses the call.
+
+    Args:
+        x: float32 or float64, shape [..., m, n].
+        s: float32 or float64, shape [..., k].
+        u: float32 or float64, shape [..., um, uk].
+        v: float32 or float64, shape [..., vn, vk].
+        grad_s: float32 or float64, shape [..., k].
+        grad_u: float32 or float64, shape [..., um, uk].
+        grad_v: float32 or float64, shape [..., vn, vk].
+        full_matrices: bool, default False. the forward op's full_matrices
+        compute_uv: bool, default True. the forward op's compute_uv
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float32 or float64, shape [..., m, n].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = np.array([[[3, 1, 0], [1, 2, 1]], [[1, 2, 0], [0, 1, 2]]], dtype=np.float32)
+        >>> s = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float32)
+        >>> u = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> v = rng.uniform(-2.0, 2.0, size=(2, 3, 2)).astype(np.float32)
+        >>> grad_s = rng.uniform(-2.0, 2.0, size=(2, 2)).astype(np.float32)
+        >>> grad_u = rng.uniform(-2.0, 2.0, size=(2, 2, 2)).astype(np.float32)
+        >>> grad_v = rng.uniform(-2.0, 2.0, size=(2, 3, 2)).astype(np.float32)
+        >>> svd_grad(x, s, u, v, grad_s, grad_u, grad_v).shape
+        (2, 2, 3)
+    """
+    return _apply('svd_grad', [x, s, u, v, grad_s, grad_u, grad_v], {'full_matrices': full_matrices, 'compute_uv': compute_uv}, name)
 
 
 def tan(x, *, name=None):

@@ -2,9 +2,11 @@
 
 The decompositions and solvers are builtin ops with their own gradients (opdefs/builtin/
 linalg.yaml: `matrix_inverse`, `matrix_determinant`, `cholesky`, `matrix_solve`,
-`matrix_triangular_solve`); so are the segment sums (opdefs/builtin/segment.yaml). The rest is
-made of elementwise ops, reductions and masks, as TensorFlow's own Python defines several of
-them, so gradients flow through it as through the ops it is made of: `diag` and `diag_part`,
+`matrix_triangular_solve`, `self_adjoint_eig`, `svd`, `qr`); so are the segment sums
+(opdefs/builtin/segment.yaml). Where an eigenvector's or a singular vector's sign (or the signs
+in a QR decomposition) is free, the ops fix it, as their declarations say. The rest is made of
+elementwise ops, reductions and masks, as TensorFlow's own Python defines several of them, so
+gradients flow through it as through the ops it is made of: `diag` and `diag_part`,
 `matrix_diag`, `matrix_diag_part`, `matrix_set_diag`, `matrix_band_part`, `trace`,
 `matrix_transpose`, `cross`, `logdet`, and the segment means. Each works batched over leading
 axes where TF's does, and takes sizes known only at run time.
@@ -87,6 +89,42 @@ def logdet(matrix: Any, name: Optional[str] = None) -> Any:
     chol = cholesky(matrix)
     return _ops.mul(_m.reduce_sum(_m.log(matrix_diag_part(chol)), axis=-1),
                     _m.cast(2.0, chol.dtype), name=name)
+
+
+def self_adjoint_eig(tensor: Any, name: Optional[str] = None) -> tuple[Any, Any]:
+    """(e, v): the eigenvalues of each symmetric matrix, ascending, and its unit eigenvectors as
+    the columns of v. The matrix's symmetric part (x + x^T) / 2 is read (TF reads its lower
+    triangle); each eigenvector's sign makes its entry of largest magnitude positive."""
+    x = _floats("self_adjoint_eig", _matrices("self_adjoint_eig", tensor))
+    e, v = _ops.self_adjoint_eig(x, name=name)
+    return e, v
+
+
+def self_adjoint_eigvals(tensor: Any, name: Optional[str] = None) -> Any:
+    """The eigenvalues of each symmetric matrix, ascending (self_adjoint_eig's e)."""
+    x = _floats("self_adjoint_eigvals", _matrices("self_adjoint_eigvals", tensor))
+    return _ops.self_adjoint_eig(x, name=name)[0]
+
+
+def svd(tensor: Any, full_matrices: bool = False, compute_uv: bool = True,
+        name: Optional[str] = None) -> Any:
+    """(s, u, v) of each matrix, tensor = u diag(s) v^T (v, not its transpose), singular values
+    descending; s alone when `compute_uv` is false. u's columns have their largest entry
+    positive, v's paired columns follow them. A gradient with `full_matrices` needs square
+    matrices."""
+    x = _floats("svd", _matrices("svd", tensor, square=False))
+    s, u, v = _ops.svd(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                       name=name)
+    return (s, u, v) if compute_uv else s
+
+
+def qr(input: Any, full_matrices: bool = False,  # noqa: A002
+       name: Optional[str] = None) -> tuple[Any, Any]:
+    """(q, r) of each matrix: input = q r, q with orthonormal columns, r upper-triangular with
+    its diagonal >= 0 (TF's may be negative). A gradient with `full_matrices` needs m <= n."""
+    x = _floats("qr", _matrices("qr", input, square=False))
+    q, r = _ops.qr(x, full_matrices=bool(full_matrices), name=name)
+    return q, r
 
 
 # ---- compositions ------------------------------------------------------------------------------
@@ -290,6 +328,8 @@ def _counts(count: Any, total: Any) -> Any:
 NAMES = {"matrix_inverse": matrix_inverse, "matrix_determinant": matrix_determinant,
          "cholesky": cholesky, "matrix_solve": matrix_solve,
          "matrix_triangular_solve": matrix_triangular_solve, "cholesky_solve": cholesky_solve,
+         "self_adjoint_eig": self_adjoint_eig, "self_adjoint_eigvals": self_adjoint_eigvals,
+         "svd": svd, "qr": qr,
          "matrix_diag": matrix_diag, "matrix_diag_part": matrix_diag_part,
          "matrix_set_diag": matrix_set_diag, "matrix_band_part": matrix_band_part,
          "trace": trace, "matrix_transpose": matrix_transpose, "diag": diag,
@@ -299,7 +339,8 @@ NAMES = {"matrix_inverse": matrix_inverse, "matrix_determinant": matrix_determin
 # tf.linalg's names for them
 LINALG = {"inv": matrix_inverse, "det": matrix_determinant, "cholesky": cholesky,
           "solve": matrix_solve, "triangular_solve": matrix_triangular_solve,
-          "cholesky_solve": cholesky_solve, "logdet": logdet, "diag": matrix_diag,
+          "cholesky_solve": cholesky_solve, "logdet": logdet, "eigh": self_adjoint_eig,
+          "eigvalsh": self_adjoint_eigvals, "svd": svd, "qr": qr, "diag": matrix_diag,
           "diag_part": matrix_diag_part, "set_diag": matrix_set_diag,
           "band_part": matrix_band_part, "trace": trace, "transpose": matrix_transpose,
           "matrix_transpose": matrix_transpose, "adjoint": matrix_transpose, "cross": cross,

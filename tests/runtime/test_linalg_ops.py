@@ -445,3 +445,367 @@ def test_segment_sum_refuses_ids_that_are_not_one_per_row():
                             opsdk.placeholder("int32", [3, 2]))
         with pytest.raises(OpsdkError, match="segment_sum.*2 ids but data has 3 rows"):
             ops.segment_sum(opsdk.placeholder("float32", [3, 2]), opsdk.placeholder("int32", [2]))
+
+
+# ---- self_adjoint_eig ---------------------------------------------------------------------------
+
+def with_eigenvalues(rng, batch, values):
+    """Symmetric matrices q diag(values) q^T, q a random orthogonal matrix per matrix."""
+    q, _ = np.linalg.qr(rng.normal(size=batch + (len(values), len(values))))
+    return (q * np.asarray(values, float)) @ _t(q)
+
+
+def largest_entries(v):
+    """Per column of each matrix of v, its entry of largest magnitude."""
+    return np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2)[..., 0, :]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", BATCHES)
+def test_self_adjoint_eig_matches_numpy(dtype, batch):
+    rng = np.random.default_rng(30)
+    a = rng.normal(size=batch + (4, 4))
+    x = a + _t(a)
+    got, shapes = run_graph(ops.self_adjoint_eig, x, dtype=dtype)
+    e, v = got
+    want_e, want_v = np.linalg.eigh(x)
+    assert e.dtype == v.dtype == dtype and e.shape == batch + (4,) and v.shape == x.shape
+    assert [tuple(s) for s in shapes] == [batch + (4,), x.shape]
+    np.testing.assert_allclose(e, want_e, **TOL[dtype])
+    assert np.all(np.diff(e, axis=-1) > 0)  # ascending
+    # each eigenvector is NumPy's up to its sign, which makes its largest entry positive
+    assert np.all(largest_entries(v) > 0)
+    np.testing.assert_allclose(v, want_v * np.sign(largest_entries(want_v))[..., None, :],
+                               rtol=10 * TOL[dtype]["rtol"], atol=10 * TOL[dtype]["atol"])
+    np.testing.assert_allclose((v * e[..., None, :]) @ _t(v), x, rtol=1e-4, atol=1e-4)
+
+
+def test_self_adjoint_eig_reads_the_symmetric_part():
+    rng = np.random.default_rng(31)
+    x = with_eigenvalues(rng, (2,), [-1.0, 0.5, 2.0])
+    skew = rng.normal(size=(2, 3, 3))
+    skew = skew - _t(skew)
+    (e, v), _ = run_graph(ops.self_adjoint_eig, x + skew)
+    (e0, v0), _ = run_graph(ops.self_adjoint_eig, x)
+    np.testing.assert_allclose(e, [[-1.0, 0.5, 2.0]] * 2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(e, e0, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(v, v0, rtol=1e-12, atol=1e-12)
+
+
+def test_self_adjoint_eig_of_diagonal_and_empty_matrices():
+    e, v = ops.self_adjoint_eig(np.diag([3.0, -1.0, 2.0]))
+    np.testing.assert_array_equal(e, [-1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(v, np.eye(3)[:, [1, 2, 0]])  # unit vectors, signs +
+    e, v = ops.self_adjoint_eig(np.zeros((2, 0, 0)))
+    assert e.shape == (2, 0) and v.shape == (2, 0, 0)
+    e, v = ops.self_adjoint_eig(np.zeros((0, 3, 3)))
+    assert e.shape == (0, 3) and v.shape == (0, 3, 3)
+
+
+def test_self_adjoint_eig_of_a_matrix_with_nan_is_nan():
+    x = np.stack([np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[np.nan, 1.0], [1.0, 2.0]]),
+                  np.array([[1.0, np.inf], [0.0, 1.0]])])
+    e, v = ops.self_adjoint_eig(x)
+    assert np.all(np.isnan(e[1:])) and np.all(np.isnan(v[1:]))
+    want_e, _ = np.linalg.eigh(x[0])
+    np.testing.assert_allclose(e[0], want_e, rtol=1e-12)
+    assert np.all(np.isfinite(v[0]))
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_self_adjoint_eig_gradient(which, batch):
+    # v's signs are fixed by the op, so even a loss that depends on them is a function of x
+    # (away from ties); x is not symmetric: its symmetric part is what the op reads
+    x = np.random.default_rng(32).normal(size=batch + (4, 4))
+    (grad,) = check_gradients(lambda a: ops.self_adjoint_eig(a)[which], [x])
+    np.testing.assert_allclose(grad, _t(grad), rtol=1e-12, atol=1e-14)  # symmetric
+
+
+def test_self_adjoint_eig_gradient_of_sign_free_losses():
+    # sum(v * v * w) and v diag(c) v^T do not depend on the eigenvectors' signs
+    x = with_eigenvalues(np.random.default_rng(33), (2,), [-2.0, -0.5, 1.0, 3.0])
+
+    def build(a):
+        c = opsdk.constant(np.array([0.3, -1.0, 2.0, 0.7]))
+        e, v = ops.self_adjoint_eig(a)
+        return ops.concat([ops.reshape(v * v, shape=[2, 16]),
+                           ops.reshape(ops.matmul(v * c, ops.transpose(v, perm=[0, 2, 1])),
+                                       shape=[2, 16]), e], axis=1)
+
+    check_gradients(build, [x])
+
+
+def test_self_adjoint_eig_gradient_with_a_repeated_eigenvalue():
+    # eigenvalue 1 twice: its eigenvectors are not determined, but the projection onto their
+    # plane is, and so is its gradient; the gradient op's terms for the equal pair are 0, not inf
+    x = with_eigenvalues(np.random.default_rng(34), (), [1.0, 1.0, 3.0])
+
+    def build(a):
+        w = opsdk.constant(np.random.default_rng(35).normal(size=(3, 3)))
+        e, v = ops.self_adjoint_eig(a)
+        plane = ops.slice(v, begin=[0, 0], size=[3, 2])
+        # e[0] and e[1] alone are not differentiable there (their sum is), e[2] is
+        return ops.concat([ops.reshape(ops.matmul(plane, ops.transpose(plane, perm=[1, 0])) * w,
+                                       shape=[9]), ops.reshape(e[0] + e[1], shape=[1]),
+                           ops.slice(e, begin=[2], size=[1])], axis=0)
+
+    (grad,) = check_gradients(build, [x], rtol=1e-5, atol=1e-6)
+    assert np.all(np.isfinite(grad))
+
+
+def test_self_adjoint_eig_gradient_keeps_float32():
+    x = with_eigenvalues(np.random.default_rng(36), (2,), [-1.0, 0.5, 2.0]).astype(np.float32)
+    g = opsdk.Graph()
+    with g.as_default():
+        p = opsdk.placeholder("float32", [2, 3, 3])
+        e, v = ops.self_adjoint_eig(p)
+        (grad,) = opsdk.gradients(ops.reduce_sum(e) + ops.reduce_sum(v * v), [p])
+    with opsdk.Session(g) as sess:
+        got = sess.run(grad, {p: x})
+    assert got.dtype == np.float32 and got.shape == x.shape
+    # d sum(e) / dx = I (the trace), and sum(v * v) = n is constant
+    np.testing.assert_allclose(got, np.broadcast_to(np.eye(3), x.shape), atol=1e-5)
+
+
+def test_self_adjoint_eig_refuses_non_square_matrices():
+    with opsdk.Graph().as_default():
+        with pytest.raises(OpsdkError, match=r"^self_adjoint_eig.*dim n"):
+            ops.self_adjoint_eig(opsdk.placeholder("float64", [2, 3]))
+
+
+# ---- svd -----------------------------------------------------------------------------------------
+
+def with_singular_values(rng, batch, m, n, values):
+    """[..., m, n] matrices u diag(values) v^T, u and v random with orthonormal columns."""
+    k = len(values)
+    u, _ = np.linalg.qr(rng.normal(size=batch + (m, k)))
+    v, _ = np.linalg.qr(rng.normal(size=batch + (n, k)))
+    return (u * np.asarray(values, float)) @ _t(v)
+
+
+SVD_SHAPES = [(4, 3), (3, 4), (3, 3)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("m, n", SVD_SHAPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd_matches_numpy(dtype, batch, m, n, full_matrices):
+    x = np.random.default_rng(40).normal(size=batch + (m, n))
+    (s, u, v), shapes = run_graph(lambda a: ops.svd(a, full_matrices=full_matrices), x,
+                                  dtype=dtype)
+    want_u, want_s, want_vt = np.linalg.svd(x, full_matrices=full_matrices)
+    k = min(m, n)
+    cols_u, cols_v = (m, n) if full_matrices else (k, k)
+    assert s.dtype == u.dtype == v.dtype == dtype
+    assert (s.shape, u.shape, v.shape) == (batch + (k,), batch + (m, cols_u), batch + (n, cols_v))
+    assert [tuple(t) for t in shapes] == [s.shape, u.shape, v.shape]
+    np.testing.assert_allclose(s, want_s, **TOL[dtype])
+    tol = dict(rtol=10 * TOL[dtype]["rtol"], atol=10 * TOL[dtype]["atol"])
+    # NumPy's up to signs: u's largest entries are positive, v's paired columns follow them, v's
+    # columns without a singular value have their own largest entry positive
+    signs = np.sign(largest_entries(want_u))
+    np.testing.assert_allclose(u, want_u * signs[..., None, :], **tol)
+    want_v = _t(want_vt)
+    v_signs = np.concatenate([signs[..., :k], np.sign(largest_entries(want_v))[..., k:]], -1)
+    np.testing.assert_allclose(v, want_v * v_signs[..., None, :], **tol)
+    assert np.all(largest_entries(u) > 0)
+    np.testing.assert_allclose((u[..., :k] * s[..., None, :]) @ _t(v[..., :k]), x,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd_without_u_and_v(dtype, full_matrices):
+    x = np.random.default_rng(41).normal(size=(2, 3, 5))
+    (s, u, v), shapes = run_graph(lambda a: ops.svd(a, full_matrices=full_matrices,
+                                                    compute_uv=False), x, dtype=dtype)
+    np.testing.assert_allclose(s, np.linalg.svd(x, compute_uv=False), **TOL[dtype])
+    assert u.shape == v.shape == (2, 0, 0) and u.dtype == v.dtype == dtype
+    assert [tuple(t) for t in shapes] == [(2, 3), (2, 0, 0), (2, 0, 0)]
+
+
+def test_svd_of_empty_matrices_and_matrices_with_nan():
+    for shape, k in [((2, 0, 3), 0), ((0, 3, 2), 2), ((3, 0), 0)]:
+        s, u, v = ops.svd(np.zeros(shape))
+        assert s.shape == shape[:-2] + (k,)
+        assert u.shape == shape[:-1] + (k,) and v.shape == shape[:-2] + (shape[-1], k)
+    s, u, v = ops.svd(np.zeros((2, 3)), full_matrices=True)
+    np.testing.assert_array_equal(s, [0.0, 0.0])
+    assert u.shape == (2, 2) and v.shape == (3, 3)
+    np.testing.assert_allclose(v @ _t(v), np.eye(3), atol=1e-15)
+    x = np.stack([np.eye(2) * 3.0, [[np.nan, 1.0], [0.0, 1.0]], [[1.0, 2.0], [np.inf, 0.0]]])
+    for compute_uv in (True, False):
+        s, u, v = ops.svd(x, compute_uv=compute_uv)
+        np.testing.assert_array_equal(s[0], [3.0, 3.0])
+        assert np.all(np.isnan(s[1:]))
+        if compute_uv:
+            assert np.all(np.isnan(u[1:])) and np.all(np.isnan(v[1:]))
+            np.testing.assert_array_equal(u[0], np.eye(2))
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("m, n", SVD_SHAPES + [(5, 2), (2, 5)])
+def test_svd_gradient(which, m, n):
+    # distinct singular values, well apart; the op fixes the vectors' signs, so any loss is a
+    # function of x
+    rng = np.random.default_rng(42)
+    x = with_singular_values(rng, (2,), m, n, [3.0, 2.0, 1.0, 0.5][:min(m, n)])
+    check_gradients(lambda a: ops.svd(a)[which], [x])
+
+
+@pytest.mark.parametrize("m, n", SVD_SHAPES)
+def test_svd_gradient_of_sign_free_losses(m, n):
+    # u u^T, v v^T projections and u diag(s) v^T (which is x) do not depend on the signs
+    x = with_singular_values(np.random.default_rng(43), (), m, n, [2.5, 1.5, 0.7][:min(m, n)])
+
+    def build(a):
+        s, u, v = ops.svd(a)
+        return ops.concat([ops.reshape(ops.matmul(u, ops.transpose(u, perm=[1, 0])), shape=[-1]),
+                           ops.reshape(ops.matmul(v * s, ops.transpose(v, perm=[1, 0])),
+                                       shape=[-1]),
+                           ops.reshape(ops.matmul(u * s, ops.transpose(v, perm=[1, 0])),
+                                       shape=[-1])], axis=0)
+
+    check_gradients(build, [x])
+
+
+@pytest.mark.parametrize("m, n", SVD_SHAPES)
+def test_svd_gradient_without_u_and_v(m, n):
+    x = np.random.default_rng(44).normal(size=(2, m, n))
+    check_gradients(lambda a: ops.svd(a, compute_uv=False)[0], [x])
+    check_gradients(lambda a: ops.svd(a, full_matrices=True, compute_uv=False)[0], [x])
+
+
+def test_svd_gradient_with_full_square_matrices():
+    x = with_singular_values(np.random.default_rng(45), (2,), 3, 3, [3.0, 1.0, 0.2])
+    for which in range(3):
+        check_gradients(lambda a: ops.svd(a, full_matrices=True)[which], [x])
+
+
+def test_svd_gradient_refuses_full_matrices_that_are_not_square():
+    g = opsdk.Graph()
+    with g.as_default():
+        p = opsdk.placeholder("float64", [2, 4, 3])
+        s, u, v = ops.svd(p, full_matrices=True)
+        (grad,) = opsdk.gradients(ops.reduce_sum(s) + ops.reduce_sum(u), [p])
+    with opsdk.Session(g) as sess:
+        with pytest.raises(OpsdkError, match=r"^svd_grad .*full_matrices=true with 4 x 3 "
+                                             r"matrices \(m != n\) has no gradient"):
+            sess.run(grad, {p: np.ones((2, 4, 3))})
+
+
+def test_svd_gradient_keeps_float32():
+    x = with_singular_values(np.random.default_rng(46), (2,), 4, 3, [3.0, 2.0, 1.0])
+    g = opsdk.Graph()
+    with g.as_default():
+        p = opsdk.placeholder("float32", [2, 4, 3])
+        s, u, v = ops.svd(p)
+        (grad,) = opsdk.gradients(ops.reduce_sum(s) + ops.reduce_sum(u * u) +
+                                  ops.reduce_sum(v), [p])
+    with opsdk.Session(g) as sess:
+        got = sess.run(grad, {p: x.astype(np.float32)})
+    assert got.dtype == np.float32 and got.shape == x.shape and np.all(np.isfinite(got))
+
+
+# ---- qr ------------------------------------------------------------------------------------------
+
+QR_SHAPES = [(4, 3), (3, 4), (3, 3)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("m, n", QR_SHAPES)
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_qr_matches_numpy(dtype, batch, m, n, full_matrices):
+    x = np.random.default_rng(50).normal(size=batch + (m, n))
+    (q, r), shapes = run_graph(lambda a: ops.qr(a, full_matrices=full_matrices), x, dtype=dtype)
+    want_q, want_r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    k = min(m, n)
+    cols = m if full_matrices else k
+    assert q.dtype == r.dtype == dtype
+    assert (q.shape, r.shape) == (batch + (m, cols), batch + (cols, n))
+    assert [tuple(t) for t in shapes] == [q.shape, r.shape]
+    # NumPy's (LAPACK's) with the first k columns of q and rows of r flipped where r's diagonal
+    # is negative
+    signs = np.ones(batch + (cols,))
+    signs[..., :k] = np.sign(np.diagonal(want_r, axis1=-2, axis2=-1))
+    tol = dict(rtol=10 * TOL[dtype]["rtol"], atol=10 * TOL[dtype]["atol"])
+    np.testing.assert_allclose(q, want_q * signs[..., None, :], **tol)
+    np.testing.assert_allclose(r, want_r * signs[..., :, None], **tol)
+    assert np.all(np.diagonal(r, axis1=-2, axis2=-1) >= 0)
+    assert not np.any(np.tril(r, -1))
+    np.testing.assert_allclose(q @ r, x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_t(q) @ q, np.broadcast_to(np.eye(cols), batch + (cols, cols)),
+                               atol=1e-5)
+
+
+def test_qr_of_triangular_and_empty_matrices():
+    # r's diagonal >= 0: an upper triangle with a positive diagonal is its own r, q = I
+    t = np.triu(np.random.default_rng(51).uniform(0.5, 2.0, (3, 3)))
+    q, r = ops.qr(t)
+    np.testing.assert_allclose(q, np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(r, t, rtol=1e-14)
+    q, r = ops.qr(-t)  # a negative diagonal goes into q
+    np.testing.assert_allclose(q, -np.eye(3), atol=1e-15)
+    np.testing.assert_allclose(r, t, rtol=1e-14)
+    for shape, full in [((2, 0, 3), False), ((0, 3, 2), False), ((3, 0), False), ((3, 0), True)]:
+        q, r = ops.qr(np.zeros(shape), full_matrices=full)
+        m, n = shape[-2:]
+        cols = m if full else min(m, n)
+        assert q.shape == shape[:-2] + (m, cols) and r.shape == shape[:-2] + (cols, n)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("m, n", QR_SHAPES + [(5, 2), (2, 5)])
+def test_qr_gradient(which, m, n):
+    x = well_conditioned(np.random.default_rng(52), (2,), max(m, n))[..., :m, :n]
+    check_gradients(lambda a: ops.qr(a)[which], [x])
+
+
+def test_qr_gradient_at_a_triangular_matrix():
+    # where LAPACK's signs jump (its reflections are skipped for a column already triangular),
+    # the op's do not: finite differences agree there too
+    t = np.triu(np.random.default_rng(53).uniform(0.5, 2.0, (3, 3)))
+    for which in (0, 1):
+        check_gradients(lambda a: ops.qr(a)[which], [t])
+
+
+@pytest.mark.parametrize("m, n", [(3, 3), (3, 5)])
+def test_qr_gradient_with_full_matrices_that_are_not_tall(m, n):
+    x = well_conditioned(np.random.default_rng(54), (2,), n)[..., :m, :n]
+    for which in (0, 1):
+        check_gradients(lambda a: ops.qr(a, full_matrices=True)[which], [x])
+
+
+def test_qr_gradient_refuses_full_matrices_that_are_tall():
+    g = opsdk.Graph()
+    with g.as_default():
+        p = opsdk.placeholder("float64", [4, 3])
+        q, r = ops.qr(p, full_matrices=True)
+        (grad,) = opsdk.gradients(ops.reduce_sum(q) + ops.reduce_sum(r), [p])
+    with opsdk.Session(g) as sess:
+        with pytest.raises(OpsdkError, match=r"^qr_grad .*full_matrices=true with 4 x 3 matrices "
+                                             r"\(m > n\) has no gradient"):
+            sess.run(grad, {p: np.random.default_rng(55).normal(size=(4, 3))})
+
+
+def test_qr_gradient_of_a_matrix_without_full_rank_is_refused():
+    x = np.stack([np.eye(2), [[1.0, 0.0], [0.0, 0.0]]])  # r[1] has a zero on its diagonal
+    q, r = ops.qr(x)
+    with pytest.raises(OpsdkError, match=r"^qr_grad: input 'r' is singular \(matrix r\[1\]\): "
+                                         r"x's rank is below min\(m, n\)"):
+        ops.qr_grad(x, q, r, np.ones_like(q), np.ones_like(r))
+
+
+def test_qr_gradient_keeps_float32():
+    x = well_conditioned(np.random.default_rng(56), (2,), 4)[..., :3]
+    g = opsdk.Graph()
+    with g.as_default():
+        p = opsdk.placeholder("float32", [2, 4, 3])
+        q, r = ops.qr(p)
+        (grad,) = opsdk.gradients(ops.reduce_sum(q) + ops.reduce_sum(r * r), [p])
+    with opsdk.Session(g) as sess:
+        got = sess.run(grad, {p: x.astype(np.float32)})
+    assert got.dtype == np.float32 and got.shape == x.shape and np.all(np.isfinite(got))

@@ -121,3 +121,125 @@ def test_mistakes_are_named():
             sess.run(tf.cholesky(x), {x: [[1.0, 2.0], [2.0, 1.0]]})  # not positive definite
         with pytest.raises(tf.OpsdkError, match="matrix_inverse"):
             sess.run(tf.matrix_inverse(x), {x: [[1.0, 2.0], [2.0, 4.0]]})  # singular
+
+
+def _signed(v):
+    """v with each column's sign making its entry of largest magnitude positive."""
+    big = np.take_along_axis(v, np.abs(v).argmax(-2)[..., None, :], -2)
+    return v * np.where(big < 0, -1.0, 1.0)
+
+
+def test_self_adjoint_eig_and_eigvals_match_numpy():
+    x = tf.placeholder(tf.float64, [None, None, None])
+    e, v = tf.self_adjoint_eig(x)
+    e2, v2 = tf.linalg.eigh(x)
+    outs = [e, v, tf.self_adjoint_eigvals(x), e2, v2, tf.linalg.eigvalsh(x)]
+    with tf.Session() as sess:
+        got = sess.run(outs, {x: SPD})
+    want_e, want_v = np.linalg.eigh(SPD)
+    for k in (0, 2, 3, 5):
+        np.testing.assert_allclose(got[k], want_e, rtol=1e-10)
+    for k in (1, 4):
+        np.testing.assert_allclose(got[k], _signed(want_v), rtol=1e-8, atol=1e-10)
+    float32 = tf.self_adjoint_eigvals(tf.constant(SPD[0], tf.float32))
+    assert float32.dtype == tf.float32
+
+
+def test_self_adjoint_eig_gradients_match_finite_differences():
+    x = tf.placeholder(tf.float64, [2, 3, 3])
+    w = RNG.standard_normal((2, 3, 3))
+    e, v = tf.linalg.eigh(x)
+    sqrtm = tf.matmul(v * tf.expand_dims(tf.sqrt(e), -2), v, transpose_b=True)  # sign-free
+    loss = (tf.reduce_sum(tf.square(tf.self_adjoint_eigvals(x))) + tf.reduce_sum(sqrtm * w)
+            + tf.reduce_sum(v * w))  # the op fixes v's signs: a function of x too
+    (grad,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        analytic = sess.run(grad, {x: SPD})
+        numeric = numeric_grad(sess, loss, x, {x: SPD})
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_self_adjoint_eig_mistakes_are_named():
+    with pytest.raises(tf.OpsdkError, match="self_adjoint_eig: .* must hold square matrices"):
+        tf.self_adjoint_eig(tf.zeros([2, 3]))
+    with pytest.raises(tf.OpsdkError, match="self_adjoint_eigvals: .* is int32; give float32"):
+        tf.linalg.eigvalsh(tf.zeros([2, 2], tf.int32))
+
+
+def test_svd_matches_numpy():
+    x = tf.placeholder(tf.float64, [None, None, None])
+    s, u, v = tf.svd(x)
+    s2, u2, v2 = tf.linalg.svd(x, full_matrices=True)
+    values_only = tf.svd(x, compute_uv=False)
+    assert not isinstance(values_only, tuple)
+    a = RNG.standard_normal((2, 4, 3))
+    with tf.Session() as sess:
+        got = sess.run([s, u, v, s2, u2, v2, values_only], {x: a})
+    for full, (gs, gu, gv) in ((False, got[:3]), (True, got[3:6])):
+        want_u, want_s, want_vt = np.linalg.svd(a, full_matrices=full)
+        np.testing.assert_allclose(gs, want_s, rtol=1e-10)
+        np.testing.assert_allclose(gu, _signed(want_u), rtol=1e-8, atol=1e-10)
+        assert gv.shape == want_vt.shape
+        np.testing.assert_allclose((gu[..., :3] * gs[..., None, :]) @ gv.transpose(0, 2, 1), a,
+                                   rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[6], np.linalg.svd(a, compute_uv=False), rtol=1e-10)
+
+
+def test_svd_gradients_match_finite_differences():
+    x = tf.placeholder(tf.float64, [2, 4, 3])
+    w = RNG.standard_normal((2, 4, 3))
+    s, u, v = tf.svd(x)
+    loss = (tf.reduce_sum(tf.svd(x, compute_uv=False))  # the nuclear norm
+            + tf.reduce_sum(tf.matmul(u, v, transpose_b=True) * w)  # the polar factor: sign-free
+            + tf.reduce_sum(tf.square(s)) + tf.reduce_sum(v * w[:, :3]))
+    (grad,) = tf.gradients(loss, [x])
+    a = RNG.standard_normal((2, 4, 3))
+    with tf.Session() as sess:
+        analytic = sess.run(grad, {x: a})
+        numeric = numeric_grad(sess, loss, x, {x: a})
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_svd_mistakes_are_named():
+    with pytest.raises(tf.OpsdkError, match="svd: .* must have rank >= 2"):
+        tf.svd(tf.zeros([3]))
+    with pytest.raises(tf.OpsdkError, match="svd: .* is int32; give float32"):
+        tf.linalg.svd(tf.zeros([2, 3], tf.int32))
+
+
+def test_qr_matches_numpy():
+    x = tf.placeholder(tf.float64, [None, None, None])
+    q, r = tf.qr(x)
+    q2, r2 = tf.linalg.qr(x, full_matrices=True)
+    a = RNG.standard_normal((2, 4, 3))
+    with tf.Session() as sess:
+        got = sess.run([q, r, q2, r2], {x: a})
+    for full, (gq, gr) in ((False, got[:2]), (True, got[2:])):
+        want_q, want_r = np.linalg.qr(a, mode="complete" if full else "reduced")
+        assert gq.shape == want_q.shape and gr.shape == want_r.shape
+        signs = np.ones(want_r.shape[:-1])
+        signs[..., :3] = np.sign(np.diagonal(want_r, axis1=-2, axis2=-1))
+        np.testing.assert_allclose(gr, want_r * signs[..., :, None], rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gq[..., :3], (want_q * signs[..., None, :])[..., :3],
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(gq @ gr, a, rtol=1e-10, atol=1e-12)
+
+
+def test_qr_gradients_match_finite_differences():
+    x = tf.placeholder(tf.float64, [2, 4, 3])
+    w = RNG.standard_normal((2, 4, 3))
+    q, r = tf.qr(x)
+    loss = tf.reduce_sum(q * w) + tf.reduce_sum(tf.square(r)) + tf.reduce_sum(tf.qr(x[:, :2])[0])
+    (grad,) = tf.gradients(loss, [x])
+    a = RNG.standard_normal((2, 4, 3))
+    with tf.Session() as sess:
+        analytic = sess.run(grad, {x: a})
+        numeric = numeric_grad(sess, loss, x, {x: a})
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_qr_mistakes_are_named():
+    with pytest.raises(tf.OpsdkError, match="qr: .* must have rank >= 2"):
+        tf.qr(tf.zeros([3]))
+    with pytest.raises(tf.OpsdkError, match="qr: .* is int32; give float32"):
+        tf.linalg.qr(tf.zeros([2, 3], tf.int32))
