@@ -152,11 +152,7 @@ def test_self_adjoint_eig_gradients_match_finite_differences():
     sqrtm = tf.matmul(v * tf.expand_dims(tf.sqrt(e), -2), v, transpose_b=True)  # sign-free
     loss = (tf.reduce_sum(tf.square(tf.self_adjoint_eigvals(x))) + tf.reduce_sum(sqrtm * w)
             + tf.reduce_sum(v * w))  # the op fixes v's signs: a function of x too
-    (grad,) = tf.gradients(loss, [x])
-    with tf.Session() as sess:
-        analytic = sess.run(grad, {x: SPD})
-        numeric = numeric_grad(sess, loss, x, {x: SPD})
-    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+    _gradient_matches_finite_differences(x, loss, SPD)
 
 
 def test_self_adjoint_eig_mistakes_are_named():
@@ -185,6 +181,14 @@ def test_svd_matches_numpy():
     np.testing.assert_allclose(got[6], np.linalg.svd(a, compute_uv=False), rtol=1e-10)
 
 
+def _gradient_matches_finite_differences(x, loss, at):
+    (grad,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        analytic = sess.run(grad, {x: at})
+        numeric = numeric_grad(sess, loss, x, {x: at})
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+
+
 def test_svd_gradients_match_finite_differences():
     x = tf.placeholder(tf.float64, [2, 4, 3])
     w = RNG.standard_normal((2, 4, 3))
@@ -192,12 +196,7 @@ def test_svd_gradients_match_finite_differences():
     loss = (tf.reduce_sum(tf.svd(x, compute_uv=False))  # the nuclear norm
             + tf.reduce_sum(tf.matmul(u, v, transpose_b=True) * w)  # the polar factor: sign-free
             + tf.reduce_sum(tf.square(s)) + tf.reduce_sum(v * w[:, :3]))
-    (grad,) = tf.gradients(loss, [x])
-    a = RNG.standard_normal((2, 4, 3))
-    with tf.Session() as sess:
-        analytic = sess.run(grad, {x: a})
-        numeric = numeric_grad(sess, loss, x, {x: a})
-    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+    _gradient_matches_finite_differences(x, loss, RNG.standard_normal((2, 4, 3)))
 
 
 def test_svd_mistakes_are_named():
@@ -230,12 +229,7 @@ def test_qr_gradients_match_finite_differences():
     w = RNG.standard_normal((2, 4, 3))
     q, r = tf.qr(x)
     loss = tf.reduce_sum(q * w) + tf.reduce_sum(tf.square(r)) + tf.reduce_sum(tf.qr(x[:, :2])[0])
-    (grad,) = tf.gradients(loss, [x])
-    a = RNG.standard_normal((2, 4, 3))
-    with tf.Session() as sess:
-        analytic = sess.run(grad, {x: a})
-        numeric = numeric_grad(sess, loss, x, {x: a})
-    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6)
+    _gradient_matches_finite_differences(x, loss, RNG.standard_normal((2, 4, 3)))
 
 
 def test_qr_mistakes_are_named():
