@@ -6,7 +6,8 @@ or the functional layer's default name made unique, as `tf.layers.dense` does) a
 variables there; every later call re-enters that very scope with `reuse=True`, so one object
 applied to two inputs shares its weights, as TF's does. `variables`, `trainable_variables`,
 `weights`, and `kernel`/`bias` (or `gamma`/`beta`/`moving_mean`/`moving_variance`) are the
-variables it made. Layers without variables (pooling, dropout, flatten) call their function.
+variables it made; its configuration reads back by argument name (`layer.units`,
+`layer.activation`). Layers without variables (pooling, dropout, flatten) call their function.
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ class Layer:
 
     apply = __call__
 
+    def _config(self) -> dict:
+        """The function's arguments as this layer gives them (its defaults elsewhere), by name."""
+        import inspect
+
+        params = list(inspect.signature(type(self)._function).parameters.values())[1:]
+        named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        config = {p.name: p.default for p in named if p.default is not p.empty}
+        config.update(zip((p.name for p in named), self.__dict__.get("_args", ())))
+        config.update(self.__dict__.get("_kwargs", {}))
+        return config
+
     def __getattr__(self, attr: str) -> Any:
         # kernel, bias, gamma, ...: the variable of that name the layer made
         if attr.startswith("_"):
@@ -77,6 +89,9 @@ class Layer:
         for v in self.__dict__.get("_variables", ()):
             if v.op.name.rsplit("/", 1)[-1] == attr:
                 return v
+        config = self._config()  # units, filters, activation, ...: as given, else the default
+        if attr in config:
+            return config[attr]
         if self.__dict__.get("_scope") is None and attr in _VARIABLE_NAMES:
             raise OpsdkError(f"{type(self).__name__}.{attr}: the layer makes its variables when "
                              "first called; call it on an input first")

@@ -52,3 +52,9 @@ def test_a_layers_variables_asked_for_before_its_first_call_are_refused_naming_t
     with pytest.raises(tf.OpsdkError, match="Dense.kernel: the layer makes its variables when "
                                             "first called"):
         dense.kernel
+    assert dense.units == 2 and dense.activation is None and dense.use_bias is True
+    conv = tf.layers.Conv2D(4, (3, 3), strides=2, activation=tf.nn.relu)
+    assert conv.filters == 4 and conv.kernel_size == (3, 3) and conv.strides == 2
+    assert conv.activation is tf.nn.relu and conv.padding == "valid"
+    with pytest.raises(AttributeError, match="Dense has no attribute 'nonsense'"):
+        dense.nonsense
