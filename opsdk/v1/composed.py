@@ -549,12 +549,56 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Any:
     if not isinstance(equation, str):
         raise OpsdkError(f"einsum: equation must be a string, not {type(equation).__name__}")
     equation = equation.replace(" ", "")
+    xs = [_t(x) for x in (inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (list, tuple))
+                          else inputs)]
+    if "..." in equation:
+        equation = _without_ellipsis(equation, xs)
     if "->" not in equation:
         letters = [c for c in equation if c.isalpha()]
         equation += "->" + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    xs = [_t(x) for x in (inputs[0] if len(inputs) == 1 and isinstance(inputs[0], (list, tuple))
-                          else inputs)]
     return _ops.einsum(xs, equation=equation, name=name)
+
+
+def _without_ellipsis(equation: str, xs: list) -> str:
+    """The equation with each `...` spelled as letters no term uses, from the operands' ranks
+    (right-aligned as NumPy's: an operand with fewer such dims takes the last letters). The
+    dims behind one letter must have one size: `...` does not broadcast a 1 against n here."""
+    terms, arrow, out = equation.partition("->")
+    inputs = terms.split(",")
+    if len(inputs) != len(xs):
+        raise OpsdkError(f"einsum: equation {equation!r} has {len(inputs)} operand terms for "
+                         f"{len(xs)} operands")
+    spare = [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             if c not in equation]
+    counts = []
+    for term, x in zip(inputs, xs):
+        if "..." not in term:
+            counts.append(0)
+            continue
+        if x.shape is None:
+            raise OpsdkError(f"einsum: '...' needs the rank of '{x.name}' known when the graph "
+                             "is built")
+        named = len(term.replace("...", ""))
+        if len(x.shape) < named:
+            raise OpsdkError(f"einsum: term {term!r} names {named} dims of '{x.name}', which has "
+                             f"rank {len(x.shape)}")
+        counts.append(len(x.shape) - named)
+    width = max(counts, default=0)
+    if width > len(spare):
+        raise OpsdkError(f"einsum: '...' stands for {width} dims; at most {len(spare)} letters "
+                         "are free")
+    letters = "".join(spare[:width])
+    spelled = [t.replace("...", letters[width - n:]) for t, n in zip(inputs, counts)]
+    if width and "..." not in out:  # TF sums no '...' dims away: it refuses the equation
+        raise OpsdkError(f"einsum: {equation!r}: its '...' stands for {width} dims, which the "
+                         "output must keep, as TF's einsum asks (write '...' in the output: "
+                         "'...ij,...jk->...ik')")
+    if arrow:
+        out = out.replace("...", letters)
+    else:
+        used = [c for c in "".join(spelled) if c.isalpha()]
+        out = "".join(sorted(c for c in set(used) if used.count(c) == 1))
+    return ",".join(spelled) + "->" + out
 
 
 Unique = collections.namedtuple("Unique", ["y", "idx"])

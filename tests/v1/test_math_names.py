@@ -124,3 +124,26 @@ def test_tfs_dtype_objects_answer_tfs_questions_and_equal_numpys():
     assert {tf.float32: "x"}["float32"] == "x"
     x = tf.placeholder(tf.float32, [1])
     assert x.dtype == tf.float32 and x.dtype == np.float32 and x.dtype.base_dtype == tf.float32
+
+
+def test_einsum_spells_an_ellipsis_as_letters_and_refuses_what_tf_refuses():
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 4, 5)).astype(np.float32)
+    b = rng.random((2, 3, 5, 6)).astype(np.float32)
+    v = rng.random(5).astype(np.float32)
+    x = tf.placeholder(tf.float32, [None, 3, 4, 5])
+    outs = [tf.einsum("...ij,...jk->...ik", x, b), tf.einsum("...j,j->...", x, v),
+            tf.einsum("...ij->...ji", x), tf.einsum("i...,i", v, v)]
+    (grad,) = tf.gradients(tf.reduce_sum(outs[0]), [x])
+    with tf.Session() as sess:
+        got = sess.run(outs + [grad], {x: a})
+    np.testing.assert_allclose(got[0], np.einsum("...ij,...jk->...ik", a, b), rtol=1e-5)
+    np.testing.assert_allclose(got[1], np.einsum("...j,j->...", a, v), rtol=1e-5)
+    np.testing.assert_array_equal(got[2], np.swapaxes(a, -1, -2))
+    np.testing.assert_allclose(got[3], v @ v, rtol=1e-5)
+    np.testing.assert_allclose(got[4], np.broadcast_to(b.sum(axis=3)[:, :, None, :], a.shape),
+                               rtol=1e-5)
+    with pytest.raises(tf.OpsdkError, match="stands for 2 dims, which the output must keep"):
+        tf.einsum("b...j,j->b", x, v)
+    with pytest.raises(tf.OpsdkError, match="stands for 2 dims, which the output must keep"):
+        tf.einsum("...ij,...jk", x, b)
