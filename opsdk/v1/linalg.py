@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
