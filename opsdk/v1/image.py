@@ -191,14 +191,14 @@ def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
     if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
         raise OpsdkError(f"image.resize_images: method {method!r} is not supported by opsdk.v1 "
                          "(BILINEAR and NEAREST_NEIGHBOR are)")
-    height, width = _static("resize_images", x, h), _static("resize_images", x, h + 1)
+    for axis in (h, h + 1):  # the sizes the gathers are drawn for
+        _static("resize_images", x, axis)
     if method == ResizeMethod.BILINEAR and not x.dtype.is_floating:
         x = _m.cast(x, "float32")
     out = _resize_axis(x, h, target[0], method, align_corners)
     out = _resize_axis(out, h + 1, target[1], method, align_corners)
-    if (height, width) == tuple(target):
-        out = _ops.identity(out)
-    return _ops.identity(out, name=name) if name else out
+    # a new node where nothing was resized (or one that takes the name)
+    return _ops.identity(out, name=name) if out is x or name else out
 
 
 def resize_bilinear(images: Any, size: Any, align_corners: bool = False,

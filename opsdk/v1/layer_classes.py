@@ -12,6 +12,7 @@ variables it made; its configuration reads back by argument name (`layer.units`,
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Optional
 
 from opsdk.registry.errors import OpsdkError
@@ -73,8 +74,6 @@ class Layer:
 
     def _config(self) -> dict:
         """The function's arguments as this layer gives them (its defaults elsewhere), by name."""
-        import inspect
-
         params = list(inspect.signature(type(self)._function).parameters.values())[1:]
         named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         config = {p.name: p.default for p in named if p.default is not p.empty}

@@ -71,15 +71,18 @@ class DTypeName(str):
     def __eq__(self, other: object) -> bool:
         # a NumPy dtype or scalar type equals its name (`tf.float32 == np.float32`), as NumPy's
         # dtypes do
-        if isinstance(other, (np.dtype, type)) and not isinstance(other, str):
+        if isinstance(other, str):  # the common case first: names compared as strings
+            return str.__eq__(self, other)
+        if isinstance(other, (np.dtype, type)):
             try:
                 return np.dtype(other) == self._numpy
             except TypeError:
                 return False
-        return str.__eq__(self, other)
+        return NotImplemented
 
     def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = str.__hash__
 
@@ -128,9 +131,7 @@ class DTypeName(str):
     def kind(self) -> str:
         return self._numpy.kind
 
-    @property
-    def itemsize(self) -> int:
-        return self._numpy.itemsize
+    itemsize = size
 
     @property
     def type(self) -> type:
