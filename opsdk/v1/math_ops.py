@@ -283,8 +283,16 @@ def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: A
 
 def squeeze(input: Any, axis: Any = None, name: Optional[str] = None,
             squeeze_dims: Any = None) -> Any:
+    """x without its axes of size 1 (those of `axis`, else all). With no axis given and a size
+    known only at run time, the axes are chosen when the step runs, and the result's rank is
+    unknown until then, as in TF."""
     x = _t(input)
     axis = squeeze_dims if axis is None else axis
+    if axis is None and (x.shape is None or None in x.shape):
+        sizes = _ops.shape(x)
+        kept = _ops.where_indices(_ops.not_equal(sizes, _ops.ones_like(sizes)))
+        return _ops.reshape_dims(x, _ops.gather(sizes, _ops.reshape(kept, shape=[-1]), axis=0),
+                                 name=name)
     drop = ({a % x.ndim for a in np.atleast_1d(axis)} if axis is not None
             else {i for i, d in enumerate(x.shape) if d == 1})
     return reshape_to(x, _sizes(x, drop), name=name)

@@ -137,6 +137,26 @@ def test_shape_helpers_built_on_reshape_take_two_unknown_sizes():
     assert [h.shape for h in halves] == [(2, 3, 3), (2, 3, 3)]
 
 
+def test_squeeze_without_axes_drops_the_sizes_of_one_known_only_at_run_time():
+    # Before, the axes were chosen from the static shape: an unknown size that was 1 when the
+    # step ran was kept, and a program gathering from the squeezed vector failed (a public TF1
+    # address-matching program: tf.squeeze of a [None, n] distance fed one row).
+    rows = tf.placeholder(tf.float32, [None, 4])
+    flat = tf.squeeze(rows)
+    picked = tf.gather(flat, tf.argmax(rows, 1))
+    assert flat.get_shape().ndims is None  # as TF's: unknown until the step runs
+    loss = tf.reduce_sum(flat * tf.constant([1.0, 2.0, 3.0, 4.0]))
+    grad, = tf.gradients(loss, rows)
+    with tf.Session() as sess:
+        got_flat, got_picked, got_grad = sess.run([flat, picked, grad],
+                                                  {rows: [[3.0, 9.0, 1.0, 2.0]]})
+        several = sess.run(flat, {rows: np.ones((2, 4))})
+    np.testing.assert_array_equal(got_flat, [3.0, 9.0, 1.0, 2.0])
+    np.testing.assert_array_equal(got_picked, [9.0])
+    np.testing.assert_array_equal(got_grad, [[1.0, 2.0, 3.0, 4.0]])
+    assert several.shape == (2, 4)
+
+
 def test_sequence_loss_over_unknown_batch_and_time():
     logits = tf.placeholder(tf.float32, [None, None, 4])
     targets = tf.placeholder(tf.int32, [None, None])
