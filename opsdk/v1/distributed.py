@@ -163,6 +163,7 @@ class _ClusterSession(ClusterSession):
 
     def run(self, fetches: Any, feed_dict: Any = None, options: Any = None,  # type: ignore[override]
             run_metadata: Any = None, timeout: Optional[float] = None) -> Any:
+        fetches = v1_session.sparse_fetches(fetches)
         try:
             if options is None:
                 result = super().run(fetches, v1_session._feeds(feed_dict), timeout=timeout)

@@ -22,6 +22,7 @@ import numpy as np
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
+from opsdk.v1 import sparse as _sparse
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -59,6 +60,7 @@ PATHS: dict[str, dict[str, str]] = {
                       "positive", "negative", "non_negative", "non_positive")}},
     "test": {},
     "image": {},
+    "sparse": {},
 }
 
 
@@ -190,6 +192,7 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
                      "shuffle": shuffle},
           "linalg": {"norm": norm, **_linalg.LINALG},
           "image": _image.NAMES,
+          "sparse": _sparse.SPARSE,
           "test": {"is_built_with_cuda": is_built_with_cuda,
                    "is_built_with_gpu_support": is_built_with_cuda,
                    "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}

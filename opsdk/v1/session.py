@@ -25,6 +25,8 @@ _decoding = False
 # Placeholders fed something other than their array (a string placeholder fed bytes) have an
 # encoder in their graph's "encoders" table, by tensor name. True once any graph has one.
 _encoding = False
+# True once a SparseTensor was made (opsdk/v1/sparse.py): fetches and feeds may then hold them.
+_sparse = False
 
 
 class ConfigProto:
@@ -87,6 +89,7 @@ class Session(opsdk.Session):
         """`opsdk.Session.run`, summaries decoded and errors raised as their tf.errors classes
         (opsdk/v1/errors.py). `options` (a tf.RunOptions) may set a timeout and a trace level;
         a traced run fills `run_metadata`'s step stats (opsdk/v1/run_options.py)."""
+        fetches = sparse_fetches(fetches)
         try:
             if options is None:
                 result = super().run(fetches, _feeds(feed_dict))
@@ -192,6 +195,12 @@ def _flatten_feed(key: Any, value: Any, feeds: dict[Any, Any]) -> None:
         for sub_key, sub_value in zip(key, value):
             _flatten_feed(sub_key, sub_value, feeds)
         return
+    if _sparse and hasattr(key, "_components"):  # a SparseTensor: its three tensors
+        from opsdk.v1.sparse import feed_parts
+
+        for sub_key, sub_value in feed_parts(key, value):
+            _flatten_feed(sub_key, sub_value, feeds)
+        return
     key = key._as_graph_element() if hasattr(key, "_as_graph_element") else key
     if _encoding and isinstance(key, opsdk.Tensor):
         encode = graph_state.table(key.graph, "encoders").get(key.name)
@@ -250,6 +259,27 @@ def _converted(value: Any, target: np.dtype) -> Any:
         return np.asarray(value).astype(target).item()
 
 
+def enable_sparse() -> None:
+    """Have `Session.run` look for SparseTensors among fetches and feeds from now on."""
+    global _sparse
+    _sparse = True
+
+
+def sparse_fetches(fetches: Any) -> Any:
+    """fetches with each SparseTensor as a SparseTensorValue of its three tensors, which the
+    runtime fetches as a SparseTensorValue of arrays (as TF's session hands it out)."""
+    if not _sparse:
+        return fetches
+    if hasattr(fetches, "_components"):
+        return fetches._components()
+    if isinstance(fetches, dict):
+        return type(fetches)((k, sparse_fetches(v)) for k, v in fetches.items())
+    if isinstance(fetches, (list, tuple)):
+        items = [sparse_fetches(f) for f in fetches]
+        return type(fetches)(*items) if hasattr(fetches, "_fields") else type(fetches)(items)
+    return fetches
+
+
 def register_encoder(tensor: Any, encode: Callable[[Any], Any]) -> None:
     """Have `Session.run` feed `encode(value)` to placeholder `tensor` when given `value`."""
     global _encoding
@@ -291,8 +321,9 @@ def _decode(fetch: Any, value: Any) -> Any:
         return value if decode is None else decode(value)
     if isinstance(fetch, dict):
         return type(value)((k, _decode(fetch[k], v)) for k, v in value.items())
-    if isinstance(fetch, (list, tuple)) and not hasattr(fetch, "_fields"):
-        return type(value)(_decode(f, v) for f, v in zip(fetch, value))
+    if isinstance(fetch, (list, tuple)):
+        items = [_decode(f, v) for f, v in zip(fetch, value)]
+        return type(value)(*items) if hasattr(fetch, "_fields") else type(value)(items)
     return value
 
 

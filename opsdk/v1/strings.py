@@ -49,8 +49,12 @@ def _decode_scalar(array: np.ndarray) -> bytes:
 
 
 def _decode_list(array: np.ndarray) -> np.ndarray:
-    rows = [np.asarray(r, dtype=np.uint8).tobytes().rstrip(b"\0") for r in array]
-    return np.array(rows, dtype=object)
+    """Strings of any shape: the rows of the last axis, trailing zeros dropped."""
+    array = np.asarray(array, dtype=np.uint8)
+    rows = array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, -1)
+    out = np.empty(rows.shape[0], dtype=object)
+    out[:] = [r.tobytes().rstrip(b"\0") for r in rows]
+    return out.reshape(array.shape[:-1])
 
 
 def string_placeholder(shape: Any, name: Optional[str] = None) -> Any:
