@@ -42,6 +42,9 @@ class Dimension:
     def __repr__(self) -> str:
         return f"Dimension({self.value})"
 
+    def __str__(self) -> str:
+        return "?" if self.value is None else str(self.value)
+
 
 class TensorShape:
     """TF's static shape: `as_list()`, `ndims`, `[i]` (a Dimension), `num_elements()`."""
@@ -83,6 +86,13 @@ class TensorShape:
 
     def __repr__(self) -> str:
         return "TensorShape(None)" if self.dims is None else f"TensorShape({self.as_list()})"
+
+    def __str__(self) -> str:
+        """As TF1 prints a shape: `(?, 4)`, `(3,)`, `()`, `<unknown>`."""
+        if self.dims is None:
+            return "<unknown>"
+        sizes = [str(d) for d in self.dims]
+        return f"({sizes[0]},)" if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
 
 
 def _get_shape(self: Any) -> TensorShape:

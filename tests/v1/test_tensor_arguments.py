@@ -161,6 +161,11 @@ def test_a_tensors_shape_answers_as_tensorflows_does():
     assert x.shape.num_elements() is None
     assert x.shape.is_compatible_with([7, 3, 4]) and not x.shape.is_compatible_with([7, 3])
     assert x.shape == (None, 3, 4) and isinstance(x.shape, tuple)
+    # printed as TF1 prints get_shape(): `print(x.get_shape())` is a common line
+    assert str(x.get_shape()) == "(?, 3, 4)" and str(x.get_shape()[0]) == "?"
+    assert str(tf.constant([1, 2]).get_shape()) == "(2,)"
+    assert str(tf.constant(1.0).get_shape()) == "()"
+    assert str(tf.placeholder(tf.float32).get_shape()) == "<unknown>"
     zeros = tf.zeros(w.shape.as_list())  # the idiom that failed
     with tf.Session() as sess:
         assert sess.run(zeros).shape == (3, 5)
