@@ -190,6 +190,7 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
             or parallel_iterations < 1:
         raise OpsdkError(f"{who}: parallel_iterations must be a positive int, not "
                          f"{parallel_iterations!r}")
+    loop_vars = _numbers_as_tensors(loop_vars)
     limit = maximum_iterations
     if limit is not None and not (isinstance(limit, (int, np.integer))
                                   and not isinstance(limit, bool)):
@@ -204,6 +205,19 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
     if not return_same_structure and isinstance(loop_vars, (list, tuple)) and len(loop_vars) == 1:
         return result[0]
     return result
+
+
+def _numbers_as_tensors(value: Any) -> Any:
+    """Python and NumPy numbers among loop variables as tensors by TF's rules (ints int32,
+    floats float32), at any depth of lists and tuples (namedtuples kept)."""
+    if isinstance(value, (bool, int, float, np.number)):
+        return _t(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_numbers_as_tensors(v) for v in value))
+    if isinstance(value, (list, tuple)):
+        items = [_numbers_as_tensors(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 def _bounded(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Any,

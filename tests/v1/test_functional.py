@@ -142,6 +142,19 @@ def test_while_loop_and_cond_take_tf1s_arguments():
                                     fn2=lambda: tf.constant(2))) == 2
 
 
+def test_python_numbers_as_loop_variables_are_int32_and_float32_as_in_tf():
+    # Before, 0 became an int64 constant, and comparing it with tf.shape's int32 failed
+    x = tf.placeholder(tf.float32, [None])
+    n = tf.shape(x)[0]
+    i, total, pair = tf.while_loop(lambda i, s, p: i < n,
+                                   lambda i, s, p: (i + 1, s + 1.5, (p[0] * 2, p[1])),
+                                   [0, 0.0, (np.float32(1.0), 7)])
+    assert i.dtype == tf.int32 and total.dtype == tf.float32
+    assert pair[0].dtype == tf.float32 and pair[1].dtype == tf.int32
+    with tf.Session() as sess:
+        assert sess.run([i, total, pair], {x: [1.0, 2.0, 3.0]}) == [3, 4.5, (8.0, 7)]
+
+
 def test_while_loop_and_cond_match_tensorflow():
     tensorflow = pytest.importorskip("tensorflow", reason="the comparison needs TensorFlow "
                                      "(pip install opsdk[tf])")
