@@ -138,3 +138,37 @@ def edit_distance(xp, hypothesis_indices, hypothesis_values, hypothesis_shape, t
             d = (d / len(b)) if len(b) else (np.inf if len(a) else 0.0)
         out[key] = d
     return xp.asarray(out)
+
+
+def _written_shape(buffer, index, row, grow):
+    n, w = buffer.shape
+    k, i = row.shape[0], int(index)
+    if i < 0 or (i >= n and not grow):
+        raise ValueError(f"write_row: index {i} is outside the buffer's {n} rows (an array of "
+                         f"size {n}; a dynamic-size one grows)")
+    if w not in (1, k):
+        raise ValueError(f"write_row: row has {k} elements; the buffer's rows have {w}")
+    return (max(n, i + 1) if grow else n), k, i
+
+
+def write_row(xp, buffer, index, row, grow, out=None):
+    rows, k, i = _written_shape(buffer, index, row, grow)
+    if (rows, k) == tuple(buffer.shape):
+        y = out if out is not None else buffer.copy()  # out: buffer's own array, which dies here
+    else:
+        y = xp.zeros((rows, k), dtype=buffer.dtype)
+        y[:buffer.shape[0]] = buffer
+    y[i] = row
+    return y
+
+
+def write_row_grad(xp, buffer, index, row, grad_y, grow):
+    n, w = buffer.shape
+    i = int(index)
+    grad_row = grad_y[i].copy()
+    grad_buffer = grad_y[:n].copy()
+    if i < n:
+        grad_buffer[i] = 0
+    if w != grad_buffer.shape[1]:  # the rows were widened from one element: sum back
+        grad_buffer = grad_buffer.sum(axis=1, keepdims=True)
+    return grad_buffer, grad_row

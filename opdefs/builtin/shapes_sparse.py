@@ -55,3 +55,14 @@ def edit_distance(shapes, attrs):
     if r < 1:
         raise ValueError("sparse tensors of rank 0 hold no sequence")
     return [(None,) * (r - 1)]
+
+
+def written_rows(shapes, attrs):
+    """[n (None when the buffer may grow), k]; rows of one element widen to k."""
+    buffer, row = shapes["buffer"], shapes["row"]
+    n = None if buffer is None or attrs["grow"] else buffer[0]
+    w = None if buffer is None else buffer[1]
+    k = None if row is None else row[0]
+    if w is not None and k is not None and w not in (1, k):
+        raise ValueError(f"row has {k} elements; the buffer's rows have {w}")
+    return [(n, k if k is not None else (w if w != 1 else None))]

@@ -116,6 +116,29 @@ def test_the_softmaxes_give_the_same_result_in_place_and_not(registry, name, axi
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("grow, index", [(False, 2), (True, 1), (True, 7)])
+def test_write_row_gives_the_same_result_in_place_and_not(registry, grow, index):
+    # a TensorArray's write (opsdk/v1/tensor_array.py): in place when the buffer dies there; a
+    # buffer that may grow has rows known only at run time, which the planner does not donate
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [6, 5], name="x")
+        first = apply_op(registry, "exp", [x], {}, name="first")  # a buffer of the step's own
+        i_fed = placeholder("int32", [], name="i")
+        i = apply_op(registry, "cast", [i_fed], {"DstT": "int64"})
+        row = apply_op(registry, "neg", [apply_op(registry, "reduce_sum", [x], {"axes": [0]})],
+                       {})
+        y = apply_op(registry, "write_row", [first, i, row], {"grow": grow}, name="y")
+    value = np.random.default_rng(4).uniform(-1, 1, (6, 5))
+    explanation, got, want = _in_place_and_not(g, y, first, {x: value, i_fed: index})
+    assert ("y" in explanation.donated) == (not grow)
+    expected = np.zeros((max(6, index + 1), 5))
+    expected[:6] = np.exp(value)
+    expected[index] = -value.sum(0)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(want, expected)
+
+
 def test_dropout_grad_gives_the_same_result_in_place_and_not(registry):
     g = Graph()
     with g.as_default():
