@@ -29,6 +29,7 @@ from opsdk.runtime.ir.nest import flatten, pack, structure_text
 from opsdk.v1.composed import logical_and as _logical_and, reverse as _reverse
 from opsdk.v1.dtypes import as_dtype
 from opsdk.v1 import math_ops as _m
+from opsdk.v1 import tensor_array as _tensor_array
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 __all__ = ["map_fn", "scan", "foldl", "foldr"]
@@ -191,6 +192,17 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
         raise OpsdkError(f"{who}: parallel_iterations must be a positive int, not "
                          f"{parallel_iterations!r}")
     loop_vars = _numbers_as_tensors(loop_vars)
+    template = loop_vars
+    loop_vars, arrays = _tensor_array.to_leaves(loop_vars)
+    if arrays:  # TensorArrays travel as their buffers (opsdk/v1/tensor_array.py)
+        if _tensor_array.unwidened(arrays):
+            # The first write gives an array's rows the elements' width, a shape change that
+            # the recording of iterations (for a gradient) cannot take: that first iteration
+            # runs before the loop, when cond holds (the loop then finds cond as it would).
+            template = _first_iteration(cond, body, template)
+            loop_vars, arrays = _tensor_array.to_leaves(template)
+        shape_invariants = _tensor_array.invariants(template, shape_invariants)
+        cond, body = _over_arrays(cond, template), _over_arrays(body, template, results=True)
     limit = maximum_iterations
     if limit is not None and not (isinstance(limit, (int, np.integer))
                                   and not isinstance(limit, bool)):
@@ -202,9 +214,47 @@ def while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: An
         leaves, tree = flatten(result)
         result = pack(tree, [_m.stop_gradient(t) if is_differentiable_dtype(t.dtype) else t
                              for t in leaves])
+    if arrays:
+        result = _tensor_array.from_leaves(result, template)
     if not return_same_structure and isinstance(loop_vars, (list, tuple)) and len(loop_vars) == 1:
         return result[0]
     return result
+
+
+def _first_iteration(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
+                     values: Any) -> Any:
+    """values after one run of body_fn where cond_fn holds for them, else values."""
+    spread = isinstance(values, (list, tuple))
+
+    def call(fn: Callable[..., Any]) -> Any:
+        return fn(*values) if spread else fn(values)
+
+    def ran() -> Any:
+        out = call(body_fn)
+        if spread:
+            out = list(out) if isinstance(out, (list, tuple)) else [out]
+            out = out if isinstance(values, list) else tuple(out)
+        return _tensor_array.to_leaves(_tensor_array.relaxed(out))[0]
+
+    def skipped() -> Any:
+        return _tensor_array.to_leaves(_tensor_array.relaxed(values))[0]
+    taken = cond(call(cond_fn), ran, skipped)
+    peeled = _tensor_array.from_leaves(taken, values)
+    return _tensor_array.mark_widened(peeled)
+
+
+def _over_arrays(fn: Callable[..., Any], template: Any, results: bool = False
+                 ) -> Callable[..., Any]:
+    """fn over loop values whose arrays come as buffers: it gets TensorArrays where template has
+    them and (results) gives its arrays back as buffers."""
+    spread = isinstance(template, (list, tuple))
+
+    def call(*args: Any) -> Any:
+        values = _tensor_array.from_leaves(list(args) if spread else args[0],
+                                           list(template) if spread else template)
+        out = fn(*values) if spread else fn(values)
+        return _tensor_array.to_leaves(out)[0] if results else out
+    return call
 
 
 def _numbers_as_tensors(value: Any) -> Any:
