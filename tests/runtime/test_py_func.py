@@ -126,3 +126,29 @@ def test_an_exported_graph_runs_its_py_func_only_in_the_process_that_built_it(tm
     with opsdk.Session(load_graph(path)) as sess:  # here it is
         np.testing.assert_array_equal(
             sess.run("triple:0", {"x:0": np.ones(2, np.float32)}), [3, 3])
+
+
+def test_a_function_taking_the_step_context_waits_until_the_run_is_stopped():
+    # A function that waits (a queue's dequeue) gets the step first: its session, and the token
+    # that a timeout (or Session.close, Ctrl-C) cancels, so the wait ends instead of hanging.
+    import time
+
+    seen = []
+
+    def wait_forever(ctx, x):
+        seen.append(ctx.session)
+        while True:
+            ctx.token.check("wait_forever")
+            time.sleep(0.01)
+    wait_forever.takes_step_context = True
+    g = opsdk.Graph()
+    with g.as_default():
+        x = opsdk.placeholder("float32", [2])
+        y = py_func(wait_forever, [x], "float32")
+        z = py_func(lambda a: a * 2, [x], "float32")
+    with opsdk.Session(g) as sess:
+        start = time.monotonic()
+        with pytest.raises(OpsdkError, match="wait_forever: stopped because its timeout passed"):
+            sess.run(y, {x: [1.0, 2.0]}, timeout=0.3)
+        assert time.monotonic() - start < 5 and seen == [sess]
+        np.testing.assert_array_equal(sess.run(z, {x: [1.0, 2.0]}), [2.0, 4.0])

@@ -10,6 +10,12 @@ graph exported with the project's graph format, or a partition run by another pr
 the key and fails clearly there. Output shapes are unknown until the node runs (`set_shape` or
 `reshape` declare them); a py_func passes no gradient. Every py_func node is stateful: it runs
 once per step that needs it, and is never folded or merged with another.
+
+A function with the attribute `takes_step_context = True` is called with the running step's
+context first (`func(ctx, *values)`): `ctx.session` is the session running the step, and
+`ctx.token` its cancellation token, which a function that waits (for a queue's next element)
+checks with `ctx.token.check(where)` or `ctx.token.cancelled`, so that `Session.close()`,
+Ctrl-C and `Session.run(..., timeout=)` stop the wait.
 """
 
 from __future__ import annotations

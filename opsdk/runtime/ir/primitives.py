@@ -140,6 +140,8 @@ def _prepare_py_func(op, device, options) -> RunFn:
                           f"process (pid {os.getpid()}); a py_func runs only in the process "
                           "that built its graph")
         args = [value if device.is_host else device.to_host(value) for value in inputs]
+        if getattr(func, "takes_step_context", False):  # a function that may block: it gets
+            args.insert(0, ctx)  # the step (its cancellation token, its session) first
         try:
             result = func(*args)
         except Exception as exc:
