@@ -96,7 +96,34 @@ def softmax_cross_entropy_with_logits(_sentinel: Any = None, labels: Any = None,
     labels, logits = _t(labels), _t(logits)
     if labels.dtype != logits.dtype:  # TF casts the labels (e.g. one-hot ints) to the logits'
         labels = _ops.cast(labels, dtype=logits.dtype)
+    if _differ(labels.shape, logits.shape):
+        return _flattened_cross_entropy(labels, logits, name)
     return _ops.softmax_cross_entropy_with_logits(labels, logits, name=name)
+
+
+def _flattened_cross_entropy(labels: Any, logits: Any, name: Optional[str]) -> Any:
+    """TF's way with shapes that differ ([1, n, k] labels, [n, k] logits; [1, k] labels): both
+    flattened to rows of k classes, a single row broadcast to the other's rows, and the losses
+    shaped as logits' leading dims."""
+    k = logits.shape[-1] if logits.shape else None
+    if k is None or labels.shape[-1] not in (None, k):
+        raise OpsdkError(f"softmax_cross_entropy_with_logits: labels of shape "
+                         f"{list(labels.shape)} and logits of shape {list(logits.shape)} need "
+                         "one known number of classes in their last axis")
+    rows_labels = _ops.reshape(labels, shape=[-1, k])
+    rows_logits = _ops.reshape(logits, shape=[-1, k])
+    losses = _ops.softmax_cross_entropy_with_logits(
+        _ops.add(rows_labels, _ops.zeros_like(rows_logits)),
+        _ops.add(rows_logits, _ops.zeros_like(rows_labels)))
+    return _m.reshape_to(losses, _m._sizes(logits, {len(logits.shape) - 1}), name=name)
+
+
+def _differ(a: Any, b: Any) -> bool:
+    """Whether two static shapes are known to differ (in rank or in a known size)."""
+    if a is None or b is None:
+        return False
+    return len(a) != len(b) or any(x is not None and y is not None and x != y
+                                   for x, y in zip(a, b))
 
 
 softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits

@@ -304,3 +304,25 @@ def test_a_variables_name_is_its_value_tensors_and_load_and_checkpoints_use_its_
         np.testing.assert_array_equal(sess.run(w), [1.0, 2.0])
         path = saver.save(sess, str(tmp_path / "model"))
     assert [name for name, _ in tf.train.list_variables(path)] == ["w"]
+
+
+def test_softmax_cross_entropy_takes_labels_of_another_shape_as_tf_does():
+    # A public TF1 program passes labels=tf.stop_gradient([one_hot]) ([1, n, k]) beside [n, k]
+    # logits; TF flattens both to rows, broadcasts a single row, and shapes the losses as the
+    # logits' rows. Before, opsdk.v1 refused the shapes.
+    rng = np.random.default_rng(0)
+    logits_value = rng.standard_normal((3, 4)).astype(np.float32)
+    logits = tf.constant(logits_value)
+    wrapped = tf.nn.softmax_cross_entropy_with_logits_v2(labels=[tf.one_hot([1, 2, 0], 4)],
+                                                         logits=logits)
+    one_row = tf.nn.softmax_cross_entropy_with_logits_v2(labels=[[0.0, 1.0, 0.0, 0.0]],
+                                                         logits=logits)
+    grad, = tf.gradients(tf.reduce_sum(wrapped), [logits])
+    assert wrapped.get_shape().as_list() == [3] and one_row.get_shape().as_list() == [3]
+    log_p = logits_value - np.log(np.exp(logits_value).sum(1, keepdims=True))
+    with tf.Session() as sess:
+        got, row, got_grad = sess.run([wrapped, one_row, grad])
+    np.testing.assert_allclose(got, -log_p[[0, 1, 2], [1, 2, 0]], rtol=1e-5)
+    np.testing.assert_allclose(row, -log_p[:, 1], rtol=1e-5)
+    np.testing.assert_allclose(got_grad, np.exp(log_p) - np.eye(4)[[1, 2, 0]], rtol=1e-5,
+                               atol=1e-6)
