@@ -78,6 +78,12 @@ from opsdk.v1.composed import (Print, add_n, argsort, clip_by_global_norm, clip_
 from opsdk.v1.composed import slice_ as slice, tensordot  # noqa: E402,A001 - TF's name
 from opsdk.v1.functional import case, cond, foldl, foldr, map_fn, scan, while_loop  # noqa: E402
 from opsdk.v1.tensor_array import TensorArray  # noqa: E402
+from opsdk.v1 import queues as _queues  # noqa: E402 - tf.FIFOQueue, tf.train.batch, ...
+globals().update(_queues.TOP_LEVEL)
+for _name, _value in _queues.TRAIN.items():
+    setattr(train, _name, _value)
+from opsdk.v1.readers import TOP_LEVEL as _READERS  # noqa: E402 - tf.TextLineReader, tf.decode_csv
+globals().update(_READERS)
 from opsdk.v1.asserts import NAMES as _ASSERTS  # noqa: E402 - tf.Assert, tf.assert_equal, ...
 globals().update(_ASSERTS)
 from opsdk.v1.linalg import NAMES as _LINALG  # noqa: E402 - tf.matrix_inverse, tf.diag, ...

@@ -405,8 +405,12 @@ class MonitoredSession:
             raise
 
     def _after_create(self) -> None:
+        from opsdk.v1.queues import start_queue_runners
+
         for hook in self._hooks:
             hook.after_create_session(self._sess, self._coord)
+        if self._sess.graph.get_collection("queue_runners"):  # as TF's: the graph's input
+            start_queue_runners(self._sess, self._coord)     # queues fill while it runs
 
     @property
     def graph(self) -> Any:

@@ -28,7 +28,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import dtypes, graph_state, strings
+from opsdk.v1 import dtypes, strings
 from opsdk.v1 import linalg as _linalg
 from opsdk.v1 import session as _session
 from opsdk.v1.tensors import TensorShape
@@ -53,11 +53,6 @@ def _int64(who: str, what: str, value: Any) -> Any:
     if array.size and array.dtype.kind not in "iu":
         raise OpsdkError(f"{who}: {what} must be whole numbers, got {array.dtype} values")
     return opsdk.constant(array.astype(np.int64))
-
-
-def _is_string(tensor: Any) -> bool:
-    return graph_state.table(tensor.graph, "decoders").get(tensor.name) in (
-        strings._decode_list, strings._decode_scalar)
 
 
 class SparseTensor:
@@ -90,7 +85,7 @@ class SparseTensor:
         if rank is not None and index_shape is not None and index_shape[1] not in (None, rank):
             raise OpsdkError(f"SparseTensor: indices have {index_shape[1]} coordinates per "
                              f"entry; dense_shape has rank {rank}")
-        self._string = _is_string(self.values)
+        self._string = strings.is_string(self.values)
         _session.enable_sparse()
 
     @classmethod
@@ -152,17 +147,11 @@ def feed_parts(key: SparseTensor, value: Any) -> list:
 
 def _encode_strings(label: str) -> Any:
     def encode(value: Any) -> np.ndarray:
-        items = list(np.asarray(value, dtype=object).reshape(-1))
         try:
-            encoded = [strings._bytes(v) for v in items]
+            return strings.byte_rows(list(np.asarray(value, dtype=object).reshape(-1)))
         except OpsdkError:
             raise TypeError(f"Session.run: the values fed to sparse placeholder '{label}' must be "
                             "str or bytes") from None
-        width = max((len(b) for b in encoded), default=0)
-        array = np.zeros((len(encoded), width), dtype=np.uint8)
-        for row, b in zip(array, encoded):
-            row[:len(b)] = np.frombuffer(b, dtype=np.uint8)
-        return array
     return encode
 
 

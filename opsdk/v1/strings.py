@@ -16,6 +16,7 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import graph_state
 from opsdk.v1 import session as _session
 
 
@@ -33,15 +34,27 @@ def string_constant(value: Any, name: Optional[str] = None) -> Any:
         array = np.frombuffer(_bytes(value), dtype=np.uint8).copy()
         decode = _decode_scalar
     else:
-        items = [_bytes(v) for v in value]
-        width = max((len(b) for b in items), default=0)
-        array = np.zeros((len(items), width), dtype=np.uint8)
-        for row, b in zip(array, items):
-            row[:len(b)] = np.frombuffer(b, dtype=np.uint8)
+        array = byte_rows(value)
         decode = _decode_list
     tensor = opsdk.constant(array, name=name or "Const")
     _session.register_decoder(tensor, decode)
     return tensor
+
+
+def byte_rows(items: Any) -> np.ndarray:
+    """Strings (str or bytes) as a [n, width] uint8 matrix, each row zero-padded."""
+    encoded = [_bytes(v) for v in items]
+    width = max((len(b) for b in encoded), default=0)
+    array = np.zeros((len(encoded), width), dtype=np.uint8)
+    for row, b in zip(array, encoded):
+        row[:len(b)] = np.frombuffer(b, dtype=np.uint8)
+    return array
+
+
+def is_string(tensor: Any) -> bool:
+    """Whether tensor holds strings as this module keeps them (its fetches are decoded so)."""
+    return graph_state.table(tensor.graph, "decoders").get(tensor.name) in (
+        _decode_list, _decode_scalar)
 
 
 def _decode_scalar(array: np.ndarray) -> bytes:

@@ -211,7 +211,7 @@ class Supervisor:
     def start_standard_services(self, sess: Any) -> list[threading.Thread]:
         """The chief's threads: a checkpoint every save_model_secs (when there is a saver or a
         cluster, and a logdir), the summaries and the global steps per second every
-        save_summaries_secs (when there is a summary writer)."""
+        save_summaries_secs (when there is a summary writer), and the graph's queue runners."""
         from opsdk.dist import ClusterSession
 
         if not self._is_chief:
@@ -226,6 +226,7 @@ class Supervisor:
             if self._global_step is not None:
                 counter = _StepCounter(sess, self._global_step, self._writer)
                 threads.append(self.loop(self._save_summaries_secs, counter))
+        threads.extend(self.start_queue_runners(sess))
         return threads
 
     def _save(self, sess: Any) -> None:
@@ -257,14 +258,24 @@ class Supervisor:
         return thread
 
     def start_queue_runners(self, sess: Any, queue_runners: Any = None) -> list:
-        """No threads: opsdk graphs have no queue runners (docs/tf1.md, Not provided), and
-        SyncReplicasOptimizer's chief queue runner has nothing to run."""
+        """The threads of the graph's queue runners (or of queue_runners), stopped with the
+        Supervisor's coordinator; SyncReplicasOptimizer's chief queue runner has nothing to
+        run and starts none."""
         from opsdk.v1.distributed import NothingToRun
+        from opsdk.v1.queues import QUEUE_RUNNERS
 
-        if any(not isinstance(runner, NothingToRun) for runner in queue_runners or ()):
-            raise OpsdkError("Supervisor.start_queue_runners: opsdk.v1 has no queues or queue "
-                             "runners (docs/tf1.md)")
-        return []
+        runners = self._graph.get_collection(QUEUE_RUNNERS) if queue_runners is None \
+            else queue_runners
+        threads: list = []
+        for runner in runners:
+            if isinstance(runner, NothingToRun):
+                continue
+            if not callable(getattr(runner, "create_threads", None)):
+                raise OpsdkError(f"Supervisor.start_queue_runners: {runner!r} is not a queue "
+                                 "runner (tf.train.QueueRunner)")
+            threads.extend(runner.create_threads(sess, coord=self._coord, daemon=True,
+                                                 start=True))
+        return threads
 
     def stop(self, threads: Any = None, close_summary_writer: bool = True,
              ignore_live_threads: bool = False) -> None:

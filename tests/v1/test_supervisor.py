@@ -104,8 +104,23 @@ def test_init_choices_and_misuse():
     with tf.Graph().as_default():
         with pytest.raises(OpsdkError, match="tf.train.Server's target"):
             tf.train.Supervisor(is_chief=False).prepare_or_wait_for_session()
-        with pytest.raises(OpsdkError, match="no queues"):
+        with pytest.raises(OpsdkError, match="is not a queue runner"):
             tf.train.Supervisor().start_queue_runners(None, queue_runners=[object()])
+
+
+def test_the_supervisors_services_run_the_graphs_queue_runners():
+    x, = tf.train.slice_input_producer([np.arange(5, dtype=np.float32)], num_epochs=1,
+                                       shuffle=False)
+    batch = tf.train.batch([x], batch_size=2, allow_smaller_final_batch=True)
+    sv = tf.train.Supervisor(logdir=None)
+    got = []
+    with sv.managed_session() as sess:
+        while not sv.should_stop():
+            try:
+                got.append(sess.run(batch).tolist())
+            except tf.errors.OutOfRangeError:
+                break
+    assert got == [[0.0, 1.0], [2.0, 3.0], [4.0]]
 
 
 def sv_init_op(graph):
