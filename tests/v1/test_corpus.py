@@ -89,6 +89,31 @@ def test_a_module_beside_the_program_comes_along_as_a_package(tmp_path):
     assert sorted(p.name for p in cache.iterdir()) == ["model"]  # not numpy, not unused
 
 
+def test_a_data_file_the_repository_holds_beside_the_program_comes_along(tmp_path):
+    import subprocess
+
+    clone = tmp_path / "sources" / "someone+labs"
+    (clone / "lab").mkdir(parents=True)
+    (clone / "lab" / "p.py").write_text(
+        "xy = np.loadtxt('scores.csv')\nq = ['data/more.txt', 'absent.csv', 'x.py']\n")
+    (clone / "lab" / "scores.csv").write_bytes(b"1,2\r\n3,4\n")
+    (clone / "lab" / "data").mkdir()
+    (clone / "lab" / "data" / "more.txt").write_text("hello\n")
+    (clone / "lab" / "other.csv").write_text("unused\n")
+    for command in (["init", "-q"], ["add", "."],
+                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(clone), *command], check=True)
+    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    entry = build.Entry("someone/labs", commit, "lab/p.py", "MIT")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    build._helpers(tmp_path / "sources", entry, (clone / "lab" / "p.py").read_text(), cache)
+    assert (cache / "scores.csv").read_bytes() == b"1,2\r\n3,4\n"  # unchanged
+    assert (cache / "data" / "more.txt").read_text() == "hello\n"
+    assert sorted(p.name for p in cache.iterdir()) == ["data", "scores.csv"]
+
+
 def test_the_cache_is_refused_inside_the_repository(tmp_path):
     with pytest.raises(SystemExit, match="outside the repository"):
         build.build(tmp_path, CORPUS / "cache")

@@ -29,6 +29,10 @@ The adaptation rules (each changed line ends with `# opsdk-corpus: was <the orig
    beside it gets that module (as a package of its name, so that it is not run as a program).
 5. Waiting for the user: `plt.waitforbuttonpress()` becomes `pass` (plots are drawn off screen,
    where it would wait forever).
+6. Data files: a quoted name in the program of a data file (`.csv`, `.txt`, `.dat`, `.tsv`,
+   `.json`, `.npy`, `.npz`, `.data`) that its repository holds beside the program at the same
+   commit (`'data-01-test-score.csv'`) is copied, unchanged, to that name in CACHE, where the
+   check runs the program.
 """
 
 from __future__ import annotations
@@ -156,6 +160,13 @@ def build(sources: Path, cache: Path) -> list[Entry]:
 
 
 _IMPORT = re.compile(r"^\s*(?:from\s+(\w+)\s+import|import\s+(\w+))", re.M)
+_DATA = re.compile(r"""['"]([\w-]+(?:/[\w.-]+)*\.(?:csv|txt|dat|tsv|json|npy|npz|data))['"]""")
+
+
+def _tree(sources: Path, entry: Entry) -> set[str]:
+    """Every file path of the entry's repository at its commit."""
+    listing = _git(sources, entry, "ls-tree", "-r", "--name-only", entry.commit)
+    return set(listing.stdout.decode().split("\n"))
 
 
 def _helpers(sources: Path, entry: Entry, text: str, cache: Path) -> None:
@@ -172,6 +183,11 @@ def _helpers(sources: Path, entry: Entry, text: str, cache: Path) -> None:
             (cache / name).mkdir()
             data = show(sources, entry, str(folder / f"{name}.py")).decode("utf-8", errors="replace")
             (cache / name / "__init__.py").write_text(adapt(data))
+    for name in sorted(set(_DATA.findall(text))):
+        target = cache / name
+        if str(folder / name) in _tree(sources, entry) and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(show(sources, entry, str(folder / name)))
     if re.search(r"^\s*from libs", text, re.M) and not (cache / "libs").exists():
         folder = str(Path(entry.path).parent / "libs")
         listing = _git(sources, entry, "ls-tree", "--name-only", f"{entry.commit}:{folder}")
