@@ -4,8 +4,14 @@ and bilinear, TF1's corner convention), colour conversions and adjustments, stan
 Images are [height, width, channels] or batches [batch, height, width, channels], as TF's.
 Everything is composed of gathers, slices, reductions and elementwise ops, so gradients flow
 through it. Sizes that decide the graph (crop boxes, resize targets) must be known when the
-graph is built, and resizing reads the input's height and width then too. Decoding and encoding
-image files (`decode_png`, `decode_jpeg`, ...) is not provided.
+graph is built, and resizing reads the input's height and width then too.
+
+Image files and whole files (`decode_png`, `decode_jpeg`, `decode_bmp`, `decode_gif`,
+`decode_image`, `encode_png`, `encode_jpeg`; `read_file`, `write_file`, which are `tf.io`'s and
+top-level names, not `tf.image`'s) run the builtin ops of opdefs/builtin/image_codec.yaml, which
+read and write the files with Pillow. A string is a uint8 vector of its bytes (opsdk/v1/strings.py):
+`contents` may be Python bytes or such a tensor (read_file's, a string placeholder's), and what
+encode_* and read_file give is fetched as bytes, as TF hands out strings.
 """
 
 from __future__ import annotations
@@ -304,6 +310,206 @@ def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False,
     return _m.cast(_ops.mul(_m.cast(x, "float64"), _m.cast(factor, "float64")), want, name=name)
 
 
+# ---- image files and whole files ---------------------------------------------------------------
+
+def _string(who: str, arg: str, value: Any) -> Any:
+    """One string as opsdk carries it, a uint8 vector of its bytes: Python bytes or str become a
+    constant; a tensor must be such a vector (a string constant's, a string placeholder's,
+    read_file's or encode_png's)."""
+    from opsdk.v1.strings import string_constant
+
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "SUO":
+        value = value.item()
+    if isinstance(value, (bytes, str)):
+        return string_constant(value)
+    x = _t(value)
+    if np.dtype(x.dtype) != np.uint8 or (x.shape is not None and len(x.shape) != 1):
+        raise OpsdkError(f"{who}: {arg} must be one string (bytes, or a string tensor such as "
+                         f"read_file's, which opsdk holds as a uint8 vector of its bytes), got "
+                         f"'{x.name}' of dtype {x.dtype} and shape {x.shape}")
+    return x
+
+
+def _as_string(tensor: Any) -> Any:
+    """A uint8 vector of bytes that Session.run hands out as bytes, as TF hands out a string."""
+    from opsdk.v1 import session as _session
+    from opsdk.v1.strings import _decode_scalar
+
+    _session.register_decoder(tensor, _decode_scalar)
+    return tensor
+
+
+def _choice(who: str, arg: str, value: Any, allowed: tuple) -> int:
+    got = args.static_int(who, arg, 0 if value is None else value)
+    if got not in allowed:
+        raise OpsdkError(f"{who}: {arg} must be {', '.join(map(str, allowed[:-1]))} or "
+                         f"{allowed[-1]}, got {got}")
+    return got
+
+
+def _dtype_name(who: str, dtype: Any, allowed: tuple) -> str:
+    from opsdk.v1.dtypes import as_dtype
+
+    name = getattr(as_dtype(dtype), "name", str(dtype))
+    if name not in allowed:
+        raise OpsdkError(f"{who}: dtype must be {' or '.join('tf.' + a for a in allowed)}, got "
+                         f"{name}")
+    return name
+
+
+def decode_png(contents: Any, channels: int = 0, dtype: Any = "uint8",
+               name: Optional[str] = None) -> Any:
+    """[height, width, channels] pixels of a PNG (or a JPEG, or a GIF of one frame, as TF's
+    decoder reads them too); channels 0 is the file's own, 1 gray, 3 RGB, 4 RGBA, converted
+    as TF's libpng does. dtype tf.uint16 gives 16-bit samples as they are and 8-bit ones times
+    257. Height and width are known when the file is read. Differs from TF: a 16-bit colour PNG
+    decodes to uint8 only (Pillow reads its high bytes; the gray of one may be 1 below TF's),
+    and a palette or gray PNG of under 8 bits given an alpha channel gets 255 (TF's libpng
+    setup gives 2**bits - 1)."""
+    who = "image.decode_png"
+    return _ops.decode_png(_string(who, "contents", contents),
+                           channels=_choice(who, "channels", channels, (0, 1, 3, 4)),
+                           dtype=_dtype_name(who, dtype, ("uint8", "uint16")),
+                           name=name or "DecodePng")
+
+
+def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscaling: bool = True,
+                try_recover_truncated: bool = False, acceptable_fraction: float = 1,
+                dct_method: str = "", name: Optional[str] = None) -> Any:
+    """[height, width, channels] uint8 pixels of a JPEG (or a PNG or one-frame GIF); channels 0
+    is the file's own, 1 gray (libjpeg's), 3 RGB; ratio 1, 2, 4 or 8 scales it down by libjpeg's
+    DCT scaling. Pillow decodes with the accurate integer DCT: TF's values for dct_method
+    'INTEGER_ACCURATE', and a few levels apart from those of its default, 'INTEGER_FAST' (a hint
+    to TF's decoder too). fancy_upscaling=False and try_recover_truncated=True are refused (Pillow
+    has neither); a truncated JPEG is an error whatever acceptable_fraction says, as in TF
+    without try_recover_truncated."""
+    who = "image.decode_jpeg"
+    if ratio not in (1, 2, 4, 8) or isinstance(ratio, bool):
+        raise OpsdkError(f"{who}: ratio must be 1, 2, 4, or 8, got {ratio!r}")
+    if not fancy_upscaling:
+        raise OpsdkError(f"{who}: fancy_upscaling=False is not supported by opsdk.v1 (Pillow "
+                         "decodes with libjpeg's fancy upsampling only)")
+    if try_recover_truncated:
+        raise OpsdkError(f"{who}: try_recover_truncated=True is not supported by opsdk.v1 "
+                         "(Pillow decodes whole JPEGs only; a truncated one is an error)")
+    if not 0 <= float(acceptable_fraction) <= 1:
+        raise OpsdkError(f"{who}: acceptable_fraction must be in [0, 1], got "
+                         f"{acceptable_fraction!r}")
+    if dct_method not in ("", "INTEGER_FAST", "INTEGER_ACCURATE"):
+        raise OpsdkError(f"{who}: dct_method must be one of '', 'INTEGER_FAST', "
+                         f"'INTEGER_ACCURATE', got {dct_method!r}")
+    return _ops.decode_jpeg(_string(who, "contents", contents),
+                            channels=_choice(who, "channels", channels, (0, 1, 3)),
+                            ratio=int(ratio), name=name or "DecodeJpeg")
+
+
+def decode_bmp(contents: Any, channels: int = 0, name: Optional[str] = None) -> Any:
+    """[height, width, channels] uint8 pixels of a BMP of 8, 24 or 32 bits a pixel, as TF's
+    decoder reads it: 8 bits are one channel of the stored values (no palette), 32 keep their
+    fourth byte as alpha; channels 0 (the file's own), 3 or 4."""
+    who = "image.decode_bmp"
+    return _ops.decode_bmp(_string(who, "contents", contents),
+                           channels=_choice(who, "channels", channels, (0, 3, 4)),
+                           name=name or "DecodeBmp")
+
+
+def decode_gif(contents: Any, name: Optional[str] = None) -> Any:
+    """[frames, height, width, 3] uint8 pixels of a GIF (a PNG or JPEG gives one frame): each
+    frame drawn over the one before, pixels no frame has drawn 0. Differs from TF: frames that
+    ask to be disposed (to the background or the previous frame) are, as Pillow reads them; TF's
+    decoder ignores disposal."""
+    return _ops.decode_gif(_string("image.decode_gif", "contents", contents),
+                           name=name or "DecodeGif")
+
+
+def decode_image(contents: Any, channels: Optional[int] = None, dtype: Any = "uint8",
+                 name: Optional[str] = None, expand_animations: bool = True) -> Any:
+    """A JPEG, PNG, GIF or BMP, each decoded as its own function decodes it: [height, width,
+    channels], or [frames, height, width, 3] for a GIF (its first frame alone without
+    expand_animations; then the rank is 3 whatever the file, else known only at run time).
+    dtype tf.uint8, tf.uint16 or tf.float32 (values in [0, 1]), as TF 2's op, which compat.v1's
+    decode_image runs (TF 1.15 converted to any dtype)."""
+    who = "image.decode_image"
+    return _ops.decode_image(_string(who, "contents", contents),
+                             channels=_choice(who, "channels", channels, (0, 1, 3, 4)),
+                             expand_animations=bool(expand_animations),
+                             dtype=_dtype_name(who, dtype, ("uint8", "uint16", "float32")),
+                             name=name or "decode_image")
+
+
+def _encodable(who: str, image: Any, dtypes: tuple) -> Any:
+    x = _t(image)
+    if np.dtype(x.dtype).name not in dtypes or (x.shape is not None and len(x.shape) != 3):
+        raise OpsdkError(f"{who}: image must be [height, width, channels] of "
+                         f"{' or '.join(dtypes)}, got '{x.name}' of dtype {x.dtype} and shape "
+                         f"{x.shape}")
+    return x
+
+
+def encode_png(image: Any, compression: int = -1, name: Optional[str] = None) -> Any:
+    """The bytes of a PNG of a [height, width, channels] image (1 to 4 channels of uint8, or one
+    of uint16: Pillow writes 16-bit PNGs in gray only, where TF writes colour too); compression
+    is zlib's level, -1 (its default) or 0 to 9. Fetched as bytes."""
+    who = "image.encode_png"
+    level = args.static_int(who, "compression", compression)
+    if not -1 <= level <= 9:
+        raise OpsdkError(f"{who}: compression must be -1 (the default) or 0 to 9, got {level}")
+    return _as_string(_ops.encode_png(_encodable(who, image, ("uint8", "uint16")),
+                                      compression=level, name=name or "EncodePng"))
+
+
+def encode_jpeg(image: Any, format: str = "", quality: int = 95,  # noqa: A002 - TF's name
+                progressive: bool = False, optimize_size: bool = False,
+                chroma_downsampling: bool = True, density_unit: str = "in", x_density: int = 300,
+                y_density: int = 300, xmp_metadata: str = "", name: Optional[str] = None) -> Any:
+    """The bytes of a JPEG of a [height, width, channels] uint8 image, 1 channel (gray) or 3
+    (RGB); the same bytes as TF's for the same options. density_unit 'cm' is refused (Pillow
+    writes the density in dots per inch only). Fetched as bytes."""
+    who = "image.encode_jpeg"
+    if format not in ("", "grayscale", "rgb"):
+        raise OpsdkError(f"{who}: format must be '', 'grayscale' or 'rgb', got {format!r}")
+    if density_unit == "cm":
+        raise OpsdkError(f"{who}: density_unit='cm' is not supported by opsdk.v1 (Pillow writes "
+                         "the density in dots per inch only); give 'in'")
+    if density_unit != "in":
+        raise OpsdkError(f"{who}: density_unit must be 'in' or 'cm', got {density_unit!r}")
+    numbers = {arg: args.static_int(who, arg, v) for arg, v in (
+        ("quality", quality), ("x_density", x_density), ("y_density", y_density))}
+    if not 0 <= numbers["quality"] <= 100:
+        raise OpsdkError(f"{who}: quality must be 0 to 100, got {numbers['quality']}")
+    for arg in ("x_density", "y_density"):
+        if not 1 <= numbers[arg] <= 65535:
+            raise OpsdkError(f"{who}: {arg} must be 1 to 65535 (the JFIF header's range), got "
+                             f"{numbers[arg]}")
+    xmp = xmp_metadata.decode("utf-8") if isinstance(xmp_metadata, bytes) else str(xmp_metadata)
+    return _as_string(_ops.encode_jpeg(
+        _encodable(who, image, ("uint8",)), format=format, progressive=bool(progressive),
+        optimize_size=bool(optimize_size), chroma_downsampling=bool(chroma_downsampling),
+        xmp_metadata=xmp, name=name or "EncodeJpeg", **numbers))
+
+
+def read_file(filename: Any, name: Optional[str] = None) -> Any:
+    """The bytes of the file `filename` (a str, bytes or string tensor), read on every run;
+    fetched as bytes. A file that cannot be read fails the run naming it (TF raises NotFoundError
+    for a missing one; opsdk, as for every failing op, InvalidArgumentError)."""
+    return _as_string(_ops.read_file(_string("read_file", "filename", filename),
+                                     name=name or "ReadFile"))
+
+
+def write_file(filename: Any, contents: Any, name: Optional[str] = None) -> Any:
+    """The node that writes `contents` (bytes, str or a string tensor) to `filename`, making the
+    folders on the way, on every run; running it gives None, as TF's operation."""
+    node = _ops.write_file(_string("write_file", "filename", filename),
+                           _string("write_file", "contents", contents), name=name or "WriteFile")
+    return node.op
+
+
+_FILES = ("read_file", "write_file")
 NAMES = {name: value for name, value in dict(globals()).items()
-         if not name.startswith("_") and callable(value)
+         if not name.startswith("_") and callable(value) and name not in _FILES
          and getattr(value, "__module__", "") == __name__}
+# tf.io's names of this module (the image files and whole files) and the top level's
+IO = {name: globals()[name] for name in (
+    "decode_png", "decode_jpeg", "decode_bmp", "decode_gif", "decode_image", "encode_png",
+    "encode_jpeg", "read_file", "write_file")}
+FILES = {name: globals()[name] for name in _FILES}

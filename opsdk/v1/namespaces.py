@@ -1,7 +1,8 @@
 """TF 1.13-1.15's newer namespaces over the names opsdk.v1 already provides: `tf.math`,
 `tf.random`, `tf.linalg` (with opsdk/v1/linalg.py's functions under its names), `tf.initializers`,
-`tf.debugging`, `tf.image` (opsdk/v1/image.py), `tf.test` (whether a GPU is usable), and `tf.compat.v1` (opsdk.v1
-itself), so `tf.math.log(x)`, `tf.random.normal([2])` and `tf.compat.v1.placeholder(...)` run.
+`tf.debugging`, `tf.image` and `tf.io` (opsdk/v1/image.py), `tf.test` (whether a GPU is
+usable), and `tf.compat.v1` (opsdk.v1 itself), so `tf.math.log(x)`, `tf.random.normal([2])`
+and `tf.compat.v1.placeholder(...)` run.
 
 Each entry is the top-level (or `nn.`) function TensorFlow 2.21's compat.v1 also has under that
 name (the lists were drawn from it: 36 of `tf.math`'s entries are the very same function objects
@@ -22,7 +23,7 @@ import numpy as np
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
-from opsdk.v1 import sparse as _sparse
+from opsdk.v1 import readers as _readers, sparse as _sparse
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -60,6 +61,7 @@ PATHS: dict[str, dict[str, str]] = {
                       "positive", "negative", "non_negative", "non_positive")}},
     "test": {},
     "image": {},
+    "io": {},
     "sparse": {},
 }
 
@@ -192,13 +194,15 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
                      "shuffle": shuffle},
           "linalg": {"norm": norm, **_linalg.LINALG},
           "image": _image.NAMES,
+          "io": {**_image.IO, "decode_csv": _readers.decode_csv,
+                 "decode_raw": _readers.decode_raw},
           "sparse": _sparse.SPARSE,
           "test": {"is_built_with_cuda": is_built_with_cuda,
                    "is_built_with_gpu_support": is_built_with_cuda,
                    "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}
 # and at the top level, under TF1's names
 TOP_LEVEL = {"multinomial": multinomial, "random_shuffle": shuffle, "broadcast_to": broadcast_to,
-             "norm": norm, "log_sigmoid": log_sigmoid}
+             "norm": norm, "log_sigmoid": log_sigmoid, **_image.FILES}
 
 
 def _resolve(module: ModuleType, path: str) -> Any:
