@@ -254,9 +254,11 @@ class variance_scaling_initializer(_Initializer):
         if self.distribution == "uniform":
             limit = math.sqrt(3.0 * self.scale / max(n, 1))
             return _tensors.random_uniform(shape, -limit, limit, dtype, self.seed)
-        std = math.sqrt(self.scale / max(n, 1)) / (0.87962566 if "truncated" in self.distribution
-                                                   else 1.0)
-        return _tensors.truncated_normal(shape, 0.0, std, dtype, self.seed)
+        std = math.sqrt(self.scale / max(n, 1))
+        if self.distribution == "untruncated_normal":
+            return _tensors.random_normal(shape, 0.0, std, dtype, self.seed)
+        # TF1's "normal" is its truncated normal too, the cut's loss of variance made up
+        return _tensors.truncated_normal(shape, 0.0, std / 0.87962566, dtype, self.seed)
 
 
 def xavier_initializer(uniform: bool = True, seed: Any = None, dtype: Any = float32) -> Any:
