@@ -1,0 +1,165 @@
+"""More TF1 names (opsdk/v1/extras.py), each against NumPy's answer (the same calls gave these
+values under TensorFlow's compat.v1 when the module was written)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import opsdk.v1 as tf
+from opsdk.registry.errors import OpsdkError
+
+from finite_differences import numeric_grad
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+IMG = np.arange(2 * 4 * 4 * 3, dtype=np.float32).reshape(2, 4, 4, 3)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def run(*fetches):
+    with tf.Session() as sess:
+        return sess.run(list(fetches))
+
+
+def test_conversions_and_arithmetic():
+    double, scaled, safe, rounded = run(
+        tf.to_double(tf.constant([1, 2])), tf.scalar_mul(2.0, tf.constant(X[0])),
+        tf.div_no_nan(tf.constant([1., 2.]), tf.constant([0., 4.])),
+        tf.rint(tf.constant([0.5, 1.5, -2.5, 2.4])))
+    assert double.dtype == np.float64 and double.tolist() == [1.0, 2.0]
+    np.testing.assert_array_equal(scaled, 2 * X[0])
+    assert safe.tolist() == [0.0, 0.5] and rounded.tolist() == [0.0, 2.0, -2.0, 2.0]
+
+
+def test_meshgrid_roll_and_strided_slice():
+    x = tf.constant(X)
+    gx, gy = tf.meshgrid(tf.constant([1, 2, 3]), tf.constant([4, 5]))
+    ix, iy = tf.meshgrid(tf.constant([1, 2, 3]), tf.constant([4, 5]), indexing="ij")
+    got = run(gx, gy, ix, iy, tf.roll(x, 1, 2), tf.roll(x, [1, -1], [1, 2]),
+              tf.strided_slice(x, [0, 1, 0], [2, 3, 4], [1, 1, 2]),
+              tf.strided_slice(x, [1, 0, 0], [2, 0, 3], [1, 1, 1], begin_mask=2, end_mask=2,
+                               shrink_axis_mask=1))
+    want = [*np.meshgrid([1, 2, 3], [4, 5]), *np.meshgrid([1, 2, 3], [4, 5], indexing="ij"),
+            np.roll(X, 1, 2), np.roll(X, [1, -1], [1, 2]), X[0:2, 1:3, 0:4:2], X[1, :, 0:3]]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_roll_passes_the_gradient_back():
+    x = tf.placeholder(tf.float64, [5])
+    loss = tf.reduce_sum(tf.roll(x, 2, 0) * tf.constant(np.arange(5.0)))
+    grad, = tf.gradients(loss, [x])
+    feed = {x: np.linspace(-1, 1, 5)}
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(grad, feed), numeric_grad(sess, loss, x, feed),
+                                   rtol=1e-6)
+
+
+def test_depth_and_space_batch_gather_partition_and_stitch():
+    img = tf.constant(IMG)
+    moved = tf.space_to_depth(img, 2)
+    got = run(moved, tf.depth_to_space(moved, 2),
+              tf.batch_gather(tf.constant([[1, 2, 3], [4, 5, 6]]), tf.constant([[2, 0], [1, 1]])),
+              *tf.dynamic_partition(tf.constant([10, 20, 30, 40]), tf.constant([1, 0, 1, 0]), 2),
+              tf.dynamic_stitch([tf.constant([0, 2]), tf.constant([1, 3])],
+                                [tf.constant([[1., 1]] * 2), tf.constant([[2., 2]] * 2)]))
+    blocks = IMG.reshape(2, 2, 2, 2, 2, 3).transpose(0, 1, 3, 2, 4, 5).reshape(2, 2, 2, 12)
+    np.testing.assert_array_equal(got[0], blocks)
+    np.testing.assert_array_equal(got[1], IMG)
+    assert got[2].tolist() == [[3, 1], [5, 5]]
+    assert got[3].tolist() == [20, 40] and got[4].tolist() == [10, 30]
+    assert got[5].tolist() == [[1, 1], [2, 2], [1, 1], [2, 2]]
+
+
+def test_shapes_and_ensure_shape():
+    x = tf.placeholder(tf.float32, [None, 3])
+    checked = tf.ensure_shape(x, [2, 3])
+    assert checked.get_shape().as_list() == [2, 3]
+    sizes = tf.shape_n([x, tf.constant(IMG)])
+    with tf.Session() as sess:
+        got = sess.run(sizes + [checked], {x: np.ones((2, 3))})
+        assert got[0].tolist() == [2, 3] and got[1].tolist() == [2, 4, 4, 3]
+        with pytest.raises(OpsdkError, match="does not have the sizes declared"):
+            sess.run(checked, {x: np.ones((4, 3))})
+    with pytest.raises(OpsdkError, match="not compatible"):
+        tf.ensure_shape(x, [2, 4])
+
+
+def test_counting():
+    got = run(tf.bincount(tf.constant([1, 1, 3, 0])), tf.bincount(tf.constant([1, 1, 3]),
+                                                                  minlength=6),
+              tf.bincount(tf.constant([1, 1, 3]), weights=tf.constant([0.5, 1., 2.])),
+              tf.histogram_fixed_width(tf.constant([-1., 0., 1.5, 2., 5., 15.]), [0., 5.],
+                                       nbins=5),
+              tf.confusion_matrix(tf.constant([1, 2, 4]), tf.constant([2, 2, 4])),
+              tf.confusion_matrix([0, 1], [1, 1], num_classes=3, weights=[2, 3]))
+    assert got[0].tolist() == np.bincount([1, 1, 3, 0]).tolist()
+    assert got[1].tolist() == np.bincount([1, 1, 3], minlength=6).tolist()
+    assert got[2].tolist() == np.bincount([1, 1, 3], weights=[0.5, 1, 2]).tolist()
+    assert got[3].tolist() == [2, 1, 1, 0, 2]
+    want = np.zeros((5, 5), int)
+    for a, b in ((1, 2), (2, 2), (4, 4)):
+        want[a, b] += 1
+    np.testing.assert_array_equal(got[4], want)
+    assert got[5].tolist() == [[0, 2, 0], [0, 3, 0], [0, 0, 0]]
+
+
+def test_index_arithmetic():
+    inverse, coords, (kept, where) = run(
+        tf.invert_permutation(tf.constant([3, 4, 0, 2, 1])),
+        tf.unravel_index(tf.constant([2, 5, 7]), tf.constant([3, 3])),
+        tf.setdiff1d(tf.constant([1, 2, 3, 4, 5, 6]), tf.constant([1, 3, 5])))
+    assert inverse.tolist() == np.argsort([3, 4, 0, 2, 1]).tolist()
+    assert coords.tolist() == [list(c) for c in np.unravel_index([2, 5, 7], (3, 3))]
+    assert kept.tolist() == [2, 4, 6] and where.tolist() == [1, 3, 5]
+
+
+def test_checks():
+    fine = tf.check_numerics(tf.constant([1., 2.]), "fine")
+    bad = tf.verify_tensor_all_finite(tf.constant([1., np.inf]), "late")
+    with tf.Session() as sess:
+        assert sess.run(fine).tolist() == [1.0, 2.0]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="late : Tensor had NaN or Inf"):
+            sess.run(bad)
+    with pytest.raises(ValueError, match="must have rank 2, has rank 1"):
+        tf.assert_rank(tf.constant([1.0]), 2)
+    with pytest.raises(ValueError, match="rank 0"):
+        tf.assert_scalar(tf.constant([1.0]))
+    with pytest.raises(TypeError, match="is float32, not int32"):
+        tf.assert_type(tf.constant([1.0]), tf.int32)
+    with pytest.raises(TypeError, match="not an integer"):
+        tf.assert_integer(tf.constant([1.0]))
+    tf.assert_rank_at_least(tf.constant([[1.0]]), 1)
+    assert tf.is_tensor(tf.constant(1)) and not tf.is_tensor(3)
+
+
+def test_initializers_local_variables_templates_and_hessians():
+    w = tf.get_variable("w", [4, 3], initializer=tf.orthogonal_initializer())
+    w2 = tf.get_variable("w2", [3, 5], initializer=tf.orthogonal_initializer(gain=2.0))
+    local = tf.get_local_variable("loc", [2], initializer=tf.zeros_initializer())
+    template = tf.make_template("net", lambda z: tf.layers.dense(z, 2, name="d"))
+    first, second = template(tf.ones([1, 3])), template(tf.ones([2, 3]))
+    x = tf.constant([1.0, 2.0])
+    hessian, = tf.hessians(tf.reduce_sum(x ** 3) + x[0] * x[1], x)
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        a, b, h, one, two = sess.run([w, w2, hessian, first, second])
+    np.testing.assert_allclose(a.T @ a, np.eye(3), atol=1e-5)
+    np.testing.assert_allclose(b @ b.T, 4 * np.eye(3), atol=1e-4)
+    assert [v.name for v in tf.local_variables()] == ["loc:0"] and local not in \
+        tf.trainable_variables()
+    assert sorted(v.name for v in tf.trainable_variables()) == [
+        "net/d/bias:0", "net/d/kernel:0", "w2:0", "w:0"]
+    np.testing.assert_allclose(one, two[:1])  # the second call shares the first's variables
+    assert h.tolist() == [[6.0, 1.0], [1.0, 12.0]]
+
+
+def test_glorot_normal_is_tf1s_truncated_normal_of_variance_one_over_fan_avg():
+    glorot = run(tf.glorot_normal_initializer(seed=2)([400, 400]))[0]
+    assert abs(glorot.std() / np.sqrt(1.0 / 400) - 1) < 0.02
+    assert np.abs(glorot).max() <= 2 * np.sqrt(1.0 / 400) / 0.87962566 + 1e-6
