@@ -86,6 +86,12 @@ from opsdk.v1.readers import TOP_LEVEL as _READERS  # noqa: E402 - tf.TextLineRe
 globals().update(_READERS)
 from opsdk.v1.extras import NAMES as _EXTRAS  # noqa: E402 - tf.meshgrid, tf.roll, tf.bincount, ...
 globals().update(_EXTRAS)
+from opsdk.v1 import records as _records  # noqa: E402 - TFRecords, tf.train.Example, parsing
+globals().update(_records.TOP_LEVEL)
+for _name, _value in _records.TRAIN.items():
+    setattr(train, _name, _value)
+from opsdk.v1.misc import Namespace as _Namespace  # noqa: E402
+python_io = _Namespace("python_io", **_records.PYTHON_IO)
 from opsdk.v1.asserts import NAMES as _ASSERTS  # noqa: E402 - tf.Assert, tf.assert_equal, ...
 globals().update(_ASSERTS)
 from opsdk.v1.linalg import NAMES as _LINALG  # noqa: E402 - tf.matrix_inverse, tf.diag, ...

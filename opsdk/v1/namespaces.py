@@ -23,7 +23,7 @@ import numpy as np
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
-from opsdk.v1 import readers as _readers, sparse as _sparse
+from opsdk.v1 import readers as _readers, records as _records, sparse as _sparse
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -195,7 +195,10 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
           "linalg": {"norm": norm, **_linalg.LINALG},
           "image": _image.NAMES,
           "io": {**_image.IO, "decode_csv": _readers.decode_csv,
-                 "decode_raw": _readers.decode_raw},
+                 "decode_raw": _readers.decode_raw, **_records.PYTHON_IO,
+                 **{n: _records.TOP_LEVEL[n] for n in ("FixedLenFeature", "VarLenFeature",
+                                                       "parse_example",
+                                                       "parse_single_example")}},
           "sparse": _sparse.SPARSE,
           "test": {"is_built_with_cuda": is_built_with_cuda,
                    "is_built_with_gpu_support": is_built_with_cuda,

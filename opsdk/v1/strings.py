@@ -51,6 +51,16 @@ def byte_rows(items: Any) -> np.ndarray:
     return array
 
 
+def byte_rows_of(value: Any) -> np.ndarray:
+    """An array of strings of any shape as this module keeps it: one string's bytes, or rows
+    of bytes zero-padded along a last axis."""
+    array = np.asarray(value, dtype=object)
+    if array.ndim == 0:
+        return np.frombuffer(_bytes(array.item()), dtype=np.uint8).copy()
+    rows = byte_rows(list(array.reshape(-1)))
+    return rows.reshape(*array.shape, rows.shape[-1])
+
+
 def is_string(tensor: Any) -> bool:
     """Whether tensor holds strings as this module keeps them (its fetches are decoded so)."""
     return graph_state.table(tensor.graph, "decoders").get(tensor.name) in (
