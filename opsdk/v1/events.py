@@ -34,11 +34,24 @@ def _table() -> list[int]:
 _TABLE = _table()
 
 
-def crc32c(data: bytes) -> int:
+def _crc32c_python(data: bytes) -> int:
     crc = 0xFFFFFFFF
     for byte in data:
         crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc ^ 0xFFFFFFFF
+
+
+try:  # google-crc32c (the `records` extra): C, ~1 GB/s where this loop makes ~5 MB/s
+    import google_crc32c as _fast
+except ImportError:  # pragma: no cover - the extra is installed by make test
+    _fast = None
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli) of data, as TFRecord files checksum their records."""
+    if _fast is not None:
+        return int(_fast.value(bytes(data)))
+    return _crc32c_python(data)
 
 
 def masked_crc(data: bytes) -> int:

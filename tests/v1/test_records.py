@@ -117,3 +117,12 @@ def test_parsing_names_what_is_wrong():
             sess.run(parsed, {serialized: b"\x0a\x05ab"})
     with pytest.raises(tf.OpsdkError, match="give a FixedLenFeature or a VarLenFeature"):
         tf.parse_single_example(serialized, {"a": tf.float32})
+
+
+def test_the_checksum_is_crc32c_with_and_without_the_fast_library():
+    from opsdk.v1 import events
+
+    assert events._crc32c_python(b"123456789") == 0xE3069283  # the standard check value
+    data = np.random.default_rng(0).integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    assert events.crc32c(data) == events._crc32c_python(data)
+    assert events.crc32c(b"123456789") == 0xE3069283
