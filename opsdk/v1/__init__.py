@@ -92,6 +92,12 @@ for _name, _value in _records.TRAIN.items():
     setattr(train, _name, _value)
 from opsdk.v1.misc import Namespace as _Namespace  # noqa: E402
 python_io = _Namespace("python_io", **_records.PYTHON_IO)
+from opsdk.v1 import string_ops as _string_ops  # noqa: E402 - tf.string_join, tf.strings, ...
+globals().update(_string_ops.TOP_LEVEL)
+equal = _string_ops.string_aware(equal, True)  # strings compared as strings  # noqa: F811
+not_equal = _string_ops.string_aware(not_equal, False)  # noqa: F811
+globals().update(_string_ops.structural(globals()))  # reshape, concat, ... of strings
+pack = stack  # noqa: F811
 from opsdk.v1.asserts import NAMES as _ASSERTS  # noqa: E402 - tf.Assert, tf.assert_equal, ...
 globals().update(_ASSERTS)
 from opsdk.v1.linalg import NAMES as _LINALG  # noqa: E402 - tf.matrix_inverse, tf.diag, ...

@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 MODULES = ("", "nn", "train", "layers", "losses", "summary", "nn.rnn_cell", "contrib.rnn", "data",
            "math", "random", "linalg", "initializers", "debugging", "image",
-           "sparse", "io", "python_io")
+           "sparse", "io", "python_io", "strings")
 BEGIN, END = "<!-- coverage: begin (python -m opsdk.v1.coverage --write) -->", "<!-- coverage: end -->"
 _IMPORT = re.compile(r"^from (\S+) import (\w+)(?: as (\w+))?")
 _TF115 = {

@@ -24,6 +24,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
 from opsdk.v1 import readers as _readers, records as _records, sparse as _sparse
+from opsdk.v1 import string_ops as _string_ops
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -63,6 +64,7 @@ PATHS: dict[str, dict[str, str]] = {
     "image": {},
     "io": {},
     "sparse": {},
+    "strings": {},
 }
 
 
@@ -200,6 +202,7 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
                                                        "parse_example",
                                                        "parse_single_example")}},
           "sparse": _sparse.SPARSE,
+          "strings": _string_ops.STRINGS,
           "test": {"is_built_with_cuda": is_built_with_cuda,
                    "is_built_with_gpu_support": is_built_with_cuda,
                    "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}

@@ -30,15 +30,23 @@ def _bytes(item: Any) -> bytes:
 
 def string_constant(value: Any, name: Optional[str] = None) -> Any:
     """A constant holding a string (or a list of strings); fetching it gives bytes."""
-    if isinstance(value, (str, bytes)):
-        array = np.frombuffer(_bytes(value), dtype=np.uint8).copy()
+    if isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        array = np.frombuffer(_bytes(value.item() if isinstance(value, np.ndarray) else value),
+                              dtype=np.uint8).copy()
         decode = _decode_scalar
-    else:
-        array = byte_rows(value)
+    else:  # a list of strings, or nested lists of them (any rank)
+        array = byte_rows_of(_object_array(value))
         decode = _decode_list
     tensor = opsdk.constant(array, name=name or "Const")
     _session.register_decoder(tensor, decode)
     return tensor
+
+
+def _object_array(value: Any) -> np.ndarray:
+    """Nested lists of str or bytes as an object array of their shape (ragged lists refused)."""
+    array = np.empty(np.shape(np.asarray(value, dtype=object)), dtype=object)
+    array[...] = np.asarray(value, dtype=object) if np.ndim(value) else value
+    return array
 
 
 def byte_rows(items: Any) -> np.ndarray:
@@ -65,6 +73,11 @@ def is_string(tensor: Any) -> bool:
     """Whether tensor holds strings as this module keeps them (its fetches are decoded so)."""
     return graph_state.table(tensor.graph, "decoders").get(tensor.name) in (
         _decode_list, _decode_scalar)
+
+
+def is_scalar_string(tensor: Any) -> bool:
+    """Whether tensor holds one string (its bytes as a vector)."""
+    return graph_state.table(tensor.graph, "decoders").get(tensor.name) is _decode_scalar
 
 
 def _decode_scalar(array: np.ndarray) -> bytes:

@@ -96,6 +96,11 @@ class TensorShape:
 
 
 def _get_shape(self: Any) -> TensorShape:
+    """TF's static shape; strings' bytes are not an axis of it (opsdk/v1/strings.py)."""
+    if strings.is_string(self):
+        if self.shape is None:
+            return TensorShape(None)
+        return TensorShape([] if strings.is_scalar_string(self) else self.shape[:-1])
     return TensorShape(self.shape)
 
 
@@ -139,10 +144,20 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
     return constant(value, dtype=dtype or preferred_dtype, name=name)
 
 
+def _strings_within(value: Any) -> bool:
+    """Nested lists (or a NumPy array) of strings."""
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "SU" or (value.dtype == object and value.size > 0 and all(
+            isinstance(v, (str, bytes)) for v in value.reshape(-1)))
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return isinstance(value, (str, bytes))
+
+
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[str] = None,
              verify_shape: bool = False) -> Any:
     """`tf.constant`: a scalar with `shape` fills it; strings are supported as constants."""
-    if dtype is dtypes.string or isinstance(value, (str, bytes)) or (
+    if dtype is dtypes.string or isinstance(value, (str, bytes)) or _strings_within(value) or (
             isinstance(value, (list, tuple)) and value and isinstance(value[0], (str, bytes))):
         return strings.string_constant(value, name)
     array = default_array(value, dtype)
