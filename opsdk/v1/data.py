@@ -17,9 +17,9 @@ per component, and run each element through it in an opsdk Session.
 Structures are TensorFlow's: a tuple or a dict is a structure of components, a list is one
 array. Where it differs from TensorFlow: an iterator's position belongs to the iterator (TF
 keeps one per session); `prefetch` and `num_parallel_calls` change nothing (an element is made
-when a step asks for it); a graph holding an iterator runs only in the process that built it;
-components are numbers or bools (no strings); files (`TFRecordDataset`, `TextLineDataset`)
-are refused by name.
+when a step asks for it); a graph holding an iterator runs only in the process that built it.
+Components are numbers, bools or strings (bytes; in the graph they travel as opsdk/v1/strings.py
+keeps strings); `TextLineDataset` and `TFRecordDataset` read files (opsdk/v1/records.py).
 
 Feedable iterators: `iterator.string_handle()` is a node whose run gives the iterator's handle
 (bytes naming it in this process), and `Iterator.from_string_handle(handle, types, shapes)` an
@@ -43,13 +43,13 @@ import opsdk
 from opsdk.registry.errors import OpsdkError
 from opsdk.runtime.control_flow.builders import compatible, fits, join_shapes
 from opsdk.runtime.frontend.py_func import py_func_node
-from opsdk.v1 import errors
+from opsdk.v1 import errors, strings
 from opsdk.v1 import session as _session
 from opsdk.v1.dtypes import as_dtype, default_array
 from opsdk.v1.tensors import TensorShape, convert_to_tensor, op_seed
 
-__all__ = ["Dataset", "Iterator", "Options", "AUTOTUNE", "INFINITE_CARDINALITY",
-           "UNKNOWN_CARDINALITY", "experimental", "make_one_shot_iterator",
+__all__ = ["Dataset", "Iterator", "Options", "TextLineDataset", "TFRecordDataset", "AUTOTUNE",
+           "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "experimental", "make_one_shot_iterator",
            "make_initializable_iterator", "get_output_types", "get_output_shapes",
            "get_output_classes"]
 
@@ -109,10 +109,37 @@ class _Spec:
         return _Spec(self.dtype, join_shapes(self.shape, other.shape))
 
 
+_STRING = "string"  # a component of strings: object arrays of bytes
+
+
 def _spec_of(value: Any) -> _Spec:
     if isinstance(value, opsdk.Tensor):
+        if strings.is_string(value):
+            shape = value.get_shape()
+            return _Spec(_STRING, None if shape.dims is None else tuple(shape.as_list()))
         return _Spec(value.dtype, None if value.shape is None else tuple(value.shape))
+    if value.dtype == object:
+        return _Spec(_STRING, tuple(value.shape))
     return _Spec(value.dtype.name, tuple(value.shape))
+
+
+def _texts(value: Any) -> np.ndarray:
+    """str/bytes values (nested lists or an array) as an object array of bytes."""
+    array = np.asarray(value, dtype=object)
+    out = np.empty(array.shape, dtype=object)
+    for index in np.ndindex(array.shape):
+        v = array[index]
+        if not isinstance(v, (str, bytes, np.str_, np.bytes_)):
+            raise OpsdkError(f"a string component holds {type(v).__name__} {v!r}")
+        out[index] = v.encode() if isinstance(v, str) else bytes(v)
+    return out
+
+
+def _typed(value: Any, spec: _Spec) -> np.ndarray:
+    """A component's value as an array of the spec's dtype (strings: bytes objects)."""
+    if spec.dtype == _STRING:
+        return _texts(value)
+    return np.asarray(value, dtype=spec.dtype)
 
 
 def _component(who: str, value: Any) -> Any:
@@ -120,15 +147,29 @@ def _component(who: str, value: Any) -> Any:
     if hasattr(value, "_as_graph_element"):
         value = value._as_graph_element()
     if isinstance(value, opsdk.Tensor):
-        return value
+        if strings.is_string(value) and value.op.type != "const":
+            raise OpsdkError(f"{who}: a component of strings must be known when the graph is "
+                             f"built (Python strings or a constant), not '{value.name}'")
+        return _texts(_string_value(value)) if strings.is_string(value) else value
+    if isinstance(value, (str, bytes)) or (isinstance(value, (list, tuple, np.ndarray)) and
+                                           np.asarray(value, dtype=object).size and
+                                           np.asarray(value).dtype.kind in "SUO"):
+        return _texts(value)
     try:
         array = default_array(value)
     except (TypeError, ValueError) as exc:
         raise OpsdkError(f"{who}: {type(value).__name__} is not an array: {exc}") from None
     if array.dtype.kind not in "biuf":
         raise OpsdkError(f"{who}: a component holds {array.dtype} values; opsdk.v1's datasets "
-                         "take numbers and bools")
+                         "take numbers, bools and strings")
     return array
+
+
+def _string_value(tensor: Any) -> Any:
+    """A constant string tensor's strings (bytes, or an object array of them)."""
+    array = np.asarray(tensor.op.attrs["value"])
+    return strings._decode_scalar(array) if strings.is_scalar_string(tensor) else \
+        strings._decode_list(array)
 
 
 class _Run:
@@ -438,7 +479,7 @@ class _Generated(Dataset):
                 raise errors.InvalidArgumentError(
                     None, None, f"Dataset.from_generator: the generator yielded {len(values)} "
                     f"components; output_types declares {len(self._specs)}")
-            yield [_checked("Dataset.from_generator", k, np.asarray(v, dtype=s.dtype), s)
+            yield [_checked("Dataset.from_generator", k, _typed(v, s), s)
                    for k, (v, s) in enumerate(zip(values, self._specs))]
 
 
@@ -488,10 +529,17 @@ class _Traced:
             raise OpsdkError(f"{who}: the function must be callable, not {type(fn).__name__}")
         self.graph = opsdk.Graph()
         self.dataset: Optional[Dataset] = None
+        self.specs = list(parent._specs)
         with self.graph.as_default():
-            self.inputs = [opsdk.placeholder(s.dtype, None if s.shape is None else list(s.shape),
-                                             name=f"component_{k}")
-                           for k, s in enumerate(parent._specs)]
+            self.inputs = []
+            for k, spec in enumerate(self.specs):
+                shape = _graph_shape(spec)
+                t = opsdk.placeholder(_graph_dtype(spec), None if shape is None else list(shape),
+                                      name=f"component_{k}")
+                if spec.dtype == _STRING:
+                    _session.register_decoder(t, strings._decode_scalar if spec.shape == ()
+                                              else strings._decode_list)
+                self.inputs.append(t)
             element = _pack(parent._tree, self.inputs)
             result = fn(*element) if type(element) is tuple else fn(element)
             if makes_dataset:  # its outputs: the values the dataset is made from
@@ -500,6 +548,8 @@ class _Traced:
                                      f"{type(result).__name__}")
                 self.dataset, self.tree, self.outputs = result, None, list(result._sources)
             else:
+                if type(result) is list:  # as TF's map: a returned list is a tuple
+                    result = tuple(result)
                 leaves, self.tree = _flatten(result)
                 try:
                     self.outputs = [convert_to_tensor(v) for v in leaves]
@@ -516,7 +566,9 @@ class _Traced:
         with self.lock:
             if self.session is None:
                 self.session = opsdk.Session(self.graph)
-        return list(self.session.run(self.outputs, dict(zip(self.inputs, values))))
+        feeds = {t: _graph_value(v, s) for t, v, s in zip(self.inputs, values, self.specs)}
+        results = self.session.run(self.outputs, feeds)
+        return [_element_value(t, r) for t, r in zip(self.outputs, results)]
 
 
 class _FlatMap(Dataset):
@@ -648,8 +700,10 @@ class _Batch(Dataset):
                 raise errors.InvalidArgumentError(
                     None, None, f"Dataset.padded_batch: component {k} has shape "
                     f"{list(v.shape)}, larger than its padded shape {size}")
+            fill = (b"" if fills[k] in (0, None, "") else _texts(fills[k]).item()) \
+                if v.dtype == object else np.asarray(fills[k]).astype(v.dtype)
             out.append(np.pad(v, [(0, s - n) for n, s in zip(v.shape, size)],
-                              constant_values=np.asarray(fills[k]).astype(v.dtype)))
+                              constant_values=fill))
         return out
 
 
@@ -905,7 +959,7 @@ class Iterator:
                 item = next(self._current)  # type: ignore[arg-type]
             except StopIteration:
                 raise StopIteration("End of sequence") from None
-        return [_checked("IteratorGetNext", k, np.asarray(v, dtype=s.dtype), s)
+        return [_checked("IteratorGetNext", k, _typed(v, s), s)
                 for k, (v, s) in enumerate(zip(item, self._specs))]
 
     def get_next(self, name: Optional[str] = None) -> Any:
@@ -915,16 +969,50 @@ class Iterator:
 
     def _next_node(self, pull: Callable[..., list], inputs: list, name: Optional[str]) -> Any:
         """A get_next node: `pull(*input values)` gives the element's components."""
+        specs = self._specs
+
+        def pulled(*values: Any) -> list:
+            return [_graph_value(v, s) for v, s in zip(pull(*values), specs)]
         with self._graph.as_default():
-            op = py_func_node(pull, inputs, [s.dtype for s in self._specs],
+            op = py_func_node(pulled, inputs, [_graph_dtype(s) for s in specs],
                               name=name or "IteratorGetNext")
-        for t, s in zip(op.outputs, self._specs):
-            t.shape = s.shape
+        for t, s in zip(op.outputs, specs):
+            t.shape = _graph_shape(s)
+            if s.dtype == _STRING:
+                _session.register_decoder(t, strings._decode_scalar if s.shape == ()
+                                          else strings._decode_list)
         outputs = list(op.outputs)
         return _pack(self._tree, outputs) if self._tree != _LEAF else outputs[0]
 
     def __repr__(self) -> str:
         return f"<Iterator of {_describe(self._tree)}: {', '.join(s.dtype for s in self._specs)}>"
+
+
+def _element_value(tensor: Any, value: np.ndarray) -> np.ndarray:
+    """A value a traced function computed, as an element holds it (strings: bytes objects)."""
+    if not strings.is_string(tensor):
+        return value
+    if strings.is_scalar_string(tensor):
+        out = np.empty((), dtype=object)
+        out[()] = strings._decode_scalar(value)
+        return out
+    return strings._decode_list(value)
+
+
+def _graph_dtype(spec: _Spec) -> str:
+    return "uint8" if spec.dtype == _STRING else spec.dtype
+
+
+def _graph_shape(spec: _Spec) -> Optional[tuple]:
+    """A component's shape in the graph: strings have their bytes along a last axis."""
+    if spec.dtype != _STRING or spec.shape is None:
+        return spec.shape
+    return (*spec.shape, None)
+
+
+def _graph_value(value: np.ndarray, spec: _Spec) -> np.ndarray:
+    """A component's value as the graph holds it (strings: their bytes)."""
+    return strings.byte_rows_of(value) if spec.dtype == _STRING else value
 
 
 def _handle_bytes(array: np.ndarray) -> bytes:
@@ -990,6 +1078,70 @@ def get_output_shapes(dataset_or_iterator: Any) -> Any:
 
 def get_output_classes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_classes
+
+
+class _Files(Dataset):
+    """The records of files, in order, one scalar string element each."""
+
+    def __init__(self, who: str, filenames: Any, read: Callable[[str], list]):
+        names = filenames
+        if isinstance(names, opsdk.Tensor):
+            if not strings.is_string(names) or names.op.type != "const":
+                raise OpsdkError(f"{who}: give the file names as Python strings or a constant "
+                                 f"of strings, not '{names.name}'")
+            names = _string_value(names)
+        texts = _texts([names] if isinstance(names, (str, bytes)) else
+                       list(np.asarray(names, dtype=object).reshape(-1)))
+        self._names = [os.fsdecode(n) for n in texts]
+        self._read = read
+        super().__init__(_LEAF, [_Spec(_STRING, ())])
+
+    def _elements(self, run: _Run) -> PyIterator[list]:
+        for name in self._names:
+            for record in self._read(name):
+                item = np.empty((), dtype=object)
+                item[()] = record
+                yield [item]
+
+
+def _open(who: str, name: str, compression: Any) -> bytes:
+    from opsdk.v1.records import _compression
+
+    kind = _compression(compression)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise errors.NotFoundError(None, None, f"{who}: cannot read {name!r}: "
+                                   f"{exc.strerror or exc}") from None
+    if kind == 2:
+        import gzip
+        data = gzip.decompress(data)
+    elif kind == 1:
+        import zlib
+        data = zlib.decompress(data)
+    return data
+
+
+def TextLineDataset(filenames: Any, compression_type: Any = None,  # noqa: N802 - TF's name
+                    buffer_size: Any = None, num_parallel_reads: Any = None) -> Dataset:
+    """`tf.data.TextLineDataset`: each line of the files (without its `\n` or `\r\n`)."""
+    def lines(name: str) -> list:
+        data = _open("TextLineDataset", name, compression_type)
+        rows = data.split(b"\n")
+        if rows and rows[-1] == b"":
+            rows.pop()
+        return [r[:-1] if r.endswith(b"\r") else r for r in rows]
+    return _Files("TextLineDataset", filenames, lines)
+
+
+def TFRecordDataset(filenames: Any, compression_type: Any = None,  # noqa: N802 - TF's name
+                    buffer_size: Any = None, num_parallel_reads: Any = None) -> Dataset:
+    """`tf.data.TFRecordDataset`: each record of the TFRecord files (checksums checked)."""
+    from opsdk.v1.records import _records_of
+
+    return _Files("TFRecordDataset", filenames, lambda name: _records_of(
+        name, _open("TFRecordDataset", name, compression_type), 0))
 
 
 AUTOTUNE = -1  # a `num_parallel_calls` or `prefetch` size: accepted, changes nothing here
