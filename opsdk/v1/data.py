@@ -1105,22 +1105,10 @@ class _Files(Dataset):
 
 
 def _open(who: str, name: str, compression: Any) -> bytes:
-    from opsdk.v1.records import _compression
+    from opsdk.v1.readers import file_bytes
+    from opsdk.v1.records import decompressed
 
-    kind = _compression(compression)
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise errors.NotFoundError(None, None, f"{who}: cannot read {name!r}: "
-                                   f"{exc.strerror or exc}") from None
-    if kind == 2:
-        import gzip
-        data = gzip.decompress(data)
-    elif kind == 1:
-        import zlib
-        data = zlib.decompress(data)
-    return data
+    return decompressed(file_bytes(who, name), compression)
 
 
 def TextLineDataset(filenames: Any, compression_type: Any = None,  # noqa: N802 - TF's name

@@ -31,6 +31,17 @@ from opsdk.v1.queues import QueueBase, _stepped
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 
+def file_bytes(who: str, path: str) -> bytes:
+    """A file's contents; a file that cannot be read fails the step naming it (NotFoundError,
+    as TF's readers fail)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise errors.NotFoundError(None, None, f"{who}: cannot read {path!r}: "
+                                   f"{exc.strerror or exc}") from None
+
+
 class _Position:
     """Where one reader is, in one session."""
 
@@ -65,13 +76,7 @@ class ReaderBase:
         """Move to the next file the queue names (waiting for one)."""
         item = queue._take(ctx, None, False)[0]
         name = bytes(np.asarray(item, np.uint8).tobytes())
-        path = os.fsdecode(name)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise errors.NotFoundError(None, None, f"{self._kind} '{self._name}': cannot read "
-                                       f"{path!r}: {exc.strerror or exc}") from None
+        data = file_bytes(f"{self._kind} '{self._name}'", os.fsdecode(name))
         at.name, at.next = name, 0
         at.keys, at.records = self._records(name, data)
 

@@ -360,11 +360,18 @@ class TFRecordWriter:
         self.close()
 
 
-def _records_of(path: str, data: bytes, kind: int) -> list[bytes]:
+def decompressed(data: bytes, compression: Any) -> bytes:
+    """A file's contents uncompressed as its options say (GZIP, ZLIB, or none)."""
+    kind = compression if isinstance(compression, int) else _compression(compression)
     if kind == 2:
-        data = gzip.decompress(data)
-    elif kind == 1:
-        data = zlib.decompress(data)
+        return gzip.decompress(data)
+    if kind == 1:
+        return zlib.decompress(data)
+    return data
+
+
+def _records_of(path: str, data: bytes, kind: int) -> list[bytes]:
+    data = decompressed(data, kind)
     out, at = [], 0
     while at < len(data):
         header = data[at:at + 8]

@@ -67,31 +67,39 @@ def test_the_adaptation_rules_mark_each_changed_line():
     assert lines[13] == "for i in range(start, 10):"
 
 
-def test_a_module_beside_the_program_comes_along_as_a_package(tmp_path):
+def committed(clone):
+    """Make `clone` a git repository of its files, one commit; that commit."""
     import subprocess
 
+    for command in (["init", "-q"], ["add", "."],
+                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(clone), *command], check=True)
+    return subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def helpers_of(tmp_path, clone, repo, path):
+    """The cache folder after build.py's helpers rule for the program `path` of `clone`."""
+    entry = build.Entry(repo, committed(clone), path, "MIT")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    build._helpers(tmp_path / "sources", entry, (clone / path).read_text(), cache)
+    return cache
+
+
+def test_a_module_beside_the_program_comes_along_as_a_package(tmp_path):
     clone = tmp_path / "sources" / "someone+tutorials"
     (clone / "ch9").mkdir(parents=True)
     (clone / "ch9" / "driver.py").write_text("from model import net\nimport numpy\n")
     (clone / "ch9" / "model.py").write_text("for i in range(500):\n    pass\n")
     (clone / "ch9" / "unused.py").write_text("x = 1\n")
-    for command in (["init", "-q"], ["add", "."],
-                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
-        subprocess.run(["git", "-C", str(clone), *command], check=True)
-    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    entry = build.Entry("someone/tutorials", commit, "ch9/driver.py", "MIT")
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    build._helpers(tmp_path / "sources", entry, (clone / "ch9" / "driver.py").read_text(), cache)
+    cache = helpers_of(tmp_path, clone, "someone/tutorials", "ch9/driver.py")
     helper = (cache / "model" / "__init__.py").read_text()
     assert helper.startswith("for i in range(2):  # opsdk-corpus: was")  # adapted as programs are
     assert sorted(p.name for p in cache.iterdir()) == ["model"]  # not numpy, not unused
 
 
 def test_a_data_file_the_repository_holds_beside_the_program_comes_along(tmp_path):
-    import subprocess
-
     clone = tmp_path / "sources" / "someone+labs"
     (clone / "lab").mkdir(parents=True)
     (clone / "lab" / "p.py").write_text(
@@ -100,15 +108,7 @@ def test_a_data_file_the_repository_holds_beside_the_program_comes_along(tmp_pat
     (clone / "lab" / "data").mkdir()
     (clone / "lab" / "data" / "more.txt").write_text("hello\n")
     (clone / "lab" / "other.csv").write_text("unused\n")
-    for command in (["init", "-q"], ["add", "."],
-                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"]):
-        subprocess.run(["git", "-C", str(clone), *command], check=True)
-    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    entry = build.Entry("someone/labs", commit, "lab/p.py", "MIT")
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    build._helpers(tmp_path / "sources", entry, (clone / "lab" / "p.py").read_text(), cache)
+    cache = helpers_of(tmp_path, clone, "someone/labs", "lab/p.py")
     assert (cache / "scores.csv").read_bytes() == b"1,2\r\n3,4\n"  # unchanged
     assert (cache / "data" / "more.txt").read_text() == "hello\n"
     assert sorted(p.name for p in cache.iterdir()) == ["data", "scores.csv"]
