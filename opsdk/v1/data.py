@@ -48,7 +48,8 @@ from opsdk.v1 import session as _session
 from opsdk.v1.dtypes import as_dtype, default_array
 from opsdk.v1.tensors import TensorShape, convert_to_tensor, op_seed
 
-__all__ = ["Dataset", "Iterator", "Options", "TextLineDataset", "TFRecordDataset", "AUTOTUNE",
+__all__ = ["Dataset", "Iterator", "Options", "TextLineDataset", "TFRecordDataset",
+           "FixedLengthRecordDataset", "AUTOTUNE",
            "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "experimental", "make_one_shot_iterator",
            "make_initializable_iterator", "get_output_types", "get_output_shapes",
            "get_output_classes"]
@@ -239,6 +240,23 @@ class Dataset:
         if not 1 <= len(args) <= 3:
             raise OpsdkError(f"Dataset.range takes 1 to 3 arguments, not {len(args)}")
         return _Range([_count("range", a) for a in args], as_dtype(output_type or "int64").name)
+
+    @staticmethod
+    def list_files(file_pattern: Any, shuffle: Optional[bool] = None,
+                   seed: Optional[int] = None) -> "Dataset":
+        """The names of the files matching file_pattern (a glob, or a list of them), as string
+        elements: shuffled unless shuffle=False (TF's default), sorted otherwise."""
+        import glob
+
+        patterns = [file_pattern] if isinstance(file_pattern, (str, bytes)) else list(file_pattern)
+        names = sorted({n for p in patterns for n in glob.glob(os.fsdecode(p))})
+        if not names:
+            raise errors.InvalidArgumentError(
+                None, None, f"Dataset.list_files: no files match {patterns!r}")
+        dataset: Dataset = _Slices(_texts(names), True)
+        if shuffle is None or shuffle:
+            dataset = dataset.shuffle(len(names), seed=seed)
+        return dataset
 
     @staticmethod
     def from_generator(generator: Callable[..., Any], output_types: Any,
@@ -1130,6 +1148,20 @@ def TFRecordDataset(filenames: Any, compression_type: Any = None,  # noqa: N802 
 
     return _Files("TFRecordDataset", filenames, lambda name: _records_of(
         name, _open("TFRecordDataset", name, compression_type), 0))
+
+
+def FixedLengthRecordDataset(filenames: Any, record_bytes: int,  # noqa: N802 - TF's name
+                             header_bytes: Optional[int] = None,
+                             footer_bytes: Optional[int] = None, buffer_size: Any = None,
+                             compression_type: Any = None,
+                             num_parallel_reads: Any = None) -> Dataset:
+    """`tf.data.FixedLengthRecordDataset`: the records of record_bytes bytes between each file's
+    header and footer (a file's last, shorter piece is dropped, as TF's)."""
+    from opsdk.v1.readers import FixedLengthRecordReader
+
+    cut = FixedLengthRecordReader.split_records(record_bytes, header_bytes, footer_bytes, None)
+    return _Files("FixedLengthRecordDataset", filenames, lambda name: cut(_open(
+        "FixedLengthRecordDataset", name, compression_type)))
 
 
 AUTOTUNE = -1  # a `num_parallel_calls` or `prefetch` size: accepted, changes nothing here

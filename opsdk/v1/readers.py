@@ -209,18 +209,26 @@ class FixedLengthRecordReader(ReaderBase):
         if encoding:
             raise OpsdkError("FixedLengthRecordReader: encoding (compressed files) is not "
                              "supported by opsdk.v1")
-        self._size = args.static_int("FixedLengthRecordReader", "record_bytes", record_bytes)
-        if self._size < 1:
-            raise OpsdkError(f"FixedLengthRecordReader: record_bytes must be >= 1, got "
-                             f"{self._size}")
-        self._header, self._footer = int(header_bytes or 0), int(footer_bytes or 0)
-        self._hop = int(hop_bytes or 0) or self._size
+        self._cut = self.split_records(record_bytes, header_bytes, footer_bytes, hop_bytes)
 
     def _records(self, name: bytes, data: bytes) -> tuple[list[bytes], list[bytes]]:
-        body = data[self._header:len(data) - self._footer]
-        starts = range(0, max(len(body) - self._size + 1, 0), self._hop)
-        records = [body[s:s + self._size] for s in starts]
+        records = self._cut(data)
         return [name + b":" + str(k).encode() for k in range(len(records))], records
+
+    @staticmethod
+    def split_records(record_bytes: Any, header_bytes: Any, footer_bytes: Any,
+                      hop_bytes: Any) -> Any:
+        """A function cutting a file's contents into its records."""
+        size = args.static_int("FixedLengthRecordReader", "record_bytes", record_bytes)
+        if size < 1:
+            raise OpsdkError(f"FixedLengthRecordReader: record_bytes must be >= 1, got {size}")
+        header, footer = int(header_bytes or 0), int(footer_bytes or 0)
+        hop = int(hop_bytes or 0) or size
+
+        def cut(data: bytes) -> list[bytes]:
+            body = data[header:len(data) - footer]
+            return [body[s:s + size] for s in range(0, max(len(body) - size + 1, 0), hop)]
+        return cut
 
 
 class WholeFileReader(ReaderBase):

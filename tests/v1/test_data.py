@@ -182,8 +182,8 @@ def test_mistakes_are_named():
     outer = tf.constant(1, tf.int64)
     with pytest.raises(OpsdkError, match="different graphs"):
         tf.data.Dataset.range(3).map(lambda v: v + outer)
-    with pytest.raises(AttributeError, match="opsdk.v1 does not provide tf.data.FixedLength"):
-        tf.data.FixedLengthRecordDataset
+    with pytest.raises(AttributeError, match="opsdk.v1 does not provide tf.data.NumpyIterator"):
+        tf.data.NumpyIterator
     with pytest.raises(OpsdkError, match="scalar strings only"):
         tf.placeholder(tf.string, [2])
     handle = tf.placeholder(tf.string, [])

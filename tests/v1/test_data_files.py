@@ -72,3 +72,22 @@ def test_a_missing_file_is_named(tmp_path):
     line = lines.get_next()
     with tf.Session() as sess, pytest.raises(tf.errors.NotFoundError, match="none.txt"):
         sess.run(line)
+
+
+def test_fixed_length_records_and_list_files(tmp_path):
+    records = np.arange(14, dtype=np.uint8).reshape(2, 7)
+    for name in ("a.bin", "b.bin"):
+        (tmp_path / name).write_bytes(b"HH" + records.tobytes() + b"F")
+    names = tf.data.Dataset.list_files(str(tmp_path / "*.bin"), shuffle=False)
+    pieces = tf.data.FixedLengthRecordDataset(
+        [str(tmp_path / "a.bin"), str(tmp_path / "b.bin")], 7, header_bytes=2, footer_bytes=1)
+    raw = pieces.map(lambda r: tf.decode_raw(r, tf.uint8)).make_one_shot_iterator().get_next()
+    name = names.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        got = [sess.run(raw) for _ in range(4)]
+        listed = [sess.run(name) for _ in range(2)]
+    for g, want in zip(got, [records[0], records[1]] * 2):
+        np.testing.assert_array_equal(g, want)
+    assert listed == [str(tmp_path / "a.bin").encode(), str(tmp_path / "b.bin").encode()]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="no files match"):
+        tf.data.Dataset.list_files(str(tmp_path / "*.none"))
