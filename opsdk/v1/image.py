@@ -128,13 +128,45 @@ def pad_to_bounding_box(image: Any, offset_height: int, offset_width: int, targe
 def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int) -> Any:
     """Centred: cropped where the image is larger, padded with zeros where smaller."""
     x, h = _image("resize_image_with_crop_or_pad", image)
-    height = _static("resize_image_with_crop_or_pad", x, h)
-    width = _static("resize_image_with_crop_or_pad", x, h + 1)
     th = args.static_int("image.resize_image_with_crop_or_pad", "target_height", target_height)
     tw = args.static_int("image.resize_image_with_crop_or_pad", "target_width", target_width)
+    if x.shape[h] is None or x.shape[h + 1] is None:  # sizes known when the step runs
+        return _centred(_centred(x, h, th), h + 1, tw)
+    height, width = int(x.shape[h]), int(x.shape[h + 1])
     ch, cw = min(height, th), min(width, tw)
     x = crop_to_bounding_box(x, max((height - th) // 2, 0), max((width - tw) // 2, 0), ch, cw)
     return pad_to_bounding_box(x, max((th - height) // 2, 0), max((tw - width) // 2, 0), th, tw)
+
+
+def _central(x: Any, axis: int, fraction: float) -> Any:
+    """The centre `fraction` of x along axis (whose size is known when the step runs), as TF
+    computes it: start = int((n - n * fraction) / 2), size = n - 2 * start."""
+    n = _ops.reshape(_ops.slice(_ops.shape(x), begin=[axis], size=[1]), shape=[])
+    n_f = _ops.cast(n, dtype="float64")
+    start = _ops.cast(_ops.div(_ops.sub(n_f, _ops.mul(n_f, opsdk.constant(np.float64(fraction)))),
+                               opsdk.constant(np.float64(2.0))), dtype="int64")
+    stop = _ops.sub(_ops.cast(n, dtype="int64"), start)
+    return _m.gather(x, _ops.arange(start, stop, opsdk.constant(np.int64(1))), axis=axis)
+
+
+def _centred(x: Any, axis: int, target: int) -> Any:
+    """x along axis cut or zero-padded to `target`, centred as TF's crop_or_pad centres it,
+    for a size known only when the step runs: a gather of clamped positions, zeroed outside."""
+    size = _ops.cast(_ops.reshape(_ops.slice(_ops.shape(x), begin=[axis], size=[1]), shape=[]),
+                     dtype="int64")
+    t = opsdk.constant(np.int64(target))
+    zero, two = opsdk.constant(np.int64(0)), opsdk.constant(np.int64(2))
+    crop = _ops.floor_div(_ops.maximum(_ops.sub(size, t), zero), two)
+    pad = _ops.floor_div(_ops.maximum(_ops.sub(t, size), zero), two)
+    source = _ops.add(opsdk.constant(np.arange(target, dtype=np.int64)), _ops.sub(crop, pad))
+    inside = _ops.mul(_ops.cast(_ops.greater_equal(source, zero), dtype=x.dtype),
+                      _ops.cast(_ops.less(source, size), dtype=x.dtype))
+    last = _ops.sub(size, opsdk.constant(np.int64(1)))
+    picked = _m.gather(x, _ops.minimum(_ops.maximum(source, zero), last), axis=axis)
+    shape = [1] * len(x.shape)
+    shape[axis] = target
+    mask = _ops.reshape(inside, shape=shape)
+    return _ops.mul(picked, mask)
 
 
 def central_crop(image: Any, central_fraction: float) -> Any:
@@ -143,6 +175,8 @@ def central_crop(image: Any, central_fraction: float) -> Any:
     fraction = float(central_fraction)
     if not 0.0 < fraction <= 1.0:
         raise OpsdkError(f"image.central_crop: central_fraction must be in (0, 1], got {fraction}")
+    if x.shape[h] is None or x.shape[h + 1] is None:  # sizes known when the step runs
+        return _central(_central(x, h, fraction), h + 1, fraction)
     height, width = _static("central_crop", x, h), _static("central_crop", x, h + 1)
     top = int((height - height * fraction) / 2)
     left = int((width - width * fraction) / 2)
@@ -161,6 +195,8 @@ def _source_positions(n_in: int, n_out: int, align_corners: bool) -> np.ndarray:
 
 
 def _resize_axis(x: Any, axis: int, n_out: int, method: int, align_corners: bool) -> Any:
+    if x.shape[axis] is None:
+        return _resize_axis_at_run_time(x, axis, n_out, method, align_corners)
     n_in = int(x.shape[axis])
     if n_in == n_out:
         return x
@@ -180,12 +216,41 @@ def _resize_axis(x: Any, axis: int, n_out: int, method: int, align_corners: bool
     return _ops.add(a, _ops.mul(_ops.sub(b, a), w))
 
 
+def _resize_axis_at_run_time(x: Any, axis: int, n_out: int, method: int,
+                             align_corners: bool) -> Any:
+    """_resize_axis for a size known only when the step runs: the same positions and weights,
+    computed by the graph from the run-time size."""
+    size = _ops.reshape(_ops.slice(_ops.shape(x), begin=[axis], size=[1]), shape=[])
+    n_in = _ops.cast(size, dtype="float64")
+    one = opsdk.constant(np.float64(1.0))
+    if align_corners and n_out > 1:
+        scale = _ops.div(_ops.sub(n_in, one), opsdk.constant(np.float64(n_out - 1)))
+    else:
+        scale = _ops.div(n_in, opsdk.constant(np.float64(n_out)))
+    where = _ops.mul(opsdk.constant(np.arange(n_out, dtype=np.float64)), scale)
+    last = _ops.sub(_ops.cast(size, dtype="int64"), opsdk.constant(np.int64(1)))
+    if method == ResizeMethod.NEAREST_NEIGHBOR:
+        picked = _ops.round(where) if align_corners else _ops.floor(where)
+        index = _ops.minimum(_ops.cast(picked, dtype="int64"), last)
+        return _m.gather(x, index, axis=axis)
+    low_f = _ops.floor(where)
+    low = _ops.minimum(_ops.cast(low_f, dtype="int64"), last)
+    high = _ops.minimum(_ops.add(low, opsdk.constant(np.int64(1))), last)
+    shape = [1] * len(x.shape)
+    shape[axis] = n_out
+    weight = _ops.reshape(_ops.cast(_ops.sub(where, low_f), dtype=x.dtype), shape=shape)
+    a = _m.gather(x, low, axis=axis)
+    b = _m.gather(x, high, axis=axis)
+    return _ops.add(a, _ops.mul(_ops.sub(b, a), weight))
+
+
 def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
                   align_corners: bool = False, preserve_aspect_ratio: bool = False,
                   name: Optional[str] = None) -> Any:
     """TF1's resize (compat.v1's corner convention: a pixel's position is its index, scaled by
     in / out, or (in - 1) / (out - 1) with `align_corners`); bilinear and nearest neighbour.
-    Integer images come back as float32 from bilinear, as TF's."""
+    Integer images come back as float32 from bilinear, as TF's. The image's height and width
+    may be known only when the step runs (a decoded file's)."""
     x, h = _image("resize_images", images)
     target = args.static_dims("image.resize_images", size, "size")
     if len(target) != 2 or min(target) < 1:
@@ -197,8 +262,6 @@ def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
     if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
         raise OpsdkError(f"image.resize_images: method {method!r} is not supported by opsdk.v1 "
                          "(BILINEAR and NEAREST_NEIGHBOR are)")
-    for axis in (h, h + 1):  # the sizes the gathers are drawn for
-        _static("resize_images", x, axis)
     if method == ResizeMethod.BILINEAR and not x.dtype.is_floating:
         x = _m.cast(x, "float32")
     out = _resize_axis(x, h, target[0], method, align_corners)

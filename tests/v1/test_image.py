@@ -107,3 +107,23 @@ def test_mistakes_are_named():
         tf.image.resize_images(A, [3, 3], method=tf.image.ResizeMethod.BICUBIC)
     with pytest.raises(AttributeError):
         tf.image.decode_and_crop_jpeg  # not provided (decode_png is: tests/v1/test_image_codec.py)
+
+
+def test_resizes_and_crops_take_sizes_known_only_at_run_time():
+    # A decoded file's height and width are known when the step runs; before, resize_images,
+    # resize_image_with_crop_or_pad and central_crop refused them.
+    value = np.random.default_rng(5).random((5, 7, 2)).astype(np.float32)
+    unknown = tf.placeholder(tf.float32, [None, None, 2])
+    known = tf.constant(value)
+    pairs = [(f(unknown), f(known)) for f in (
+        lambda x: tf.image.resize_images(x, [3, 4]),
+        lambda x: tf.image.resize_images(x, [8, 3], method=1, align_corners=True),
+        lambda x: tf.image.resize_image_with_crop_or_pad(x, 3, 9),
+        lambda x: tf.image.resize_image_with_crop_or_pad(x, 8, 4),
+        lambda x: tf.image.central_crop(x, 0.5))]
+    grad, = tf.gradients(tf.reduce_sum(pairs[0][0] ** 2), [unknown])
+    with tf.Session() as sess:
+        for run_time, static in pairs:
+            a, b = sess.run([run_time, static], {unknown: value})
+            np.testing.assert_allclose(a, b, rtol=1e-6)
+        assert sess.run(grad, {unknown: value}).shape == value.shape
