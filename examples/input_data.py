@@ -13,12 +13,16 @@ import numpy as np
 
 
 class DataSet:
-    """Images (n, 784) float32 and labels (one-hot (n, 10) float32, or class ids)."""
+    """Images (n, 784) float32 (or uint8 0..255) and labels (one-hot (n, 10) float32, or class
+    ids)."""
 
-    def __init__(self, n: int, rng: np.random.Generator, prototypes: np.ndarray, one_hot: bool):
+    def __init__(self, n: int, rng: np.random.Generator, prototypes: np.ndarray, one_hot: bool,
+                 raw: bool = False):
         classes = rng.integers(0, 10, size=n)
         noise = rng.normal(0.0, 0.35, size=(n, 784))
-        self.images = np.clip(prototypes[classes] + noise, 0.0, 1.0).astype(np.float32)
+        images = np.clip(prototypes[classes] + noise, 0.0, 1.0)
+        # dtype=uint8 (TensorFlow's argument): the pixels as stored, 0..255
+        self.images = np.rint(images * 255).astype(np.uint8) if raw else images.astype(np.float32)
         self.labels = np.eye(10, dtype=np.float32)[classes] if one_hot else classes.astype(np.uint8)
         self.num_examples = n
         self._rng = rng
@@ -38,11 +42,13 @@ class DataSet:
 
 
 def read_data_sets(train_dir: str = "", fake_data: bool = False, one_hot: bool = False,
-                   seed: int = 0, **unused: object) -> SimpleNamespace:
+                   dtype: object = "float32", seed: int = 0, **unused: object) -> SimpleNamespace:
     """Train (5000), validation (500) and test (1000) sets sharing the class prototypes, in
-    TensorFlow's argument order (`fake_data` only changes what `next_batch(n, True)` gives)."""
+    TensorFlow's argument order (`fake_data` only changes what `next_batch(n, True)` gives;
+    `dtype=uint8` keeps the pixels 0..255 as uint8, float32 scales them into [0, 1])."""
+    raw = str(getattr(dtype, "name", dtype)) == "uint8"
     rng = np.random.default_rng(seed)
     prototypes = (rng.random((10, 784)) < 0.2).astype(np.float64)
-    return SimpleNamespace(train=DataSet(5000, rng, prototypes, one_hot),
-                           validation=DataSet(500, rng, prototypes, one_hot),
-                           test=DataSet(1000, rng, prototypes, one_hot))
+    return SimpleNamespace(train=DataSet(5000, rng, prototypes, one_hot, raw),
+                           validation=DataSet(500, rng, prototypes, one_hot, raw),
+                           test=DataSet(1000, rng, prototypes, one_hot, raw))

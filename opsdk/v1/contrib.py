@@ -83,12 +83,39 @@ def _contrib_dropout(inputs: Any, keep_prob: Any = 0.5, noise_shape: Any = None,
                            training=is_training, name=scope)
 
 
+def _regularizer(kind: str, l1: float, l2: float) -> Any:
+    """contrib.layers' regularizers: weights -> l1 * sum(|w|) + l2 * sum(w^2) / 2 (TF's
+    l2_loss); a scale of 0 gives a function returning None, as TF's."""
+    for scale in (l1, l2):
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or scale < 0:
+            raise OpsdkError(f"contrib.layers.{kind}_regularizer: a scale must be a number "
+                             f">= 0, got {scale!r}")
+    if not l1 and not l2:
+        return lambda weights: None
+
+    def apply(weights: Any) -> Any:
+        from opsdk.v1 import nn as _nn
+
+        w = _t(weights)
+        terms = []
+        if l1:
+            terms.append(_m.multiply(float(l1), _ops.reduce_sum(_ops.abs(w), axes=[])))
+        if l2:
+            terms.append(_m.multiply(float(l2), _nn.l2_loss(w)))
+        return terms[0] if len(terms) == 1 else _ops.add(terms[0], terms[1])
+    return apply
+
+
 layers = _Missing("contrib.layers", flatten=add_arg_scope(_layers.flatten),
                   fully_connected=add_arg_scope(_layers.fully_connected),
                   batch_norm=add_arg_scope(_normalization.batch_norm),
                   dropout=add_arg_scope(_contrib_dropout),
                   xavier_initializer=scopes.xavier_initializer,
-                  xavier_initializer_conv2d=scopes.xavier_initializer)
+                  xavier_initializer_conv2d=scopes.xavier_initializer,
+                  l1_regularizer=lambda scale, scope=None: _regularizer("l1", scale, 0.0),
+                  l2_regularizer=lambda scale, scope=None: _regularizer("l2", 0.0, scale),
+                  l1_l2_regularizer=lambda scale_l1=1.0, scale_l2=1.0, scope=None:
+                  _regularizer("l1_l2", scale_l1, scale_l2))
 framework = _Missing("contrib.framework", arg_scope=arg_scope, add_arg_scope=add_arg_scope)
 
 factorization = _Missing("contrib.factorization", KMeans=_factorization.KMeans,

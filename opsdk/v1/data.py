@@ -1103,19 +1103,30 @@ class _Files(Dataset):
 
     def __init__(self, who: str, filenames: Any, read: Callable[[str], list]):
         names = filenames
+        self._source: Any = None
         if isinstance(names, opsdk.Tensor):
-            if not strings.is_string(names) or names.op.type != "const":
-                raise OpsdkError(f"{who}: give the file names as Python strings or a constant "
-                                 f"of strings, not '{names.name}'")
-            names = _string_value(names)
+            if not strings.is_string(names):
+                raise OpsdkError(f"{who}: file names must be strings, got '{names.name}' of "
+                                 f"{names.dtype}")
+            if names.op.type == "const":
+                names = _string_value(names)
+            else:  # read when the iterator starts (tf.train.match_filenames_once, ...)
+                self._source, names = names, []
         texts = _texts([names] if isinstance(names, (str, bytes)) else
                        list(np.asarray(names, dtype=object).reshape(-1)))
         self._names = [os.fsdecode(n) for n in texts]
         self._read = read
-        super().__init__(_LEAF, [_Spec(_STRING, ())])
+        super().__init__(_LEAF, [_Spec(_STRING, ())],
+                         sources=[] if self._source is None else [self._source])
 
     def _elements(self, run: _Run) -> PyIterator[list]:
-        for name in self._names:
+        names = self._names
+        if self._source is not None:
+            value = run.value(self._source)
+            texts = [strings._decode_scalar(value)] if strings.is_scalar_string(self._source) \
+                else list(strings._decode_list(value).reshape(-1))
+            names = [os.fsdecode(n) for n in texts]
+        for name in names:
             for record in self._read(name):
                 item = np.empty((), dtype=object)
                 item[()] = record

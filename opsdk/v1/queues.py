@@ -22,6 +22,7 @@ is harmless and not needed).
 
 from __future__ import annotations
 
+import logging
 import threading
 import weakref
 from typing import Any, Callable, Optional, Sequence
@@ -452,6 +453,8 @@ class QueueRunner:
 
     def _report(self, coord: Any, exc: BaseException) -> None:
         self.exceptions_raised.append(exc)
+        # as TF's runner logs it: the dequeues then fail on a closed queue, far from the cause
+        logging.getLogger("opsdk.v1").error("Exception in QueueRunner '%s': %s", self.name, exc)
         if coord is not None:
             coord.request_stop(exc)
         else:
@@ -547,6 +550,24 @@ def string_input_producer(string_tensor: Any, num_epochs: Any = None, shuffle: b
         raise OpsdkError("string_input_producer: give a list of strings or a string tensor")
     return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
                           None, name or "input_producer", cancel_op)
+
+
+def match_filenames_once(pattern: Any, name: Optional[str] = None) -> Any:
+    """The names of the files matching pattern (a glob, or a list of them), sorted, as a vector
+    of strings read when the step runs (TF's is a local variable set when local variables are
+    initialized; initializing them is harmless here)."""
+    import glob
+    import os
+
+    patterns = [pattern] if isinstance(pattern, (str, bytes)) else list(pattern)
+
+    def matches() -> np.ndarray:
+        found = sorted({n for p in patterns for n in glob.glob(os.fsdecode(p))})
+        return strings.byte_rows(found)
+    out = py_func_node(matches, [], ["uint8"], name=name or "matching_filenames").outputs[0]
+    out.set_shape([None, None])
+    _session.register_decoder(out, strings._decode_list)
+    return out
 
 
 def range_input_producer(limit: int, num_epochs: Any = None, shuffle: bool = True,
@@ -676,6 +697,7 @@ TOP_LEVEL = {"QueueBase": QueueBase, "FIFOQueue": FIFOQueue,
 TRAIN = {"QueueRunner": QueueRunner, "add_queue_runner": add_queue_runner,
          "start_queue_runners": start_queue_runners, "input_producer": input_producer,
          "string_input_producer": string_input_producer,
+         "match_filenames_once": match_filenames_once,
          "range_input_producer": range_input_producer,
          "slice_input_producer": slice_input_producer, "limit_epochs": limit_epochs,
          "batch": batch, "shuffle_batch": shuffle_batch, "batch_join": batch_join,

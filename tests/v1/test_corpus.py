@@ -144,3 +144,19 @@ def test_the_coverage_report_in_the_docs_is_current():
     assert statuses["nn"]["relu"][0] == "provided"
     docs = (Path(__file__).resolve().parents[2] / "docs" / "tf1.md").read_text()
     assert section.strip() in docs, "run: python -m opsdk.v1.coverage --write docs/tf1.md"
+
+
+def test_the_mnist_stand_in_keeps_uint8_pixels_when_asked():
+    # TF's read_data_sets(dtype=tf.uint8) keeps the pixels 0..255; a program writing them to a
+    # TFRecord as bytes (784 per image) depends on it
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("input_data",
+                                                  build.ROOT / "examples" / "input_data.py")
+    input_data = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(input_data)
+    raw = input_data.read_data_sets("", dtype=tf.uint8, one_hot=True)
+    scaled = input_data.read_data_sets("", one_hot=True)
+    assert raw.train.images.dtype == np.uint8 and raw.train.images.max() == 255
+    assert scaled.train.images.dtype == np.float32 and scaled.train.images.max() == 1.0
+    np.testing.assert_allclose(raw.train.images / 255.0, scaled.train.images, atol=0.5 / 255)

@@ -201,3 +201,33 @@ def test_a_reader_names_a_missing_file_and_wants_a_string_queue(tmp_path):
             sess.run(line)
         coord.request_stop()
         coord.join(threads)
+
+
+def test_match_filenames_once_feeds_a_producer_and_a_dataset(tmp_path):
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text(name + "\n")
+    files = tf.train.match_filenames_once(str(tmp_path / "*.txt"))
+    queue = tf.train.string_input_producer(files, num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(queue)
+    lines = tf.data.TextLineDataset(files).make_initializable_iterator()
+    with tf.Session() as sess:
+        sess.run([tf.local_variables_initializer(), lines.initializer])
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert sess.run(files).tolist() == [str(tmp_path / n).encode() for n in ("a.txt",
+                                                                                  "b.txt")]
+        assert [sess.run(line), sess.run(line)] == [b"a.txt", b"b.txt"]
+        assert [sess.run(lines.get_next()) for _ in range(2)] == [b"a.txt", b"b.txt"]
+        coord.request_stop()
+        coord.join(threads)
+
+
+def test_contrib_regularizers():
+    w = tf.constant([[1.0, -2.0], [3.0, 0.5]])
+    l1 = tf.contrib.layers.l1_regularizer(0.1)(w)
+    l2 = tf.contrib.layers.l2_regularizer(0.01)(w)
+    both = tf.contrib.layers.l1_l2_regularizer(0.1, 0.01)(w)
+    assert tf.contrib.layers.l2_regularizer(0.0)(w) is None
+    with tf.Session() as sess:
+        got = sess.run([l1, l2, both])
+    np.testing.assert_allclose(got, [0.65, 0.07125, 0.72125], rtol=1e-6)
