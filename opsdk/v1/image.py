@@ -373,6 +373,219 @@ def convert_image_dtype(image: Any, dtype: Any, saturate: bool = False,
     return _m.cast(_ops.mul(_m.cast(x, "float64"), _m.cast(factor, "float64")), want, name=name)
 
 
+# ---- colour spaces, hue and saturation ----------------------------------------------------------
+
+def _channels3(who: str, images: Any) -> Any:
+    x = _t(images)
+    if x.shape is None or not x.shape or x.shape[-1] not in (3, None):
+        raise OpsdkError(f"image.{who}: give images with 3 channels (RGB) in their last axis, "
+                         f"got shape {None if x.shape is None else list(x.shape)}")
+    if x.shape[-1] is None:  # a decoded file's: 3 channels checked when the step runs
+        x = _ops.reshape_dims(x, _ops.shape(x), shape=[-1] * (len(x.shape) - 1) + [3])
+    if not x.dtype.is_floating:
+        raise OpsdkError(f"image.{who}: give float images in [0, 1] (convert_image_dtype), got "
+                         f"{x.dtype}")
+    return x
+
+
+def _split3(x: Any) -> list:
+    return [x[..., k] for k in range(3)]
+
+
+def rgb_to_hsv(images: Any, name: Optional[str] = None) -> Any:
+    """Float RGB in [0, 1] to HSV, each in [0, 1], as TF's kernel computes it (hue 0 where the
+    pixel is grey, saturation 0 where it is black)."""
+    x = _channels3("rgb_to_hsv", images)
+    r, g, b = _split3(x)
+    v = _ops.maximum(_ops.maximum(r, g), b)
+    spread = _ops.sub(v, _ops.minimum(_ops.minimum(r, g), b))
+    zero, one = _ops.zeros_like(v), _ops.ones_like(v)
+    s = _ops.where(_ops.greater(v, zero), _ops.div(spread, _ops.where(_ops.greater(v, zero), v,
+                                                                      one)), zero)
+    safe = _ops.where(_ops.greater(spread, zero), spread, one)
+    sixth = _m.cast(1.0 / 6.0, x.dtype)
+    h_r = _ops.div(_ops.sub(g, b), _ops.mul(safe, _m.cast(6.0, x.dtype)))
+    h_g = _ops.add(_ops.div(_ops.sub(b, r), _ops.mul(safe, _m.cast(6.0, x.dtype))),
+                   _ops.mul(sixth, _m.cast(2.0, x.dtype)))
+    h_b = _ops.add(_ops.div(_ops.sub(r, g), _ops.mul(safe, _m.cast(6.0, x.dtype))),
+                   _ops.mul(sixth, _m.cast(4.0, x.dtype)))
+    h = _ops.where(_ops.equal(r, v), h_r, _ops.where(_ops.equal(g, v), h_g, h_b))
+    h = _ops.where(_ops.greater(spread, zero), h, zero)
+    h = _ops.where(_ops.less(h, zero), _ops.add(h, one), h)
+    return _m.stack([h, s, v], axis=-1, name=name)
+
+
+def hsv_to_rgb(images: Any, name: Optional[str] = None) -> Any:
+    """HSV in [0, 1] back to RGB, as TF's kernel computes it."""
+    x = _channels3("hsv_to_rgb", images)
+    h, s, v = _split3(x)
+    c = _ops.mul(s, v)
+    m = _ops.sub(v, c)
+    dh = _ops.mul(h, _m.cast(6.0, x.dtype))
+    category = _ops.floor(dh)
+    part = _ops.sub(dh, _ops.mul(_ops.floor(_ops.div(dh, _m.cast(2.0, x.dtype))),
+                                 _m.cast(2.0, x.dtype)))  # fmod(dh, 2) for dh >= 0
+    xx = _ops.mul(c, _ops.sub(_m.cast(1.0, x.dtype), _ops.abs(_ops.sub(part,
+                                                                        _m.cast(1.0, x.dtype)))))
+    zero = _ops.zeros_like(c)
+    table = [(c, xx, zero), (xx, c, zero), (zero, c, xx), (zero, xx, c), (xx, zero, c),
+             (c, zero, xx)]
+    channels = []
+    for k in range(3):
+        out = zero
+        for index, row in enumerate(table):
+            out = _ops.where(_ops.equal(category, _m.cast(float(index), x.dtype)), row[k], out)
+        channels.append(_ops.add(out, m))
+    return _m.stack(channels, axis=-1, name=name)
+
+
+def _in_hsv(who: str, image: Any, change: Any) -> Any:
+    """image through HSV, `change(h, s, v)` applied, and back in its own dtype."""
+    x = _t(image)
+    floats = x if x.dtype.is_floating else convert_image_dtype(x, "float32")
+    h, s, v = _split3(rgb_to_hsv(_channels3(who, floats)))
+    out = hsv_to_rgb(_m.stack(list(change(h, s, v)), axis=-1))
+    return out if x.dtype == floats.dtype else convert_image_dtype(out, x.dtype, saturate=True)
+
+
+def adjust_hue(image: Any, delta: Any, name: Optional[str] = None) -> Any:
+    """The hue turned by delta (a fraction of the circle, in [-1, 1])."""
+    def turn(h: Any, s: Any, v: Any) -> tuple:
+        shifted = _ops.add(h, _m.cast(_t(delta), h.dtype))
+        wrapped = _ops.sub(shifted, _ops.floor(shifted))  # into [0, 1)
+        return wrapped, s, v
+    return _in_hsv("adjust_hue", image, turn)
+
+
+def adjust_saturation(image: Any, saturation_factor: Any, name: Optional[str] = None) -> Any:
+    """The saturation scaled by saturation_factor (kept in [0, 1])."""
+    def scale(h: Any, s: Any, v: Any) -> tuple:
+        return h, _m.clip_by_value(_ops.mul(s, _m.cast(_t(saturation_factor), s.dtype)), 0.0,
+                                   1.0), v
+    return _in_hsv("adjust_saturation", image, scale)
+
+
+def random_hue(image: Any, max_delta: float, seed: Any = None) -> Any:
+    """adjust_hue by a delta drawn uniformly in [-max_delta, max_delta] (max_delta <= 0.5)."""
+    if not 0 <= max_delta <= 0.5:
+        raise OpsdkError(f"image.random_hue: max_delta must be in [0, 0.5], got {max_delta}")
+    return adjust_hue(image, random_uniform([], -max_delta, max_delta, seed=seed))
+
+
+def random_saturation(image: Any, lower: float, upper: float, seed: Any = None) -> Any:
+    """adjust_saturation by a factor drawn uniformly in [lower, upper)."""
+    if not 0 <= lower < upper:
+        raise OpsdkError(f"image.random_saturation: give 0 <= lower < upper, got {lower}, "
+                         f"{upper}")
+    return adjust_saturation(image, random_uniform([], lower, upper, seed=seed))
+
+
+# ---- bounding boxes --------------------------------------------------------------------------
+
+def sample_distorted_bounding_box(image_size: Any, bounding_boxes: Any, seed: Any = None,
+                                  seed2: Any = None, min_object_covered: Any = 0.1,
+                                  aspect_ratio_range: Any = None, area_range: Any = None,
+                                  max_attempts: Any = None,
+                                  use_image_if_no_bounding_boxes: Any = None,
+                                  name: Optional[str] = None) -> tuple:
+    """(begin, size, bboxes) of a random crop (a step draws a new one): its area a fraction of
+    the image in area_range (default [0.05, 1]), its aspect ratio in aspect_ratio_range
+    (default [0.75, 1.33]), covering at least min_object_covered of one of the bounding boxes
+    ([batch, n, 4] of [ymin, xmin, ymax, xmax] in [0, 1]); after max_attempts (default 100)
+    failures, the whole image. begin and size are [y, x, 0] and [h, w, -1] for tf.slice; bboxes
+    the crop as [1, 1, 4]. The draws are opsdk's own (TF's kernel draws other numbers)."""
+    from opsdk.runtime.frontend.py_func import py_func_node
+    from opsdk.v1.tensors import op_seed
+
+    ratio = tuple(float(a) for a in (aspect_ratio_range or (0.75, 1.33)))
+    areas = tuple(float(a) for a in (area_range or (0.05, 1.0)))
+    attempts = int(max_attempts or 100)
+    covered = _t(min_object_covered)
+    rng = np.random.default_rng(op_seed(seed))
+
+    def sample(size: np.ndarray, boxes: np.ndarray, cover: np.ndarray) -> list:
+        height, width = int(size[0]), int(size[1])
+        flat = np.asarray(boxes, np.float64).reshape(-1, 4)
+        if not flat.size:
+            if not use_image_if_no_bounding_boxes:
+                raise ValueError("sample_distorted_bounding_box: no bounding boxes given (set "
+                                 "use_image_if_no_bounding_boxes=True to use the whole image)")
+            flat = np.array([[0.0, 0.0, 1.0, 1.0]])
+        need = float(cover)
+        for _ in range(attempts):
+            target = flat[rng.integers(len(flat))]
+            area = rng.uniform(*areas) * height * width
+            aspect = rng.uniform(*ratio)
+            h = int(round(np.sqrt(area / aspect)))
+            w = int(round(np.sqrt(area * aspect)))
+            if not (0 < h <= height and 0 < w <= width):
+                continue
+            y = int(rng.integers(0, height - h + 1))
+            x = int(rng.integers(0, width - w + 1))
+            ty0, tx0, ty1, tx1 = target * [height, width, height, width]
+            inter = max(0.0, min(y + h, ty1) - max(y, ty0)) * max(0.0, min(x + w, tx1) -
+                                                                   max(x, tx0))
+            box_area = max((ty1 - ty0) * (tx1 - tx0), 1e-12)
+            if inter / box_area >= need:
+                break
+        else:
+            y, x, h, w = 0, 0, height, width
+        crop = np.array([[[y / height, x / width, (y + h) / height, (x + w) / width]]],
+                        np.float32)
+        return [np.array([y, x, 0], np.int32), np.array([h, w, -1], np.int32), crop]
+    op = py_func_node(sample, [_m.cast(_t(image_size), "int32"), _t(bounding_boxes),
+                               _m.cast(covered, "float32")], ["int32", "int32", "float32"],
+                      name=name or "sample_distorted_bounding_box")
+    begin, size, boxes = op.outputs
+    begin.set_shape([3])
+    size.set_shape([3])
+    boxes.set_shape([1, 1, 4])
+    return begin, size, boxes
+
+
+# TF's colours for boxes (RGBA), taken in turn
+_BOX_COLOURS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1],
+                         [0.5, 0, 0.5, 1], [0.5, 0.5, 0, 1], [0.5, 0, 0, 1], [0, 0, 0.5, 1],
+                         [0, 1, 1, 1], [1, 0, 1, 1]], np.float32)
+
+
+def draw_bounding_boxes(images: Any, boxes: Any, name: Optional[str] = None,
+                        colors: Any = None) -> Any:
+    """images ([batch, h, w, channels], float) with the outline of each box ([batch, n, 4] of
+    [ymin, xmin, ymax, xmax] in [0, 1]) drawn one pixel wide, in TF's colours (or `colors`)."""
+    from opsdk.runtime.frontend.py_func import py_func_node
+
+    x = _t(images)
+    if x.shape is None or len(x.shape) != 4:
+        raise OpsdkError("image.draw_bounding_boxes: give [batch, height, width, channels] "
+                         "images")
+    palette = _BOX_COLOURS if colors is None else np.asarray(colors, np.float32).reshape(-1, 4)
+
+    def draw(pictures: np.ndarray, where: np.ndarray) -> np.ndarray:
+        out = np.array(pictures, copy=True)
+        _, height, width, depth = out.shape
+        for b in range(out.shape[0]):
+            for k, box in enumerate(np.asarray(where[b], np.float64).reshape(-1, 4)):
+                colour = palette[k % len(palette)][:depth].astype(out.dtype)
+                y0, x0 = int(box[0] * (height - 1)), int(box[1] * (width - 1))
+                y1, x1 = int(box[2] * (height - 1)), int(box[3] * (width - 1))
+                if y0 > y1 or x0 > x1 or y0 >= height or x0 >= width or y1 < 0 or x1 < 0:
+                    continue
+                ys = slice(max(y0, 0), min(y1, height - 1) + 1)
+                xs = slice(max(x0, 0), min(x1, width - 1) + 1)
+                for row in (y0, y1):
+                    if 0 <= row < height:
+                        out[b, row, xs] = colour
+                for col in (x0, x1):
+                    if 0 <= col < width:
+                        out[b, ys, col] = colour
+        return out
+    out = py_func_node(draw, [x, _t(boxes)], [x.dtype], name=name or "draw_bounding_boxes"
+                       ).outputs[0]
+    out.set_shape(list(x.shape))
+    return out
+
+
 # ---- image files and whole files ---------------------------------------------------------------
 
 def _string(who: str, arg: str, value: Any) -> Any:

@@ -127,3 +127,56 @@ def test_resizes_and_crops_take_sizes_known_only_at_run_time():
             a, b = sess.run([run_time, static], {unknown: value})
             np.testing.assert_allclose(a, b, rtol=1e-6)
         assert sess.run(grad, {unknown: value}).shape == value.shape
+
+
+def _hsv_reference(rgb, change):
+    import colorsys
+
+    out = np.empty_like(rgb)
+    for index in np.ndindex(rgb.shape[:-1]):
+        h, s, v = colorsys.rgb_to_hsv(*rgb[index])
+        out[index] = colorsys.hsv_to_rgb(*change(h, s, v))
+    return out
+
+
+def test_hsv_hue_and_saturation_as_tf_computes_them():
+    rgb = np.random.default_rng(0).random((3, 4, 3)).astype(np.float32)
+    rgb[0, 0], rgb[0, 1], rgb[0, 2] = [0.5, 0.5, 0.5], [0, 0, 0], [1, 0, 0]  # grey, black, red
+    x = tf.constant(rgb)
+    decoded = tf.placeholder(tf.float32, [None, None, None])  # a decoded file's channels
+    with tf.Session() as sess:
+        hsv, back, turned, faded, run_time = sess.run([
+            tf.image.rgb_to_hsv(x), tf.image.hsv_to_rgb(tf.image.rgb_to_hsv(x)),
+            tf.image.adjust_hue(x, -0.45), tf.image.adjust_saturation(x, 0.5),
+            tf.image.adjust_saturation(decoded, 2.0)], {decoded: rgb})
+        with pytest.raises(tf.OpsdkError, match="does not have the sizes declared"):
+            sess.run(tf.image.adjust_hue(decoded, 0.1), {decoded: np.ones((2, 2, 4))})
+    import colorsys
+
+    want = np.array([[colorsys.rgb_to_hsv(*p) for p in row] for row in rgb])
+    np.testing.assert_allclose(hsv, want, atol=1e-6)
+    np.testing.assert_allclose(back, rgb, atol=1e-6)
+    np.testing.assert_allclose(turned, _hsv_reference(rgb, lambda h, s, v: ((h - 0.45) % 1, s,
+                                                                             v)), atol=1e-5)
+    np.testing.assert_allclose(faded, _hsv_reference(rgb, lambda h, s, v: (h, s / 2, v)),
+                               atol=1e-5)
+    np.testing.assert_allclose(run_time, _hsv_reference(
+        rgb, lambda h, s, v: (h, min(2 * s, 1.0), v)), atol=1e-5)
+
+
+def test_bounding_boxes_drawn_and_sampled():
+    boxes = tf.constant([[[0.2, 0.0, 0.6, 0.5]]])
+    drawn = tf.image.draw_bounding_boxes(tf.zeros([1, 6, 5, 3]), boxes)
+    begin, size, crop = tf.image.sample_distorted_bounding_box(
+        tf.constant([40, 60, 3]), boxes, min_object_covered=0.5, seed=3)
+    with tf.Session() as sess:
+        picture = sess.run(drawn)[0]
+        draws = [sess.run([begin, size, crop]) for _ in range(5)]
+    yellow = np.array([1, 1, 0], np.float32)  # TF's first colour
+    outline = np.zeros((6, 5), bool)
+    outline[1, 0:3] = outline[3, 0:3] = outline[1:4, 0] = outline[1:4, 2] = True
+    np.testing.assert_array_equal(np.all(picture == yellow, axis=-1), outline)
+    for b, s, c in draws:
+        assert b[2] == 0 and s[2] == -1 and (b[:2] >= 0).all() and (b[:2] + s[:2] <= [40, 60]).all()
+        np.testing.assert_allclose(c[0, 0], [b[0] / 40, b[1] / 60, (b[0] + s[0]) / 40,
+                                             (b[1] + s[1]) / 60], rtol=1e-6)
