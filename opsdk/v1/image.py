@@ -244,12 +244,69 @@ def _resize_axis_at_run_time(x: Any, axis: int, n_out: int, method: int,
     return _ops.add(a, _ops.mul(_ops.sub(b, a), weight))
 
 
+_TABLE = 1024  # TF1's bicubic weights are looked up in a table of this many steps per pixel
+
+
+def _cubic_table(a: float = -0.75) -> np.ndarray:
+    x = np.arange(_TABLE + 1, dtype=np.float64) / _TABLE
+    near = (((a + 2) * x - (a + 3)) * x * x + 1).astype(np.float32)
+    far_x = x + 1.0
+    far = (((a * far_x - 5 * a) * far_x + 8 * a) * far_x - 4 * a).astype(np.float32)
+    return np.stack([near, far], axis=1)
+
+
+def _resize_matrix(method: int, n_in: int, n_out: int, align_corners: bool) -> np.ndarray:
+    """[n_out, n_in]: each output position's weights over the input positions, as TF1's bicubic
+    (Keys' kernel, a = -0.75, a 1024-step table, edges clamped) or area (the box each output
+    pixel covers, averaged) resize computes them."""
+    scale = ((n_in - 1) / (n_out - 1) if align_corners and n_out > 1 else n_in / n_out)
+    weights = np.zeros((n_out, n_in), np.float64)
+    if method == ResizeMethod.BICUBIC:
+        table = _cubic_table()
+        for o in range(n_out):
+            where = o * scale
+            base = int(np.floor(where))
+            offset = int(np.rint((where - base) * _TABLE))
+            taps = [table[offset, 1], table[offset, 0], table[_TABLE - offset, 0],
+                    table[_TABLE - offset, 1]]
+            for k, w in enumerate(taps):
+                weights[o, min(max(base - 1 + k, 0), n_in - 1)] += w
+        return weights
+    for o in range(n_out):  # AREA
+        low, high = o * scale, (o + 1) * scale
+        for i in range(int(np.floor(low)), int(np.ceil(high))):
+            share = min(i + 1, high) - max(i, low)
+            weights[o, min(i, n_in - 1)] += share / scale
+    return weights
+
+
+def _resize_axis_by_matrix(x: Any, axis: int, n_out: int, method: int,
+                           align_corners: bool) -> Any:
+    """x resized along axis by a weight matrix over it (known when the graph is built, or
+    computed when the step runs from the run-time size)."""
+    from opsdk.runtime.frontend.py_func import py_func_node
+    from opsdk.v1.composed import tensordot
+
+    if x.shape[axis] is not None:
+        matrix = opsdk.constant(_resize_matrix(method, int(x.shape[axis]), n_out, align_corners))
+    else:
+        size = _ops.reshape(_ops.slice(_ops.shape(x), begin=[axis], size=[1]), shape=[])
+        matrix = py_func_node(lambda n: _resize_matrix(method, int(n), n_out, align_corners),
+                              [size], ["float64"], name="resize_weights").outputs[0]
+        matrix.set_shape([n_out, None])
+    out = tensordot(x, _ops.cast(matrix, dtype=x.dtype), [[axis], [1]])  # axis now last
+    rank = len(x.shape)
+    perm = list(range(axis)) + [rank - 1] + list(range(axis, rank - 1))
+    return _ops.transpose(out, perm=perm)
+
+
 def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
                   align_corners: bool = False, preserve_aspect_ratio: bool = False,
                   name: Optional[str] = None) -> Any:
     """TF1's resize (compat.v1's corner convention: a pixel's position is its index, scaled by
-    in / out, or (in - 1) / (out - 1) with `align_corners`); bilinear and nearest neighbour.
-    Integer images come back as float32 from bilinear, as TF's. The image's height and width
+    in / out, or (in - 1) / (out - 1) with `align_corners`); bilinear, nearest neighbour,
+    bicubic and area. Integer images come back as float32 but from nearest neighbour, and
+    images already of the size come back as they are (their dtype too), as TF's. The image's height and width
     may be known only when the step runs (a decoded file's)."""
     x, h = _image("resize_images", images)
     target = args.static_dims("image.resize_images", size, "size")
@@ -259,13 +316,22 @@ def resize_images(images: Any, size: Any, method: int = ResizeMethod.BILINEAR,
     if preserve_aspect_ratio:
         raise OpsdkError("image.resize_images: preserve_aspect_ratio=True is not supported by "
                          "opsdk.v1")
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
-        raise OpsdkError(f"image.resize_images: method {method!r} is not supported by opsdk.v1 "
-                         "(BILINEAR and NEAREST_NEIGHBOR are)")
-    if method == ResizeMethod.BILINEAR and not x.dtype.is_floating:
+    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR, ResizeMethod.BICUBIC,
+                      ResizeMethod.AREA):
+        raise OpsdkError(f"image.resize_images: method {method!r} is not one of "
+                         "tf.image.ResizeMethod's (0-3)")
+    if [x.shape[h], x.shape[h + 1]] == list(target):  # as TF's: the images as they are
+        return _ops.identity(x, name=name)
+    if method != ResizeMethod.NEAREST_NEIGHBOR and not x.dtype.is_floating:
         x = _m.cast(x, "float32")
-    out = _resize_axis(x, h, target[0], method, align_corners)
-    out = _resize_axis(out, h + 1, target[1], method, align_corners)
+    if method in (ResizeMethod.BICUBIC, ResizeMethod.AREA):
+        out = x
+        for axis, n_out in ((h, target[0]), (h + 1, target[1])):
+            if out.shape[axis] != n_out or method == ResizeMethod.AREA:
+                out = _resize_axis_by_matrix(out, axis, n_out, method, align_corners)
+    else:
+        out = _resize_axis(x, h, target[0], method, align_corners)
+        out = _resize_axis(out, h + 1, target[1], method, align_corners)
     # a new node where nothing was resized (or one that takes the name)
     return _ops.identity(out, name=name) if out is x or name else out
 

@@ -180,3 +180,22 @@ def test_bounding_boxes_drawn_and_sampled():
         assert b[2] == 0 and s[2] == -1 and (b[:2] >= 0).all() and (b[:2] + s[:2] <= [40, 60]).all()
         np.testing.assert_allclose(c[0, 0], [b[0] / 40, b[1] / 60, (b[0] + s[0]) / 40,
                                              (b[1] + s[1]) / 60], rtol=1e-6)
+
+
+def test_bicubic_and_area_resizes_give_tf1s_values():
+    # TF 2.21 compat.v1's resize_images of this image (its legacy kernels: Keys' cubic with a
+    # 1024-step table, and area averaging), to the printed digits
+    v = (np.arange(12, dtype=np.float32) ** 1.5).reshape(1, 3, 4, 1)
+    bicubic = [[0.0, 1.55473, 4.55302], [3.31329, 6.45051, 10.56818],
+               [11.34563, 16.33356, 21.87608], [20.24249, 26.0695, 32.40431],
+               [24.20666, 30.42354, 37.12176]]
+    area = [[3.09836, 5.58902, 8.92429], [18.7454, 23.8538, 29.36671]]
+    unknown = tf.placeholder(tf.float32, [1, None, None, 1])
+    fetches = [tf.image.resize_images(tf.constant(v), [5, 3], method=2),
+               tf.image.resize_images(unknown, [2, 3], method=tf.image.ResizeMethod.AREA),
+               tf.image.resize_images(tf.constant(v.astype(np.uint8)), [3, 4], method=3)]
+    with tf.Session() as sess:
+        got = sess.run(fetches, {unknown: v})
+    np.testing.assert_allclose(got[0][0, :, :, 0], bicubic, atol=2e-5)
+    np.testing.assert_allclose(got[1][0, :, :, 0], area, atol=2e-5)
+    assert got[2].dtype == np.uint8  # already of the size: as it is, as TF's
