@@ -102,8 +102,10 @@ from opsdk.v1.asserts import NAMES as _ASSERTS  # noqa: E402 - tf.Assert, tf.ass
 globals().update(_ASSERTS)
 from opsdk.v1.linalg import NAMES as _LINALG  # noqa: E402 - tf.matrix_inverse, tf.diag, ...
 globals().update(_LINALG)
-from opsdk.v1.sparse import NAMES as _SPARSE  # noqa: E402 - tf.SparseTensor, tf.edit_distance, ...
+from opsdk.v1.sparse import NAMES as _SPARSE, NN as _SPARSE_NN  # noqa: E402 - tf.SparseTensor, ...
 globals().update(_SPARSE)
+for _name, _value in _SPARSE_NN.items():  # tf.nn.embedding_lookup_sparse
+    setattr(nn, _name, _value)
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables

@@ -490,7 +490,6 @@ def zero_fraction(value: Any, name: Optional[str] = None) -> Any:
 from opsdk.v1.sampled import nce_loss, sampled_softmax_loss  # noqa: E402 - uses this module
 from opsdk.v1.normalization import (batch_norm_with_global_normalization,  # noqa: E402,F401
                                     nn_batch_normalization as batch_normalization)
-from opsdk.v1.sparse import embedding_lookup_sparse  # noqa: E402,F401 - tf.nn's name
 from opsdk.v1 import rnn as _rnn  # noqa: E402
 rnn_cell = _rnn.rnn_cell
 static_rnn, dynamic_rnn = _rnn.static_rnn, _rnn.dynamic_rnn

@@ -196,9 +196,7 @@ def _flatten_feed(key: Any, value: Any, feeds: dict[Any, Any]) -> None:
             _flatten_feed(sub_key, sub_value, feeds)
         return
     if _sparse and hasattr(key, "_components"):  # a SparseTensor: its three tensors
-        from opsdk.v1.sparse import feed_parts
-
-        for sub_key, sub_value in feed_parts(key, value):
+        for sub_key, sub_value in zip(key._components(), key._feed_values(value)):
             _flatten_feed(sub_key, sub_value, feeds)
         return
     key = key._as_graph_element() if hasattr(key, "_as_graph_element") else key

@@ -118,6 +118,16 @@ class SparseTensor:
     def _components(self) -> SparseTensorValue:
         return SparseTensorValue(self.indices, self.values, self.dense_shape)
 
+    @staticmethod
+    def _feed_values(value: Any) -> tuple:
+        """What Session.run feeds indices, values and dense_shape for the SparseTensorValue
+        (or 3-tuple) `value`."""
+        indices, values, dense_shape = _triple("Session.run: the feed for a SparseTensor", value)
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.size == 0:
+            indices = indices.reshape(0, np.asarray(dense_shape).size)
+        return indices, values, np.asarray(dense_shape, dtype=np.int64)
+
     def eval(self, feed_dict: Any = None, session: Any = None) -> SparseTensorValue:
         """This tensor's value in `session` (default: the default session)."""
         return _session._session_for("SparseTensor.eval", session).run(self, feed_dict)
@@ -132,17 +142,6 @@ def _triple(who: str, value: Any) -> tuple:
         raise OpsdkError(f"{who}: give a SparseTensorValue or an (indices, values, dense_shape) "
                          f"tuple, got {type(value).__name__}")
     return tuple(value)
-
-
-def feed_parts(key: SparseTensor, value: Any) -> list:
-    """(tensor, value) pairs feeding sparse tensor `key` the SparseTensorValue (or 3-tuple)
-    `value`."""
-    indices, values, dense_shape = _triple("Session.run: the feed for a SparseTensor", value)
-    indices = np.asarray(indices, dtype=np.int64)
-    if indices.size == 0:
-        indices = indices.reshape(0, np.asarray(dense_shape).size)
-    return [(key.indices, indices), (key.values, values),
-            (key.dense_shape, np.asarray(dense_shape, dtype=np.int64))]
 
 
 def _encode_strings(label: str) -> Any:
