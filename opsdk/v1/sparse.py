@@ -21,7 +21,7 @@ it (at the default `thresh`, 0).
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -443,6 +443,126 @@ def edit_distance(hypothesis: Any, truth: Any, normalize: bool = True,
                               t.dense_shape, normalize=bool(normalize), name=name)
 
 
+def _index_op(who: str, fn: Any, inputs: list, outs: list) -> list:
+    """A py_func computing int64 index arrays (no gradient: indices have none)."""
+    from opsdk.runtime.frontend.py_func import py_func_node
+
+    return list(py_func_node(fn, inputs, outs, name=who).outputs)
+
+
+def _row_major(indices: np.ndarray) -> np.ndarray:
+    """The permutation sorting coordinates in row-major order (stable)."""
+    if not len(indices):
+        return np.zeros(0, np.int64)
+    return np.lexsort(indices.T[::-1]).astype(np.int64)
+
+
+def _permuted(sp: SparseTensor, indices: Any, perm: Any, dense_shape: Any,
+              static: Optional[tuple]) -> SparseTensor:
+    out = SparseTensor(_ops.gather(indices, perm, axis=0), _ops.gather(sp.values, perm, axis=0),
+                       dense_shape)
+    out._shape = static
+    return out
+
+
+def sparse_reorder(sp_input: Any, name: Optional[str] = None) -> SparseTensor:
+    """The same sparse tensor with its entries in row-major order (a gradient reaches each
+    value where it came from)."""
+    sp = _sparse("sparse_reorder", sp_input)
+    perm, = _index_op("sparse_reorder", _row_major, [sp.indices], ["int64"])
+    perm.set_shape([None])
+    return _permuted(sp, sp.indices, perm, sp.dense_shape, sp._shape)
+
+
+def sparse_transpose(sp_input: Any, perm: Any = None, name: Optional[str] = None) -> SparseTensor:
+    """The sparse tensor with its axes permuted (default: reversed), entries reordered."""
+    sp = _sparse("sparse_transpose", sp_input)
+    rank = None if sp._shape is None else len(sp._shape)
+    if perm is None:
+        if rank is None:
+            raise OpsdkError("sparse_transpose: the rank must be known to reverse the axes")
+        perm = list(range(rank))[::-1]
+    order = opsdk.constant(np.asarray([int(p) for p in perm], np.int64))
+    moved = SparseTensor(_ops.gather(sp.indices, order, axis=1), sp.values,
+                         _ops.gather(sp.dense_shape, order, axis=0))
+    if sp._shape is not None:
+        moved._shape = tuple(sp._shape[int(p)] for p in perm)
+    return sparse_reorder(moved, name=name)
+
+
+def sparse_reshape(sp_input: Any, shape: Any, name: Optional[str] = None) -> SparseTensor:
+    """The sparse tensor seen with another dense shape of as many elements (one -1 allowed),
+    its entries at the same row-major positions."""
+    sp = _sparse("sparse_reshape", sp_input)
+    dims, sizes = _dims("sparse_reshape", shape)
+
+    def move(indices: np.ndarray, old: np.ndarray, new: np.ndarray) -> list:
+        total = int(np.prod(old))
+        new = np.asarray(new, np.int64).copy()
+        if (new == -1).sum() > 1 or (new < -1).any():
+            raise ValueError(f"sparse_reshape: shape {new.tolist()} may hold one -1 and sizes "
+                             ">= 0")
+        if (new == -1).any():
+            known = int(np.prod(new[new != -1]))
+            new[new == -1] = total // known if known else 0
+        if int(np.prod(new)) != total:
+            raise ValueError(f"sparse_reshape: cannot reshape a tensor of {total} elements to "
+                             f"shape {new.tolist()}")
+        flat = np.ravel_multi_index(tuple(indices.T), tuple(old)) if len(indices) else \
+            np.zeros(0, np.int64)
+        moved = np.stack(np.unravel_index(flat, tuple(new)), axis=1) if len(indices) else \
+            np.zeros((0, len(new)), np.int64)
+        return [moved.astype(np.int64), new]
+    indices, dense = _index_op("sparse_reshape", move, [sp.indices, sp.dense_shape, dims],
+                               ["int64", "int64"])
+    rank = len(sizes) if sizes else None
+    indices.set_shape([None, rank])
+    dense.set_shape([rank])
+    out = SparseTensor(indices, sp.values, dense)
+    if sizes and -1 not in sizes:
+        out._shape = tuple(sizes)
+    return out
+
+
+def sparse_concat(axis: int, sp_inputs: Sequence[Any], name: Optional[str] = None,
+                  expand_nonconcat_dim: bool = False, concat_dim: Any = None,
+                  expand_nonconcat_dims: Any = None) -> SparseTensor:
+    """The sparse tensors joined along axis (their other sizes equal, or the largest with
+    expand_nonconcat_dim), entries in row-major order."""
+    a = int(concat_dim if concat_dim is not None else axis)
+    expand = bool(expand_nonconcat_dims if expand_nonconcat_dims is not None
+                  else expand_nonconcat_dim)
+    parts = [_sparse("sparse_concat", p) for p in sp_inputs]
+    if not parts:
+        raise OpsdkError("sparse_concat: give at least one sparse tensor")
+
+    def join(*arrays: np.ndarray) -> list:
+        pairs = [(arrays[2 * k], arrays[2 * k + 1]) for k in range(len(parts))]
+        rank = len(pairs[0][1])
+        axis_ = a % rank
+        shapes = np.stack([p[1] for p in pairs])
+        others = np.delete(shapes, axis_, axis=1)
+        if not expand and (others != others[0]).any():
+            raise ValueError(f"sparse_concat: the sparse tensors' sizes outside axis {axis_} "
+                             f"differ: {shapes.tolist()} (expand_nonconcat_dim=True takes the "
+                             "largest)")
+        offset, moved = 0, []
+        for index, shape in pairs:
+            shifted = np.array(index, np.int64, copy=True).reshape(-1, rank)
+            shifted[:, axis_] += offset
+            moved.append(shifted)
+            offset += int(shape[axis_])
+        out_shape = shapes.max(axis=0)
+        out_shape[axis_] = offset
+        return [np.concatenate(moved), out_shape.astype(np.int64)]
+    inputs = [t for p in parts for t in (p.indices, p.dense_shape)]
+    indices, dense = _index_op("sparse_concat", join, inputs, ["int64", "int64"])
+    indices.set_shape([None, None])
+    values = _ops.concat([p.values for p in parts], axis=0)
+    joined = SparseTensor(indices, values, dense)
+    return sparse_reorder(joined, name=name)
+
+
 def _dims(who: str, shape: Any) -> tuple:
     """A shape given as a tensor or as Python sizes: (int64 tensor, sizes known or [])."""
     if isinstance(shape, (opsdk.Tensor, opsdk.Variable)):
@@ -512,6 +632,8 @@ NAMES = {"SparseTensor": SparseTensor, "SparseTensorValue": SparseTensorValue,
          "sparse_softmax": sparse_softmax, "sparse_segment_sum": sparse_segment_sum,
          "sparse_segment_mean": sparse_segment_mean,
          "sparse_segment_sqrt_n": sparse_segment_sqrt_n, "edit_distance": edit_distance,
+         "sparse_reorder": sparse_reorder, "sparse_transpose": sparse_transpose,
+         "sparse_reshape": sparse_reshape, "sparse_concat": sparse_concat,
          "convert_to_tensor_or_sparse_tensor": convert_to_tensor_or_sparse_tensor,
          "scatter_nd": scatter_nd, "tensor_scatter_nd_add": tensor_scatter_nd_add,
          "tensor_scatter_nd_sub": tensor_scatter_nd_sub,
@@ -523,5 +645,7 @@ SPARSE = {"SparseTensor": SparseTensor, "placeholder": sparse_placeholder, "to_d
           "from_dense": from_dense, "add": sparse_add, "reduce_sum": sparse_reduce_sum,
           "sparse_dense_matmul": sparse_tensor_dense_matmul, "matmul": sparse_tensor_dense_matmul,
           "retain": sparse_retain, "softmax": sparse_softmax, "segment_sum": sparse_segment_sum,
-          "segment_mean": sparse_segment_mean, "segment_sqrt_n": sparse_segment_sqrt_n}
+          "segment_mean": sparse_segment_mean, "segment_sqrt_n": sparse_segment_sqrt_n,
+          "reorder": sparse_reorder, "transpose": sparse_transpose, "reshape": sparse_reshape,
+          "concat": sparse_concat}
 NN = {"embedding_lookup_sparse": embedding_lookup_sparse}

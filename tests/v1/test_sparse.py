@@ -223,3 +223,33 @@ def test_scatter_nd_and_tensor_scatter_updates():
     want[1] = [1, 2, 3]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(grad_base[1], [0, 0, 0])  # replaced: no gradient reaches it
+
+
+def test_reorder_transpose_reshape_and_concat():
+    sp = tf.SparseTensor([[1, 2], [0, 3], [1, 0]], [1.0, 2.0, 3.0], [2, 4])
+    values = tf.placeholder(tf.float64, [3])
+    weighted = tf.reduce_sum(tf.sparse_reorder(tf.SparseTensor(
+        [[1, 2], [0, 3], [1, 0]], values, [2, 4])).values * tf.constant([1.0, 10.0, 100.0],
+                                                                         tf.float64))
+    grad, = tf.gradients(weighted, [values])
+    with tf.Session() as sess:
+        got = sess.run([tf.sparse_reorder(sp), tf.sparse_transpose(sp),
+                        tf.sparse_reshape(sp, [4, 2]), tf.sparse_reshape(sp, [-1]),
+                        tf.sparse_concat(0, [sp, tf.SparseTensor([[0, 0]], [9.0], [1, 4])]),
+                        tf.sparse_concat(1, [sp, tf.SparseTensor([[0, 1]], [5.0], [2, 2])])])
+        g = sess.run(grad, {values: [1.0, 2.0, 3.0]})
+        with pytest.raises(OpsdkError, match="sizes outside axis 0 differ"):
+            sess.run(tf.sparse_concat(0, [sp, tf.SparseTensor([[0, 0]], [1.0], [1, 3])]))
+    dense = np.zeros((2, 4))
+    dense[1, 2], dense[0, 3], dense[1, 0] = 1, 2, 3
+    wanted = [dense, dense.T, dense.reshape(4, 2), dense.reshape(-1),
+              np.concatenate([dense, [[9, 0, 0, 0]]]),
+              np.concatenate([dense, [[0, 5], [0, 0]]], axis=1)]
+    for k, (value, want) in enumerate(zip(got, wanted)):
+        rebuilt = np.zeros(value.dense_shape)
+        rebuilt[tuple(value.indices.T)] = value.values
+        np.testing.assert_array_equal(rebuilt, want)
+        if k not in (2, 3):  # reshape keeps the entries' order, as TF's
+            order = np.ravel_multi_index(tuple(value.indices.T), tuple(value.dense_shape))
+            assert (np.diff(order) > 0).all()  # row-major
+    assert g.tolist() == [100.0, 1.0, 10.0]  # each value's gradient where it went
