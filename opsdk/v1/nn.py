@@ -239,13 +239,139 @@ def _nhwc(who: str, data_format: Any) -> None:
 def conv2d(input: Any, filter: Any = None, strides: Any = None, padding: Any = None,
            use_cudnn_on_gpu: bool = True, data_format: Any = "NHWC", dilations: Any = None,
            name: Optional[str] = None, filters: Any = None) -> Any:
-    """2-D convolution of NHWC images with a [kh, kw, in, out] filter."""
+    """2-D convolution of NHWC images with a [kh, kw, in, out] filter; dilations (with strides
+    of 1, as TF requires) convolve with the filter spread out, zeros between its taps."""
     _nhwc("conv2d", data_format)
-    if dilations not in (None, [1, 1, 1, 1], (1, 1, 1, 1)):
-        raise OpsdkError("conv2d: dilations are not supported by opsdk.v1")
     (sh, sw), same = _hw("conv2d", strides, "strides"), _padding("conv2d", padding) == "SAME"
-    return _ops.conv2d(_t(input), _t(filter if filter is not None else filters),
-                       stride_h=sh, stride_w=sw, same=int(same), name=name)
+    kernel = _t(filter if filter is not None else filters)
+    if dilations not in (None, [1, 1, 1, 1], (1, 1, 1, 1)):
+        rh, rw = _hw("conv2d", dilations, "dilations")
+        if (rh, rw) != (1, 1) and (sh, sw) != (1, 1):
+            raise OpsdkError("conv2d: dilations > 1 need strides of 1 (as TF's)")
+        kernel = _dilated("conv2d", kernel, rh, rw)
+    return _ops.conv2d(_t(input), kernel, stride_h=sh, stride_w=sw, same=int(same), name=name)
+
+
+def _dilated(who: str, kernel: Any, rh: int, rw: int) -> Any:
+    """A [kh, kw, ...] filter spread to [(kh-1)*rh+1, (kw-1)*rw+1, ...], zeros between its taps
+    (a scatter, so the gradient reaches the taps)."""
+    if (rh, rw) == (1, 1):
+        return kernel
+    if kernel.shape is None or None in kernel.shape[:2] or len(kernel.shape) != 4:
+        raise OpsdkError(f"{who}: a dilated filter needs its [kh, kw, in, out] shape known")
+    kh, kw = int(kernel.shape[0]), int(kernel.shape[1])
+    taps = np.array([[i * rh, j * rw] for i in range(kh) for j in range(kw)], np.int64)
+    rest = [int(d) for d in kernel.shape[2:]]
+    size = [(kh - 1) * rh + 1, (kw - 1) * rw + 1, *rest]
+    return _ops.scatter_nd(opsdk.constant(taps), _ops.reshape(kernel, shape=[kh * kw, *rest]),
+                           opsdk.constant(np.asarray(size, np.int64)), shape=size)
+
+
+def atrous_conv2d(value: Any, filters: Any, rate: int, padding: str,
+                  name: Optional[str] = None) -> Any:
+    """`tf.nn.atrous_conv2d`: conv2d with the filter dilated by rate."""
+    r = _args.static_int("atrous_conv2d", "rate", rate)
+    if r < 1:
+        raise OpsdkError(f"atrous_conv2d: rate must be >= 1, got {r}")
+    return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, r, r, 1], name=name)
+
+
+def depthwise_conv2d(input: Any, filter: Any, strides: Any, padding: Any,  # noqa: A002
+                     rate: Any = None, name: Optional[str] = None,
+                     data_format: Any = None, dilations: Any = None) -> Any:
+    """Each input channel convolved with its own [kh, kw, 1, multiplier] filters: output
+    channel c * multiplier + m, as TF's."""
+    _nhwc("depthwise_conv2d", data_format)
+    x, kernel = _t(input), _t(filter)
+    if kernel.shape is None or len(kernel.shape) != 4 or None in kernel.shape:
+        raise OpsdkError("depthwise_conv2d: the filter's [kh, kw, in, multiplier] shape must be "
+                         "known")
+    channels = int(kernel.shape[2])
+    if x.shape is not None and x.shape[-1] not in (None, channels):
+        raise OpsdkError(f"depthwise_conv2d: the input has {x.shape[-1]} channels, the filter "
+                         f"{channels}")
+    r = rate if rate is not None else (None if dilations is None else _hw(
+        "depthwise_conv2d", dilations, "dilations"))
+    dil = [1, 1, 1, 1] if r is None else [1, *(_hw("depthwise_conv2d", r, "rate")), 1]
+    parts = [conv2d(x[..., c:c + 1], kernel[:, :, c:c + 1, :], strides, padding,
+                    dilations=dil) for c in range(channels)]
+    return _m.concat(parts, axis=3, name=name) if len(parts) > 1 else _ops.identity(parts[0],
+                                                                                     name=name)
+
+
+def separable_conv2d(input: Any, depthwise_filter: Any, pointwise_filter: Any,  # noqa: A002
+                     strides: Any, padding: Any, rate: Any = None, name: Optional[str] = None,
+                     data_format: Any = None, dilations: Any = None) -> Any:
+    """depthwise_conv2d, then a 1x1 conv2d with pointwise_filter ([1, 1, in*mult, out])."""
+    deep = depthwise_conv2d(input, depthwise_filter, strides, padding, rate, None, data_format,
+                            dilations)
+    return conv2d(deep, pointwise_filter, [1, 1, 1, 1], "VALID", name=name)
+
+
+def crelu(features: Any, name: Optional[str] = None, axis: int = -1) -> Any:
+    """relu(x) and relu(-x) concatenated along axis."""
+    x = _t(features)
+    return _m.concat([_ops.relu(x), _ops.relu(_ops.neg(x))], axis=axis, name=name)
+
+
+def log_poisson_loss(targets: Any, log_input: Any, compute_full_loss: bool = False,
+                     name: Optional[str] = None) -> Any:
+    """exp(log_input) - log_input * targets (with Stirling's term for targets > 1 when
+    compute_full_loss), as TF's."""
+    c, z = _t(log_input), _t(targets)
+    loss = _ops.sub(_ops.exp(c), _ops.mul(c, z))
+    if not compute_full_loss:
+        return _ops.identity(loss, name=name)
+    zero, one = _ops.zeros_like(z), _ops.ones_like(z)
+    inside = _ops.equal(_ops.mul(_m.cast(_ops.greater_equal(z, zero), z.dtype),
+                                 _m.cast(_ops.less_equal(z, one), z.dtype)), one)
+    safe = _ops.where(inside, one, z)  # 0 <= z <= 1 takes no term: no log(0) computed there
+    half = _m.cast(0.5, z.dtype)
+    stirling = _ops.add(_ops.sub(_ops.mul(safe, _ops.log(safe)), safe),
+                        _ops.mul(half, _ops.log(_ops.mul(_m.cast(2 * np.pi, z.dtype), safe))))
+    return _ops.add(loss, _ops.where(inside, zero, stirling), name=name)
+
+
+def sufficient_statistics(x: Any, axes: Any, shift: Any = None, keep_dims: Any = None,
+                          name: Optional[str] = None, keepdims: Any = None) -> tuple:
+    """(count, sum of x - shift, sum of its squares, shift) over axes, as TF's."""
+    t = _t(x)
+    keep = bool(keepdims if keep_dims is None else keep_dims)
+    axes = [int(a) for a in np.atleast_1d(axes)]
+    if t.shape is None or any(t.shape[a] is None for a in axes):
+        raise OpsdkError("sufficient_statistics: the sizes of axes must be known")
+    count = opsdk.constant(np.asarray(np.prod([t.shape[a] for a in axes]), dtype=t.dtype))
+    centred = t if shift is None else _ops.sub(t, _t(shift))
+    total = _m.reduce_sum(centred, axis=axes, keepdims=keep)
+    squares = _m.reduce_sum(_ops.mul(centred, centred), axis=axes, keepdims=keep)
+    return count, total, squares, (None if shift is None else _t(shift))
+
+
+def normalize_moments(counts: Any, mean_ss: Any, variance_ss: Any, shift: Any,
+                      name: Optional[str] = None) -> tuple:
+    """(mean, variance) from sufficient statistics, as TF's."""
+    divisor = _ops.div(_ops.ones_like(_t(counts)), _t(counts))
+    shifted = _ops.mul(_t(mean_ss), divisor)
+    mean = shifted if shift is None else _ops.add(shifted, _t(shift))
+    variance = _ops.sub(_ops.mul(_t(variance_ss), divisor), _ops.mul(shifted, shifted))
+    return mean, variance
+
+
+def weighted_moments(x: Any, axes: Any, frequency_weights: Any, name: Optional[str] = None,
+                     keep_dims: Any = None, keepdims: Any = None) -> tuple:
+    """(mean, variance) over axes, each element weighted by frequency_weights (broadcast)."""
+    t, w = _t(x), _t(frequency_weights)
+    keep = bool(keepdims if keep_dims is None else keep_dims)
+    axes = [int(a) for a in np.atleast_1d(axes)]
+    weights = _ops.add(w, _ops.zeros_like(t))
+    total = _m.reduce_sum(weights, axis=axes, keepdims=True)
+    mean = _ops.div(_m.reduce_sum(_ops.mul(t, weights), axis=axes, keepdims=True), total)
+    deviation = _ops.sub(t, mean)
+    variance = _ops.div(_m.reduce_sum(_ops.mul(_ops.mul(deviation, deviation), weights),
+                                      axis=axes, keepdims=True), total)
+    if not keep:
+        mean, variance = _m.squeeze(mean, axes), _m.squeeze(variance, axes)
+    return mean, variance
 
 
 def conv1d(value: Any = None, filters: Any = None, stride: Any = None, padding: Any = None,

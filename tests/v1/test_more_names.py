@@ -326,3 +326,70 @@ def test_softmax_cross_entropy_takes_labels_of_another_shape_as_tf_does():
     np.testing.assert_allclose(row, -log_p[:, 1], rtol=1e-5)
     np.testing.assert_allclose(got_grad, np.exp(log_p) - np.eye(4)[[1, 2, 0]], rtol=1e-5,
                                atol=1e-6)
+
+
+def _conv_reference(x, f, dilation=1, stride=1, same=True):
+    """Direct NHWC convolution (cross-correlation), TF's SAME/VALID padding, a dilated filter."""
+    kh, kw = (f.shape[0] - 1) * dilation + 1, (f.shape[1] - 1) * dilation + 1
+    n, h, w, _ = x.shape
+    if same:
+        oh, ow = -(-h // stride), -(-w // stride)
+        ph, pw = max((oh - 1) * stride + kh - h, 0), max((ow - 1) * stride + kw - w, 0)
+        x = np.pad(x, [(0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)])
+    else:
+        oh, ow = (h - kh) // stride + 1, (w - kw) // stride + 1
+    out = np.zeros((n, oh, ow, f.shape[3]))
+    for i in range(oh):
+        for j in range(ow):
+            patch = x[:, i * stride:i * stride + kh:dilation, j * stride:j * stride + kw:dilation]
+            out[:, i, j] = np.tensordot(patch, f, axes=3)
+    return out
+
+
+def test_dilated_depthwise_and_separable_convolutions():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 7, 6, 3))
+    f = rng.standard_normal((3, 3, 3, 4))
+    dw = rng.standard_normal((3, 3, 3, 2))
+    pw = rng.standard_normal((1, 1, 6, 5))
+    xt, ft = tf.constant(x), tf.placeholder(tf.float64, [3, 3, 3, 4])
+    atrous = tf.nn.atrous_conv2d(xt, ft, 2, "SAME")
+    grad, = tf.gradients(tf.reduce_sum(atrous ** 2), [ft])
+    depth = tf.nn.depthwise_conv2d(xt, tf.constant(dw), [1, 2, 2, 1], "VALID")
+    sep = tf.nn.separable_conv2d(xt, tf.constant(dw), tf.constant(pw), [1, 1, 1, 1], "SAME")
+    with tf.Session() as sess:
+        a, v, d, s, g = sess.run([atrous, tf.nn.atrous_conv2d(xt, ft, 2, "VALID"), depth, sep,
+                                  grad], {ft: f})
+        from finite_differences import numeric_grad
+        np.testing.assert_allclose(g, numeric_grad(sess, tf.reduce_sum(atrous ** 2), ft,
+                                                   {ft: f}), rtol=1e-5)
+    np.testing.assert_allclose(a, _conv_reference(x, f, 2), rtol=1e-10)
+    np.testing.assert_allclose(v, _conv_reference(x, f, 2, same=False), rtol=1e-10)
+    per_channel = [_conv_reference(x[..., c:c + 1], dw[:, :, c:c + 1], stride=2, same=False)
+                   for c in range(3)]
+    np.testing.assert_allclose(d, np.concatenate(per_channel, axis=3), rtol=1e-10)
+    deep = np.concatenate([_conv_reference(x[..., c:c + 1], dw[:, :, c:c + 1]) for c in range(3)],
+                          axis=3)
+    np.testing.assert_allclose(s, np.tensordot(deep, pw[0, 0], axes=1), rtol=1e-10)
+
+
+def test_crelu_poisson_loss_and_moments():
+    z, c = np.array([0.0, 0.5, 1.0, 2.0, 5.0]), np.array([0.1, -0.3, 0.2, 1.0, 1.5])
+    x = np.random.default_rng(1).standard_normal((4, 3))
+    w = np.array([[1.0], [2.0], [0.5], [3.0]])
+    with tf.Session() as sess:
+        crelu, plain, full, (mean, var), (wmean, wvar) = sess.run([
+            tf.nn.crelu(c), tf.nn.log_poisson_loss(z, c),
+            tf.nn.log_poisson_loss(z, c, compute_full_loss=True),
+            tf.nn.normalize_moments(*tf.nn.sufficient_statistics(x, [0])[:3], None),
+            tf.nn.weighted_moments(x, [0], w)])
+    np.testing.assert_allclose(crelu, np.concatenate([np.maximum(c, 0), np.maximum(-c, 0)]))
+    np.testing.assert_allclose(plain, np.exp(c) - c * z)
+    stirling = np.where(z > 1, z * np.log(np.where(z > 1, z, 1)) - z + 0.5 * np.log(
+        2 * np.pi * np.where(z > 1, z, 1)), 0)
+    np.testing.assert_allclose(full, np.exp(c) - c * z + stirling)
+    np.testing.assert_allclose(mean, x.mean(0))
+    np.testing.assert_allclose(var, x.var(0))
+    weights = np.broadcast_to(w, x.shape)
+    np.testing.assert_allclose(wmean, (x * weights).sum(0) / weights.sum(0))
+    np.testing.assert_allclose(wvar, ((x - wmean) ** 2 * weights).sum(0) / weights.sum(0))
