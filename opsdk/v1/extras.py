@@ -16,7 +16,6 @@ the builtin `scatter_nd` (opdefs/builtin/sparse.yaml).
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
