@@ -294,6 +294,49 @@ def sparse_reduce_sum(sp_input: Any, axis: Any = None, keepdims: Any = None,
     return math_ops.reduce_sum(sparse_tensor_to_dense(sp), axis=axis, keepdims=keep, name=name)
 
 
+def sparse_reduce_max(sp_input: Any, axis: Any = None, keepdims: Any = None,
+                      reduction_axes: Any = None, keep_dims: Any = None,
+                      name: Optional[str] = None) -> Any:
+    """The largest of the entries over axis (all when None); the missing elements take no part,
+    and a group without entries gives 0, as TF's."""
+    from opsdk.v1 import math_ops
+
+    sp = _sparse("sparse_reduce_max", sp_input)
+    kind = np.dtype(sp.values.dtype)
+    lowest = np.finfo(kind).min if kind.kind == "f" else np.iinfo(kind).min
+    axis = reduction_axes if axis is None else axis
+    keep = bool(keep_dims if keepdims is None else keepdims)
+    dense = sparse_tensor_to_dense(sp, default_value=lowest.item())
+    best = math_ops.reduce_max(dense, axis=axis, keepdims=keep)
+    count = math_ops.reduce_sum(_scatter(sp, _ops.ones_like(sp.values)), axis=axis,
+                                keepdims=keep)
+    return _ops.where(_ops.greater(count, _ops.zeros_like(count)), best,
+                      _ops.zeros_like(best), name=name)
+
+
+def sparse_slice(sp_input: Any, start: Any, size: Any, name: Optional[str] = None) -> SparseTensor:
+    """The entries inside the box [start, start + size), their coordinates from start; the
+    dense shape the part of the box inside the tensor, as TF's."""
+    sp = _sparse("sparse_slice", sp_input)
+    first, _ = _dims("sparse_slice", start)
+    extent, _ = _dims("sparse_slice", size)
+
+    def cut(indices: np.ndarray, shape: np.ndarray, lo: np.ndarray, n: np.ndarray) -> list:
+        inside = np.all((indices >= lo) & (indices < lo + n), axis=1) if len(indices) else \
+            np.zeros(0, bool)
+        kept = np.flatnonzero(inside).astype(np.int64)
+        return [kept, (indices[kept] - lo).astype(np.int64),
+                np.maximum(np.minimum(n, shape - lo), 0).astype(np.int64)]
+    kept, indices, dense = _index_op("sparse_slice", cut,
+                                     [sp.indices, sp.dense_shape, first, extent],
+                                     ["int64", "int64", "int64"])
+    rank = None if sp._shape is None else len(sp._shape)
+    kept.set_shape([None])
+    indices.set_shape([None, rank])
+    dense.set_shape([rank])
+    return SparseTensor(indices, _ops.gather(sp.values, kept, axis=0, name=name), dense)
+
+
 def sparse_tensor_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False,
                                adjoint_b: bool = False, name: Optional[str] = None) -> Any:
     """`sp_a @ b` for a sparse matrix sp_a ([m, k]) and a dense b ([k, n]), each entry of sp_a
@@ -633,6 +676,7 @@ NAMES = {"SparseTensor": SparseTensor, "SparseTensorValue": SparseTensorValue,
          "sparse_segment_mean": sparse_segment_mean,
          "sparse_segment_sqrt_n": sparse_segment_sqrt_n, "edit_distance": edit_distance,
          "sparse_reorder": sparse_reorder, "sparse_transpose": sparse_transpose,
+         "sparse_reduce_max": sparse_reduce_max, "sparse_slice": sparse_slice,
          "sparse_reshape": sparse_reshape, "sparse_concat": sparse_concat,
          "convert_to_tensor_or_sparse_tensor": convert_to_tensor_or_sparse_tensor,
          "scatter_nd": scatter_nd, "tensor_scatter_nd_add": tensor_scatter_nd_add,
@@ -647,5 +691,5 @@ SPARSE = {"SparseTensor": SparseTensor, "placeholder": sparse_placeholder, "to_d
           "retain": sparse_retain, "softmax": sparse_softmax, "segment_sum": sparse_segment_sum,
           "segment_mean": sparse_segment_mean, "segment_sqrt_n": sparse_segment_sqrt_n,
           "reorder": sparse_reorder, "transpose": sparse_transpose, "reshape": sparse_reshape,
-          "concat": sparse_concat}
+          "concat": sparse_concat, "reduce_max": sparse_reduce_max, "slice": sparse_slice}
 NN = {"embedding_lookup_sparse": embedding_lookup_sparse}

@@ -253,3 +253,18 @@ def test_reorder_transpose_reshape_and_concat():
             order = np.ravel_multi_index(tuple(value.indices.T), tuple(value.dense_shape))
             assert (np.diff(order) > 0).all()  # row-major
     assert g.tolist() == [100.0, 1.0, 10.0]  # each value's gradient where it went
+
+
+def test_reduce_max_and_slice():
+    sp = tf.SparseTensor([[0, 1], [1, 0], [1, 2]], [-1.0, -2.0, 3.0], [3, 4])
+    with tf.Session() as sess:
+        total, rows, cols = sess.run([tf.sparse_reduce_max(sp), tf.sparse_reduce_max(sp, 1),
+                                      tf.sparse_reduce_max(sp, 0, keepdims=True)])
+        part = sess.run(tf.sparse_slice(sp, [1, 0], [2, 2]))
+        corner = sess.run(tf.sparse.slice(sp, [2, 3], [5, 5]))
+    # only the entries take part; a row or column without entries gives 0, as TF's
+    assert total == 3.0 and rows.tolist() == [-1.0, 3.0, 0.0]
+    assert cols.tolist() == [[-2.0, -1.0, 3.0, 0.0]]
+    assert part.indices.tolist() == [[0, 0]] and part.values.tolist() == [-2.0]
+    assert part.dense_shape.tolist() == [2, 2]
+    assert corner.indices.shape == (0, 2) and corner.dense_shape.tolist() == [1, 1]
