@@ -112,13 +112,15 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
     value, shift = 0, 0
     while True:
         if at >= len(data):
-            raise ValueError("an event ends inside a number")
+            raise ValueError("a number (a varint) runs past the end of the message")
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
         shift += 7
         if byte < 0x80:
             return value, at
+        if shift > 63:
+            raise ValueError("a varint is longer than ten bytes")
 
 
 # ------------------------------------------------------------------------ protobuf encoding

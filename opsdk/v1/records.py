@@ -33,32 +33,7 @@ from opsdk.v1.tensors import convert_to_tensor as _t
 
 
 # ------------------------------------------------------------------------------ the wire format
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1  # negative int64s are ten bytes, as protobuf writes them
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_varint(data: bytes, at: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if at >= len(data):
-            raise ValueError("a varint runs past the end of the message")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
-        if shift > 63:
-            raise ValueError("a varint is longer than ten bytes")
+_varint, _read_varint = events._varint, events._read_varint  # protobuf's varints, shared
 
 
 def _field(number: int, payload: bytes) -> bytes:
