@@ -162,6 +162,9 @@ def write_row(xp, buffer, index, row, grow, out=None):
     return y
 
 
+write_row.out_any_shape = True  # out= is used only where it has y's shape (compile/memory.py)
+
+
 def write_row_grad(xp, buffer, index, row, grad_y, grow):
     n, w = buffer.shape
     i = int(index)

@@ -119,7 +119,8 @@ def test_the_softmaxes_give_the_same_result_in_place_and_not(registry, name, axi
 @pytest.mark.parametrize("grow, index", [(False, 2), (True, 1), (True, 7)])
 def test_write_row_gives_the_same_result_in_place_and_not(registry, grow, index):
     # a TensorArray's write (opsdk/v1/tensor_array.py): in place when the buffer dies there; a
-    # buffer that may grow has rows known only at run time, which the planner does not donate
+    # buffer that may grow has rows known only at run time, so its kernel (marked
+    # out_any_shape) is handed the buffer and writes there only when no row is added
     g = Graph()
     with g.as_default():
         x = placeholder("float64", [6, 5], name="x")
@@ -131,7 +132,7 @@ def test_write_row_gives_the_same_result_in_place_and_not(registry, grow, index)
         y = apply_op(registry, "write_row", [first, i, row], {"grow": grow}, name="y")
     value = np.random.default_rng(4).uniform(-1, 1, (6, 5))
     explanation, got, want = _in_place_and_not(g, y, first, {x: value, i_fed: index})
-    assert ("y" in explanation.donated) == (not grow)
+    assert "y" in explanation.donated
     expected = np.zeros((max(6, index + 1), 5))
     expected[:6] = np.exp(value)
     expected[index] = -value.sum(0)
@@ -245,13 +246,7 @@ def test_a_kernel_with_attrs_is_handed_the_donated_buffer_for_a_batch_known_or_n
     (the planner had reported softmax's and reduce_mean_grad's donations, whose steps called the
     kernel without it), also where the batch is None (the op declares x and y `[...]`, so the
     actual shapes, checked first, make y's x's)."""
-    (tmp_path / "opdefs").mkdir()
-    (tmp_path / "opdefs" / "scaled.yaml").write_text(SCALED_YAML.lstrip())
-    (tmp_path / "opdefs" / "scaled_kernels.py").write_text(SCALED_KERNELS)
-    registry = load_registry(tmp_path)
-    spec = registry.get("scaled")
-    given = load_callable(spec, spec.kernel("python").source).__globals__["given"]
-    given.clear()
+    registry, given = _scaled_registry(tmp_path)
     g = Graph()
     with g.as_default():
         x = placeholder("float64", [batch, 3], name="x")
@@ -262,6 +257,62 @@ def test_a_kernel_with_attrs_is_handed_the_donated_buffer_for_a_batch_known_or_n
         assert sess.explain(y, {x: None}, show=False).donated == ("y",)
         np.testing.assert_array_equal(sess.run(y, {x: value}), 3.0 * np.exp(value))
     assert given == [True]
+
+
+def _scaled_registry(tmp_path):
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "scaled.yaml").write_text(SCALED_YAML.lstrip())
+    (tmp_path / "opdefs" / "scaled_kernels.py").write_text(SCALED_KERNELS)
+    registry = load_registry(tmp_path)
+    spec = registry.get("scaled")
+    given = load_callable(spec, spec.kernel("python").source).__globals__["given"]
+    given.clear()
+    return registry, given
+
+
+def test_a_loop_body_writes_into_its_dead_loop_variables(tmp_path):
+    """A loop's variables are handed to its body: an iteration's values die as the next begins,
+    so the body's step writes into them (a TensorArray's writes in a loop then cost a row each,
+    not a copy of the array). The first iteration reads the fed value, which is never written."""
+    from opsdk.runtime.control_flow.builders import while_loop
+
+    registry, given = _scaled_registry(tmp_path)
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [None, 3], name="x")
+        _, y = while_loop(lambda i, v: i < 4,
+                          lambda i, v: (i + 1, apply_op(registry, "scaled", [v], {"factor": 2.0})),
+                          [0, x])
+    value = np.random.default_rng(5).uniform(-1, 1, (2, 3))
+    kept = value.copy()
+    with Session(g, UNFUSED) as sess:
+        got = sess.run(y, {x: value})
+    np.testing.assert_array_equal(value, kept)
+    np.testing.assert_array_equal(got, 16.0 * kept)
+    assert given == [False, True, True, True]
+
+
+def test_a_loop_whose_iterations_are_recorded_keeps_them_unwritten(registry):
+    """A gradient through a loop records every iteration's values: those are held, so the
+    body's in-place tanh allocates instead, and the gradient reads the true values."""
+    from opsdk.runtime.autodiff.gradients import gradients
+    from opsdk.runtime.control_flow.builders import while_loop
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder("float64", [None, 3], name="x")
+        _, y = while_loop(lambda i, v: i < 3,
+                          lambda i, v: (i + 1, apply_op(registry, "tanh", [v], {})), [0, x])
+        grad = gradients(y, [x])[0]
+    value = np.random.default_rng(6).uniform(-1, 1, (2, 3))
+    with Session(g, UNFUSED) as sess:
+        got_y, got_grad = sess.run([y, grad], {x: value})
+    want_grad, v = np.ones_like(value), value
+    for _ in range(3):
+        v = np.tanh(v)
+        want_grad *= 1.0 - v * v
+    np.testing.assert_allclose(got_y, v, rtol=1e-15)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-14)
 
 
 def test_a_donation_on_declared_shapes_checks_the_actual_shapes_first(registry):

@@ -52,20 +52,24 @@ def peak_bytes(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], free
 
 
 def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slots: Slots,
-                   reads: Sequence[tuple[int, ...]], keep: set) -> dict[Operation, int]:
+                   reads: Sequence[tuple[int, ...]], keep: set,
+                   handed: frozenset = frozenset()) -> dict[Operation, int]:
     """The memory planner's choice of which steps write into a donated input: a node whose op
     declares `inplace` for its output, run by a python kernel on the host, whose input of the
     output's dtype and shape lives in a slot that this step alone reads (no other step, no
-    fetch, not a feed, constant or scalar slot). The shapes are the same when both are static
-    and equal, or, where either is open (a batch of None), when the op declares the input and
-    the output with the same shape (`[...]` both, or the same dims): the step then checks the
-    actual shapes against the declaration before the kernel runs. Returns node -> index of that
-    input. The step still checks at run time that it holds the only reference to the buffer."""
+    fetch, not a feed, constant or scalar slot; a feed in `handed` may be, as a loop's variable
+    fed to its body is). The shapes are the same when both are static and equal, or, where
+    either is open (a batch of None), when the op declares the input and the output with the
+    same shape (`[...]` both, or the same dims): the step then checks the actual shapes against
+    the declaration before the kernel runs. A kernel marked `out_any_shape` (it uses a given
+    `out=` only where it has the output's shape, as write_row does) needs only the dtype to
+    agree. Returns node -> index of that input. The step still checks at run time that it holds
+    the only reference to the buffer."""
     readers: dict[int, int] = {}
     for r in reads:
         for s in r:
             readers[s] = readers.get(s, 0) + 1
-    feeds = {slots.slot_of[t] for t in part.feeds}
+    feeds = {slots.slot_of[t] for t in part.feeds if t not in handed}
     out: dict[Operation, int] = {}
     for op in ops:
         choice = kernels.get(op)
@@ -79,10 +83,12 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
         if target.shape == ():
             continue
         static = target.shape is not None and None not in target.shape
+        any_shape = getattr(choice.fn, "out_any_shape", False)
         for j, (decl, t) in enumerate(zip(op.spec.inputs, part.inputs_of(op))):
             s = slots.slot_of[t]
-            same = (t.shape == target.shape if static and t.shape is not None and None not in t.shape
-                    else decl.shape is not None and decl.shape == declared.shape)
+            same = any_shape or (
+                t.shape == target.shape if static and t.shape is not None and None not in t.shape
+                else decl.shape is not None and decl.shape == declared.shape)
             if (decl.name in declared.inplace and same
                     and t.dtype == target.dtype and readers.get(s) == 1 and s not in keep
                     and s not in feeds and not slots.is_const[s]

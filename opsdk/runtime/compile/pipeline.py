@@ -67,18 +67,20 @@ def compile_program(program: Program) -> Program:
 def new_program(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
                 options: PlanOptions, feed_device: Optional[Device] = None,
                 result_device: Optional[Device] = None,
-                roots: Sequence[Operation] = ()) -> Program:
+                roots: Sequence[Operation] = (), handed: Sequence[Tensor] = ()) -> Program:
     """A program for (fetches, feeds): fed values on `feed_device`, fetched values delivered on
     `result_device` (both the host by default, as Session.run wants)."""
     return Program(tuple(elements), tuple(feeds), options, feed_device or host(),
-                   result_device or host(), tuple(roots))
+                   result_device or host(), tuple(roots), frozenset(handed))
 
 
 def build_plan(elements: Sequence[Tensor | Operation], feeds: Sequence[Tensor],
                options: PlanOptions, feed_device: Optional[Device] = None,
-               result_device: Optional[Device] = None, roots: Sequence[Operation] = ()) -> Plan:
-    """The plan that computes `elements` given values for `feeds` (see `new_program`)."""
-    program = new_program(elements, feeds, options, feed_device, result_device, roots)
+               result_device: Optional[Device] = None, roots: Sequence[Operation] = (),
+               handed: Sequence[Tensor] = ()) -> Plan:
+    """The plan that computes `elements` given values for `feeds` (see `new_program`);
+    `handed`: the feeds whose values the caller hands over (Program.handed)."""
+    program = new_program(elements, feeds, options, feed_device, result_device, roots, handed)
     return lower(compile_program(program))
 
 

@@ -104,14 +104,16 @@ class Lowered:
 def lower(program: Program) -> Plan:
     """The plan of a compiled program: each partition lowered, then joined."""
     slots = Slots()
-    parts = [lower_partition(part, program.kernel, program.options, slots)
+    parts = [lower_partition(part, program.kernel, program.options, slots, program.handed)
              for part in program.partitions.values()]
     return assemble(parts, slots, program)
 
 
 def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
-                    options: PlanOptions, slots: Slots) -> Lowered:
-    """Number the slots of one partition and make a step of each node that runs."""
+                    options: PlanOptions, slots: Slots,
+                    handed: frozenset = frozenset()) -> Lowered:
+    """Number the slots of one partition and make a step of each node that runs; `handed`:
+    the feeds whose values the caller hands over (Program.handed)."""
     low = Lowered(part)
     out_slots = _number(part, slots)
     low.ops = [op for op in part.ops if op in out_slots]
@@ -121,7 +123,8 @@ def lower_partition(part: Partition, kernels: dict[Operation, KernelChoice],
     used = {s for r in reads for s in r} | low.fetched
     scalars = _scalar_slots(part, low.ops, kernels, slots, out_slots, low.fetched)
     fresh = fresh_slots(low.ops, kernels, out_slots)
-    donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars)
+    donations = plan_donations(part, low.ops, kernels, slots, reads, low.fetched | scalars,
+                               handed)
     low.donated = {op.name for op in donations}
     takes = plan_takes(part, low.ops, kernels, donations)
     low.takes = {op: keys for op, (keys, _) in takes.items()}

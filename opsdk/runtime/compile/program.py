@@ -46,6 +46,9 @@ class Program:
     feed_device: Device  # where fed values live
     result_device: Optional[Device]  # where fetched tensors must end up (None: anywhere)
     roots: tuple[Operation, ...] = ()  # nodes to run besides what the fetches need
+    # Feeds whose values the caller hands over (a loop's variables, fed to its body): nothing
+    # outside the step holds them, so the memory planner may let a step write into them.
+    handed: frozenset = frozenset()
     ops: list[Operation] = field(default_factory=list)  # topological order
     inputs: dict[Operation, tuple[Tensor, ...]] = field(default_factory=dict)  # rewired inputs
     controls: dict[Operation, tuple[Operation, ...]] = field(default_factory=dict)  # rewired

@@ -20,7 +20,7 @@ from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
 from opsdk.runtime.control_flow.builders import fits, recorded, shape_text
 from opsdk.runtime.devices import Device, to_host
-from opsdk.runtime.exec.executor import StepContext, execute
+from opsdk.runtime.exec.executor import StepContext, run_slots
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation
@@ -29,21 +29,36 @@ from opsdk.runtime.ir.primitives import Primitive, register_primitive
 RunFn = Callable[[Any, Operation, list], tuple]
 
 
-def compile_subgraph(sub: SubGraph, device: Device, options: Any) -> Plan:
-    """The plan of a sub-graph run on `device` (its inputs fed there, its outputs left there)."""
-    return build_plan(sub.outputs, sub.inputs, options, feed_device=device,
-                      result_device=device, roots=sub.effect_ops())
+class SubPlan:
+    """A sub-graph's plan, run on `device` (its inputs fed there, its outputs left there). The
+    values of its first `handed` inputs are handed over by the caller (`run`'s `handed`), so
+    its steps may write into them."""
 
+    def __init__(self, sub: SubGraph, device: Device, options: Any, handed: int = 0):
+        self.sub = sub
+        self.plan = build_plan(sub.outputs, sub.inputs, options, feed_device=device,
+                               result_device=device, roots=sub.effect_ops(),
+                               handed=sub.inputs[:handed])
+        index = {t: i for i, t in enumerate(sub.inputs)}
+        self.feeds = tuple((index[t], slot) for t, slot in self.plan.feed_slots)
 
-def run_subgraph(plan: Plan, sub: SubGraph, values: list, ctx: Any, who: str) -> tuple:
-    """The outputs of `sub` for input `values`; errors name `who` and the inner node."""
-    if plan.rendezvous:  # the sub-graph spans devices: its own sends meet its own receives
-        ctx = StepContext(ctx.variables, ctx.session, ctx.token, LocalRendezvous(), ctx.step_id)
-    try:
-        slots = execute(plan, dict(zip(sub.inputs, values)), ctx, None)
-    except OpsdkError as exc:
-        raise in_context(exc, f"{who}, in '{sub.name}': {exc}") from exc
-    return tuple(slots[s] for s in plan.fetch_slots)
+    def run(self, values: list, ctx: Any, who: str, handed: bool = False) -> tuple:
+        """The outputs for input `values`; errors name `who` and the inner node. With `handed`,
+        `values` is emptied once its items are in the plan's slots, so that the slots alone
+        hold them (a step writes into a buffer only when nothing else refers to it)."""
+        plan = self.plan
+        if plan.rendezvous:  # the sub-graph spans devices: its own sends meet its own receives
+            ctx = StepContext(ctx.variables, ctx.session, ctx.token, LocalRendezvous(), ctx.step_id)
+        slots = list(plan.template)
+        for i, slot in self.feeds:
+            slots[slot] = values[i]
+        if handed:
+            values.clear()
+        try:
+            run_slots(plan, slots, ctx, None)
+        except OpsdkError as exc:
+            raise in_context(exc, f"{who}, in '{self.sub.name}': {exc}") from exc
+        return tuple(slots[s] for s in plan.fetch_slots)
 
 
 def _truth(who: str, value: Any) -> bool:
@@ -58,20 +73,20 @@ def _truth(who: str, value: Any) -> bool:
 def _prepare_cond(op: Operation, device: Device, options: Any) -> RunFn:
     who = f"cond (node '{op.name}')"
     subs = (op.attrs["then_branch"], op.attrs["else_branch"])
-    plans = tuple(compile_subgraph(sub, device, options) for sub in subs)
+    plans = tuple(SubPlan(sub, device, options) for sub in subs)
 
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
-        k = 0 if _truth(who, inputs[0]) else 1
-        return run_subgraph(plans[k], subs[k], inputs[1:], ctx, who)
+        return plans[0 if _truth(who, inputs[0]) else 1].run(inputs[1:], ctx, who)
     return run
 
 
 # ----------------------------------------------------------------------------------- while_loop
 def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
     who = f"while_loop (node '{op.name}')"
-    cond_sub, body_sub = op.attrs["cond"], op.attrs["body"]
-    cond_plan = compile_subgraph(cond_sub, device, options)
-    body_plan = compile_subgraph(body_sub, device, options)
+    cond_plan = SubPlan(op.attrs["cond"], device, options)
+    # The loop variables are handed to the body: an iteration's values die as the next begin,
+    # so the body may write into them (a TensorArray's writes then cost a row, not a copy).
+    body_plan = SubPlan(op.attrs["body"], device, options, handed=len(op.attrs["shape_invariants"]))
 
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
         attrs = op.attrs
@@ -85,12 +100,13 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
         token = ctx.token
         while limit is None or count < limit:
             token.check(f"{who}, after {count} iteration(s)")
-            pred = run_subgraph(cond_plan, cond_sub, [*values, *captured], ctx, who)[0]
+            pred = cond_plan.run([*values, *captured], ctx, who)[0]
             if not _truth(who, pred):
                 break
             for h, v in zip(history, keep):
                 h.append(values[v])
-            values = list(run_subgraph(body_plan, body_sub, [*values, *captured], ctx, who))
+            given, values = [*values, *captured], None
+            values = list(body_plan.run(given, ctx, who, handed=True))
             count += 1
             _check_invariants(who, values, invariants, names, count)
         outputs = [*values, _on(device, np.asarray(count, dtype=np.int64))]
