@@ -6,6 +6,11 @@ declaration, as one expression over its input names and its int/float attrs:
 
     elementwise: "0.5 * x * (1 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))"
 
+An op of several outputs gives one per output (`elementwise: {grad_x: "grad_z * y", grad_y:
+"grad_z * x"}`): each output element then depends on the inputs' elements at its position where
+every input has the outputs' shape (a gradient summed over broadcast axes is not elementwise,
+so the fusion pass joins such a node only where no input is broadcast).
+
 The language is small and C-like: numbers, names, `+ - * /`, unary `-`, comparisons (`< <= > >=
 == !=`, giving 1 or 0), `c ? a : b` written `where(c, a, b)`, and the functions in `FUNCTIONS`.
 Its values are of the op's (one) float type. The runtime's fusion pass joins chains of such ops
@@ -98,6 +103,12 @@ def _convert(node: ast.AST, names: frozenset[str]) -> Expr:
     raise ElementwiseError(f"'{ast.unparse(node)}' is not part of the formula language (numbers, "
                            "names, + - * /, comparisons, and the functions "
                            f"{', '.join(sorted(FUNCTIONS))})")
+
+
+def output_formulas(elementwise: Any) -> tuple[Expr, ...]:
+    """An op's formulas, one per output (OpSpec.elementwise holds one expression for an op of
+    one output, a tuple of them for an op of several)."""
+    return elementwise if isinstance(elementwise, tuple) else (elementwise,)
 
 
 def names_in(expr: Expr) -> set[str]:

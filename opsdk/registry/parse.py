@@ -120,26 +120,49 @@ def _parse_document(node: YNode, d: Diagnostics, paths: Paths, root: Path,
 
 
 def _elementwise(entry: Optional[YEntry], d: Diagnostics, sig: Signature):
-    """The `elementwise:` formula, checked against the op's inputs, attrs and single output."""
+    """The `elementwise:` formula, checked against the op's inputs, attrs and outputs: a string
+    for an op of one output, or a mapping of each output's name to its formula (a tuple of
+    expressions in output order) for an op of several (a gradient such as mul_grad's)."""
     if entry is None:
-        return None
-    text = d.string(entry.value, "elementwise")
-    if text is None:
         return None
     if any(t.optional for t in sig.inputs):
         d.error(entry.value.line, "elementwise: an op with an optional input has no scalar formula "
                                   "(fusion needs every input)")
         return None
-    if len(sig.outputs) != 1 or any(t.is_list for t in (*sig.inputs, *sig.outputs)):
-        d.error(entry.value.line, "elementwise: only an op with one output and no list inputs "
-                                  "has a scalar formula")
+    if any(t.is_list for t in (*sig.inputs, *sig.outputs)):
+        d.error(entry.value.line, "elementwise: an op with list inputs or outputs has no scalar "
+                                  "formula")
         return None
     names = frozenset([t.name for t in sig.inputs]
                       + [a.name for a in sig.attrs if a.type in ("int", "float")])
+    outputs = [t.name for t in sig.outputs]
+    if len(outputs) == 1:
+        text = d.string(entry.value, "elementwise")
+        return None if text is None else _formula(text, entry.value.line, d, names)
+    if not isinstance(entry.value, YMap):
+        d.error(entry.value.line, "elementwise: an op of several outputs gives a formula per "
+                                  f"output, as a mapping ({', '.join(f'{o}: ...' for o in outputs)})")
+        return None
+    given = entry.value.keys()
+    if sorted(given) != sorted(outputs) or len(set(given)) != len(given):
+        d.error(entry.value.line, f"elementwise: the mapping names {', '.join(given) or 'nothing'}; "
+                                  f"it must name each output once: {', '.join(outputs)}")
+        return None
+    formulas = {}
+    for e in entry.value.entries:
+        text = d.string(e.value, f"elementwise: {e.key}")
+        formulas[e.key] = None if text is None else _formula(text, e.value.line, d, names,
+                                                             f"{e.key}: ")
+    if any(f is None for f in formulas.values()):
+        return None
+    return tuple(formulas[o] for o in outputs)
+
+
+def _formula(text: str, line: int, d: Diagnostics, names: frozenset[str], label: str = ""):
     try:
         return parse_expression(text, names)
     except ElementwiseError as exc:
-        d.error(entry.value.line, f"elementwise: {exc}")
+        d.error(line, f"elementwise: {label}{exc}")
         return None
 
 

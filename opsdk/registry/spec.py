@@ -231,7 +231,8 @@ class OpSpec:
     gradient_location: Optional[Location] = field(compare=False, default=None)
     # The workspace's namespace (docs/opdefs.md): `name` is unique within it, not across them.
     namespace: str = BUILTIN_NAMESPACE
-    # `elementwise:` the scalar formula of the op's one output (registry.elementwise), or None.
+    # `elementwise:` the scalar formula of the op's one output (registry.elementwise), a tuple
+    # of formulas (one per output, in order) for an op of several, or None.
     elementwise: Any = field(compare=False, default=None)
     # `example:` ((input, value), ...): what the docstring example gives those inputs.
     example: tuple = field(compare=False, default=())

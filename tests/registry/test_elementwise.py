@@ -7,7 +7,7 @@ import pytest
 
 from opsdk.registry import OpDefErrors, load_registry, parse_opdef
 from opsdk.registry.elementwise import (Apply, FusedKernel, Num, Var, evaluate, kernel_problem,
-                                        parse_expression)
+                                        output_formulas, parse_expression)
 
 HEAD = "op: foo\nsummary: Foo.\ntype_attrs: {T: [float32, float64]}\n"
 SIG = ("inputs:\n  x: {dtype: T, shape: [n]}\n  y: {dtype: T, shape: [n]}\n"
@@ -47,18 +47,29 @@ def test_a_wrong_formula_is_a_located_error(ws, formula, message):
     assert text.endswith(message) or message in text, text
 
 
-def test_an_op_with_two_outputs_has_no_formula(ws):
+def test_an_op_with_two_outputs_gives_a_formula_per_output(ws):
     two = SIG + "  w: {dtype: T, shape: [n]}\n"
     path = ws.write("op.yaml", HEAD + two + PY + 'elementwise: "x"\n')
-    with pytest.raises(OpDefErrors, match="only an op with one output and no list inputs"):
+    with pytest.raises(OpDefErrors, match=r"gives a formula per output, as a mapping \(z: \.\.\., "
+                                          r"w: \.\.\.\)"):
         parse_opdef(path, ws.root)
+    path = ws.write("op.yaml", HEAD + two + PY + 'elementwise: {z: "x", v: "x"}\n')
+    with pytest.raises(OpDefErrors, match="it must name each output once: z, w"):
+        parse_opdef(path, ws.root)
+    path = ws.write("op.yaml", HEAD + two + PY + 'elementwise: {z: "x", w: "x + q"}\n')
+    with pytest.raises(OpDefErrors, match="elementwise: w: unknown name 'q'"):
+        parse_opdef(path, ws.root)
+    path = ws.write("op.yaml", HEAD + two + PY + 'elementwise: {w: "-x", z: "x * 2"}\n')
+    spec = parse_opdef(path, ws.root)[0]
+    assert output_formulas(spec.elementwise) == (parse_expression("x * 2", frozenset("x")),
+                                                 parse_expression("-x", frozenset("x")))
 
 
 def test_builtin_elementwise_formulas_agree_with_their_references():
     """Each builtin formula computes what the op's declared reference computes."""
     registry = load_registry()
     rng = np.random.default_rng(0)
-    checked = 0
+    checked = several = 0
     for name in registry.names():
         spec = registry.get(name)
         if spec.elementwise is None:
@@ -67,19 +78,23 @@ def test_builtin_elementwise_formulas_agree_with_their_references():
                for t in spec.inputs}
         if name in ("sqrt", "sqrt_grad"):
             env = {k: np.abs(v) for k, v in env.items()}
-        got = evaluate(spec.elementwise, env, np)
+        got = [evaluate(f, env, np) for f in output_formulas(spec.elementwise)]
         if spec.reference is not None:
             want = eval(spec.reference, {"np": np}, dict(env))  # noqa: S307 - the repo's own
-            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
-        else:  # a gradient op: the python kernel is its meaning
+            np.testing.assert_allclose(got[0], want, rtol=1e-12, err_msg=name)
+        else:  # a gradient op: the python kernel is its meaning (every output)
             from opsdk.runtime.frontend.api import apply_op  # noqa: F401 - registers kernels
             from opsdk.runtime.kernels.choice import bind_kernel, choose_kernel
             from opsdk.runtime.devices import host
             call = bind_kernel(spec, choose_kernel(spec, host()), {}, {})
-            want = call([env[t.name] for t in spec.inputs])[0]
-            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=name)
+            want = call([env[t.name] for t in spec.inputs])
+            assert len(want) == len(got), name
+            for j, (a, b) in enumerate(zip(got, want)):
+                np.testing.assert_allclose(a, b, rtol=1e-12, err_msg=f"{name} output {j}")
+            several += len(got) > 1
         checked += 1
     assert checked >= 20
+    assert several >= 6  # add, sub, mul, div, maximum and minimum's gradients
 
 
 def test_a_fused_kernel_description_is_checked():

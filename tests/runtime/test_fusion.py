@@ -173,6 +173,58 @@ def test_gradients_of_a_fused_region_are_fused_and_equal(registry):
     np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_graphs())
+def test_gradients_of_random_elementwise_graphs_fused_equal_unfused(registry, case):
+    """The gradients of binary ops (mul_grad, div_grad, ...: one formula per output) join
+    regions where neither input is broadcast; where one is (a single value), its gradient is a
+    sum and that node stays apart. Fused or not, the gradients agree."""
+    dtype, scalars, program, _, seed = case
+    g, values, feeds = random_graph(registry, case, CPU)
+    with g.as_default(), device(CPU):
+        loss = apply_op(registry, "reduce_sum", [values[-1]], {})
+        grads = [d for d in gradients([loss], list(feeds)) if d is not None]
+    if not grads:
+        return
+    with np.errstate(all="ignore"):
+        got, _ = _run(g, grads, feeds, fuse=True)
+        want, _ = _run(g, grads, feeds, fuse=False)
+    rtol = 1e-4 if dtype == "float32" else 1e-11
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True)
+
+
+@pytest.mark.parametrize("batch", [N, None])
+def test_binary_gradients_fuse_with_their_region(registry, batch):
+    """d/dx and d/dy of exp(x * y) / (x - y): mul_grad, div_grad and sub_grad have a formula per
+    output, so the backward pass is one region with the elementwise gradients around them."""
+    def op(name, *args):
+        return apply_op(registry, name, list(args), {})
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float64", [batch], name="x")
+        y = placeholder("float64", [batch], name="y")
+        z = op("div", op("exp", op("mul", x, y)), op("sub", x, y))
+        dx, dy = gradients([z], [x, y])
+    rng = np.random.default_rng(2)
+    feeds = {x: rng.uniform(-1, 1, N), y: rng.uniform(2, 3, N)}
+    got, explanation = _run(g, [dx, dy], feeds, fuse=True)
+    want, _ = _run(g, [dx, dy], feeds, fuse=False)
+    grads = [line.split(" (kernel")[0] for line in explanation.lines_of("fuse")
+             if "_grad" in line.split(" (kernel")[0]]
+    assert len(grads) == 1 and all(f"{name}_grad" in grads[0] for name in ("mul", "div", "sub")), \
+        explanation.lines_of("fuse")
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    if batch is None:  # a batch of 1 for x broadcasts at run time: the region runs unfused
+        short = {x: feeds[x][:1], y: feeds[y]}
+        got, _ = _run(g, [dx, dy], short, fuse=True)
+        want, _ = _run(g, [dx, dy], short, fuse=False)
+        assert got[0].shape == (1,) and got[1].shape == (N,)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
 def test_without_a_compiler_the_graph_runs_unfused_and_says_why_once(registry, caplog):
     class NoCompiler:
         def problem(self):

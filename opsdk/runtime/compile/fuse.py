@@ -7,7 +7,9 @@ shape (inputs from outside the region are of that shape or hold a single value).
 the regions of the nodes it reads when nothing else it reads depends on them (so the fused node
 can run where its last member ran, with no cycle). Each region of two or more nodes is replaced
 by one `_fused` node: its inputs are what the members read from outside, its outputs what is
-read outside (or fetched); its kernel is the members' formulas composed (`FusedKernel`),
+read outside (or fetched); its kernel is the members' formulas composed (`FusedKernel`; a
+member of several outputs, a binary op's gradient, joins only where none of its inputs is
+broadcast, and gives a step per output),
 compiled by the fusion compiler of the device's target (kernels/fused.py: C++ for the CPU;
 kernels/fused_cuda.py: CUDA through NVRTC for a GPU) in the background while the node runs the
 members' own kernels in order. Gradient graphs are fused the same way: their elementwise
@@ -24,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from opsdk.registry.elementwise import FLOAT_TYPES, FusedKernel, Num, Var, substitute
-from opsdk.runtime.compile.fused_node import FUSED
+from opsdk.registry.elementwise import FLOAT_TYPES, FusedKernel, Num, Var, output_formulas, substitute
+from opsdk.runtime.compile.fused_node import FUSED, member_values
 from opsdk.runtime.compile.program import Program
 from opsdk.runtime.ir.graph import Operation
 from opsdk.runtime.ir.tensor import Tensor
@@ -107,13 +109,19 @@ def _candidate(program: Program, op: Operation, blocked: set[str]) -> Optional[t
     if spec is None or spec.elementwise is None or op.stateful or program.controls_of(op):
         return None
     target = program.device[op].fusion_target
-    if target is None or target in blocked or len(op.outputs) != 1:
+    if target is None or target in blocked \
+            or len(op.outputs) != len(output_formulas(spec.elementwise)):
         return None
     out = op.outputs[0]
-    if out.dtype not in FLOAT_TYPES or out.shape is None or out in program.feed_set:
+    if out.dtype not in FLOAT_TYPES or out.shape is None \
+            or any(o in program.feed_set or o.dtype != out.dtype or o.shape != out.shape
+                   for o in op.outputs):
         return None
     if any(t.dtype != out.dtype for t in program.inputs_of(op)):
         return None
+    if len(op.outputs) > 1 and any(t.shape is None or tuple(t.shape) != tuple(out.shape)
+                                   for t in program.inputs_of(op)):
+        return None  # an input broadcast: its gradient would be a sum, not elementwise
     if program.device[op].is_host and None not in out.shape and _size(out.shape) < MIN_ELEMENTS:
         return None
     return (out.dtype, out.shape, program.location[op])
@@ -305,10 +313,12 @@ def _replace(program: Program, region: Region) -> Operation:
         reads.append(tuple(names[t].name for t in program.inputs_of(op)))
         env.update({a.name: Num(float(op.attrs[a.name])) for a in op.spec.attrs
                     if a.type in ("int", "float")})
-        steps.append((f"t{k}", substitute(op.spec.elementwise, env)))
-        names[op.outputs[0]] = Var(f"t{k}")
+        for t, name, formula in zip(op.outputs, member_values(k, len(op.outputs)),
+                                    output_formulas(op.spec.elementwise)):
+            steps.append((name, substitute(formula, env)))
+            names[t] = Var(name)
     read_outside = _read_outside(program, inside)
-    outputs = [op.outputs[0] for op in members if op.outputs[0] in read_outside]
+    outputs = [t for op in members for t in op.outputs if t in read_outside]
     if reduction is not None and members[-1].outputs[0] not in outputs:
         outputs.append(members[-1].outputs[0])  # the kernel's last output, always written
     kernel = FusedKernel(region.dtype, tuple(_kind(t, region.shape) for t in inputs),

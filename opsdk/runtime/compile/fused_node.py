@@ -22,6 +22,12 @@ FUSED = "_fused"
 _PARALLEL_ELEMENTS = 1 << 16  # from here a fused kernel uses the cores
 
 
+def member_values(k: int, count: int) -> tuple[str, ...]:
+    """The kernel's names of member `k`'s `count` outputs: `tk`, then `tk_1`, `tk_2`, ... (a
+    member of several outputs, such as mul_grad)."""
+    return (f"t{k}",) + tuple(f"t{k}_{j}" for j in range(1, count))
+
+
 def _prepare_fused(op: Operation, device: Any, options: Any):
     kernel: FusedKernel = op.attrs["kernel"]
     members: tuple[Operation, ...] = op.attrs["region"]
@@ -96,7 +102,10 @@ def _unfused(node: Operation, members: tuple[Operation, ...]):
                 result = call([env[name] for name in reads[k]])
             except Exception as exc:
                 raise in_context(node_label(op.type, op.name), exc) from exc
-            env[f"t{k}"] = result[0] if isinstance(result, (tuple, list)) else result
+            if isinstance(result, (tuple, list)):
+                env.update(zip(member_values(k, len(op.outputs)), result))
+            else:
+                env[f"t{k}"] = result
             for name in drop[k]:
                 del env[name]
         return tuple(env[name] for name in wanted)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from opsdk.runtime.compile.fold import constant_node
+from opsdk.runtime.compile.fused_node import member_values
 from opsdk.runtime.compile.program import Program
 from opsdk.runtime.compile.sendrecv import RECV, SEND
 from opsdk.runtime.devices import Device, get_device
@@ -295,7 +296,8 @@ def _variable_first(g: Graph, op: Operation, part: Partition, nodes: dict) -> No
 
 def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict, nodes: dict) -> None:
     """Clone the members of a `_fused` node into `g` (compile/fuse.py records, per member, the
-    value each input reads: `inK` for the node's K-th input, `tM` for member M's output). A
+    value each input reads: `inK` for the node's K-th input, `tM` for member M's output, `tM_J`
+    for its J-th of several, fused_node.member_values). A
     member fetched as an operation finds its clone in `nodes`; a control edge on the fused node
     waits for its last member (members have no effects, so that only orders the nodes)."""
     values = {f"in{i}": t for i, t in enumerate(inputs)}
@@ -303,7 +305,7 @@ def _expand_fused(g: Graph, node: Operation, inputs: list, mapped: dict, nodes: 
         clone = g.create_op(op.type, [values[name] for name in reads], op.attrs,
                             [(t.shape, t.dtype) for t in op.outputs], spec=op.spec,
                             name=op.name, type_attrs=op.type_attrs)
-        values[f"t{k}"] = clone.outputs[0]
+        values.update(zip(member_values(k, len(clone.outputs)), clone.outputs))
         nodes[op] = nodes[node] = clone
     for out, name in zip(node.outputs, node.attrs["kernel"].outputs):
         mapped.setdefault(out, values[name])
