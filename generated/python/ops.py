@@ -218,6 +218,7 @@ __all__ = [
     'write_row_grad',
     'zeros',
     'zeros_like',
+    'zeros_view_dims',
 ]
 
 
@@ -5225,7 +5226,7 @@ def write_row_grad(buffer, index, row, grad_y, *, grow=False, name=None):
 
     Args:
         buffer: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
-            float32, float64, complex64, complex128), shape [n, w].
+            float32, float64, complex64, complex128), shape [n, w]. its shape alone is read
         index: int64, shape [].
         row: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
             float32, float64, complex64, complex128), shape [k].
@@ -5297,3 +5298,30 @@ def zeros_like(x, *, name=None):
         (2,)
     """
     return _apply('zeros_like', [x], {}, name)
+
+
+def zeros_view_dims(dims, *, dtype='float32', name=None):
+    r"""Zeros of shape dims that take no memory (a read-only view of one zero), for ops that read only a value's shape.
+
+    Autodiff's stand-in for a value whose gradient needs only its shape (inputs declared
+    shape_only): a loop's gradient records the shapes a loop variable had, not its values, and
+    hands each iteration's gradient this view (a TensorArray's buffer in a loop of writes).
+
+    Args:
+        dims: int32 or int64, shape [r]. the shape, one non-negative size per dim
+        dtype: the dtype dtype of the result, one of bool, int8, int16, int32, int64, uint8, uint16,
+            uint32, uint64, float16, float32, float64, complex64, complex128, default float32.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: dtype (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> dims = np.array([2, 3], dtype=np.int32)
+        >>> zeros_view_dims(dims).dtype.name
+        'float32'
+    """
+    return _apply('zeros_view_dims', [dims], {'dtype': dtype}, name)

@@ -26,6 +26,10 @@ def fill_dims(xp, dims, value):
     return xp.full(_shape("fill_dims", xp, dims), value, dtype=value.dtype)
 
 
+def zeros_view_dims(xp, dims, dtype):
+    return xp.broadcast_to(xp.zeros((), dtype=dtype), _shape("zeros_view_dims", xp, dims))
+
+
 def random_uniform_dims(xp, dims, seed, dtype, sequence=False, rng=None):
     u = _rng(seed, rng).random(_shape("random_uniform_dims", xp, dims)).astype(dtype)
     # Narrowing can round up onto 1; keep the interval half-open.

@@ -15,7 +15,7 @@ from .shapes import ExprDim, SymDim
 from .spec import ATTR_TYPES, NO_DEFAULT, AttrSpec, TensorSpec, TypeAttr
 
 ATTR_KEYS = ("type", "default", "min", "max", "choices", "doc")
-TENSOR_KEYS = ("dtype", "shape", "doc", "list", "inplace", "optional")
+TENSOR_KEYS = ("dtype", "shape", "doc", "list", "inplace", "optional", "shape_only")
 TYPE_ATTR_KEYS = ("allowed", "default")
 _NUMERIC_ATTR_TYPES = ("int", "float", "list(int)", "list(float)")
 _VALID_DTYPES = "dtypes are " + ", ".join(DTYPE_NAMES)
@@ -238,12 +238,23 @@ def _parse_tensor(entry: YEntry, body: YMap, d: Diagnostics, sig: Signature, kin
     doc = d.string(keys["doc"].value, f"the doc of {kind} '{name}'") if "doc" in keys else ""
     inplace = _inplace(keys["inplace"].value, d, sig, kind, name, dtype) if "inplace" in keys else ()
     optional = _optional(keys["optional"], d, kind, name, list_len) if "optional" in keys else False
+    shape_only = _shape_only(keys["shape_only"], d, kind, name) if "shape_only" in keys else False
     if kind == "input":
         _record_binders(sig, name, shape, optional)
     if d.count() != errors or dtype is None:
         return None
     return TensorSpec(name, dtype, shape, d.location(entry.key_line), doc or "", list_len,
-                      inplace, optional)
+                      inplace, optional, shape_only)
+
+
+def _shape_only(entry: YEntry, d: Diagnostics, kind: str, name: str) -> bool:
+    """`shape_only: true` on an input: the kernel reads its shape and dtype, never its values."""
+    value = d.boolean(entry.value, f"{kind} '{name}': shape_only")
+    if value and kind != "input":
+        d.error(entry.key_line, f"output '{name}': only an input may be shape_only (the kernel "
+                                f"reads that input's shape alone); remove 'shape_only'")
+        return False
+    return bool(value)
 
 
 def _optional(entry: YEntry, d: Diagnostics, kind: str, name: str, list_len: Optional[str]) -> bool:

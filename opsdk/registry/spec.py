@@ -88,6 +88,10 @@ class TensorSpec:
     # input is no graph edge; kernels get None (C++: an empty std::optional) and the dims only
     # it binds stay unbound.
     optional: bool = False
+    # Inputs only (`shape_only: true`): the kernel reads the input's shape and dtype, never its
+    # values, so autodiff may hand it a stand-in of that shape that holds no memory (a loop's
+    # gradient then records the shapes a variable had, not its values).
+    shape_only: bool = False
 
     @property
     def is_list(self) -> bool:

@@ -128,3 +128,13 @@ def test_optional_inputs_alone_may_not_share_leading_dims(ws):
         "  x: {dtype: T, shape: [n, p]}", "  x: {dtype: T, shape: [n, p]}\n  v: {dtype: T, shape: [..., p], optional: true}")
     assert ("input 'v': '...' is shared only by optional inputs (w, v), one of which may be absent; "
             "give a required input '...' too") in ws.error(text)
+
+
+def test_shape_only_marks_an_input_whose_values_the_kernel_never_reads(ws):
+    spec = ws.parse(SCALE.replace("  x: {dtype: T, shape: [n, p]}",
+                                  "  x: {dtype: T, shape: [n, p], shape_only: true}"))
+    assert [t.shape_only for t in spec.inputs] == [False, True]
+    assert "output 'y': only an input may be shape_only" in ws.error(
+        SCALE.replace("  y: {dtype: T, shape: [n, p]}", "  y: {dtype: T, shape: [n, p], shape_only: true}"))
+    assert "input 'x': shape_only must be true or false" in ws.error(
+        SCALE.replace("  x: {dtype: T, shape: [n, p]}", "  x: {dtype: T, shape: [n, p], shape_only: 3}"))

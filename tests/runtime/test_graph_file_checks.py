@@ -125,3 +125,32 @@ def test_a_loops_recorded_variables_must_be_its_own(recorded, words):
         {"type": "str", "value": recorded} if isinstance(recorded, str) else
         {"type": "list", "value": [{"type": "int", "value": v} for v in recorded]})
     _refused(doc, words)
+
+
+@pytest.mark.parametrize("shapes, words", [
+    ([0], "attr shape_histories must list recorded loop variables of known rank"),
+    ([7], "attr shape_histories must list recorded loop variables of known rank"),
+    ("1", "attr shape_histories must list recorded loop variables of known rank"),
+])
+def test_a_loops_shape_histories_must_be_recorded_variables(shapes, words):
+    """A loop whose gradient reads a variable only for its shape records its shapes (attr
+    shape_histories, control_flow/builders.py); a graph file must name recorded variables."""
+    from opsdk.runtime.control_flow.builders import record_intermediates, while_loop
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder("float32", [3], name="x")
+        _, y = while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * x), [0, x],
+                          keep_intermediates=[1], name="loop")
+    record_intermediates(y.op, shapes_only=[0])  # i's history: its shapes, () per iteration
+    assert y.op.attrs["shape_histories"] == [0]
+    doc = json.loads(export_graph(graph))
+    imported = import_graph(json.dumps(doc))  # as written, it imports
+    assert imported.get_operation("loop").outputs[-1].dtype == "int64"
+    _node(doc, "loop")["attrs"]["shape_histories"] = (
+        {"type": "str", "value": shapes} if isinstance(shapes, str) else
+        {"type": "list", "value": [{"type": "int", "value": v} for v in shapes]})
+    _node(doc, "loop")["attrs"]["recorded"] = {"type": "list", "value": [
+        {"type": "int", "value": 1}, {"type": "int", "value": 0}]}
+    if shapes == [0]:  # valid as such; refused once the loop no longer keeps intermediates
+        _node(doc, "loop")["attrs"]["keep_intermediates"] = {"type": "bool", "value": False}
+    _refused(doc, words)

@@ -19,9 +19,10 @@ def fresh_graph():
     yield
 
 
-def custom_rnn(v1, dtype):
+def custom_rnn(v1, dtype, dynamic=False):
     """A hand-written RNN loop as TF1 programs write one: inputs unstacked into an array, one
-    output written per step, stacked after the loop. Steps and batch known at run time."""
+    output written per step, stacked after the loop. Steps and batch known at run time; with
+    `dynamic`, the outputs' array starts empty and grows at each write."""
     rng = np.random.default_rng(0)
     x = v1.placeholder(dtype, [None, None, 4])
     w = v1.placeholder(dtype, [6, 2])
@@ -33,17 +34,25 @@ def custom_rnn(v1, dtype):
         return t + 1, h, outs.write(t, h)
     _, last, outs = v1.while_loop(lambda t, h, o: t < steps, body,
                                   [0, v1.zeros([v1.shape(x)[1], 2], dtype=dtype),
-                                   v1.TensorArray(dtype, size=steps)])
+                                   v1.TensorArray(dtype, size=0, dynamic_size=True) if dynamic
+                                   else v1.TensorArray(dtype, size=steps)])
     y = outs.stack()
     feeds = {x: rng.standard_normal((5, 3, 4)).astype(dtype), w: rng.standard_normal((6, 2))
              .astype(dtype)}
     return x, w, y, last, feeds
 
 
-def test_a_loop_writes_one_output_per_step_and_the_gradient_flows_back():
-    x, w, y, last, feeds = custom_rnn(tf, np.float64)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_loop_writes_one_output_per_step_and_the_gradient_flows_back(dynamic):
+    """The gradient reads the outputs' array only for its shape: the loop records its shapes,
+    not a copy of the array per iteration (which grew as the square of the steps, and failed
+    for an array growing in the loop: its recorded values changed shape)."""
+    x, w, y, last, feeds = custom_rnn(tf, np.float64, dynamic)
     loss = tf.reduce_sum(y * y) + tf.reduce_sum(last)
     grads = tf.gradients(loss, [x, w])
+    (loop,) = [op for op in tf.get_default_graph().get_operations() if op.type == "while_loop"
+               and "grad" not in op.name]
+    assert loop.attrs["shape_histories"] == [2]  # (t, h, outs): the array's shapes
     assert y.get_shape().as_list() == [None, None, 2]
     with tf.Session() as sess:
         got_y, got_last, got_grads = sess.run([y, last, grads], feeds)

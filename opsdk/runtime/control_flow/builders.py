@@ -32,7 +32,7 @@ from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure
 from opsdk.runtime.ir.tensor import Shape, Tensor
 
 __all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "recorded",
-           "history_outputs", "with_final", "compatible",
+           "history_outputs", "shape_histories", "with_final", "compatible",
            "join_shapes"]
 
 
@@ -283,11 +283,24 @@ def recorded(attrs: dict, n: int) -> list[int]:
     return list(range(n)) if chosen is None else list(chosen)
 
 
+def shape_histories(attrs: dict) -> frozenset[int]:
+    """The recorded loop variables whose histories hold their shapes, not their values (attr
+    `shape_histories`: what a gradient needs of them is their shape, see record_intermediates)."""
+    return frozenset(attrs.get("shape_histories") or ())
+
+
 def history_outputs(attrs: dict, dtypes: Sequence[str]) -> list:
-    """(shape, dtype) of each history output: (count, *var shape) per recorded variable."""
-    invariants = attrs["shape_invariants"]
-    return [(None if invariants[v] is None else (None, *invariants[v]), dtypes[v])
+    """(shape, dtype) of each history output: (count, *var shape) per recorded variable, or
+    (count, rank) int64 for one whose shapes are recorded."""
+    invariants, shapes = attrs["shape_invariants"], shape_histories(attrs)
+    return [_history_output(invariants[v], dtypes[v], v in shapes)
             for v in recorded(attrs, len(invariants))]
+
+
+def _history_output(invariant: Any, dtype: str, shape_only: bool) -> tuple:
+    if shape_only:
+        return ((None, len(invariant)), "int64")
+    return (None if invariant is None else (None, *invariant), dtype)
 
 
 def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
@@ -305,15 +318,20 @@ def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     return op.outputs[n], tuple(op.outputs[n + 1:])
 
 
-def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
+def record_intermediates(op: Operation, shapes_only: Sequence[int] = ()
+                         ) -> tuple[Tensor, tuple[Tensor, ...]]:
     """(iteration count, one history per loop variable in order), first turning recording on
     where it is off: for a loop built without `keep_intermediates=True` the node gains the
     history outputs, and for one recording some variables those of the others, after its own
     (the outputs a user holds are unchanged); from then on every run of it records them.
-    Autodiff calls this, so a loop is recorded exactly when a gradient flows through it."""
+    Autodiff calls this, so a loop is recorded exactly when a gradient flows through it.
+    Variables of `shapes_only` (of known rank) that recording starts for here record their
+    shapes, a (count, rank) int64 history: a gradient that reads only their shapes (a
+    TensorArray's buffer) then keeps no copy of each iteration's values."""
     if op.type != "while_loop":
         raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
-    n = len(op.attrs["shape_invariants"])
+    invariants = op.attrs["shape_invariants"]
+    n = len(invariants)
     with _recording_lock:
         # The attrs first: a run that records before a plan has slots for the new histories
         # only returns extra values (ignored); a plan built after sees both attrs and outputs.
@@ -325,11 +343,12 @@ def record_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
             missing = [v for v in range(n) if v not in have]
             if missing:
                 op.attrs["recorded"] = have + missing
+        shapes = [v for v in missing if v in shapes_only and invariants[v] is not None]
+        if shapes:
+            op.attrs["shape_histories"] = sorted(shape_histories(op.attrs) | set(shapes))
         if missing:
-            op.graph.add_outputs(op, [
-                (None if op.attrs["shape_invariants"][v] is None
-                 else (None, *op.attrs["shape_invariants"][v]), op.outputs[v].dtype)
-                for v in missing])
+            op.graph.add_outputs(op, [_history_output(invariants[v], op.outputs[v].dtype,
+                                                      v in shapes) for v in missing])
     count, histories = loop_intermediates(op)
     by_var = dict(zip(recorded(op.attrs, n), histories))
     return count, tuple(by_var[v] for v in range(n))

@@ -25,9 +25,10 @@ from opsdk.registry.errors import OpsdkError
 
 from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
 from opsdk.runtime.frontend.api import apply_op, node_of
-from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry
+from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry, gradient_spec
 from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
-                                                recorded, while_loop, with_final)
+                                                recorded, shape_histories, while_loop,
+                                                with_final)
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -153,12 +154,14 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
             hist_grads[v] = out_grads[n + 1 + j]
     if all(g is None for g in out_grads[:n]) and all(g is None for g in hist_grads):
         return [None] * len(op.inputs)
-    count, histories = record_intermediates(op)  # recording starts here if it was off
+    body: SubGraph = op.attrs["body"]
+    # recording starts here if it was off; of a variable read only for its shape, the shapes
+    count, histories = record_intermediates(op, _read_for_shape(body, n))
+    as_shapes = shape_histories(op.attrs)
     init, captured = list(op.inputs[:n]), list(op.inputs[n:])
     floats = [v for v in range(n) if is_differentiable_dtype(init[v].dtype)]
     float_caps = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)
                   and (wanted is None or wanted[n + k])]
-    body: SubGraph = op.attrs["body"]
     invariants = op.attrs["shape_invariants"]
     start = [out_grads[v] if out_grads[v] is not None else _zeros(op.outputs[v]) for v in floats]
     seen = [(j, hist_grads[v]) for j, v in enumerate(floats) if hist_grads[v] is not None]
@@ -175,7 +178,8 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
     def step(i: Tensor, *carried: Tensor) -> list[Tensor]:
         inner = get_default_graph()
         g_vars, g_accs = carried[:len(floats)], carried[len(floats):len(floats) + len(dense)]
-        values = [_gather(h, i) for h in histories]
+        values = [_stand_in(h, i, init[v].dtype) if v in as_shapes else _gather(h, i)
+                  for v, h in enumerate(histories)]
         args = [*values, *(inner.capture(c) for c in captured)]
         outs, mapping = _replay(body, args, f"{who}, in '{body.name}'")
         read = [(mapping[g.outputs[0]], mapping[g.inputs[1]]) for _, g in reads]
@@ -213,6 +217,48 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
                             [captured[k], got_index, got_rows], {"axis": 0})
             grads[n + k] = part if grads[n + k] is None else _add(grads[n + k], part)
     return grads
+
+
+def _read_for_shape(body: SubGraph, n: int) -> list[int]:
+    """The loop variables whose values the gradient never needs, only their shapes: every live
+    op of the body that reads one reads only its shape (an input declared `shape_only`), or is
+    an op whose gradient op reads that input only for its shape, takes none of the op's
+    outputs, and whose own outputs leave the body or are read for their shapes alone (a
+    TensorArray's buffer, which the body only writes rows into). Their histories are shapes,
+    and each iteration of the gradient gets a stand-in of that shape holding no memory."""
+    live = set(_needed_ops(body))
+    leaving = set(body.outputs)
+    return [v for v in range(n) if all(_shape_reader(u, body.inputs[v], live, leaving)
+                                       for u in body.inputs[v].consumers() if u in live)]
+
+
+def _shape_reader(op: Operation, t: Tensor, live: set, leaving: set) -> bool:
+    spec = op.spec
+    if spec is None or op.absent or len(op.inputs) != len(spec.inputs):
+        return False  # a primitive, or a list or absent input (positions would not match)
+    at = [j for j, x in enumerate(op.inputs) if x is t]
+    if all(spec.inputs[j].shape_only for j in at):
+        return True
+    if spec.gradient_op is None:
+        return False
+    grad = gradient_spec(spec)
+    by_name = {g.name: g for g in grad.inputs}
+    if any(o.name in by_name for o in spec.outputs):
+        return False  # the gradient reads the op's outputs, which the replay computes from t
+    if not all(by_name.get(spec.inputs[j].name) is not None
+               and by_name[spec.inputs[j].name].shape_only for j in at):
+        return False
+    return all(out in leaving or all(
+        u not in live or all(u.spec is not None and len(u.inputs) == len(u.spec.inputs)
+                             and u.spec.inputs[j].shape_only
+                             for j, x in enumerate(u.inputs) if x is out)
+        for u in out.consumers()) for out in op.outputs)
+
+
+def _stand_in(shapes: Tensor, i: Tensor, dtype: str) -> Tensor:
+    """Iteration i's stand-in for a variable whose shapes were recorded: zeros of that shape
+    that take no memory (builtin zeros_view_dims)."""
+    return apply_op(builtin_registry(), "zeros_view_dims", [_gather(shapes, i)], {"dtype": dtype})
 
 
 def _row_reads(body: SubGraph, n: int, caps: Sequence[int],

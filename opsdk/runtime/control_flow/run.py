@@ -18,7 +18,7 @@ import numpy as np
 from opsdk.registry.errors import OpError, OpsdkError, in_context
 from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
-from opsdk.runtime.control_flow.builders import fits, recorded, shape_text
+from opsdk.runtime.control_flow.builders import fits, recorded, shape_histories, shape_text
 from opsdk.runtime.devices import Device, to_host
 from opsdk.runtime.exec.executor import StepContext, run_slots
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
@@ -94,6 +94,8 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
         n = len(invariants)
         values, captured = list(inputs[:n]), list(inputs[n:])
         limit, keep = attrs["maximum_iterations"], recorded(attrs, n)
+        shapes = shape_histories(attrs)
+        as_shape = [v in shapes for v in keep]
         history: list[list] = [[] for _ in keep]
         count = 0
         _check_invariants(who, values, invariants, names, count)
@@ -103,14 +105,16 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
             pred = cond_plan.run([*values, *captured], ctx, who)[0]
             if not _truth(who, pred):
                 break
-            for h, v in zip(history, keep):
-                h.append(values[v])
+            for h, v, shape in zip(history, keep, as_shape):
+                h.append(np.shape(values[v]) if shape else values[v])
             given, values = [*values, *captured], None
             values = list(body_plan.run(given, ctx, who, handed=True))
             count += 1
             _check_invariants(who, values, invariants, names, count)
         outputs = [*values, _on(device, np.asarray(count, dtype=np.int64))]
-        outputs += [_stack(device, who, h, values[v], names[v]) for h, v in zip(history, keep)]
+        outputs += [_stack_shapes(device, h, len(invariants[v])) if shape
+                    else _stack(device, who, h, values[v], names[v])
+                    for h, v, shape in zip(history, keep, as_shape)]
         return tuple(outputs)
     return run
 
@@ -137,6 +141,11 @@ def _stack(device: Device, who: str, history: list, last: Any, label: str) -> An
                       f"through the loop turns on) needs loop variable {label} to keep one shape "
                       "across iterations; its shape changed")
     return xp.stack(history)
+
+
+def _stack_shapes(device: Device, history: list, rank: int) -> Any:
+    """The shapes a loop variable had, one row per iteration: (count, rank) int64."""
+    return _on(device, np.asarray(history, dtype=np.int64).reshape(len(history), rank))
 
 
 def _not_prepared(ctx: Any, op: Operation, inputs: list) -> tuple:

@@ -149,9 +149,17 @@ def _while(where: str, graph: Graph, inputs: list, attrs: dict) -> list:
             or len(set(chosen)) != len(chosen)):
         raise GraphFileError(f"{where}: attr recorded must list distinct loop variable "
                              f"positions 0..{n - 1}, not {chosen!r:.60}")
+    kept = list(range(n) if chosen is None else chosen)
+    as_shapes = attrs.get("shape_histories")
+    if as_shapes is not None and (not isinstance(as_shapes, list) or any(
+            not isinstance(v, int) or isinstance(v, bool) or v not in kept or shapes[v] is None
+            for v in as_shapes) or not attrs.get("keep_intermediates")):
+        raise GraphFileError(f"{where}: attr shape_histories must list recorded loop variables "
+                             f"of known rank, not {as_shapes!r:.60}")
     if attrs.get("keep_intermediates"):
-        outputs += [(None if shapes[v] is None else (None, *shapes[v]), inputs[v].dtype)
-                    for v in (range(n) if chosen is None else chosen)]
+        outputs += [((None, len(shapes[v])), "int64") if v in (as_shapes or ())
+                    else (None if shapes[v] is None else (None, *shapes[v]), inputs[v].dtype)
+                    for v in kept]
     return outputs
 
 
