@@ -165,13 +165,21 @@ def write_row(xp, buffer, index, row, grow, out=None):
 write_row.out_any_shape = True  # out= is used only where it has y's shape (compile/memory.py)
 
 
-def write_row_grad(xp, buffer, index, row, grad_y, grow):
+def write_row_grad(xp, buffer, index, row, grad_y, grow, out=None):
     n, w = buffer.shape
     i = int(index)
-    grad_row = grad_y[i].copy()
-    grad_buffer = grad_y[:n].copy()
+    grad_row = grad_y[i].copy()  # (before out, which may be grad_y's own array, loses row i)
+    if out is not None and out.shape == (n, w) == grad_y.shape:
+        grad_buffer = out  # grad_y's array, which dies here: a loop's gradient costs a row
+        if out is not grad_y:
+            out[...] = grad_y
+    else:
+        grad_buffer = grad_y[:n].copy()
     if i < n:
         grad_buffer[i] = 0
     if w != grad_buffer.shape[1]:  # the rows were widened from one element: sum back
         grad_buffer = grad_buffer.sum(axis=1, keepdims=True)
     return grad_buffer, grad_row
+
+
+write_row_grad.out_any_shape = True  # out= is used only where it has grad_buffer's shape

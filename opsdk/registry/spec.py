@@ -251,6 +251,15 @@ class OpSpec:
         return f"{self.namespace}::{self.name}"
 
     @property
+    def inplace_output(self) -> Optional[int]:
+        """The position of the one output that declares `inplace`, which a python kernel is
+        handed as `out=`; None when no output, or several, declare it, or it is a list."""
+        found = [i for i, t in enumerate(self.outputs) if t.inplace]
+        if len(found) != 1 or self.outputs[found[0]].is_list:
+            return None
+        return found[0]
+
+    @property
     def stops_gradient(self) -> bool:
         """`gradient: stop`: autodiff gives every input a None gradient, silently."""
         return self.gradient == STOP_GRADIENT

@@ -140,6 +140,39 @@ def test_write_row_gives_the_same_result_in_place_and_not(registry, grow, index)
     np.testing.assert_array_equal(want, expected)
 
 
+@pytest.mark.parametrize("rows, index", [(6, 2), (8, 7)])
+def test_write_row_grad_gives_the_same_result_in_place_and_not(registry, rows, index):
+    """An op of two outputs whose first declares `inplace: [grad_y]`: its python kernel is
+    handed grad_y's dead buffer as `out=` (a TensorArray's gradient in a loop then clears a row
+    instead of copying the array), and uses it only where the shapes fit (8 rows: the buffer
+    had grown from 6, so grad_buffer is smaller than grad_y)."""
+    g = Graph()
+    with g.as_default():
+        buffer = placeholder("float64", [6, 5], name="buffer")
+        fed = placeholder("float64", [rows, 5], name="fed")
+        first = apply_op(registry, "exp", [fed], {}, name="first")  # a buffer of the step's own
+        i = apply_op(registry, "cast", [placeholder("int32", [], name="i")], {"DstT": "int64"})
+        row = apply_op(registry, "reduce_sum", [buffer], {"axes": [0]})
+        y = apply_op(registry, "write_row_grad", [buffer, i, row, first],
+                     {"grow": rows > 6}, name="y")
+        grad_buffer, grad_row = y
+    value = np.random.default_rng(7).uniform(-1, 1, (rows, 5))
+    feed = {buffer: np.ones((6, 5)), fed: value, g.get_tensor("i:0"): index}
+    with Session(g, UNFUSED) as sess:
+        explanation = sess.explain([grad_buffer, grad_row], {t: None for t in feed}, show=False)
+        got = sess.run([grad_buffer, grad_row], feed)
+    with Session(g, SessionConfig(passes_off=frozenset({"fuse", "fold_cse"}))) as sess:
+        want = sess.run([first, grad_buffer, grad_row], feed)[1:]
+    assert "y" in explanation.donated
+    expected = np.exp(value)[:6].copy()
+    if index < 6:
+        expected[index] = 0
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[0], expected)
+    np.testing.assert_array_equal(got[1], np.exp(value)[index])
+
+
 def test_dropout_grad_gives_the_same_result_in_place_and_not(registry):
     g = Graph()
     with g.as_default():

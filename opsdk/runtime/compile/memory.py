@@ -42,7 +42,8 @@ def peak_bytes(ops: Sequence[Operation], writes: Sequence[tuple[int, ...]], free
             if known else None
     live, peak, unknown = 0, 0, False
     for op, out, free in zip(ops, writes, frees):
-        for s in out if op.name not in donated else ():
+        reused = op.spec.inplace_output if op.name in donated else None
+        for s in (out if reused is None else out[:reused] + out[reused + 1:]):
             n = size.get(s)
             unknown |= n is None
             live += n or 0
@@ -55,7 +56,8 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
                    reads: Sequence[tuple[int, ...]], keep: set,
                    handed: frozenset = frozenset()) -> dict[Operation, int]:
     """The memory planner's choice of which steps write into a donated input: a node whose op
-    declares `inplace` for its output, run by a python kernel on the host, whose input of the
+    declares `inplace` for an output (one, of one or several: OpSpec.inplace_output), run by a
+    python kernel on the host, whose input of the
     output's dtype and shape lives in a slot that this step alone reads (no other step, no
     fetch, not a feed, constant or scalar slot; a feed in `handed` may be, as a loop's variable
     fed to its body is). The shapes are the same when both are static and equal, or, where
@@ -73,13 +75,13 @@ def plan_donations(part: Partition, ops: Sequence[Operation], kernels: dict, slo
     out: dict[Operation, int] = {}
     for op in ops:
         choice = kernels.get(op)
-        if (op.spec is None or choice is None or choice.kind != "python" or op.absent
-                or not part.device.is_host or len(op.spec.outputs) != 1
-                or not op.spec.outputs[0].inplace
+        k = None if op.spec is None else op.spec.inplace_output
+        if (k is None or choice is None or choice.kind != "python" or op.absent
+                or not part.device.is_host or len(op.outputs) != len(op.spec.outputs)
                 # a kernel that cannot be handed `out=` here (a list input to regroup)
                 or given_output_call(op.spec, choice, op.attrs, op.type_attrs) is None):
             continue
-        target, declared = op.outputs[0], op.spec.outputs[0]
+        target, declared = op.outputs[k], op.spec.outputs[k]
         if target.shape == ():
             continue
         static = target.shape is not None and None not in target.shape
@@ -133,6 +135,7 @@ def plan_takes(part: Partition, ops: Sequence[Operation], kernels: dict,
     for op in ops:
         choice = kernels.get(op)
         if (op.spec is None or choice is None or op in donations
+                or (choice.kind == "python" and len(op.spec.outputs) > 1)  # out= is one output
                 or scalar_form(op, choice) is not None
                 or len(op.outputs) != len(op.spec.outputs)
                 or any(t.is_list for t in op.spec.outputs)

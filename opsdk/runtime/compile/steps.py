@@ -73,7 +73,10 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         run = prim.prepare(op, device, options) if prim.prepare is not None else prim.run
         return Step(op, _primitive_run(op, run, ins, outs))
     if needed is not None and not all(needed):
+        whole = choice
         choice = partial_kernel(op, choice, needed)
+        if choice is not whole:
+            donate = None  # a kernel computing some outputs only takes no `out=`
     if op.attrs.get("sequence") and op.attrs.get("seed") and choice is not None \
             and choice.kind == "python":
         return Step(op, _sequence_run(op, choice, ins, outs))
@@ -92,7 +95,7 @@ def make_step(op: Operation, choice: Optional[KernelChoice], device: Device,
         into = None if raw is not None else given_output_call(op.spec, choice, op.attrs, op.type_attrs)
         if raw is not None or into is not None:  # (the planner donates only where one is)
             open_inputs = tuple(i for i, t in enumerate(inputs) if t.shape is None or None in t.shape)
-            return Step(op, _donating_run(op, raw, into, device.xp, ins, outs[0], donate, open_inputs))
+            return Step(op, _donating_run(op, raw, into, device.xp, ins, outs, donate, open_inputs))
     if not open_shapes:
         raw = direct_python_kernel(op.spec, choice, op.attrs, op.type_attrs)
         if take is not None:
@@ -176,14 +179,18 @@ def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> Ru
 
 
 def _donating_run(op: Operation, fn: Optional[Callable], into: Optional[Callable], xp: Any,
-                  ins: tuple, o: int, d: int, open_inputs: tuple[int, ...] = ()) -> RunFn:
-    """A python kernel handed `out=`: the buffer of input `d`, when this step holds the only
-    reference to it (the slot list, and nothing else: no view, no fetch, no variable) and it is
-    a writable array of its own. Otherwise the kernel allocates, as always. `fn` is the raw
-    kernel, called `fn(xp, *inputs, out=)`, or None and `into(inputs, given outputs)` the kernel
-    with its attrs bound (kernels.choice.given_output_call). With `open_inputs` (inputs whose
-    static shape is open), their actual shapes are checked against the declaration first (as
-    _checked_run does), which makes the output's shape the donor's."""
+                  ins: tuple, outs: tuple, d: int, open_inputs: tuple[int, ...] = ()) -> RunFn:
+    """A python kernel handed `out=` (for its op's one output, or for the one of several that
+    declares `inplace`): the buffer of input `d`, when this step holds the only reference to it
+    (the slot list, and nothing else: no view, no fetch, no variable) and it is a writable array
+    of its own. Otherwise the kernel allocates, as always. `fn` is the raw kernel, called
+    `fn(xp, *inputs, out=)`, or None and `into(inputs, given outputs)` the kernel with its attrs
+    bound (kernels.choice.given_output_call). With `open_inputs` (inputs whose static shape is
+    open), their actual shapes are checked against the declaration first (as _checked_run
+    does), which makes the output's shape the donor's."""
+    if len(outs) > 1:
+        return _donating_run_several(op, into, ins, outs, d, open_inputs)
+    o = outs[0]
     slot = ins[d]
     refs = sys.getrefcount
     ndarray = np.ndarray
@@ -205,6 +212,31 @@ def _donating_run(op: Operation, fn: Optional[Callable], into: Optional[Callable
                 v[o] = fn(xp, *[v[i] for i in ins])
         except Exception as exc:
             raise step_error(op, exc) from exc
+    return run
+
+
+def _donating_run_several(op: Operation, into: Callable, ins: tuple, outs: tuple, d: int,
+                          open_inputs: tuple[int, ...]) -> RunFn:
+    """_donating_run for an op of several outputs: the kernel returns them all, one of them
+    written into input `d`'s buffer when it was given."""
+    slot = ins[d]
+    refs = sys.getrefcount
+    ndarray = np.ndarray
+    gather = _gatherer(ins)
+    check = _shape_check(op, open_inputs) if open_inputs else None
+
+    def run(v: list, ctx: Any) -> None:
+        buf = v[slot]
+        try:
+            if check is not None:
+                check(gather(v))
+            given = (type(buf) is ndarray and (buf.base is None or owns_memory(buf))
+                     and buf.flags.writeable and refs(buf) == 3)  # v's entry, `buf`, refs' argument
+            results = into(gather(v), (buf,) if given else ())
+        except Exception as exc:
+            raise step_error(op, exc) from exc
+        for o, value in zip(outs, results):
+            v[o] = value
     return run
 
 

@@ -113,8 +113,9 @@ class Device:
     def call_into(self, spec: OpSpec, kind: str, fn: Callable, attrs: Mapping[str, Any],
                   type_attrs: Mapping[str, str]) -> Optional[GivenCall]:
         """The kernel as a function of (input values, given outputs), or None when it cannot
-        write into given buffers. A python kernel can when its op's one output declares
-        `inplace` (the declaration's promise that the kernel takes `out=`, docs/opdefs.md)."""
+        write into given buffers. A python kernel can when one output of its op declares
+        `inplace` (the declaration's promise that the kernel takes `out=` for that output,
+        docs/opdefs.md); its given outputs are then that one buffer."""
         if kind != "python" or not python_takes_out(spec) or packer(spec, attrs) is not None:
             return None
         plain = python_call(spec, fn, attrs, type_attrs, self.xp)
@@ -126,8 +127,9 @@ class Device:
 
 
 def python_takes_out(spec: OpSpec) -> bool:
-    """Whether `spec`'s python kernel takes `out=`: one output, not a list, declaring `inplace`."""
-    return len(spec.outputs) == 1 and not spec.outputs[0].is_list and bool(spec.outputs[0].inplace)
+    """Whether `spec`'s python kernel takes `out=`: one output (of one or several), not a list,
+    declares `inplace` (OpSpec.inplace_output)."""
+    return spec.inplace_output is not None
 
 
 def python_call(spec: OpSpec, fn: Callable, attrs: Mapping[str, Any],
