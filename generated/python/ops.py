@@ -30,6 +30,8 @@ __all__ = [
     'abs_grad',
     'acos',
     'acos_grad',
+    'acosh',
+    'acosh_grad',
     'add',
     'add_grad',
     'apply_adagrad',
@@ -42,8 +44,14 @@ __all__ = [
     'argmin',
     'asin',
     'asin_grad',
+    'asinh',
+    'asinh_grad',
     'atan',
+    'atan2',
+    'atan2_grad',
     'atan_grad',
+    'atanh',
+    'atanh_grad',
     'avg_pool',
     'avg_pool_grad',
     'bias_add',
@@ -309,6 +317,48 @@ def acos_grad(x, grad_y, *, name=None):
         (2,)
     """
     return _apply('acos_grad', [x, grad_y], {}, name)
+
+
+def acosh(x, *, name=None):
+    r"""Inverse hyperbolic cosine, elementwise (x >= 1).
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(1.2, 3.0, size=(2,)).astype(np.float16)
+        >>> acosh(x).shape
+        (2,)
+    """
+    return _apply('acosh', [x], {}, name)
+
+
+def acosh_grad(x, grad_y, *, name=None):
+    r"""Gradient of acosh (grad_y / sqrt(x * x - 1)).
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        grad_y: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> acosh_grad(x, grad_y).shape
+        (2,)
+    """
+    return _apply('acosh_grad', [x, grad_y], {}, name)
 
 
 def add(x, y, *, name=None):
@@ -642,6 +692,48 @@ def asin_grad(x, grad_y, *, name=None):
     return _apply('asin_grad', [x, grad_y], {}, name)
 
 
+def asinh(x, *, name=None):
+    r"""Inverse hyperbolic sine, elementwise.
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> asinh(x).shape
+        (2,)
+    """
+    return _apply('asinh', [x], {}, name)
+
+
+def asinh_grad(x, grad_y, *, name=None):
+    r"""Gradient of asinh (grad_y / sqrt(x * x + 1)).
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        grad_y: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> asinh_grad(x, grad_y).shape
+        (2,)
+    """
+    return _apply('asinh_grad', [x, grad_y], {}, name)
+
+
 def atan(x, *, name=None):
     r"""Arctangent, elementwise.
 
@@ -660,6 +752,54 @@ def atan(x, *, name=None):
         (2,)
     """
     return _apply('atan', [x], {}, name)
+
+
+def atan2(y, x, *, name=None):
+    r"""The angle of the point (x, y) from the positive x axis, in (-pi, pi], elementwise, with NumPy broadcasting (arctan(y / x) with the quadrant of the signs).
+
+    Args:
+        y: float16 or float32 or float64, shape from the op's shape function.
+        x: float16 or float32 or float64, shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        z: float16 or float32 or float64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.uniform(0.5, 2.0, size=(2, 3)).astype(np.float16)
+        >>> x = rng.uniform(0.5, 2.0, size=(2, 3)).astype(np.float16)
+        >>> atan2(y, x).shape
+        (2, 3)
+    """
+    return _apply('atan2', [y, x], {}, name)
+
+
+def atan2_grad(y, x, grad_z, *, name=None):
+    r"""Gradient of atan2: grad_z * x / (x * x + y * y) to y, -grad_z * y / (x * x + y * y) to x.
+
+    Args:
+        y: float16 or float32 or float64, shape from the op's shape function.
+        x: float16 or float32 or float64, shape from the op's shape function.
+        grad_z: float16 or float32 or float64, shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_y: float16 or float32 or float64, shape from the op's shape function.
+        grad_x: float16 or float32 or float64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> grad_z = rng.uniform(-2.0, 2.0, size=(2, 3)).astype(np.float16)
+        >>> grad_y, grad_x = atan2_grad(y, x, grad_z)
+        >>> grad_y.shape, grad_x.shape
+        ((2, 3), (2, 3))
+    """
+    return _apply('atan2_grad', [y, x, grad_z], {}, name)
 
 
 def atan_grad(x, grad_y, *, name=None):
@@ -682,6 +822,48 @@ def atan_grad(x, grad_y, *, name=None):
         (2,)
     """
     return _apply('atan_grad', [x, grad_y], {}, name)
+
+
+def atanh(x, *, name=None):
+    r"""Inverse hyperbolic tangent, elementwise (x in (-1, 1)).
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-0.8, 0.8, size=(2,)).astype(np.float16)
+        >>> atanh(x).shape
+        (2,)
+    """
+    return _apply('atanh', [x], {}, name)
+
+
+def atanh_grad(x, grad_y, *, name=None):
+    r"""Gradient of atanh (grad_y / (1 - x * x)).
+
+    Args:
+        x: float16 or float32 or float64, shape [...].
+        grad_y: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> grad_y = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> atanh_grad(x, grad_y).shape
+        (2,)
+    """
+    return _apply('atanh_grad', [x, grad_y], {}, name)
 
 
 def avg_pool(x, *, ksize_h=2, ksize_w=2, stride_h=2, stride_w=2, same=0, name=None):

@@ -180,6 +180,16 @@ def pow_grad(xp, x, y, z, grad_z):
 pow_grad.partial = _halves(_pow_grad_x, _pow_grad_y)
 
 
+def atan2(xp, y, x):
+    return _array(xp, xp.arctan2(y, x))
+
+
+def atan2_grad(xp, y, x, grad_z):
+    norm = xp.add(xp.multiply(x, x), xp.multiply(y, y))
+    return (unbroadcast(xp, xp.divide(xp.multiply(grad_z, x), norm), y.shape),
+            unbroadcast(xp, xp.divide(xp.negative(xp.multiply(grad_z, y)), norm), x.shape))
+
+
 def maximum(xp, x, y):
     return _array(xp, xp.maximum(x, y))
 

@@ -79,6 +79,33 @@ def atan_grad(xp, x, grad_y, out=None):
     return _array(xp, xp.divide(grad_y, factor, out=out))
 
 
+def asinh(xp, x, out=None):
+    return _array(xp, xp.arcsinh(x, out=out))
+
+
+def asinh_grad(xp, x, grad_y, out=None):
+    factor = _again(xp, xp.sqrt, _again(xp, xp.add, xp.square(x), 1))  # sqrt(x^2 + 1)
+    return _array(xp, xp.divide(grad_y, factor, out=out))
+
+
+def acosh(xp, x, out=None):
+    return _array(xp, xp.arccosh(x, out=out))
+
+
+def acosh_grad(xp, x, grad_y, out=None):
+    factor = _again(xp, xp.sqrt, _again(xp, xp.subtract, xp.square(x), 1))  # sqrt(x^2 - 1)
+    return _array(xp, xp.divide(grad_y, factor, out=out))
+
+
+def atanh(xp, x, out=None):
+    return _array(xp, xp.arctanh(x, out=out))
+
+
+def atanh_grad(xp, x, grad_y, out=None):
+    factor = xp.subtract(1, xp.square(x))  # 1 - x^2
+    return _array(xp, xp.divide(grad_y, factor, out=out))
+
+
 def sinh(xp, x, out=None):
     return _array(xp, xp.sinh(x, out=out))
 

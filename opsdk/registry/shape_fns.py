@@ -290,5 +290,5 @@ SHAPE_FNS: dict[str, ShapeFn] = {
     "from_shape_attr": from_shape_attr,
 }
 # Gradient ops' outputs mirror forward inputs; one entry per input-name tuple the builtins use.
-for _names in (("x",), ("x", "y"), ("params",), ("xs",), ("labels", "logits")):
+for _names in (("x",), ("x", "y"), ("y", "x"), ("params",), ("xs",), ("labels", "logits")):
     SHAPE_FNS["like_" + "_".join(_names)] = like_inputs(*_names)

@@ -29,8 +29,8 @@ from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, conver
                               ones, ones_like, placeholder, placeholder_with_default,
                               random_normal, random_uniform, set_random_seed, truncated_normal,
                               zeros, zeros_like)
-from opsdk.v1.math_ops import (abs, acos, add, arg_max, arg_min, argmax, argmin, asin,  # noqa: A001
-                               atan, cast, ceil, clip_by_value, cos, cosh, expm1, floor, round,
+from opsdk.v1.math_ops import (abs, acos, acosh, add, arg_max, arg_min, argmax, argmin,  # noqa: A001
+                               asin, asinh, atan, atan2, atanh, cast, ceil, clip_by_value, cos, cosh, expm1, floor, round,
                                sin, sinh, squared_difference, tan, concat, div, divide, equal, exp, expand_dims,
                                gather, greater, greater_equal, identity, less, less_equal,
                                linspace, log, log1p, matmul, maximum, minimum, mod, mul, multiply,
@@ -39,7 +39,7 @@ from opsdk.v1.math_ops import (abs, acos, add, arg_max, arg_min, argmax, argmin,
                                reduce_any, reduce_max, reduce_mean, reduce_min, reduce_sum,
                                reshape, rsqrt, shape, sigmoid, sign, split, sqrt, square, squeeze,
                                stack, stop_gradient, sub, subtract, tanh, to_float, to_int32,
-                               to_int64, transpose, truediv, unpack, unstack, where,
+                               to_int64, transpose, truediv, unpack, unstack, where, where_v2,
                                realdiv, truncatediv, truncatemod)
 from opsdk.v1.state_ops import assign, assign_add, assign_sub
 from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
@@ -109,6 +109,7 @@ for _name, _value in _SPARSE_NN.items():  # tf.nn.embedding_lookup_sparse
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001
 reverse_v2 = reverse
 initialize_all_variables, all_variables = global_variables_initializer, global_variables
+lin_space = linspace  # TF1's older name
 logging = __import__("logging").getLogger("opsdk.v1")
 logging.set_verbosity = lambda level: None  # TF's tf.logging.set_verbosity: accepted
 logging.INFO, logging.WARN, logging.ERROR = 20, 30, 40

@@ -544,6 +544,88 @@ def hessians(ys: Any, xs: Any, name: str = "hessians", colocate_gradients_with_o
     return out
 
 
+# -- variables' state -----------------------------------------------------------------------------
+
+def _store_names(who: str, var_list: Any) -> list[str]:
+    """The variable store's names of var_list (default: every global and local variable)."""
+    if var_list is None:
+        var_list = [*scopes.global_variables(), *scopes.local_variables()]
+    names = []
+    for v in var_list:
+        node = getattr(v, "op", None)
+        if node is None or getattr(node, "type", None) != "variable":
+            raise OpsdkError(f"{who}: {v!r:.60} is not a variable")
+        names.append(node.name)
+    return names
+
+
+def _stepped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn.takes_step_context = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_variable_initialized(variable: Any, name: Optional[str] = None) -> Any:
+    """A bool scalar: whether `variable` has a value in the session running the step."""
+    (key,) = _store_names("is_variable_initialized", [variable])
+    from opsdk.runtime.frontend.py_func import py_func_node
+
+    @_stepped
+    def check(ctx: Any) -> np.ndarray:
+        return np.asarray(ctx.variables.initialised(key))
+    return py_func_node(check, [], ["bool"], name=name or "IsVariableInitialized").outputs[0]
+
+
+def report_uninitialized_variables(var_list: Any = None,
+                                   name: str = "report_uninitialized_variables") -> Any:
+    """A 1-D string tensor: the names of the variables of var_list (default: every global and
+    local one) that have no value in the session running the step (TF1's `ready_op`)."""
+    keys = _store_names("report_uninitialized_variables", var_list)
+    import sys
+
+    from opsdk.runtime.frontend.py_func import py_func_node
+    from opsdk.v1 import session as _session
+    strings = sys.modules["opsdk.v1.strings"]  # (the package's `strings` is tf.strings)
+
+    @_stepped
+    def missing(ctx: Any) -> np.ndarray:
+        return strings.byte_rows([k for k in keys if not ctx.variables.initialised(k)])
+    out = py_func_node(missing, [], ["uint8"], name=name).outputs[0]
+    _session.register_decoder(out, strings._decode_list)
+    return out
+
+
+def assert_variables_initialized(var_list: Any = None) -> Any:
+    """An op that fails with FailedPreconditionError, naming them, when variables of var_list
+    (default: every global and local one) have no value in the session running it."""
+    keys = _store_names("assert_variables_initialized", var_list)
+    from opsdk.runtime.frontend.py_func import py_func_node
+    from opsdk.v1 import errors
+
+    @_stepped
+    def check(ctx: Any) -> None:
+        missing = [k for k in keys if not ctx.variables.initialised(k)]
+        if missing:
+            raise errors.FailedPreconditionError(
+                None, None, f"variables not initialized: {', '.join(missing)}")
+    return py_func_node(check, [], [], name="assert_variables_initialized")
+
+
+def initialize_variables(var_list: Any, name: str = "init") -> Any:
+    """TF1's older name of variables_initializer."""
+    return scopes.variables_initializer(var_list, name=name)
+
+
+def initialize_local_variables() -> Any:
+    """TF1's older name of local_variables_initializer."""
+    return scopes.local_variables_initializer()
+
+
+def tables_initializer(name: str = "init_all_tables") -> Any:
+    """The op initializing every lookup table: opsdk.v1 has none (tf.lookup is not provided),
+    so a no-op for the programs that run it beside their variables' initializer."""
+    return scopes.group(name=name)
+
+
 NAMES = {name: globals()[name] for name in (
     "to_double", "scalar_mul", "div_no_nan", "rint", "meshgrid", "roll", "strided_slice",
     "space_to_depth", "depth_to_space", "random_crop", "batch_gather", "dynamic_partition",
@@ -552,4 +634,7 @@ NAMES = {name: globals()[name] for name in (
     "setdiff1d", "check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops",
     "assert_rank", "assert_rank_at_least", "assert_scalar", "assert_type", "assert_integer",
     "is_tensor", "glorot_normal_initializer", "orthogonal_initializer", "get_local_variable",
-    "make_template", "hessians")}
+    "make_template", "hessians", "is_variable_initialized", "report_uninitialized_variables",
+    "assert_variables_initialized", "initialize_variables", "initialize_local_variables",
+    "tables_initializer")}
+NAMES["initialize_all_tables"] = tables_initializer  # TF1's older name

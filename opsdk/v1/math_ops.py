@@ -105,6 +105,8 @@ negative, identity, stop_gradient = _unary("neg"), _unary("identity"), _unary("s
 tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
 sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
 sinh, cosh, expm1, log1p = (_unary(n) for n in ("sinh", "cosh", "expm1", "log1p"))
+asinh, acosh, atanh = (_unary(n) for n in ("asinh", "acosh", "atanh"))
+atan2 = _binary("atan2")  # atan2(y, x), TensorFlow's order
 floor, ceil, round = (_unary(n) for n in ("floor", "ceil", "round"))  # noqa: A001 - TF's names
 sub, mul = subtract, multiply
 
@@ -375,11 +377,33 @@ def gather(params: Any, indices: Any, validate_indices: Any = None, name: Option
 
 def where(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Any:
     """x where condition holds, else y; with condition alone, the coordinates of its true
-    elements ([number true, rank] int64, row-major order), as TF1's."""
+    elements ([number true, rank] int64, row-major order), as TF1's. A condition of rank 1
+    against x of a higher rank picks whole rows (TF1's rule: its size is x's first dim), not
+    the trailing axis NumPy's broadcasting would align it with."""
     if x is None and y is None:
         return _ops.where_indices(_t(condition), name=name)
     if x is None or y is None:
         raise OpsdkError("where: give both x and y, or neither (the true elements' coordinates)")
+    x, y = _pair(x, y)
+    cond = _t(condition)
+    if cond.shape is not None and len(cond.shape) == 1:
+        if x.shape is not None and len(x.shape) > 1:
+            cond = _ops.reshape(cond, shape=[-1] + [1] * (len(x.shape) - 1))
+        elif x.shape is None:  # x's rank comes at run time: [n, 1, ..., 1] of it
+            ones = _ops.ones_like(_ops.slice(_ops.shape(x), begin=[1], size=[-1]))
+            dims = _ops.concat([opsdk.constant(np.array([-1], np.int32)), ones], axis=0)
+            cond = _ops.reshape_dims(cond, dims)
+    return _ops.where(cond, x, y, name=name)
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: Optional[str] = None) -> Any:
+    """x where condition holds, else y, the three broadcast together as NumPy does (TF2's
+    where); with condition alone, the coordinates of its true elements."""
+    if x is None and y is None:
+        return _ops.where_indices(_t(condition), name=name)
+    if x is None or y is None:
+        raise OpsdkError("where_v2: give both x and y, or neither (the true elements' "
+                         "coordinates)")
     x, y = _pair(x, y)
     return _ops.where(_t(condition), x, y, name=name)
 

@@ -29,7 +29,8 @@ from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 # namespace -> {its name: the path of that function in opsdk.v1}
-_SAME = {"abs", "acos", "add", "add_n", "argmax", "argmin", "asin", "atan", "ceil", "cos", "cosh",
+_SAME = {"abs", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh", "atan",
+         "atan2", "atanh", "ceil", "cos", "cosh",
          "count_nonzero", "cumsum", "divide", "equal", "exp", "expm1", "floor", "floordiv",
          "floormod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
          "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",

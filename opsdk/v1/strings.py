@@ -87,7 +87,8 @@ def _decode_scalar(array: np.ndarray) -> bytes:
 def _decode_list(array: np.ndarray) -> np.ndarray:
     """Strings of any shape: the rows of the last axis, trailing zeros dropped."""
     array = np.asarray(array, dtype=np.uint8)
-    rows = array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, -1)
+    rows = (array.reshape(int(np.prod(array.shape[:-1])), array.shape[-1]) if array.ndim
+            else array.reshape(1, -1))  # (counted: -1 is ambiguous for no strings of no bytes)
     out = np.empty(rows.shape[0], dtype=object)
     out[:] = [r.tobytes().rstrip(b"\0") for r in rows]
     return out.reshape(array.shape[:-1])

@@ -163,3 +163,27 @@ def test_glorot_normal_is_tf1s_truncated_normal_of_variance_one_over_fan_avg():
     glorot = run(tf.glorot_normal_initializer(seed=2)([400, 400]))[0]
     assert abs(glorot.std() / np.sqrt(1.0 / 400) - 1) < 0.02
     assert np.abs(glorot).max() <= 2 * np.sqrt(1.0 / 400) / 0.87962566 + 1e-6
+
+
+def test_variables_state_names():
+    """is_variable_initialized, report_uninitialized_variables (TF1's ready_op: every global
+    and local variable; none left is an empty list of names, which once failed to fetch) and
+    assert_variables_initialized read the running session; the older initializer names."""
+    a = tf.Variable(1.0, name="a")
+    tf.Variable([2.0, 3.0], name="b")
+    tf.Variable(4.0, name="c", collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    ready, check = tf.report_uninitialized_variables(), tf.assert_variables_initialized()
+    with tf.Session() as sess:
+        assert not sess.run(tf.is_variable_initialized(a))
+        assert list(sess.run(ready)) == [b"a", b"b", b"c"]
+        with pytest.raises(tf.errors.FailedPreconditionError, match="a, b, c"):
+            sess.run(check)
+        sess.run(tf.initialize_variables([a]))
+        assert sess.run(tf.is_variable_initialized(a))
+        assert list(sess.run(ready)) == [b"b", b"c"]
+        sess.run([tf.global_variables_initializer(), tf.initialize_local_variables(),
+                  tf.tables_initializer(), tf.initialize_all_tables()])
+        left = sess.run(ready)
+        sess.run(check)
+        np.testing.assert_allclose(sess.run(tf.lin_space(0.0, 1.0, 5)), np.linspace(0, 1, 5))
+    assert left.shape == (0,)

@@ -24,6 +24,8 @@ FUNCTIONS = [
     ("atan", np.arctan, lambda x: 1 / (1 + x * x)), ("sinh", np.sinh, np.cosh),
     ("cosh", np.cosh, np.sinh), ("expm1", np.expm1, np.exp),
     ("log1p", np.log1p, lambda x: 1 / (1 + x)),
+    ("asinh", np.arcsinh, lambda x: 1 / np.sqrt(x * x + 1)),
+    ("atanh", np.arctanh, lambda x: 1 / (1 - x * x)),
     ("floor", np.floor, None), ("ceil", np.ceil, None), ("round", np.round, None),
 ]
 
@@ -40,6 +42,38 @@ def test_elementwise_functions_and_their_gradients(name, values, derivative):
             assert grads[0] is None or not sess.run(grads[0], {t: x}).any()
         else:
             np.testing.assert_allclose(sess.run(grads[0], {t: x}), 2 * derivative(x), rtol=1e-12)
+
+
+def test_acosh_and_atan2_and_their_gradients():
+    x = np.array([1.0001, 1.5, 3.0, 40.0])
+    y = np.array([-2.0, 0.0, 0.5, -1e-3])
+    tx, ty = tf.placeholder(tf.float64, [None]), tf.placeholder(tf.float64, [None])
+    a, b = tf.acosh(tx), tf.atan2(ty, tx - 2.0)
+    grads = tf.gradients(tf.reduce_sum(a) + tf.reduce_sum(b * 3.0), [tx, ty])
+    with tf.Session() as sess:
+        got_a, got_b, (gx, gy) = sess.run([a, b, grads], {tx: x, ty: y})
+    np.testing.assert_allclose(got_a, np.arccosh(x), rtol=1e-12)
+    np.testing.assert_allclose(got_b, np.arctan2(y, x - 2.0), rtol=1e-12)  # all four quadrants
+    norm = (x - 2.0) ** 2 + y ** 2
+    np.testing.assert_allclose(gx, 1 / np.sqrt(x * x - 1) - 3.0 * y / norm, rtol=1e-10)
+    np.testing.assert_allclose(gy, 3.0 * (x - 2.0) / norm, rtol=1e-10)
+    assert tf.math.atan2 is tf.atan2 and tf.math.acosh is tf.acosh
+
+
+@pytest.mark.parametrize("rank_known", [True, False])
+def test_where_with_a_vector_condition_picks_rows_as_tf1s_does(rank_known):
+    """TF1's where takes a condition of rank 1 as one choice per row of x; NumPy's
+    broadcasting would align it with x's last axis: a square x then came out transposed in its
+    choices, silently. where_v2 broadcasts as NumPy does."""
+    x = np.arange(9.0).reshape(3, 3)
+    cond = tf.placeholder(tf.bool, [None])
+    tx = tf.placeholder(tf.float64, [None, None] if rank_known else None)
+    rows = tf.where(cond, tx, -tx)
+    columns = tf.where_v2(cond, tx, -tx)
+    with tf.Session() as sess:
+        got_rows, got_columns = sess.run([rows, columns], {cond: [True, False, True], tx: x})
+    np.testing.assert_array_equal(got_rows, np.where([[True], [False], [True]], x, -x))
+    np.testing.assert_array_equal(got_columns, np.where([True, False, True], x, -x))
 
 
 def test_accurate_near_zero_and_python_numbers_are_float32():
