@@ -41,7 +41,8 @@ from opsdk.v1.math_ops import (abs, acos, acosh, add, arg_max, arg_min, argmax, 
                                stack, stop_gradient, sub, subtract, tanh, to_float, to_int32,
                                to_int64, transpose, truediv, unpack, unstack, where, where_v2,
                                realdiv, truncatediv, truncatemod)
-from opsdk.v1.state_ops import assign, assign_add, assign_sub
+from opsdk.v1.state_ops import (assign, assign_add, assign_sub, scatter_add, scatter_nd_add,
+                                scatter_nd_sub, scatter_nd_update, scatter_sub, scatter_update)
 from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_collections,
                              constant_initializer, get_collection, get_collection_ref, get_variable,
                              get_variable_scope, glorot_uniform_initializer, global_variables,

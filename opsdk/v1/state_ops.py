@@ -50,3 +50,59 @@ def assign_add(ref: Any, value: Any, use_locking: Any = None, name: Optional[str
 
 def assign_sub(ref: Any, value: Any, use_locking: Any = None, name: Optional[str] = None) -> Any:
     return _update("assign_sub", "assign_sub", ref, value, name)
+
+
+# -- scattered updates --------------------------------------------------------------------------
+# TF1's scatter ops update rows (or, the _nd forms, elements and slices) of a variable. Here each
+# computes the variable's new value with tensor_scatter_nd_* and assigns it whole: the same
+# result, at the cost of a copy of the variable per run.
+
+def _scatter(who: str, ref: Any, indices: Any, updates: Any, first_axis: bool,
+             how: str, name: Optional[str]) -> Any:
+    import importlib
+
+    sparse = importlib.import_module("opsdk.v1.sparse")  # (the package's `sparse` is tf.sparse)
+    if not hasattr(ref, "assign"):
+        raise OpsdkError(f"{who}: argument 'ref' must be a Variable, got {type(ref).__name__}")
+    idx = convert_to_tensor(indices)
+    if first_axis:  # indices of rows: coordinates of one dim each
+        idx = opsdk.ops.reshape(idx, shape=[*(idx.shape or ()), 1]) if idx.shape is not None \
+            and None not in idx.shape else opsdk.ops.expand_dims(idx, axis=-1)
+    value = convert_to_tensor(_as_dtype_of(ref, updates))
+    new = getattr(sparse, f"tensor_scatter_nd_{how}")(convert_to_tensor(ref), idx, value)
+    return ref.assign(new, name=name)
+
+
+def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                   name: Optional[str] = None) -> Any:
+    """ref[indices[i]] = updates[i] (rows of ref's first axis); the variable's new value. A row
+    given twice gets the sum of its updates (TF leaves which one wins undefined)."""
+    return _scatter("scatter_update", ref, indices, updates, True, "update", name)
+
+
+def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: Optional[str] = None) -> Any:
+    """ref[indices[i]] += updates[i]; repeated rows add up."""
+    return _scatter("scatter_add", ref, indices, updates, True, "add", name)
+
+
+def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                name: Optional[str] = None) -> Any:
+    """ref[indices[i]] -= updates[i]; repeated rows add up."""
+    return _scatter("scatter_sub", ref, indices, updates, True, "sub", name)
+
+
+def scatter_nd_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
+                      name: Optional[str] = None) -> Any:
+    """ref's elements (or slices) at the coordinates indices[..., :k] set to updates."""
+    return _scatter("scatter_nd_update", ref, indices, updates, False, "update", name)
+
+
+def scatter_nd_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: Optional[str] = None) -> Any:
+    return _scatter("scatter_nd_add", ref, indices, updates, False, "add", name)
+
+
+def scatter_nd_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+                   name: Optional[str] = None) -> Any:
+    return _scatter("scatter_nd_sub", ref, indices, updates, False, "sub", name)

@@ -393,3 +393,30 @@ def test_crelu_poisson_loss_and_moments():
     weights = np.broadcast_to(w, x.shape)
     np.testing.assert_allclose(wmean, (x * weights).sum(0) / weights.sum(0))
     np.testing.assert_allclose(wvar, ((x - wmean) ** 2 * weights).sum(0) / weights.sum(0))
+
+
+def test_scatter_updates_of_variables_give_tensorflows_values():
+    """tf.scatter_update/add/sub and the _nd forms, one after another (the values TF's
+    compat.v1 gave for these calls): rows by index (a scalar, a list, an int tensor, indices of
+    rank 2), elements by coordinate, ints, repeated rows adding up."""
+    v = tf.Variable(np.arange(12.0).reshape(4, 3), name="v")
+    w = tf.Variable(np.zeros((2, 3), np.float32), name="w")
+    k = tf.Variable(np.arange(5), name="k")
+    updates = [tf.scatter_update(v, [2, 0], [[1.0, 1, 1], [2, 2, 2]]),
+               tf.scatter_add(v, tf.constant([1, 1, 3]), np.ones((3, 3))),
+               tf.scatter_sub(v, [[0], [3]], np.full((2, 1, 3), 0.5)),
+               tf.scatter_nd_update(v, [[0, 0], [3, 2]], [-1.0, -2.0]),
+               tf.scatter_nd_add(w, [[1]], [[1.0, 2.0, 3.0]]),
+               tf.scatter_nd_sub(k, [[4], [0]], [10, 20]),
+               tf.scatter_add(k, 2, 100)]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = [sess.run(u).tolist() for u in updates]
+    assert got == [
+        [[2.0, 2.0, 2.0], [3.0, 4.0, 5.0], [1.0, 1.0, 1.0], [9.0, 10.0, 11.0]],
+        [[2.0, 2.0, 2.0], [5.0, 6.0, 7.0], [1.0, 1.0, 1.0], [10.0, 11.0, 12.0]],
+        [[1.5, 1.5, 1.5], [5.0, 6.0, 7.0], [1.0, 1.0, 1.0], [9.5, 10.5, 11.5]],
+        [[-1.0, 1.5, 1.5], [5.0, 6.0, 7.0], [1.0, 1.0, 1.0], [9.5, 10.5, -2.0]],
+        [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]], [-20, 1, 2, 3, -6], [-20, 1, 102, 3, -6]]
+    with pytest.raises(OpsdkError, match="scatter_update: argument 'ref' must be a Variable"):
+        tf.scatter_update(tf.constant([1.0]), [0], [2.0])
