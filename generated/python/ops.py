@@ -173,6 +173,10 @@ __all__ = [
     'round',
     'scatter_nd',
     'scatter_nd_grad',
+    'segment_max',
+    'segment_max_grad',
+    'segment_min',
+    'segment_min_grad',
     'segment_sum',
     'segment_sum_grad',
     'self_adjoint_eig',
@@ -216,6 +220,10 @@ __all__ = [
     'truncated_normal',
     'truncated_normal_dims',
     'unique',
+    'unsorted_segment_max',
+    'unsorted_segment_max_grad',
+    'unsorted_segment_min',
+    'unsorted_segment_min_grad',
     'unsorted_segment_sum',
     'unsorted_segment_sum_grad',
     'where',
@@ -4108,6 +4116,124 @@ def scatter_nd_grad(indices, updates, dims, grad_y, *, name=None):
     return _apply('scatter_nd_grad', [indices, updates, dims, grad_y], {}, name)
 
 
+def segment_max(data, segment_ids, *, name=None):
+    r"""The largest of the rows of data by sorted segment id, elementwise; the number of segments, the last id + 1, is known at run time.
+
+    As segment_sum, with the largest value in place of the sum; a segment no id names holds 0
+    (TensorFlow's). The gradient goes to the rows equal to their segment's largest value, shared
+    equally among ties.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. 1-d, a segment per row of
+            data, sorted, >= 0
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> segment_max(data, segment_ids).dtype.name
+        'int8'
+    """
+    return _apply('segment_max', [data, segment_ids], {}, name)
+
+
+def segment_max_grad(data, segment_ids, y, grad_y, *, name=None):
+    r"""Gradient of segment_max (grad_y's row of each row's segment, shared among the rows equal to y).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_max_grad(data, segment_ids, y, grad_y).shape
+        (2, 3)
+    """
+    return _apply('segment_max_grad', [data, segment_ids, y, grad_y], {}, name)
+
+
+def segment_min(data, segment_ids, *, name=None):
+    r"""The smallest of the rows of data by sorted segment id, elementwise; the number of segments, the last id + 1, is known at run time.
+
+    As segment_sum, with the smallest value in place of the sum; a segment no id names holds 0
+    (TensorFlow's). The gradient goes to the rows equal to their segment's smallest value, shared
+    equally among ties.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. 1-d, a segment per row of
+            data, sorted, >= 0
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> segment_min(data, segment_ids).dtype.name
+        'int8'
+    """
+    return _apply('segment_min', [data, segment_ids], {}, name)
+
+
+def segment_min_grad(data, segment_ids, y, grad_y, *, name=None):
+    r"""Gradient of segment_min (grad_y's row of each row's segment, shared among the rows equal to y).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_min_grad(data, segment_ids, y, grad_y).shape
+        (2, 3)
+    """
+    return _apply('segment_min_grad', [data, segment_ids, y, grad_y], {}, name)
+
+
 def segment_sum(data, segment_ids, *, name=None):
     r"""The rows of data summed by sorted segment id; the number of segments, the last id + 1, is known at run time.
 
@@ -5200,6 +5326,128 @@ def unique(x, *, dtype='int32', name=None):
         ('int8', 'int32', 'int32')
     """
     return _apply('unique', [x], {'out_idx': dtype}, name)
+
+
+def unsorted_segment_max(data, segment_ids, *, num_segments, name=None):
+    r"""The largest of the slices of data by segment id, elementwise, into num_segments rows; ids outside [0, num_segments) are dropped.
+
+    As unsorted_segment_sum, with the largest value in place of the sum; a segment no id names
+    holds the dtype's lowest value (TensorFlow's). The gradient goes to the slices equal to their
+    segment's largest value, shared equally among ties.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. a segment per slice of
+            data; its shape is a prefix of data's
+        num_segments: int, >= 0. the number of segments: y's first dim
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> unsorted_segment_max(data, segment_ids, num_segments=2).shape
+        (2,)
+    """
+    return _apply('unsorted_segment_max', [data, segment_ids], {'num_segments': num_segments}, name)
+
+
+def unsorted_segment_max_grad(data, segment_ids, y, grad_y, *, num_segments, name=None):
+    r"""Gradient of unsorted_segment_max (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was dropped).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+        num_segments: int, >= 0. the forward op's num_segments
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> unsorted_segment_max_grad(data, segment_ids, y, grad_y, num_segments=2).shape
+        (2, 3)
+    """
+    return _apply('unsorted_segment_max_grad', [data, segment_ids, y, grad_y], {'num_segments': num_segments}, name)
+
+
+def unsorted_segment_min(data, segment_ids, *, num_segments, name=None):
+    r"""The smallest of the slices of data by segment id, elementwise, into num_segments rows; ids outside [0, num_segments) are dropped.
+
+    As unsorted_segment_sum, with the smallest value in place of the sum; a segment no id names
+    holds the dtype's highest value (TensorFlow's). The gradient goes to the slices equal to their
+    segment's smallest value, shared equally among ties.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. a segment per slice of
+            data; its shape is a prefix of data's
+        num_segments: int, >= 0. the number of segments: y's first dim
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> unsorted_segment_min(data, segment_ids, num_segments=2).shape
+        (2,)
+    """
+    return _apply('unsorted_segment_min', [data, segment_ids], {'num_segments': num_segments}, name)
+
+
+def unsorted_segment_min_grad(data, segment_ids, y, grad_y, *, num_segments, name=None):
+    r"""Gradient of unsorted_segment_min (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was dropped).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+        num_segments: int, >= 0. the forward op's num_segments
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> unsorted_segment_min_grad(data, segment_ids, y, grad_y, num_segments=2).shape
+        (2, 3)
+    """
+    return _apply('unsorted_segment_min_grad', [data, segment_ids, y, grad_y], {'num_segments': num_segments}, name)
 
 
 def unsorted_segment_sum(data, segment_ids, *, num_segments, name=None):

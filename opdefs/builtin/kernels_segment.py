@@ -42,21 +42,26 @@ def unsorted_segment_sum_grad(xp, data, segment_ids, grad_y, num_segments):
     return xp.where(mask, rows, xp.zeros((), dtype=rows.dtype))
 
 
-def segment_sum(xp, data, segment_ids):
+def _sorted_count(xp, op, data, segment_ids):
+    """The number of segments of sorted ids (the last + 1), after checking them."""
     if segment_ids.ndim != 1 or data.ndim == 0 or data.shape[0] != segment_ids.shape[0]:
-        raise ValueError(f"segment_sum: segment_ids must be 1-d with one id per row of data; got "
+        raise ValueError(f"{op}: segment_ids must be 1-d with one id per row of data; got "
                          f"shape {list(segment_ids.shape)} for data of shape {list(data.shape)}")
     n = segment_ids.shape[0]
     if n and int(segment_ids[0]) < 0:
-        raise ValueError(f"segment_sum: segment_ids must be >= 0; the first is "
+        raise ValueError(f"{op}: segment_ids must be >= 0; the first is "
                          f"{int(segment_ids[0])}")
     if n > 1 and bool(xp.any(segment_ids[1:] < segment_ids[:-1])):
         falls = getattr(xp, "asnumpy", np.asarray)(segment_ids[1:] < segment_ids[:-1])
         i = int(np.argmax(falls))
-        raise ValueError(f"segment_sum: segment_ids must be sorted (ascending); "
+        raise ValueError(f"{op}: segment_ids must be sorted (ascending); "
                          f"segment_ids[{i + 1}] = {int(segment_ids[i + 1])} follows "
-                         f"{int(segment_ids[i])} (unsorted_segment_sum takes any order)")
-    segments = int(segment_ids[-1]) + 1 if n else 0
+                         f"{int(segment_ids[i])} (unsorted_{op} takes any order)")
+    return int(segment_ids[-1]) + 1 if n else 0
+
+
+def segment_sum(xp, data, segment_ids):
+    segments = _sorted_count(xp, "segment_sum", data, segment_ids)
     y = xp.zeros((segments,) + tuple(data.shape[1:]), dtype=data.dtype)
     xp.add.at(y, segment_ids, data)
     return y
@@ -64,3 +69,70 @@ def segment_sum(xp, data, segment_ids):
 
 def segment_sum_grad(xp, data, segment_ids, grad_y):
     return xp.take(grad_y, segment_ids, axis=0)
+
+
+# -- maxima and minima -------------------------------------------------------------------------
+# Each segment's largest (smallest) slice, elementwise; the gradient goes to the slices equal to
+# it, shared equally among ties (as TensorFlow's). An empty segment holds the dtype's lowest
+# (highest) value in the unsorted ops, 0 in the sorted ones.
+
+def _extreme(xp, op, data, segment_ids, segments, largest, empty):
+    """`empty`: what a segment no id names holds (None: the dtype's lowest or highest value,
+    which every segment starts from)."""
+    ids, slices = _flat(data, segment_ids)
+    info = np.finfo(data.dtype) if data.dtype.kind == "f" else np.iinfo(data.dtype)
+    y = xp.full((segments,) + tuple(slices.shape[1:]), info.min if largest else info.max,
+                dtype=data.dtype)
+    kept = (ids >= 0) & (ids < segments)
+    (xp.maximum if largest else xp.minimum).at(y, ids[kept], slices[kept])
+    if empty is not None:
+        y[xp.bincount(ids[kept], minlength=segments) == 0] = empty
+    return y
+
+
+def _extreme_grad(xp, data, segment_ids, y, grad_y):
+    if y.shape[0] == 0:  # no segments: every id was dropped
+        return xp.zeros_like(data)
+    ids, slices = _flat(data, segment_ids)
+    kept = (ids >= 0) & (ids < y.shape[0])
+    safe = xp.where(kept, ids, 0)
+    picked = slices == xp.take(y, safe, axis=0)
+    picked &= kept.reshape(tuple(kept.shape) + (1,) * (picked.ndim - 1))
+    count = xp.zeros(y.shape, dtype=grad_y.dtype)
+    xp.add.at(count, ids[kept], picked[kept].astype(grad_y.dtype))
+    share = xp.take(grad_y / xp.maximum(count, 1), safe, axis=0)
+    return xp.where(picked, share, xp.zeros((), dtype=share.dtype)).reshape(data.shape)
+
+
+def unsorted_segment_max(xp, data, segment_ids, num_segments):
+    _check_prefix("unsorted_segment_max", data, segment_ids)
+    return _extreme(xp, "unsorted_segment_max", data, segment_ids, num_segments, True, None)
+
+
+def unsorted_segment_min(xp, data, segment_ids, num_segments):
+    _check_prefix("unsorted_segment_min", data, segment_ids)
+    return _extreme(xp, "unsorted_segment_min", data, segment_ids, num_segments, False, None)
+
+
+def segment_max(xp, data, segment_ids):
+    n = _sorted_count(xp, "segment_max", data, segment_ids)
+    return _extreme(xp, "segment_max", data, segment_ids, n, True, 0)
+
+
+def segment_min(xp, data, segment_ids):
+    n = _sorted_count(xp, "segment_min", data, segment_ids)
+    return _extreme(xp, "segment_min", data, segment_ids, n, False, 0)
+
+
+def unsorted_segment_max_grad(xp, data, segment_ids, y, grad_y, num_segments):
+    return _extreme_grad(xp, data, segment_ids, y, grad_y)
+
+
+unsorted_segment_min_grad = unsorted_segment_max_grad
+
+
+def segment_max_grad(xp, data, segment_ids, y, grad_y):
+    return _extreme_grad(xp, data, segment_ids, y, grad_y)
+
+
+segment_min_grad = segment_max_grad

@@ -315,6 +315,44 @@ def segment_mean(data: Any, segment_ids: Any, name: Optional[str] = None) -> Any
     return _ops.div(total, _counts(count, total), name=name)
 
 
+def unsorted_segment_sqrt_n(data: Any, segment_ids: Any, num_segments: Any,
+                            name: Optional[str] = None) -> Any:
+    """Each segment's sum divided by the square root of its number of slices (0 if empty)."""
+    x = _t(data)
+    ids = _ids("unsorted_segment_sqrt_n", segment_ids)
+    total = unsorted_segment_sum(x, ids, num_segments)
+    count = unsorted_segment_sum(_ops.ones_like(_m.cast(ids, x.dtype)), ids, num_segments)
+    return _ops.div(total, _ops.sqrt(_counts(count, total)), name=name)
+
+
+def _extremes(who: str, sorted_ids: bool) -> Any:
+    op = getattr(_ops, who)
+
+    if sorted_ids:
+        def extreme(data: Any, segment_ids: Any, name: Optional[str] = None) -> Any:
+            ids = _ids(who, segment_ids)
+            if ids.shape is not None and len(ids.shape) != 1:
+                raise OpsdkError(f"{who}: segment_ids '{ids.name}' must be 1-d, got shape "
+                                 f"{list(ids.shape)}")
+            return op(_t(data), ids, name=name)
+        extreme.__doc__ = (f"`tf.{who}`: per sorted segment id the {who[8:]}imum of its rows "
+                           "(0 for an id no row has); the gradient goes to the rows equal to it.")
+    else:
+        def extreme(data: Any, segment_ids: Any, num_segments: Any,  # type: ignore[misc]
+                    name: Optional[str] = None) -> Any:
+            n = args.static_int(who, "num_segments", num_segments)
+            return op(_t(data), _ids(who, segment_ids), num_segments=n, name=name)
+        extreme.__doc__ = (f"`tf.{who}`: per segment id the {who[17:]}imum of its slices (the "
+                           "dtype's extreme value for an empty segment, as TF's).")
+    extreme.__name__ = who
+    return extreme
+
+
+segment_max, segment_min = _extremes("segment_max", True), _extremes("segment_min", True)
+unsorted_segment_max = _extremes("unsorted_segment_max", False)
+unsorted_segment_min = _extremes("unsorted_segment_min", False)
+
+
 def _counts(count: Any, total: Any) -> Any:
     """Per segment its count (at least 1), shaped to divide `total` ([segments, 1, ...])."""
     count = _m.maximum(count, _m.cast(1, count.dtype))
@@ -334,7 +372,10 @@ NAMES = {"matrix_inverse": matrix_inverse, "matrix_determinant": matrix_determin
          "trace": trace, "matrix_transpose": matrix_transpose, "diag": diag,
          "diag_part": diag_part, "cross": cross, "unsorted_segment_sum": unsorted_segment_sum,
          "unsorted_segment_mean": unsorted_segment_mean, "segment_sum": segment_sum,
-         "segment_mean": segment_mean}
+         "segment_mean": segment_mean, "segment_max": segment_max, "segment_min": segment_min,
+         "unsorted_segment_max": unsorted_segment_max,
+         "unsorted_segment_min": unsorted_segment_min,
+         "unsorted_segment_sqrt_n": unsorted_segment_sqrt_n}
 # tf.linalg's names for them
 LINALG = {"inv": matrix_inverse, "det": matrix_determinant, "cholesky": cholesky,
           "solve": matrix_solve, "triangular_solve": matrix_triangular_solve,
@@ -344,6 +385,4 @@ LINALG = {"inv": matrix_inverse, "det": matrix_determinant, "cholesky": cholesky
           "band_part": matrix_band_part, "trace": trace, "transpose": matrix_transpose,
           "matrix_transpose": matrix_transpose, "adjoint": matrix_transpose, "cross": cross,
           "tensor_diag": diag, "tensor_diag_part": diag_part}
-MATH = {"unsorted_segment_sum": unsorted_segment_sum,
-        "unsorted_segment_mean": unsorted_segment_mean, "segment_sum": segment_sum,
-        "segment_mean": segment_mean}
+MATH = {name: NAMES[name] for name in NAMES if "segment" in name}

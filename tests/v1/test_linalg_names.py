@@ -237,3 +237,28 @@ def test_qr_mistakes_are_named():
         tf.qr(tf.zeros([3]))
     with pytest.raises(tf.OpsdkError, match="qr: .* is int32; give float32"):
         tf.linalg.qr(tf.zeros([2, 3], tf.int32))
+
+
+def test_segment_maxima_minima_and_sqrt_n_give_tensorflows_values():
+    """The values and the gradient TF's compat.v1 gave for these calls (float32; sqrt_n within
+    a float's rounding): empty segments hold 0 in the sorted ops and the dtype's extreme value
+    in the unsorted ones; a negative id is dropped; ties share the gradient."""
+    d = tf.placeholder(tf.float32, [None, 2])
+    value = np.array([[1.0, 5.0], [3.0, 5.0], [3.0, 2.0], [7.0, 0.0], [-1.0, 4.0]], np.float32)
+    outs = [tf.segment_max(d, [0, 0, 2, 2, 2]), tf.segment_min(d, tf.constant([0, 1, 1, 3, 3])),
+            tf.unsorted_segment_max(d, [1, 0, 1, -1, 1], 3),
+            tf.math.unsorted_segment_min(d, [2, 0, 1, 0, 2], 3),
+            tf.unsorted_segment_sqrt_n(d, [0, 0, 2, 2, 2], 3),
+            tf.unsorted_segment_max(tf.constant([[1, 2], [3, 0]]), [0, 0], 2)]
+    loss = (tf.reduce_sum(outs[0] * 2) + tf.reduce_sum(outs[2][0])
+            + tf.reduce_sum(outs[4] * outs[4]))
+    with tf.Session() as sess:
+        *got, grad = sess.run(outs + tf.gradients(loss, d), {d: value})
+    low = np.finfo(np.float32).min
+    want = [[[3, 5], [0, 0], [7, 4]], [[1, 5], [3, 2], [0, 0], [-1, 0]],
+            [[3, 5], [3, 5], [low, low]], [[3, 0], [3, 2], [-1, 4]],
+            [[2.828427, 7.071068], [0, 0], [5.196152, 3.464102]],
+            [[3, 2], [-2147483648, -2147483648]]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(w, g.dtype), rtol=3e-7)
+    np.testing.assert_allclose(grad, [[4, 11], [7, 12], [6, 4], [8, 4], [6, 6]], rtol=1e-6)
