@@ -289,11 +289,18 @@ def unsorted_segment_sum(data: Any, segment_ids: Any, num_segments: Any,
 def unsorted_segment_mean(data: Any, segment_ids: Any, num_segments: Any,
                           name: Optional[str] = None) -> Any:
     """The mean of each segment's slices (0 for an empty segment)."""
+    return _scaled_sum("unsorted_segment_mean", data, segment_ids, num_segments, False, name)
+
+
+def _scaled_sum(who: str, data: Any, segment_ids: Any, num_segments: Any, root: bool,
+                name: Optional[str]) -> Any:
+    """Each segment's sum divided by its number of slices (its square root with `root`)."""
     x = _t(data)
-    ids = _ids("unsorted_segment_mean", segment_ids)
+    ids = _ids(who, segment_ids)
     total = unsorted_segment_sum(x, ids, num_segments)
-    count = unsorted_segment_sum(_ops.ones_like(_m.cast(ids, x.dtype)), ids, num_segments)
-    return _ops.div(total, _counts(count, total), name=name)
+    count = _counts(unsorted_segment_sum(_ops.ones_like(_m.cast(ids, x.dtype)), ids,
+                                         num_segments), total)
+    return _ops.div(total, _ops.sqrt(count) if root else count, name=name)
 
 
 def segment_sum(data: Any, segment_ids: Any, name: Optional[str] = None) -> Any:
@@ -318,11 +325,7 @@ def segment_mean(data: Any, segment_ids: Any, name: Optional[str] = None) -> Any
 def unsorted_segment_sqrt_n(data: Any, segment_ids: Any, num_segments: Any,
                             name: Optional[str] = None) -> Any:
     """Each segment's sum divided by the square root of its number of slices (0 if empty)."""
-    x = _t(data)
-    ids = _ids("unsorted_segment_sqrt_n", segment_ids)
-    total = unsorted_segment_sum(x, ids, num_segments)
-    count = unsorted_segment_sum(_ops.ones_like(_m.cast(ids, x.dtype)), ids, num_segments)
-    return _ops.div(total, _ops.sqrt(_counts(count, total)), name=name)
+    return _scaled_sum("unsorted_segment_sqrt_n", data, segment_ids, num_segments, True, name)
 
 
 def _extremes(who: str, sorted_ids: bool) -> Any:

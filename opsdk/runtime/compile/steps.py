@@ -181,17 +181,15 @@ def _direct_run2(op: Operation, fn: Callable, xp: Any, ins: tuple, o: int) -> Ru
 def _donating_run(op: Operation, fn: Optional[Callable], into: Optional[Callable], xp: Any,
                   ins: tuple, outs: tuple, d: int, open_inputs: tuple[int, ...] = ()) -> RunFn:
     """A python kernel handed `out=` (for its op's one output, or for the one of several that
-    declares `inplace`): the buffer of input `d`, when this step holds the only reference to it
-    (the slot list, and nothing else: no view, no fetch, no variable) and it is a writable array
-    of its own. Otherwise the kernel allocates, as always. `fn` is the raw kernel, called
-    `fn(xp, *inputs, out=)`, or None and `into(inputs, given outputs)` the kernel with its attrs
-    bound (kernels.choice.given_output_call). With `open_inputs` (inputs whose static shape is
-    open), their actual shapes are checked against the declaration first (as _checked_run
-    does), which makes the output's shape the donor's."""
-    if len(outs) > 1:
-        return _donating_run_several(op, into, ins, outs, d, open_inputs)
+    declares `inplace`, the kernel returning them all): the buffer of input `d`, when this step
+    holds the only reference to it (the slot list, and nothing else: no view, no fetch, no
+    variable) and it is a writable array of its own. Otherwise the kernel allocates, as always.
+    `fn` is the raw kernel, called `fn(xp, *inputs, out=)`, or None and `into(inputs, given
+    outputs)` the kernel with its attrs bound (kernels.choice.given_output_call). With
+    `open_inputs` (inputs whose static shape is open), their actual shapes are checked against
+    the declaration first (as _checked_run does), which makes the output's shape the donor's."""
+    slot, several = ins[d], len(outs) > 1
     o = outs[0]
-    slot = ins[d]
     refs = sys.getrefcount
     ndarray = np.ndarray
     gather = _gatherer(ins)
@@ -205,38 +203,18 @@ def _donating_run(op: Operation, fn: Optional[Callable], into: Optional[Callable
             given = (type(buf) is ndarray and (buf.base is None or owns_memory(buf))
                      and buf.flags.writeable and refs(buf) == 3)  # v's entry, `buf`, refs' argument
             if fn is None:
-                v[o] = into(gather(v), (buf,) if given else ())
+                result = into(gather(v), (buf,) if given else ())
             elif given:
-                v[o] = fn(xp, *[v[i] for i in ins], out=buf)
+                result = fn(xp, *[v[i] for i in ins], out=buf)
             else:
-                v[o] = fn(xp, *[v[i] for i in ins])
+                result = fn(xp, *[v[i] for i in ins])
         except Exception as exc:
             raise step_error(op, exc) from exc
-    return run
-
-
-def _donating_run_several(op: Operation, into: Callable, ins: tuple, outs: tuple, d: int,
-                          open_inputs: tuple[int, ...]) -> RunFn:
-    """_donating_run for an op of several outputs: the kernel returns them all, one of them
-    written into input `d`'s buffer when it was given."""
-    slot = ins[d]
-    refs = sys.getrefcount
-    ndarray = np.ndarray
-    gather = _gatherer(ins)
-    check = _shape_check(op, open_inputs) if open_inputs else None
-
-    def run(v: list, ctx: Any) -> None:
-        buf = v[slot]
-        try:
-            if check is not None:
-                check(gather(v))
-            given = (type(buf) is ndarray and (buf.base is None or owns_memory(buf))
-                     and buf.flags.writeable and refs(buf) == 3)  # v's entry, `buf`, refs' argument
-            results = into(gather(v), (buf,) if given else ())
-        except Exception as exc:
-            raise step_error(op, exc) from exc
-        for o, value in zip(outs, results):
-            v[o] = value
+        if several:
+            for slot_out, value in zip(outs, result):
+                v[slot_out] = value
+        else:
+            v[o] = result
     return run
 
 
