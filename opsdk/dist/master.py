@@ -176,18 +176,28 @@ class ClusterSession:
             self._placed[name] = (options, nodes)
         return handle
 
-    def _introduce(self) -> dict[str, int]:
-        """Every task of the cluster knows every other; returns their incarnations."""
+    def _introduce(self, wait: bool = False) -> dict[str, int]:
+        """Every task of the cluster knows every other; returns their incarnations. With
+        `wait`, a task whose actor Ray is still restarting (a restart takes seconds, more on a
+        loaded machine) is asked again until it answers or the step timeout (else 60 s) ends."""
         ray = engine.ray_module()
-        actors = {t: self.actor(t) for t in self.cluster.task_names()}
-        refs = {t: a.set_peers.remote(actors) for t, a in actors.items()}
-        where = {t: actors[t].info.remote() for t in self._placed}
-        try:
-            incarnations = {t: ray.get(r, timeout=self.step_timeout) for t, r in refs.items()}
-            infos = {t: ray.get(r, timeout=self.step_timeout) for t, r in where.items()}
-        except Exception as exc:
-            raise TaskUnavailable(f"the cluster's tasks did not answer: {_reason(exc)}"
-                                  ) from None
+        deadline = time.monotonic() + (self.step_timeout or 60.0)
+        while True:
+            actors = {t: self.actor(t) for t in self.cluster.task_names()}
+            refs = {t: a.set_peers.remote(actors) for t, a in actors.items()}
+            where = {t: actors[t].info.remote() for t in self._placed}
+            try:
+                incarnations = {t: ray.get(r, timeout=self.step_timeout)
+                                for t, r in refs.items()}
+                infos = {t: ray.get(r, timeout=self.step_timeout) for t, r in where.items()}
+                break
+            except Exception as exc:
+                if (wait and isinstance(exc, ray.exceptions.ActorUnavailableError)
+                        and time.monotonic() < deadline):
+                    time.sleep(0.2)  # restarting: Ray answers at once that it is not back yet
+                    continue
+                raise TaskUnavailable(f"the cluster's tasks did not answer: {_reason(exc)}"
+                                      ) from None
         for task, info in infos.items():
             options, listed = self._placed[task]
             problem = misplaced(task, options, info["ray_node"], listed, info.get("reserved"))
@@ -216,7 +226,7 @@ class ClusterSession:
         """Wait until every task answers (a restarted one included) and introduce them again;
         the next step registers the partitions a restarted task lost."""
         with self._lock:
-            self._incarnations = self._introduce()
+            self._incarnations = self._introduce(wait=True)
             self._pushed = None
 
     def trusted_incarnation(self, task: str) -> Optional[int]:

@@ -55,6 +55,8 @@ def _train(name, folder, kill=None, steps=40, **options):
         sess.run(train, {x: _data(i)})
 
     recoveries = train_supervised(sess, step, steps, folder, every=10, init=init)
+    if kill is not None:  # a worker whose death no step met may still be restarting (a loaded
+        _wait_until_it_answers(sess, kill)  # machine): a step then fails, as it should
     final = float(sess.run(loss, {x: _data(999)}))
     sess.close()
     return recoveries, killed_at, final
@@ -84,8 +86,19 @@ def test_a_killed_task_is_reported_restarted_restored_and_training_goes_on(ray_e
     assert abs(final - undisturbed) < 0.05 + 0.2 * undisturbed
 
 
+def _wait_until_it_answers(sess, task):
+    """The task's pid once its actor answers (Ray may still be restarting it)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return sess.engine_info(task)["pid"]
+        except Exception:  # noqa: BLE001 - restarting
+            assert time.monotonic() < deadline, f"{task} did not answer"
+            time.sleep(0.2)
+
+
 def _kill_and_wait_for_restart(sess, task):
-    pid = sess.engine_info(task)["pid"]
+    pid = _wait_until_it_answers(sess, task)  # (a kill just before may still be restarting it)
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while True:  # until Ray restarted it
