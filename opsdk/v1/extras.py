@@ -23,7 +23,10 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args, dtypes, scopes
+from opsdk.runtime.frontend.py_func import py_func_node, takes_step
+from opsdk.v1 import args, dtypes, errors, scopes
+from opsdk.v1 import session as _session
+from opsdk.v1 import strings as _strings
 from opsdk.v1 import math_ops as _m
 from opsdk.v1.composed import is_finite, logical_not, reduce_all
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
@@ -559,17 +562,11 @@ def _store_names(who: str, var_list: Any) -> list[str]:
     return names
 
 
-def _stepped(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn.takes_step_context = True  # type: ignore[attr-defined]
-    return fn
-
-
 def is_variable_initialized(variable: Any, name: Optional[str] = None) -> Any:
     """A bool scalar: whether `variable` has a value in the session running the step."""
     (key,) = _store_names("is_variable_initialized", [variable])
-    from opsdk.runtime.frontend.py_func import py_func_node
 
-    @_stepped
+    @takes_step
     def check(ctx: Any) -> np.ndarray:
         return np.asarray(ctx.variables.initialised(key))
     return py_func_node(check, [], ["bool"], name=name or "IsVariableInitialized").outputs[0]
@@ -580,17 +577,12 @@ def report_uninitialized_variables(var_list: Any = None,
     """A 1-D string tensor: the names of the variables of var_list (default: every global and
     local one) that have no value in the session running the step (TF1's `ready_op`)."""
     keys = _store_names("report_uninitialized_variables", var_list)
-    import sys
 
-    from opsdk.runtime.frontend.py_func import py_func_node
-    from opsdk.v1 import session as _session
-    strings = sys.modules["opsdk.v1.strings"]  # (the package's `strings` is tf.strings)
-
-    @_stepped
+    @takes_step
     def missing(ctx: Any) -> np.ndarray:
-        return strings.byte_rows([k for k in keys if not ctx.variables.initialised(k)])
+        return _strings.byte_rows([k for k in keys if not ctx.variables.initialised(k)])
     out = py_func_node(missing, [], ["uint8"], name=name).outputs[0]
-    _session.register_decoder(out, strings._decode_list)
+    _session.register_decoder(out, _strings._decode_list)
     return out
 
 
@@ -598,10 +590,8 @@ def assert_variables_initialized(var_list: Any = None) -> Any:
     """An op that fails with FailedPreconditionError, naming them, when variables of var_list
     (default: every global and local one) have no value in the session running it."""
     keys = _store_names("assert_variables_initialized", var_list)
-    from opsdk.runtime.frontend.py_func import py_func_node
-    from opsdk.v1 import errors
 
-    @_stepped
+    @takes_step
     def check(ctx: Any) -> None:
         missing = [k for k in keys if not ctx.variables.initialised(k)]
         if missing:

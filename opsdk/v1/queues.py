@@ -32,7 +32,7 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.frontend.py_func import py_func_node
+from opsdk.runtime.frontend.py_func import py_func_node, takes_step
 from opsdk.v1 import dtypes, errors, scopes, strings
 from opsdk.v1 import session as _session
 from opsdk.v1.tensors import TensorShape
@@ -42,11 +42,6 @@ _SLICE = 0.05  # seconds between checks of the step's cancellation while waiting
 
 QUEUE_RUNNERS = "queue_runners"
 scopes.GraphKeys.QUEUE_RUNNERS = QUEUE_RUNNERS
-
-
-def _stepped(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn.takes_step_context = True  # type: ignore[attr-defined]
-    return fn
 
 
 class _Contents:
@@ -199,7 +194,7 @@ class QueueBase:
     def _enqueue(self, who: str, vals: Any, many: bool, name: Optional[str]) -> Any:
         tensors = self._components(who, vals)
 
-        @_stepped
+        @takes_step
         def put(ctx: Any, *arrays: np.ndarray) -> None:
             self._put(ctx, self._items(arrays, many))
         return py_func_node(put, tensors, [], name=name or f"{self._name}_{who}")
@@ -251,7 +246,7 @@ class QueueBase:
                                      f"{n!r}")
                 static = int(n)
 
-        @_stepped
+        @takes_step
         def take(ctx: Any, *given: np.ndarray) -> list:
             count = static if not given else int(np.asarray(given[0]))
             return self._take(ctx, count, up_to)
@@ -324,7 +319,7 @@ class QueueBase:
 
     def size(self, name: Optional[str] = None) -> Any:
         """The number of elements, an int32 scalar."""
-        @_stepped
+        @takes_step
         def count(ctx: Any) -> np.int32:
             return np.int32(len(self._in(ctx.session).items))
         out = py_func_node(count, [], ["int32"], name=name or f"{self._name}_Size").outputs[0]
@@ -334,7 +329,7 @@ class QueueBase:
     def close(self, cancel_pending_enqueues: bool = False, name: Optional[str] = None) -> Any:
         """An op that closes the queue: no more enqueues; dequeues take what is left. With
         cancel_pending_enqueues, enqueues waiting for room fail now."""
-        @_stepped
+        @takes_step
         def shut(ctx: Any) -> None:
             contents = self._in(ctx.session)
             with contents.cond:
@@ -344,7 +339,7 @@ class QueueBase:
         return py_func_node(shut, [], [], name=name or f"{self._name}_Close")
 
     def is_closed(self, name: Optional[str] = None) -> Any:
-        @_stepped
+        @takes_step
         def closed(ctx: Any) -> np.bool_:
             return np.bool_(self._in(ctx.session).closed)
         out = py_func_node(closed, [], ["bool"], name=name or f"{self._name}_IsClosed").outputs[0]
@@ -501,7 +496,7 @@ def _limited(who: str, tensor: Any, num_epochs: Optional[int], shuffle: bool,
     counts: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
     lock = threading.Lock()
 
-    @_stepped
+    @takes_step
     def epoch(ctx: Any, x: np.ndarray) -> np.ndarray:
         with lock:
             state = counts.setdefault(ctx.session, [0, np.random.default_rng(seed)])

@@ -24,10 +24,10 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.frontend.py_func import py_func_node
+from opsdk.runtime.frontend.py_func import py_func_node, takes_step
 from opsdk.v1 import args, dtypes, errors, strings
 from opsdk.v1 import session as _session
-from opsdk.v1.queues import QueueBase, _stepped
+from opsdk.v1.queues import QueueBase
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 
@@ -102,7 +102,7 @@ class ReaderBase:
         files = self._queue("read", queue)
         lock = self._lock
 
-        @_stepped
+        @takes_step
         def read(ctx: Any) -> list:
             at = self._position(ctx.session)
             with lock:
@@ -121,7 +121,7 @@ class ReaderBase:
         count = args.static_int(f"{self._kind}.read_up_to", "num_records", num_records)
         lock = self._lock
 
-        @_stepped
+        @takes_step
         def read(ctx: Any) -> list:
             at = self._position(ctx.session)
             keys, values = [], []
@@ -143,7 +143,7 @@ class ReaderBase:
         return op.outputs[0], op.outputs[1]
 
     def _counter(self, what: str, name: Optional[str]) -> Any:
-        @_stepped
+        @takes_step
         def count(ctx: Any) -> np.int64:
             return np.int64(getattr(self._position(ctx.session), what))
         out = py_func_node(count, [], ["int64"], name=name or f"{self._name}_{what}").outputs[0]
@@ -158,7 +158,7 @@ class ReaderBase:
 
     def reset(self, name: Optional[str] = None) -> Any:
         """An op that forgets the file the reader is in and its counts."""
-        @_stepped
+        @takes_step
         def forget(ctx: Any) -> None:
             with self._lock:
                 self._positions[ctx.session] = _Position()

@@ -9,6 +9,8 @@ import numpy as np
 
 import opsdk
 from opsdk.registry.errors import OpsdkError
+from opsdk.v1 import math_ops as _m
+from opsdk.v1 import sparse as _sparse
 from opsdk.v1.tensors import convert_to_tensor
 
 
@@ -57,52 +59,36 @@ def assign_sub(ref: Any, value: Any, use_locking: Any = None, name: Optional[str
 # computes the variable's new value with tensor_scatter_nd_* and assigns it whole: the same
 # result, at the cost of a copy of the variable per run.
 
-def _scatter(who: str, ref: Any, indices: Any, updates: Any, first_axis: bool,
-             how: str, name: Optional[str]) -> Any:
-    import importlib
-
-    sparse = importlib.import_module("opsdk.v1.sparse")  # (the package's `sparse` is tf.sparse)
-    if not hasattr(ref, "assign"):
-        raise OpsdkError(f"{who}: argument 'ref' must be a Variable, got {type(ref).__name__}")
-    idx = convert_to_tensor(indices)
-    if first_axis:  # indices of rows: coordinates of one dim each
-        idx = opsdk.ops.reshape(idx, shape=[*(idx.shape or ()), 1]) if idx.shape is not None \
-            and None not in idx.shape else opsdk.ops.expand_dims(idx, axis=-1)
-    value = convert_to_tensor(_as_dtype_of(ref, updates))
-    new = getattr(sparse, f"tensor_scatter_nd_{how}")(convert_to_tensor(ref), idx, value)
-    return ref.assign(new, name=name)
-
-
-def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
-                   name: Optional[str] = None) -> Any:
-    """ref[indices[i]] = updates[i] (rows of ref's first axis); the variable's new value. A row
-    given twice gets the sum of its updates (TF leaves which one wins undefined)."""
-    return _scatter("scatter_update", ref, indices, updates, True, "update", name)
-
-
-def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
+def _scatter(who: str, first_axis: bool, how: str, doc: str) -> Any:
+    """TF1's `who(ref, indices, updates, use_locking, name)`: ref's new value computed with
+    tensor_scatter_nd_`how` (indices of rows of its first axis with `first_axis`, else
+    coordinates indices[..., :k]) and assigned whole."""
+    def scatter(ref: Any, indices: Any, updates: Any, use_locking: Any = None,
                 name: Optional[str] = None) -> Any:
-    """ref[indices[i]] += updates[i]; repeated rows add up."""
-    return _scatter("scatter_add", ref, indices, updates, True, "add", name)
+        if not hasattr(ref, "assign"):
+            raise OpsdkError(f"{who}: argument 'ref' must be a Variable, got "
+                             f"{type(ref).__name__}")
+        idx = convert_to_tensor(indices)
+        if first_axis:  # indices of rows: coordinates of one dim each
+            idx = _m.expand_dims(idx, -1)
+        value = convert_to_tensor(_as_dtype_of(ref, updates))
+        new = getattr(_sparse, f"tensor_scatter_nd_{how}")(convert_to_tensor(ref), idx, value)
+        return ref.assign(new, name=name)
+    scatter.__name__, scatter.__doc__ = who, doc
+    return scatter
 
 
-def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
-                name: Optional[str] = None) -> Any:
-    """ref[indices[i]] -= updates[i]; repeated rows add up."""
-    return _scatter("scatter_sub", ref, indices, updates, True, "sub", name)
-
-
-def scatter_nd_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True,
-                      name: Optional[str] = None) -> Any:
-    """ref's elements (or slices) at the coordinates indices[..., :k] set to updates."""
-    return _scatter("scatter_nd_update", ref, indices, updates, False, "update", name)
-
-
-def scatter_nd_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
-                   name: Optional[str] = None) -> Any:
-    return _scatter("scatter_nd_add", ref, indices, updates, False, "add", name)
-
-
-def scatter_nd_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False,
-                   name: Optional[str] = None) -> Any:
-    return _scatter("scatter_nd_sub", ref, indices, updates, False, "sub", name)
+scatter_update = _scatter("scatter_update", True, "update", """ref[indices[i]] = updates[i]
+    (rows of ref's first axis); the variable's new value. A row given twice gets the sum of its
+    updates (TF leaves which one wins undefined).""")
+scatter_add = _scatter("scatter_add", True, "add",
+                       "ref[indices[i]] += updates[i]; repeated rows add up.")
+scatter_sub = _scatter("scatter_sub", True, "sub",
+                       "ref[indices[i]] -= updates[i]; repeated rows add up.")
+scatter_nd_update = _scatter("scatter_nd_update", False, "update",
+                             "ref's elements (or slices) at the coordinates indices[..., :k] set "
+                             "to updates.")
+scatter_nd_add = _scatter("scatter_nd_add", False, "add",
+                          "updates added to ref at the coordinates indices[..., :k].")
+scatter_nd_sub = _scatter("scatter_nd_sub", False, "sub",
+                          "updates subtracted from ref at the coordinates indices[..., :k].")

@@ -232,27 +232,29 @@ def _read_for_shape(body: SubGraph, n: int) -> list[int]:
                                        for u in body.inputs[v].consumers() if u in live)]
 
 
-def _shape_reader(op: Operation, t: Tensor, live: set, leaving: set) -> bool:
+def _reads_shape_of(op: Operation, t: Tensor) -> bool:
+    """Whether `op` reads `t` only through inputs declared `shape_only`."""
     spec = op.spec
-    if spec is None or op.absent or len(op.inputs) != len(spec.inputs):
-        return False  # a primitive, or a list or absent input (positions would not match)
-    at = [j for j, x in enumerate(op.inputs) if x is t]
-    if all(spec.inputs[j].shape_only for j in at):
+    return (spec is not None and not op.absent and len(op.inputs) == len(spec.inputs)
+            and all(spec.inputs[j].shape_only for j, x in enumerate(op.inputs) if x is t))
+
+
+def _shape_reader(op: Operation, t: Tensor, live: set, leaving: set) -> bool:
+    if _reads_shape_of(op, t):
         return True
-    if spec.gradient_op is None:
-        return False
-    grad = gradient_spec(spec)
-    by_name = {g.name: g for g in grad.inputs}
+    spec = op.spec
+    if spec is None or op.absent or len(op.inputs) != len(spec.inputs) \
+            or spec.gradient_op is None:
+        return False  # a primitive, a list or absent input (positions would not match), no grad
+    by_name = {g.name: g for g in gradient_spec(spec).inputs}
     if any(o.name in by_name for o in spec.outputs):
         return False  # the gradient reads the op's outputs, which the replay computes from t
     if not all(by_name.get(spec.inputs[j].name) is not None
-               and by_name[spec.inputs[j].name].shape_only for j in at):
+               and by_name[spec.inputs[j].name].shape_only
+               for j, x in enumerate(op.inputs) if x is t):
         return False
-    return all(out in leaving or all(
-        u not in live or all(u.spec is not None and len(u.inputs) == len(u.spec.inputs)
-                             and u.spec.inputs[j].shape_only
-                             for j, x in enumerate(u.inputs) if x is out)
-        for u in out.consumers()) for out in op.outputs)
+    return all(out in leaving or all(u not in live or _reads_shape_of(u, out)
+                                     for u in out.consumers()) for out in op.outputs)
 
 
 def _stand_in(shapes: Tensor, i: Tensor, dtype: str) -> Tensor:

@@ -11,8 +11,8 @@ the key and fails clearly there. Output shapes are unknown until the node runs (
 `reshape` declare them); a py_func passes no gradient. Every py_func node is stateful: it runs
 once per step that needs it, and is never folded or merged with another.
 
-A function with the attribute `takes_step_context = True` is called with the running step's
-context first (`func(ctx, *values)`): `ctx.session` is the session running the step, and
+A function with the attribute `takes_step_context = True` (set by `takes_step`) is called
+with the running step's context first (`func(ctx, *values)`): `ctx.session` is the session running the step, and
 `ctx.token` its cancellation token, which a function that waits (for a queue's next element)
 checks with `ctx.token.check(where)` or `ctx.token.cancelled`, so that `Session.close()`,
 Ctrl-C and `Session.run(..., timeout=)` stop the wait.
@@ -49,6 +49,12 @@ def py_func(func: Callable[..., Any], inp: Sequence[Any], Tout: Any, stateful: b
     single = not isinstance(Tout, (list, tuple))
     op = py_func_node(func, inp, [Tout] if single else Tout, name=name)
     return op.outputs[0] if single else list(op.outputs)
+
+
+def takes_step(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark `fn` to be called with the running step's context first (the module docstring)."""
+    fn.takes_step_context = True  # type: ignore[attr-defined]
+    return fn
 
 
 def py_func_node(func: Callable[..., Any], inp: Sequence[Any], Tout: Sequence[Any],
