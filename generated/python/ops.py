@@ -5329,7 +5329,7 @@ def unique(x, *, dtype='int32', name=None):
 
 
 def unsorted_segment_max(data, segment_ids, *, num_segments, name=None):
-    r"""The largest of the slices of data by segment id, elementwise, into num_segments rows; ids outside [0, num_segments) are dropped.
+    r"""The largest of the slices of data by segment id, elementwise, into num_segments rows; negative ids are dropped, ids past num_segments an error.
 
     As unsorted_segment_sum, with the largest value in place of the sum; a segment no id names
     holds the dtype's lowest value (TensorFlow's). The gradient goes to the slices equal to their
@@ -5359,7 +5359,7 @@ def unsorted_segment_max(data, segment_ids, *, num_segments, name=None):
 
 
 def unsorted_segment_max_grad(data, segment_ids, y, grad_y, *, num_segments, name=None):
-    r"""Gradient of unsorted_segment_max (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was dropped).
+    r"""Gradient of unsorted_segment_max (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was negative).
 
     Args:
         data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
@@ -5390,7 +5390,7 @@ def unsorted_segment_max_grad(data, segment_ids, y, grad_y, *, num_segments, nam
 
 
 def unsorted_segment_min(data, segment_ids, *, num_segments, name=None):
-    r"""The smallest of the slices of data by segment id, elementwise, into num_segments rows; ids outside [0, num_segments) are dropped.
+    r"""The smallest of the slices of data by segment id, elementwise, into num_segments rows; negative ids are dropped, ids past num_segments an error.
 
     As unsorted_segment_sum, with the smallest value in place of the sum; a segment no id names
     holds the dtype's highest value (TensorFlow's). The gradient goes to the slices equal to their
@@ -5420,7 +5420,7 @@ def unsorted_segment_min(data, segment_ids, *, num_segments, name=None):
 
 
 def unsorted_segment_min_grad(data, segment_ids, y, grad_y, *, num_segments, name=None):
-    r"""Gradient of unsorted_segment_min (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was dropped).
+    r"""Gradient of unsorted_segment_min (grad_y's row of each slice's segment, shared among the slices equal to y; zeros elsewhere and where the id was negative).
 
     Args:
         data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
@@ -5451,12 +5451,13 @@ def unsorted_segment_min_grad(data, segment_ids, y, grad_y, *, num_segments, nam
 
 
 def unsorted_segment_sum(data, segment_ids, *, num_segments, name=None):
-    r"""The slices of data summed by segment id into num_segments rows; ids outside [0, num_segments) are dropped.
+    r"""The slices of data summed by segment id into num_segments rows; negative ids are dropped, ids past num_segments an error.
 
     segment_ids has the shape of a prefix of data's (its leading dims, any number of them):
     y[s] is the sum of data[i] over the positions i with segment_ids[i] == s, zeros for a segment
-    no id names, so y has shape [num_segments, *data.shape[segment_ids.ndim:]]. An id below 0 or
-    at least num_segments adds its slice nowhere (and the slice gets no gradient).
+    no id names, so y has shape [num_segments, *data.shape[segment_ids.ndim:]]. An id below 0
+    adds its slice nowhere (and the slice gets no gradient); an id at or past num_segments is an
+    error (TensorFlow's too), not a slice lost in silence.
 
     Args:
         data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
@@ -5482,7 +5483,7 @@ def unsorted_segment_sum(data, segment_ids, *, num_segments, name=None):
 
 
 def unsorted_segment_sum_grad(data, segment_ids, grad_y, *, num_segments, name=None):
-    r"""Gradient of unsorted_segment_sum (grad_y's row of each slice's segment; zeros where the id was dropped).
+    r"""Gradient of unsorted_segment_sum (grad_y's row of each slice's segment; zeros where the id was negative).
 
     Args:
         data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,

@@ -18,6 +18,17 @@ def _check_prefix(op, data, segment_ids):
                          f"prefix of data's shape {list(data.shape)}")
 
 
+def _check_range(op, segment_ids, num_segments):
+    """An id at or past num_segments is an error (as TensorFlow's): dropping it would lose data
+    silently. A negative id is dropped, as documented."""
+    past = segment_ids >= num_segments
+    if bool(past.any()):
+        at = np.unravel_index(int(np.argmax(getattr(past, "get", lambda: past)())), past.shape)
+        raise ValueError(f"{op}: segment_ids[{', '.join(str(int(i)) for i in at)}] = "
+                         f"{int(segment_ids[at])} is out of range [0, {num_segments}) "
+                         f"(num_segments = {num_segments}; a negative id drops its slice)")
+
+
 def _flat(data, segment_ids):
     """The ids as a vector and data as one slice per id."""
     ids = segment_ids.reshape(-1)
@@ -26,9 +37,10 @@ def _flat(data, segment_ids):
 
 def unsorted_segment_sum(xp, data, segment_ids, num_segments):
     _check_prefix("unsorted_segment_sum", data, segment_ids)
+    _check_range("unsorted_segment_sum", segment_ids, num_segments)
     ids, slices = _flat(data, segment_ids)
     y = xp.zeros((num_segments,) + tuple(slices.shape[1:]), dtype=data.dtype)
-    kept = (ids >= 0) & (ids < num_segments)  # the others are dropped
+    kept = ids >= 0  # a negative id is dropped
     xp.add.at(y, ids[kept], slices[kept])
     return y
 
@@ -106,11 +118,13 @@ def _extreme_grad(xp, data, segment_ids, y, grad_y):
 
 def unsorted_segment_max(xp, data, segment_ids, num_segments):
     _check_prefix("unsorted_segment_max", data, segment_ids)
+    _check_range("unsorted_segment_max", segment_ids, num_segments)
     return _extreme(xp, "unsorted_segment_max", data, segment_ids, num_segments, True, None)
 
 
 def unsorted_segment_min(xp, data, segment_ids, num_segments):
     _check_prefix("unsorted_segment_min", data, segment_ids)
+    _check_range("unsorted_segment_min", segment_ids, num_segments)
     return _extreme(xp, "unsorted_segment_min", data, segment_ids, num_segments, False, None)
 
 

@@ -342,9 +342,9 @@ def unsorted_reference(data, ids, num_segments):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 @pytest.mark.parametrize("id_dtype", [np.int32, np.int64])
-def test_unsorted_segment_sum_drops_ids_out_of_range(dtype, id_dtype):
+def test_unsorted_segment_sum_drops_negative_ids(dtype, id_dtype):
     data = np.arange(12).reshape(6, 2).astype(dtype)
-    ids = np.array([3, -1, 0, 3, 7, 0], id_dtype)  # -1 and 7 are dropped; 1, 2 stay empty
+    ids = np.array([3, -1, 0, 3, -2, 0], id_dtype)  # -1 and -2 are dropped; 1, 2 stay empty
     got, (shape,) = run_graph(lambda d, i: ops.unsorted_segment_sum(d, i, num_segments=4),
                               data, ids, dtype=dtype)
     assert tuple(shape) == (4, 2) and got[0].dtype == dtype
@@ -359,7 +359,7 @@ def test_unsorted_segment_sum_drops_ids_out_of_range(dtype, id_dtype):
 def test_unsorted_segment_sum_takes_ids_of_any_rank(ids_shape, data_shape):
     rng = np.random.default_rng(20)
     data = rng.normal(size=data_shape)
-    ids = rng.integers(-1, 4, size=ids_shape)
+    ids = rng.integers(-1, 3, size=ids_shape)
     got, (shape,) = run_graph(lambda d, i: ops.unsorted_segment_sum(d, i, num_segments=3),
                               data, ids)
     want = unsorted_reference(data, ids, 3)
@@ -369,11 +369,22 @@ def test_unsorted_segment_sum_takes_ids_of_any_rank(ids_shape, data_shape):
 
 def test_unsorted_segment_sum_gradient_gathers_and_zeroes_dropped_ids():
     rng = np.random.default_rng(21)
-    data, ids = rng.normal(size=(2, 3, 2)), np.array([[0, 4, 2], [-1, 2, 2]])
+    data, ids = rng.normal(size=(2, 3, 2)), np.array([[0, -4, 2], [-1, 2, 2]])
     (grad,) = check_gradients(lambda d, i: ops.unsorted_segment_sum(d, i, num_segments=3),
                               [data, ids], wrt=[0])
-    assert not np.any(grad[0, 1]) and not np.any(grad[1, 0])  # ids 4 and -1 were dropped
+    assert not np.any(grad[0, 1]) and not np.any(grad[1, 0])  # ids -4 and -1 were dropped
     np.testing.assert_array_equal(grad[0, 2], grad[1, 1])  # both in segment 2
+
+
+@pytest.mark.parametrize("op", ["unsorted_segment_sum", "unsorted_segment_max",
+                                "unsorted_segment_min"])
+def test_an_id_past_the_last_segment_is_an_error_not_a_slice_lost(op):
+    # It was dropped in silence, as a negative id is; TensorFlow refuses it, and so do these.
+    data = np.arange(12.0).reshape(2, 3, 2)
+    ids = np.array([[0, 1, 2], [2, 5, -1]])
+    with pytest.raises(Exception, match=rf"{op}.*segment_ids\[1, 1\] = 5 is out of range "
+                                        r"\[0, 3\)"):
+        run_graph(lambda d, i: getattr(ops, op)(d, i, num_segments=3), data, ids)
 
 
 def test_unsorted_segment_sum_refuses_ids_that_are_not_a_prefix_of_data():
@@ -386,9 +397,9 @@ def test_unsorted_segment_sum_refuses_ids_that_are_not_a_prefix_of_data():
 
 
 def test_unsorted_segment_sum_with_no_segments():
-    got = ops.unsorted_segment_sum(np.ones((3, 2)), np.array([0, 1, 0]), num_segments=0)
+    got = ops.unsorted_segment_sum(np.ones((3, 2)), np.array([-1, -1, -2]), num_segments=0)
     assert got.shape == (0, 2)
-    grad = ops.unsorted_segment_sum_grad(np.ones((3, 2)), np.array([0, 1, 0]), np.ones((0, 2)),
+    grad = ops.unsorted_segment_sum_grad(np.ones((3, 2)), np.array([-1, -1, -2]), np.ones((0, 2)),
                                          num_segments=0)
     np.testing.assert_array_equal(grad, np.zeros((3, 2)))
 

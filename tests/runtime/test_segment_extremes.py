@@ -1,7 +1,7 @@
 """Segment maxima and minima (opdefs/builtin/segment.yaml): against NumPy per segment, their
 gradients against central differences on hypothesis-drawn cases whose every segment is named
 (an empty segment of the unsorted ops holds the dtype's extreme value, next to which a central
-difference vanishes), ties sharing the gradient equally, empty segments and dropped ids."""
+difference vanishes), ties sharing the gradient equally, empty segments and dropped (negative) ids."""
 
 from __future__ import annotations
 
@@ -64,8 +64,8 @@ def test_ties_share_the_gradient_and_empty_segments_hold_what_tensorflows_do():
     g = opsdk.Graph()
     with g.as_default():
         x = opsdk.placeholder("float64", [4, 2], name="x")
-        unsorted = ops.unsorted_segment_max(x, opsdk.constant(np.array([0, 0, 0, 5])),
-                                            num_segments=3)  # id 5: dropped
+        unsorted = ops.unsorted_segment_max(x, opsdk.constant(np.array([0, 0, 0, -1])),
+                                            num_segments=3)  # id -1: dropped
         lowest = ops.unsorted_segment_min(x, opsdk.constant(np.array([2, 2, 2, 2])),
                                           num_segments=3)
         sorted_ = ops.segment_max(x, opsdk.constant(np.array([0, 0, 2, 2])))  # segment 1: empty

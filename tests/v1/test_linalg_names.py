@@ -94,7 +94,7 @@ def test_diagonals_bands_and_cross_products():
 def test_segment_sums_and_means():
     data = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
     outs = [tf.unsorted_segment_sum(data, [1, 0, 1], 3),
-            tf.unsorted_segment_sum(data, [1, -1, 7], 2),  # ids out of range are dropped
+            tf.unsorted_segment_sum(data, [1, -1, -7], 2),  # negative ids are dropped
             tf.math.unsorted_segment_mean(data, [1, 1, 0], 3),
             tf.segment_sum(data, [0, 0, 2]), tf.math.segment_mean(data, [0, 0, 2])]
     with tf.Session() as sess:
