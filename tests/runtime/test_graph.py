@@ -151,6 +151,20 @@ def test_an_unsupported_index_is_refused_naming_the_tensor(graph, key, message):
         x[key]
 
 
+def test_a_slice_taking_all_of_a_size_known_at_run_time_is_an_identity():
+    # it asked the operator table for an op it did not list (KeyError: 'identity')
+    import opsdk
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder("int32", [None], name="x")
+        whole = [x[0:], x[:], x[...], x[0:None:1]]
+    assert {t.op.type for t in whole} == {"identity"} and all(t.shape == (None,) for t in whole)
+    with opsdk.Session(g) as sess:
+        for value in sess.run(whole, {x: [4, 5, 6]}):
+            np.testing.assert_array_equal(value, [4, 5, 6])
+
+
 def test_a_slice_of_a_size_known_at_run_time_clamps_as_pythons_does():
     import opsdk
 

@@ -23,7 +23,7 @@ OPERATORS: dict[str, str] = {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "matmul": "matmul",
     "neg": "neg", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
     "pow": "pow", "getitem": "slice", "reshape": "reshape", "floordiv": "floor_div",
-    "mod": "floor_mod",
+    "mod": "floor_mod", "identity": "identity",
 }
 
 
