@@ -92,6 +92,8 @@ __all__ = [
     'equal',
     'exp',
     'exp_grad',
+    'expand_dims',
+    'expand_dims_grad',
     'expm1',
     'expm1_grad',
     'fill',
@@ -1968,6 +1970,59 @@ def exp_grad(x, y, grad_y, *, name=None):
         (2,)
     """
     return _apply('exp_grad', [x, y, grad_y], {}, name)
+
+
+def expand_dims(x, *, axis=0, name=None):
+    r"""x with a new axis of size 1 at attr axis (negative counts from the end of y's axes; TensorFlow's tf.expand_dims).
+
+    For a rank known when the graph is built a reshape does the same; this op serves x of a rank
+    known only at run time, where axis is checked against it when the op runs (in
+    [-rank - 1, rank]).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. where the new axis goes among y's axes; -1: last
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> expand_dims(x).shape
+        (2, 3, 1)
+    """
+    return _apply('expand_dims', [x], {'axis': axis}, name)
+
+
+def expand_dims_grad(x, grad_y, *, axis=0, name=None):
+    r"""Gradient of expand_dims (grad_y without its new axis, as x's shape).
+
+    Args:
+        x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        grad_y: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the forward op's axis
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.random(size=(2, 3)) < 0.5
+        >>> grad_y = rng.random(size=(2, 3, 1)) < 0.5
+        >>> expand_dims_grad(x, grad_y).shape
+        (2, 3)
+    """
+    return _apply('expand_dims_grad', [x, grad_y], {'axis': axis}, name)
 
 
 def expm1(x, *, name=None):

@@ -81,6 +81,18 @@ def reshape_dims_grad(xp, x, dims, grad_y):
     return xp.reshape(grad_y, x.shape)
 
 
+def expand_dims(xp, x, axis):
+    rank = x.ndim
+    if not -rank - 1 <= axis <= rank:  # the rank was unknown when the graph was built
+        raise ValueError(f"attr axis {axis} is out of range for x of shape {list(x.shape)} "
+                         f"(from {-rank - 1} to {rank})")
+    return xp.expand_dims(x, axis)
+
+
+def expand_dims_grad(xp, x, grad_y, axis):
+    return xp.reshape(grad_y, x.shape)
+
+
 def unique(xp, x, out_idx):
     """NumPy's sorted unique values put back in the order they first appear in x."""
     values, first, inverse, counts = np.unique(np.asarray(x), return_index=True,

@@ -33,6 +33,19 @@ def reshape_dims(shapes, attrs):
     return [None if rank is None else (None,) * rank]
 
 
+def expand_dims(shapes, attrs):
+    """x's shape with a 1 at attr axis; unknown where x's rank is."""
+    x, axis = shapes["x"], int(attrs["axis"])
+    if x is None:
+        return [None]
+    rank = len(x)
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError(f"attr axis {axis} is out of range for x of rank {rank} (from "
+                         f"{-rank - 1} to {rank})")
+    at = axis if axis >= 0 else rank + 1 + axis
+    return [tuple(x[:at]) + (1,) + tuple(x[at:])]
+
+
 def like_x(shapes, attrs):
     """A gradient shaped like the forward input x."""
     return [shapes["x"]]

@@ -52,9 +52,10 @@ def pool(shapes, attrs):
 
 
 def shape_of(shapes, attrs):
-    """The `shape` op: a vector with one entry per dim of x."""
+    """The `shape` op: a vector with one entry per dim of x (of unknown length where x's rank is
+    unknown)."""
     x = shapes["x"]
-    return [None if x is None else (len(x),)]
+    return [(None,) if x is None else (len(x),)]
 
 
 def like_x_filter(shapes, attrs):

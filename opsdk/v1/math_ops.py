@@ -278,6 +278,8 @@ pack = stack
 def expand_dims(input: Any, axis: Any = None, name: Optional[str] = None, dim: Any = None) -> Any:
     x = _t(input)
     axis = args.static_int("expand_dims", "axis", dim if axis is None else axis)
+    if x.shape is None:  # rank known only at run time: axis is checked against it then
+        return _ops.expand_dims(x, axis=axis, name=name)
     sizes = _sizes(x)
     axis = axis if axis >= 0 else len(sizes) + 1 + axis
     return reshape_to(x, sizes[:axis] + [1] + sizes[axis:], name=name)

@@ -420,3 +420,27 @@ def test_scatter_updates_of_variables_give_tensorflows_values():
         [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]], [-20, 1, 2, 3, -6], [-20, 1, 102, 3, -6]]
     with pytest.raises(OpsdkError, match="scatter_update: argument 'ref' must be a Variable"):
         tf.scatter_update(tf.constant([1.0]), [0], [2.0])
+
+
+def test_indices_and_expand_dims_of_a_rank_known_only_at_run_time():
+    # expand_dims read the rank when the graph was built (TypeError on an unshaped placeholder),
+    # so scatter_update of such indices failed; the values are TF's on the same script
+    v = tf.Variable(np.zeros((5, 2), np.float32))
+    i, u = tf.placeholder(tf.int32), tf.placeholder(tf.float32)
+    add = tf.scatter_add(v, i, u)
+    x = tf.placeholder(tf.float32)
+    grown = [tf.expand_dims(x, axis) for axis in (0, 1, -1, -3)]
+    assert all(t.get_shape().dims is None for t in grown)
+    (grad,) = tf.gradients(tf.reduce_sum(grown[1] * 3.0), [x])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(add, {i: [1, 3], u: [[1, 2], [3, 4]]})
+        sess.run(add, {i: 2, u: [5, 6]})
+        got = sess.run(add, {i: [[0], [4]], u: [[[1, 1]], [[2, 2]]]})
+        np.testing.assert_array_equal(got, [[1, 1], [1, 2], [5, 6], [3, 4], [2, 2]])
+        values = sess.run(grown + [grad], {x: np.ones((2, 3))})
+        assert [a.shape for a in values] == [(1, 2, 3), (2, 1, 3), (2, 3, 1), (1, 2, 3), (2, 3)]
+        np.testing.assert_array_equal(values[-1], np.full((2, 3), 3.0))
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"expand_dims.*axis -3 is out of range for x of rank 1"):
+            sess.run(grown[3], {x: np.ones(4)})
