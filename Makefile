@@ -10,7 +10,7 @@ all: test
 
 # Exact versions from constraints.txt (pyproject.toml has the ranges); torch's CPU wheel and jax
 # for the framework tests. setuptools first, so the editable install needs no isolated build env.
-$(STAMP): pyproject.toml constraints.txt setup.py
+$(STAMP): pyproject.toml constraints.txt setup.py opsdk/runtime/kernels/_fusedcall.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -c constraints.txt setuptools wheel

@@ -447,3 +447,54 @@ def test_a_bias_longer_than_the_kept_period_is_not_fused(registry):
     got, explanation = _run(g, y, feeds, fuse=True)
     assert explanation.lines_of("fuse")[0].startswith("relu, exp -> exp/fused")
     np.testing.assert_allclose(got, np.exp(2.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("reduced", [False, True])
+def test_the_extension_and_ctypes_call_a_kernel_alike(registry, monkeypatch, reduced):
+    # kernels/_fusedcall.c reads the arrays' pointers through the buffer protocol, where ctypes
+    # read each through `__array_interface__`: both calls give the same values, bit for bit
+    if fused._native is None:
+        pytest.skip("the _fusedcall extension was not compiled at install (no C compiler): "
+                    "fused kernels are called through ctypes, which the other tests check")
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float32", [80, 64], name="x")  # (a region under 4096 stays unfused)
+        y = _gelu(registry, x, np.dtype("float32"))
+        if reduced:
+            y = apply_op(registry, "reduce_sum", [y], {"axes": [-1], "keepdims": False})
+    value = {x: np.random.default_rng(3).normal(size=(80, 64)).astype(np.float32)}
+    native, explanation = _run(g, y, value, fuse=True)
+    (line,) = explanation.lines_of("fuse")
+    assert "/fused (kernel" in line
+    calls = [c for c in fused._calls.values() if c.fn is not None]
+    assert [c.rows for c in calls] == [reduced]
+    monkeypatch.setattr(fused, "_native", None)
+    through_ctypes, _ = _run(g, y, value, fuse=True)
+    np.testing.assert_array_equal(native, through_ctypes)
+
+
+def test_the_extension_refuses_arrays_a_kernel_cannot_take(registry):
+    # a strided view has no pointer to its elements in order, a read-only array no place for
+    # the results: refused before the kernel runs, never written around
+    if fused._native is None:
+        pytest.skip("the _fusedcall extension was not compiled at install (no C compiler)")
+    g = Graph()
+    with g.as_default(), device(CPU):
+        x = placeholder("float64", [80, 64], name="x")
+        y = apply_op(registry, "tanh", [apply_op(registry, "exp", [x], {})], {})
+    _run(g, y, {x: np.ones((80, 64))}, fuse=True)
+    (call,) = [c for c in fused._calls.values() if c.fn is not None and
+               c.kernel.dtype == "float64" and c.kernel.reduction is None][-1:]
+    assert call.kernel.inputs == ("array",)
+    out = np.zeros(8)
+    with pytest.raises(ValueError, match="not C-contiguous"):  # NumPy's BufferError
+        fused._native.call(call.address, False, [np.ones(16)[::2]], [out], 8, 0)
+    with pytest.raises(ValueError, match="read-only"):
+        read_only = np.zeros(8)
+        read_only.flags.writeable = False
+        fused._native.call(call.address, False, [np.ones(8)], [read_only], 8, 0)
+    with pytest.raises(TypeError, match="takes 2 or 3 sizes"):
+        fused._native.call(call.address, False, [np.ones(8)], [out], 8)
+    assert not out.any()
+    fused._native.call(call.address, False, [np.ones(8)], [out], 8, 0)
+    np.testing.assert_allclose(out, np.tanh(np.full(8, np.e)), rtol=1e-13)

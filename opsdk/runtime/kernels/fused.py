@@ -6,7 +6,9 @@ FusedKernel) and hands it to the compiler of its target, found as that entry poi
 opsdk.build.fusion_cuda:COMPILER), looked up at first need. A kernel the compiler's cache already
 holds is loaded at once; otherwise it is compiled on a background thread, and until it is ready
 callers run the region unfused (`FusedCall.ready` is False). A compile that fails is logged once
-and the region stays unfused. This module calls CPU kernels (a C function through ctypes);
+and the region stays unfused. This module calls CPU kernels (a C function, loaded with ctypes
+and called through the package's small extension `_fusedcall`, which reads the arrays' pointers
+through the buffer protocol; where that extension was not compiled, through ctypes);
 kernels/fused_cuda.py launches GPU ones.
 """
 
@@ -22,6 +24,11 @@ import numpy as np
 
 from opsdk.registry.callables import entry_point
 from opsdk.registry.elementwise import FusedKernel
+
+try:
+    from opsdk.runtime.kernels import _fusedcall as _native
+except ImportError:  # built without a C compiler (setup.py makes the extension optional)
+    _native = None
 
 log = logging.getLogger("opsdk.fusion")
 GROUP = "opsdk.fusion_compilers"
@@ -105,7 +112,8 @@ class FusedCall:
 
     def load(self, path: Any) -> None:
         lib = ctypes.CDLL(str(path))
-        if self.kernel.reduction is None:
+        rows = self.kernel.reduction is not None
+        if not rows:
             fn = lib.opsdk_fused  # (in, out, n, threads)
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int)
         else:
@@ -113,6 +121,9 @@ class FusedCall:
             fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
                            ctypes.c_int)
         fn.restype = None
+        self.lib = lib  # kept loaded while the function is called by its address
+        self.address = ctypes.cast(fn, ctypes.c_void_p).value
+        self.rows = rows
         self.fn = fn
 
     def compile_now(self, compiler: FusionCompiler) -> None:
@@ -132,7 +143,11 @@ class FusedCall:
 
     def __call__(self, inputs: list, outputs: list, *sizes: int) -> None:
         """Run over `n` elements (`sizes` = n, threads), or for a kernel ending in a reduction
-        over `rows` rows of `inner` elements (`sizes` = rows, inner, threads)."""
+        over `rows` rows of `inner` elements (`sizes` = rows, inner, threads). The arrays are
+        C-contiguous, of the kernel's dtype and sizes (the caller checks)."""
+        if _native is not None:  # the pointers through the buffer protocol (_fusedcall.c)
+            _native.call(self.address, self.rows, inputs, outputs, *sizes)
+            return
         ins = (ctypes.c_void_p * len(inputs))(*[a.__array_interface__["data"][0] for a in inputs])
         outs = (ctypes.c_void_p * len(outputs))(*[a.__array_interface__["data"][0]
                                                   for a in outputs])
