@@ -32,7 +32,7 @@ import opsdk
 # tensorflow.nn import relu`).
 NAMESPACES = ("nn", "nn.rnn_cell", "train", "layers", "losses", "metrics", "summary", "contrib",
               "contrib.rnn", "contrib.layers", "contrib.seq2seq", "contrib.framework",
-              "contrib.factorization", "app", "gfile", "errors")
+              "contrib.factorization", "app", "gfile", "errors", "compat", "compat.v1")
 
 
 def bind_tensorflow() -> None:
