@@ -30,7 +30,7 @@ from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, conver
                               random_normal, random_uniform, set_random_seed, truncated_normal,
                               zeros, zeros_like)
 from opsdk.v1.math_ops import (abs, acos, acosh, add, arg_max, arg_min, argmax, argmin,  # noqa: A001
-                               asin, asinh, atan, atan2, atanh, cast, ceil, clip_by_value, cos, cosh, expm1, floor, round,
+                               asin, asinh, atan, atan2, atanh, cast, digamma, erf, erfc, lgamma, ceil, clip_by_value, cos, cosh, expm1, floor, round,
                                sin, sinh, squared_difference, tan, concat, div, divide, equal, exp, expand_dims,
                                gather, greater, greater_equal, identity, less, less_equal,
                                linspace, log, log1p, matmul, maximum, minimum, mod, mul, multiply,

@@ -106,6 +106,7 @@ tanh, sigmoid = _unary("tanh"), _unary("sigmoid")
 sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
 sinh, cosh, expm1, log1p = (_unary(n) for n in ("sinh", "cosh", "expm1", "log1p"))
 asinh, acosh, atanh = (_unary(n) for n in ("asinh", "acosh", "atanh"))
+erf, erfc, lgamma, digamma = (_unary(n) for n in ("erf", "erfc", "lgamma", "digamma"))
 atan2 = _binary("atan2")  # atan2(y, x), TensorFlow's order
 floor, ceil, round = (_unary(n) for n in ("floor", "ceil", "round"))  # noqa: A001 - TF's names
 sub, mul = subtract, multiply

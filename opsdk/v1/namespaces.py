@@ -31,7 +31,8 @@ from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 # namespace -> {its name: the path of that function in opsdk.v1}
 _SAME = {"abs", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh", "atan",
          "atan2", "atanh", "ceil", "cos", "cosh",
-         "count_nonzero", "cumsum", "divide", "equal", "exp", "expm1", "floor", "floordiv",
+         "count_nonzero", "cumsum", "digamma", "divide", "equal", "erf", "erfc", "exp", "expm1",
+         "floor", "floordiv", "lgamma",
          "floormod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
          "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
          "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow", "reciprocal",
