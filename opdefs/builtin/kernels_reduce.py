@@ -69,11 +69,30 @@ def reduce_mean_grad(xp, x, grad_y, axes, keepdims, out=None):
     return xp.asarray(xp.multiply(_expand(xp, grad_y, x, axes), scale, out=out))
 
 
+def _empty_extremum(xp, x, axes, keepdims, largest):
+    """The extremum over no elements, as TensorFlow's: -inf (inf) for floats, the dtype's
+    lowest (highest) value otherwise, in the reduced shape (NumPy's max refuses to)."""
+    axes = _axes(axes, x.ndim)
+    if x.dtype.kind == "f":
+        fill = -np.inf if largest else np.inf
+    elif x.dtype.kind == "b":
+        fill = not largest
+    else:
+        info = np.iinfo(x.dtype)
+        fill = info.min if largest else info.max
+    shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keepdims or i not in axes)
+    return xp.full(shape, fill, dtype=x.dtype)
+
+
 def reduce_max(xp, x, axes, keepdims):
+    if x.size == 0:
+        return _empty_extremum(xp, x, axes, keepdims, True)
     return xp.asarray(xp.max(x, axis=_axes(axes, x.ndim), keepdims=keepdims))
 
 
 def reduce_min(xp, x, axes, keepdims):
+    if x.size == 0:
+        return _empty_extremum(xp, x, axes, keepdims, False)
     return xp.asarray(xp.min(x, axis=_axes(axes, x.ndim), keepdims=keepdims))
 
 

@@ -191,7 +191,7 @@ def reduce_all(input_tensor: Any, axis: Any = None, keepdims: Any = None,
     """Whether every element (over `axis`) is true."""
     as_int = _ops.cast(_t(input_tensor), dtype="int32")
     least = math_ops.reduce_min(as_int, axis, keepdims, None, reduction_indices, keep_dims)
-    return _ops.cast(least, dtype="bool", name=name)
+    return _ops.greater(least, _ops.zeros_like(least), name=name)  # none: int32's largest
 
 
 def count_nonzero(input_tensor: Any = None, axis: Any = None, keepdims: Any = None,

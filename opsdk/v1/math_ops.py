@@ -204,7 +204,7 @@ def reduce_any(input_tensor: Any, axis: Any = None, keepdims: Any = None,
                keep_dims: Any = None) -> Any:
     as_int = _ops.cast(_t(input_tensor), dtype="int32")
     total = reduce_max(as_int, axis, keepdims, None, reduction_indices, keep_dims)
-    return _ops.cast(total, dtype="bool", name=name)
+    return _ops.greater(total, _ops.zeros_like(total), name=name)  # none: int32's lowest
 
 
 def _arg(op: str) -> Callable:
