@@ -73,6 +73,8 @@ __all__ = [
     'cos_grad',
     'cosh',
     'cosh_grad',
+    'cumprod',
+    'cumprod_grad',
     'cumsum',
     'cumsum_grad',
     'decode_bmp',
@@ -1455,6 +1457,63 @@ def cosh_grad(x, grad_y, *, name=None):
         (2,)
     """
     return _apply('cosh_grad', [x, grad_y], {}, name)
+
+
+def cumprod(x, *, axis=0, exclusive=False, reverse=False, name=None):
+    r"""Running products of x along attr axis (TensorFlow's tf.cumprod).
+
+    With exclusive each product leaves its own element out (the first is 1); with reverse the
+    products run from the end of the axis. The gradient is exact where x holds zeros (it divides
+    by nothing).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the axis, negative from the end
+        exclusive: bool, default False.
+        reverse: bool, default False.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> cumprod(x).shape
+        (2, 3)
+    """
+    return _apply('cumprod', [x], {'axis': axis, 'exclusive': exclusive, 'reverse': reverse}, name)
+
+
+def cumprod_grad(x, grad_y, *, axis=0, exclusive=False, reverse=False, name=None):
+    r"""Gradient of cumprod (exact where x holds zeros).
+
+    Args:
+        x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        axis: int, default 0. the forward op's axis
+        exclusive: bool, default False.
+        reverse: bool, default False.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_x: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> cumprod_grad(x, grad_y).shape
+        (2, 3)
+    """
+    return _apply('cumprod_grad', [x, grad_y], {'axis': axis, 'exclusive': exclusive, 'reverse': reverse}, name)
 
 
 def cumsum(x, *, axis=0, exclusive=False, reverse=False, name=None):

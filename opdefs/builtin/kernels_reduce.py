@@ -165,6 +165,43 @@ def cumsum_grad(xp, x, grad_y, axis, exclusive, reverse):
     return cumsum(xp, grad_y, axis, exclusive, not reverse)
 
 
+def cumprod(xp, x, axis, exclusive, reverse):
+    a = _cumsum_axis(x, axis)
+    values = xp.flip(x, a) if reverse else x
+    prods = xp.cumprod(values, axis=a, dtype=x.dtype)
+    if exclusive:  # shifted by one: the first product is 1
+        prods = xp.concatenate([xp.ones_like(xp.take(prods, [0], axis=a)),
+                                xp.take(prods, range(prods.shape[a] - 1), axis=a)], axis=a)
+    return xp.ascontiguousarray(xp.flip(prods, a) if reverse else prods)
+
+
+def cumprod_grad(xp, x, grad_y, axis, exclusive, reverse):
+    """d/dx[j] of sum_i g[i] y[i], exact where x holds zeros (no division by x): with the
+    products running forward, E[j] = x[0] ... x[j-1] and R[j] = sum over the products y[i] that
+    take x[j] of g[i] x[j+1] ... x[i] (R[j] = g[j] + x[j+1] R[j+1]; exclusive: R[j] = g[j+1] +
+    x[j+1] R[j+1]), the gradient is E[j] R[j]. A scan along the axis, one step per element."""
+    a = _cumsum_axis(x, axis)
+    if x.shape[a] == 0:
+        return xp.zeros_like(x)
+    xs, gs = xp.moveaxis(x, a, 0), xp.moveaxis(grad_y, a, 0)
+    if reverse:
+        xs, gs = xs[::-1], gs[::-1]
+    n = xs.shape[0]
+    before = cumprod(xp, xs, 0, True, False)  # E
+    running = xp.zeros_like(xs)
+    carried = xp.zeros_like(xs[0])
+    for j in range(n - 1, -1, -1):
+        if exclusive:
+            carried = (gs[j + 1] + xs[j + 1] * carried) if j + 1 < n else xp.zeros_like(xs[0])
+        else:
+            carried = gs[j] + (xs[j + 1] * carried if j + 1 < n else 0)
+        running[j] = carried
+    grad = before * running
+    if reverse:
+        grad = grad[::-1]
+    return xp.ascontiguousarray(xp.moveaxis(grad, 0, a))
+
+
 # ---- einsum ----------------------------------------------------------------------------------
 
 def einsum(xp, xs, equation, N):
