@@ -189,6 +189,8 @@ __all__ = [
     'segment_max_grad',
     'segment_min',
     'segment_min_grad',
+    'segment_prod',
+    'segment_prod_grad',
     'segment_sum',
     'segment_sum_grad',
     'self_adjoint_eig',
@@ -236,6 +238,8 @@ __all__ = [
     'unsorted_segment_max_grad',
     'unsorted_segment_min',
     'unsorted_segment_min_grad',
+    'unsorted_segment_prod',
+    'unsorted_segment_prod_grad',
     'unsorted_segment_sum',
     'unsorted_segment_sum_grad',
     'where',
@@ -4524,6 +4528,61 @@ def segment_min_grad(data, segment_ids, y, grad_y, *, name=None):
     return _apply('segment_min_grad', [data, segment_ids, y, grad_y], {}, name)
 
 
+def segment_prod(data, segment_ids, *, name=None):
+    r"""The product of the rows of data by sorted segment id, elementwise; the number of segments, the last id + 1, is known at run time.
+
+    As segment_sum, with the product in place of the sum; a segment no id names holds 1
+    (TensorFlow's). The gradient is unsorted_segment_prod's.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. 1-d, a segment per row of
+            data, sorted, >= 0
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> segment_prod(data, segment_ids).dtype.name
+        'int8'
+    """
+    return _apply('segment_prod', [data, segment_ids], {}, name)
+
+
+def segment_prod_grad(data, segment_ids, grad_y, *, name=None):
+    r"""Gradient of segment_prod (grad_y's row times the product of the segment's other rows).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = np.array([0, 1], dtype=np.int32)
+        >>> grad_y = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_prod_grad(data, segment_ids, grad_y).shape
+        (2, 3)
+    """
+    return _apply('segment_prod_grad', [data, segment_ids, grad_y], {}, name)
+
+
 def segment_sum(data, segment_ids, *, name=None):
     r"""The rows of data summed by sorted segment id; the number of segments, the last id + 1, is known at run time.
 
@@ -5738,6 +5797,64 @@ def unsorted_segment_min_grad(data, segment_ids, y, grad_y, *, num_segments, nam
         (2, 3)
     """
     return _apply('unsorted_segment_min_grad', [data, segment_ids, y, grad_y], {'num_segments': num_segments}, name)
+
+
+def unsorted_segment_prod(data, segment_ids, *, num_segments, name=None):
+    r"""The product of the slices of data by segment id, elementwise, into num_segments rows; negative ids are dropped, ids past num_segments an error.
+
+    As unsorted_segment_sum, with the product in place of the sum; a segment no id names holds 1
+    (TensorFlow's). The gradient of a slice is grad_y's row times the product of the other slices
+    of its segment, computed without dividing by a zero.
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function. a segment per slice of
+            data; its shape is a prefix of data's
+        num_segments: int, >= 0. the number of segments: y's first dim
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> unsorted_segment_prod(data, segment_ids, num_segments=2).shape
+        (2,)
+    """
+    return _apply('unsorted_segment_prod', [data, segment_ids], {'num_segments': num_segments}, name)
+
+
+def unsorted_segment_prod_grad(data, segment_ids, grad_y, *, num_segments, name=None):
+    r"""Gradient of unsorted_segment_prod (grad_y's row times the product of the segment's other slices; zeros where the id was negative).
+
+    Args:
+        data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32,
+            float64, complex64, complex128), shape from the op's shape function.
+        segment_ids: int32 or int64, shape from the op's shape function.
+        grad_y: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+        num_segments: int, >= 0. the forward op's num_segments
+        name: the node's name when called inside a graph.
+
+    Returns:
+        grad_data: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64, complex64, complex128), shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> data = rng.integers(0, 2, size=(2, 3)).astype(np.int8)
+        >>> segment_ids = rng.integers(0, 2, size=(2, 3)).astype(np.int32)
+        >>> grad_y = rng.integers(0, 2, size=(2,)).astype(np.int8)
+        >>> unsorted_segment_prod_grad(data, segment_ids, grad_y, num_segments=2).shape
+        (2, 3)
+    """
+    return _apply('unsorted_segment_prod_grad', [data, segment_ids, grad_y], {'num_segments': num_segments}, name)
 
 
 def unsorted_segment_sum(data, segment_ids, *, num_segments, name=None):

@@ -150,3 +150,55 @@ def segment_max_grad(xp, data, segment_ids, y, grad_y):
 
 
 segment_min_grad = segment_max_grad
+
+
+# -- products ----------------------------------------------------------------------------------
+# Each segment's slices multiplied elementwise; a segment no id names holds 1. The gradient of a
+# slice is grad_y's row times the product of the segment's other slices, counted without
+# dividing by a zero: where the segment holds one zero, that slice gets the product of the
+# others and the rest 0; with two or more zeros every slice gets 0 (TensorFlow's rule).
+
+def _product(xp, data, segment_ids, segments):
+    ids, slices = _flat(data, segment_ids)
+    y = xp.ones((segments,) + tuple(slices.shape[1:]), dtype=data.dtype)
+    kept = ids >= 0
+    xp.multiply.at(y, ids[kept], slices[kept])
+    return y
+
+
+def _product_grad(xp, data, segment_ids, grad_y, segments):
+    ids, slices = _flat(data, segment_ids)
+    kept = ids >= 0
+    safe = xp.where(kept, ids, 0)
+    zero = slices == 0
+    zeros = xp.zeros((segments,) + tuple(slices.shape[1:]), dtype=np.int64)
+    xp.add.at(zeros, ids[kept], zero[kept].astype(np.int64))
+    nonzero = xp.ones((segments,) + tuple(slices.shape[1:]), dtype=data.dtype)
+    xp.multiply.at(nonzero, ids[kept], xp.where(zero, 1, slices)[kept])
+    if segments == 0:
+        return xp.zeros_like(data)
+    count, rest = xp.take(zeros, safe, axis=0), xp.take(nonzero, safe, axis=0)
+    others = xp.where(zero, xp.where(count == 1, rest, 0),
+                      xp.where(count == 0, rest / xp.where(zero, 1, slices), 0))
+    grad = xp.take(grad_y, safe, axis=0) * others
+    mask = kept.reshape(tuple(kept.shape) + (1,) * (grad.ndim - 1))
+    return xp.where(mask, grad, xp.zeros((), dtype=grad.dtype)).astype(data.dtype).reshape(
+        data.shape)
+
+
+def unsorted_segment_prod(xp, data, segment_ids, num_segments):
+    _check_prefix("unsorted_segment_prod", data, segment_ids)
+    _check_range("unsorted_segment_prod", segment_ids, num_segments)
+    return _product(xp, data, segment_ids, num_segments)
+
+
+def unsorted_segment_prod_grad(xp, data, segment_ids, grad_y, num_segments):
+    return _product_grad(xp, data, segment_ids, grad_y, num_segments)
+
+
+def segment_prod(xp, data, segment_ids):
+    return _product(xp, data, segment_ids, _sorted_count(xp, "segment_prod", data, segment_ids))
+
+
+def segment_prod_grad(xp, data, segment_ids, grad_y):
+    return _product_grad(xp, data, segment_ids, grad_y, grad_y.shape[0])

@@ -279,8 +279,9 @@ def _ids(who: str, segment_ids: Any) -> Any:
 
 def unsorted_segment_sum(data: Any, segment_ids: Any, num_segments: Any,
                          name: Optional[str] = None) -> Any:
-    """output[s] = the sum of data's slices whose id is s, for s < num_segments (slices with an
-    id out of range are dropped, as TF's); segment_ids' shape is a prefix of data's."""
+    """output[s] = the sum of data's slices whose id is s, for s < num_segments (a slice with a
+    negative id is dropped, an id past the last segment is an error, as TF's); segment_ids'
+    shape is a prefix of data's."""
     n = args.static_int("unsorted_segment_sum", "num_segments", num_segments)
     return _ops.unsorted_segment_sum(_t(data), _ids("unsorted_segment_sum", segment_ids),
                                      num_segments=n, name=name)
@@ -354,6 +355,12 @@ def _extremes(who: str, sorted_ids: bool) -> Any:
 segment_max, segment_min = _extremes("segment_max", True), _extremes("segment_min", True)
 unsorted_segment_max = _extremes("unsorted_segment_max", False)
 unsorted_segment_min = _extremes("unsorted_segment_min", False)
+segment_prod = _extremes("segment_prod", True)
+segment_prod.__doc__ = ("`tf.segment_prod`: per sorted segment id the product of its rows (1 for "
+                        "an id no row has); its gradient divides by no zero.")
+unsorted_segment_prod = _extremes("unsorted_segment_prod", False)
+unsorted_segment_prod.__doc__ = ("`tf.unsorted_segment_prod`: per segment id the product of its "
+                                 "slices (1 for an empty segment, as TF's).")
 
 
 def _counts(count: Any, total: Any) -> Any:
@@ -378,7 +385,8 @@ NAMES = {"matrix_inverse": matrix_inverse, "matrix_determinant": matrix_determin
          "segment_mean": segment_mean, "segment_max": segment_max, "segment_min": segment_min,
          "unsorted_segment_max": unsorted_segment_max,
          "unsorted_segment_min": unsorted_segment_min,
-         "unsorted_segment_sqrt_n": unsorted_segment_sqrt_n}
+         "unsorted_segment_sqrt_n": unsorted_segment_sqrt_n, "segment_prod": segment_prod,
+         "unsorted_segment_prod": unsorted_segment_prod}
 # tf.linalg's names for them
 LINALG = {"inv": matrix_inverse, "det": matrix_determinant, "cholesky": cholesky,
           "solve": matrix_solve, "triangular_solve": matrix_triangular_solve,

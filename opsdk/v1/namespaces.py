@@ -24,15 +24,15 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
 from opsdk.v1 import readers as _readers, records as _records, sparse as _sparse
-from opsdk.v1 import string_ops as _string_ops
+from opsdk.v1 import math_more as _math_more, string_ops as _string_ops
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 # namespace -> {its name: the path of that function in opsdk.v1}
 _SAME = {"abs", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh", "atan",
          "atan2", "atanh", "ceil", "cos", "cosh",
-         "count_nonzero", "cumsum", "digamma", "divide", "equal", "erf", "erfc", "exp", "expm1",
-         "floor", "floordiv", "lgamma",
+         "bincount", "confusion_matrix", "count_nonzero", "cumsum", "digamma", "divide", "equal", "erf", "erfc", "exp", "expm1",
+         "floor", "floordiv", "invert_permutation", "lgamma", "rint", "scalar_mul",
          "floormod", "greater", "greater_equal", "is_finite", "is_inf", "is_nan", "less",
          "less_equal", "log", "log1p", "logical_and", "logical_not", "logical_or", "logical_xor",
          "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow", "reciprocal",
@@ -193,7 +193,8 @@ def gpu_device_name() -> str:
 
 
 _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_variance,
-                   "reduce_std": reduce_std, "divide_no_nan": divide_no_nan, **_linalg.MATH},
+                   "reduce_std": reduce_std, "divide_no_nan": divide_no_nan, **_linalg.MATH,
+                   **_math_more.MATH},
           "random": {"categorical": categorical, "multinomial": multinomial,
                      "shuffle": shuffle},
           "linalg": {"norm": norm, **_linalg.LINALG},
