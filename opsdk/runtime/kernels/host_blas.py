@@ -32,7 +32,6 @@ import numpy as np
 # costs a few microseconds more than NumPy's, and such a product runs on one thread anyway.
 MIN_FLOPS = 1 << 20
 
-_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _ENABLED = os.environ.get("OPSDK_HOST_GEMM", "1").strip() != "0"
 _lock = threading.Lock()
 _state: dict[str, Any] = {"loaded": False, "problem": None}
@@ -69,7 +68,7 @@ def _load_library() -> None:
 
 def _gemm_call(dtype: np.dtype, ta: bool, tb: bool) -> Optional[Callable]:
     """The gemm op's built cpu kernel with these attrs bound, or None where it is not built."""
-    key = (dtype.name, ta, tb)
+    key = (dtype, ta, tb)  # (not dtype.name: NumPy builds that string anew, 2 us a product)
     if key in _calls:
         return _calls[key]
     call = None
@@ -98,7 +97,7 @@ def product(a: Any, b: Any, ta: bool = False, tb: bool = False) -> Optional[np.n
         return None
     if a.ndim != 2 or b.ndim != 2:
         return None
-    if a.dtype != b.dtype or a.dtype not in _DTYPES:
+    if a.dtype != b.dtype or a.dtype.char not in "fd" or not a.dtype.isnative:  # float32/64
         return None
     m, k = (a.shape[1], a.shape[0]) if ta else a.shape
     n = b.shape[0] if tb else b.shape[1]
