@@ -371,3 +371,25 @@ def test_no_loop_value_holds_every_step_so_a_step_costs_its_own_output():
     for loop in loops:
         ranks = {len(s) for s in loop.attrs["shape_invariants"] if s is not None}
         assert ranks <= {0, 1, 2}, (loop.name, loop.attrs["shape_invariants"])
+
+
+def test_the_gradient_loop_adds_no_zeros_for_the_output_sequence():
+    # dynamic_rnn's output sequence reaches the loss through its recorded rows only: the
+    # gradient's body took zeros for the body's own (absent) gradient of it and added the row
+    # to them, a zeros_like and an add over [batch, units] per iteration
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [4, 6, 3])
+    out, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(5), x, dtype=tf.float32)
+    loss = tf.reduce_sum(out * out)
+    grads = tf.gradients(loss, [x] + tf.trainable_variables())
+    loops = [op for op in tf.get_default_graph().get_operations()
+             if op.type == "while_loop" and "grad" in op.name]
+    (loop,) = loops
+    body = loop.attrs["body"].graph.operations
+    assert not [op.name for op in body if op.type == "zeros_like"]
+
+    value = np.random.default_rng(4).normal(size=(4, 6, 3)).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run(grads, {x: value})
+    assert all(np.isfinite(g).all() and g.any() for g in got)

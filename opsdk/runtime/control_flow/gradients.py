@@ -185,9 +185,13 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
         read = [(mapping[g.outputs[0]], mapping[g.inputs[1]]) for _, g in reads]
         xs = [values[v] for v in floats] + [args[n + k] for k in dense] + [r for r, _ in read]
         grads = differentiate([outs[v] for v in floats], xs, list(g_vars))
-        new_vars = [g if g is not None else _zeros(x) for g, x in zip(grads, xs)]
+        new_vars = list(grads)
         for j, g_hist in seen:  # what reads h[i] reads the value iteration i received
-            new_vars[j] = _add(new_vars[j], _gather(inner.capture(g_hist), i))
+            part = _gather(inner.capture(g_hist), i)
+            # (where the body gave no gradient, the row alone: zeros plus it were an add of a
+            # pass over zeros per iteration, the LSTM's output sequence's gradient)
+            new_vars[j] = part if new_vars[j] is None else _add(new_vars[j], part)
+        new_vars = [g if g is not None else _zeros(x) for g, x in zip(new_vars, xs)]
         new_accs = [acc if g is None else _add(acc, g)
                     for acc, g in zip(g_accs, grads[len(floats):len(floats) + len(dense)])]
         read_grads = new_vars[len(floats) + len(dense):]
