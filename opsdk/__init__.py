@@ -33,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     **{name: "opsdk.runtime.frontend.api" for name in ("apply_op", "workspace_applier")},
     **{name: "opsdk.runtime.control_flow.builders" for name in ("cond", "while_loop")},
     "gradients": "opsdk.runtime.autodiff.gradients",
+    "custom_gradient": "opsdk.runtime.autodiff.custom_gradient",
     "py_func": "opsdk.runtime.frontend.py_func",
     **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from opsdk._process import tune_process as tune_process
     from opsdk.registry import load_registry as load_registry
     from opsdk.registry.errors import OpError as OpError, OpsdkError as OpsdkError
+    from opsdk.runtime.autodiff.custom_gradient import custom_gradient as custom_gradient
     from opsdk.runtime.autodiff.gradients import gradients as gradients
     from opsdk.runtime.control_flow.builders import cond as cond, while_loop as while_loop
     from opsdk.runtime.exec.executor import CancelledError as CancelledError

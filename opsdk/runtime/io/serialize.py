@@ -31,6 +31,7 @@ from opsdk.runtime.frontend.registries import builtin_registry
 from opsdk.runtime.control_flow import builders as control_flow  # noqa: F401 - registers the cond and while_loop node types
 from opsdk.runtime.compile import sendrecv  # noqa: F401 - registers the _send and _recv node types
 from opsdk.runtime.train import update as train_update  # noqa: F401 - registers apply_updates
+from opsdk.runtime.autodiff import custom_gradient  # noqa: F401 - registers _custom_gradient
 from opsdk.runtime.io.graph_checks import (GraphFileError, check_collections, check_outputs,
                                           dtype_field, primitive_outputs, scalar_attr, shape_field)
 from opsdk.runtime.ir.func_graph import FuncGraph, SubGraph
