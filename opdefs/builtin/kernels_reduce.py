@@ -151,14 +151,20 @@ def _cumsum_axis(x, axis):
     return axis % x.ndim
 
 
-def cumsum(xp, x, axis, exclusive, reverse):
+def _running(xp, scan, first, x, axis, exclusive, reverse):
+    """cumsum's and cumprod's shared form: `scan` along axis, from the end with reverse, shifted
+    by one (its first value `first`: 0 or 1) with exclusive."""
     a = _cumsum_axis(x, axis)
     values = xp.flip(x, a) if reverse else x
-    sums = xp.cumsum(values, axis=a, dtype=x.dtype)
-    if exclusive:  # shifted by one: the first sum is 0
-        sums = xp.concatenate([xp.zeros_like(xp.take(sums, [0], axis=a)),
-                               xp.take(sums, range(sums.shape[a] - 1), axis=a)], axis=a)
-    return xp.ascontiguousarray(xp.flip(sums, a) if reverse else sums)
+    runs = scan(values, axis=a, dtype=x.dtype)
+    if exclusive:
+        runs = xp.concatenate([xp.full_like(xp.take(runs, [0], axis=a), first),
+                               xp.take(runs, range(runs.shape[a] - 1), axis=a)], axis=a)
+    return xp.ascontiguousarray(xp.flip(runs, a) if reverse else runs)
+
+
+def cumsum(xp, x, axis, exclusive, reverse):
+    return _running(xp, xp.cumsum, 0, x, axis, exclusive, reverse)
 
 
 def cumsum_grad(xp, x, grad_y, axis, exclusive, reverse):
@@ -166,13 +172,7 @@ def cumsum_grad(xp, x, grad_y, axis, exclusive, reverse):
 
 
 def cumprod(xp, x, axis, exclusive, reverse):
-    a = _cumsum_axis(x, axis)
-    values = xp.flip(x, a) if reverse else x
-    prods = xp.cumprod(values, axis=a, dtype=x.dtype)
-    if exclusive:  # shifted by one: the first product is 1
-        prods = xp.concatenate([xp.ones_like(xp.take(prods, [0], axis=a)),
-                                xp.take(prods, range(prods.shape[a] - 1), axis=a)], axis=a)
-    return xp.ascontiguousarray(xp.flip(prods, a) if reverse else prods)
+    return _running(xp, xp.cumprod, 1, x, axis, exclusive, reverse)
 
 
 def cumprod_grad(xp, x, grad_y, axis, exclusive, reverse):

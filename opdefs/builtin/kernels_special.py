@@ -61,50 +61,53 @@ def lgamma(xp, x):
     return _out(xp, x, special.gammaln(x) if special else _per_element(math.lgamma, x))
 
 
-def _digamma(x):
-    """psi(x) of a float64 NumPy array; nan at the poles 0, -1, -2, ... (TensorFlow's too)."""
+def _shifted_series(x, reflect, sign, term, tail, at_pole):
+    """f of a float64 NumPy array for f = digamma or trigamma: below 0.5 by the reflection
+    f(x) = reflect(x) + sign * f(1 - x), then by the recurrence f(x) = f(x + 1) + term(x) until
+    x is at least 10, where the asymptotic series tail(x) ends it; `at_pole` at 0, -1, -2, ..."""
     x = np.array(x, np.float64)
     out = np.zeros_like(x)
     pole = (x <= 0) & (x == np.floor(x))
     low = x < 0.5
     with np.errstate(divide="ignore", invalid="ignore"):
-        # psi(x) = psi(1 - x) - pi / tan(pi x) below 0.5
-        out[low] = -np.pi / np.tan(np.pi * x[low])
+        out[low] = reflect(x[low])
+        signs = np.where(low, sign, 1.0)
         x = np.where(low, 1.0 - x, x)
-        for _ in range(10):  # psi(x) = psi(x + 1) - 1 / x, until x >= 10
+        for _ in range(10):
             small = x < 10
-            out[small] -= 1.0 / x[small]
+            out[small] += signs[small] * term(x[small])
             x = np.where(small, x + 1.0, x)
-        inv2 = 1.0 / (x * x)
-        series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-            1 / 240 - inv2 * (1 / 132 - inv2 * (691 / 32760 - inv2 / 12))))))
-        out += np.log(x) - 0.5 / x - series
-    out[pole] = np.nan
+        out += signs * tail(x)
+    out[pole] = at_pole
     return out
+
+
+def _digamma_tail(x):
+    """log x - 1/(2x) - sum of B_2k / (2k x^2k), to x^-14."""
+    inv2 = 1.0 / (x * x)
+    series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
+        1 / 240 - inv2 * (1 / 132 - inv2 * (691 / 32760 - inv2 / 12))))))
+    return np.log(x) - 0.5 / x - series
+
+
+def _trigamma_tail(x):
+    """1/x + 1/(2x^2) + sum of B_2k / x^(2k+1), to x^-15."""
+    inv = 1.0 / x
+    inv2 = inv * inv
+    return inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (
+        1 / 30 - inv2 * (5 / 66 - inv2 * (691 / 2730 - inv2 * 7 / 6))))))
+
+
+def _digamma(x):
+    """psi(x) of a float64 NumPy array; nan at the poles 0, -1, -2, ... (TensorFlow's too)."""
+    return _shifted_series(x, lambda v: -np.pi / np.tan(np.pi * v), 1.0, lambda v: -1.0 / v,
+                           _digamma_tail, np.nan)
 
 
 def _trigamma(x):
     """psi'(x) of a float64 NumPy array; inf at the poles 0, -1, -2, ..."""
-    x = np.array(x, np.float64)
-    out = np.zeros_like(x)
-    pole = (x <= 0) & (x == np.floor(x))
-    low = x < 0.5
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x) below 0.5
-        sign = np.where(low, -1.0, 1.0)
-        out[low] = (np.pi / np.sin(np.pi * x[low])) ** 2
-        x = np.where(low, 1.0 - x, x)
-        for _ in range(10):  # psi'(x) = psi'(x + 1) + 1 / x^2, until x >= 10
-            small = x < 10
-            out[small] += sign[small] / (x[small] * x[small])
-            x = np.where(small, x + 1.0, x)
-        inv = 1.0 / x
-        inv2 = inv * inv
-        series = inv + inv2 / 2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (
-            1 / 30 - inv2 * (5 / 66 - inv2 * (691 / 2730 - inv2 * 7 / 6))))))
-        out += sign * series
-    out[pole] = np.inf
-    return out
+    return _shifted_series(x, lambda v: (np.pi / np.sin(np.pi * v)) ** 2, -1.0,
+                           lambda v: 1.0 / (v * v), _trigamma_tail, np.inf)
 
 
 def _host(xp, x):

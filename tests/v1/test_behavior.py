@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 import opsdk.v1 as tf
@@ -57,17 +56,6 @@ def test_switches_away_from_graph_mode_are_refused_naming_them(name, what):
 
 
 def test_custom_gradient_under_its_tf1_name():
-    tf.reset_default_graph()
-
-    @tf.custom_gradient
-    def log1pexp(x):
-        e = tf.exp(x)
-
-        def grad(dy):
-            return dy * (1 - 1 / (1 + e))
-        return tf.log(1 + e), grad
-
-    x = tf.placeholder(tf.float32, [2])
-    (g,) = tf.gradients(log1pexp(x * 100.0), [x])
-    with tf.Session() as sess:  # the derived gradient is nan at 300 (inf / inf)
-        np.testing.assert_allclose(sess.run(g, {x: [0.0, 3.0]}), [50.0, 100.0])
+    # opsdk's own (tests/runtime/test_custom_gradient.py checks it against TF's values)
+    import opsdk
+    assert tf.custom_gradient is opsdk.custom_gradient
