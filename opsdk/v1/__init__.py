@@ -110,6 +110,9 @@ for _name, _value in _SPARSE_NN.items():  # tf.nn.embedding_lookup_sparse
 from opsdk.v1.math_more import TOP_LEVEL as _MATH_MORE  # noqa: E402 - tf.cumprod, tf.lbeta, ...
 globals().update(_MATH_MORE)
 custom_gradient = opsdk.custom_gradient
+from opsdk.v1 import gradient_overrides as _overrides  # noqa: E402 - tf.RegisterGradient
+RegisterGradient = _overrides.RegisterGradient
+_overrides.attach()
 from opsdk.v1.behavior import NAMES as _BEHAVIOR  # noqa: E402 - tf.disable_v2_behavior, ...
 globals().update(_BEHAVIOR)
 from opsdk.v1.script_ops import numpy_function, print_ as print, py_func, py_function  # noqa: E402,A001

@@ -50,6 +50,50 @@ def register_gradient_rule(op_type: str, rule: GradientRule,
     return rule
 
 
+# name -> fn(op, *grads_of_its_outputs): gradients by name, for Graph.gradient_override_map
+NAMED_GRADIENTS: dict[str, Callable[..., Any]] = {}
+
+
+def register_gradient(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator registering `fn(op, *output_grads)` under `name`: nodes made inside
+    `graph.gradient_override_map({op_type: name})` take their gradient from it (one tensor or
+    None per data input, a single one for a node of one input; TensorFlow's RegisterGradient).
+    A name is registered once."""
+    if not isinstance(name, str) or not name:
+        raise OpsdkError(f"register_gradient: the name must be a non-empty string, got {name!r}")
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if name in NAMED_GRADIENTS:
+            raise OpsdkError(f"register_gradient: a gradient named '{name}' is registered "
+                             "already")
+        if not callable(fn):
+            raise OpsdkError(f"register_gradient('{name}'): {fn!r} is not callable")
+        NAMED_GRADIENTS[name] = fn
+        return fn
+    return register
+
+
+def _overridden_gradient(op: Operation, out_grads: list[Optional[Tensor]]
+                         ) -> list[Optional[Tensor]]:
+    name = op.gradient_override
+    fn = NAMED_GRADIENTS.get(name or "")
+    who = f"{op.type} (node '{op.name}')"
+    if fn is None:
+        raise OpsdkError(f"{who}: its gradient is overridden by '{name}', but no gradient is "
+                         "registered under that name (register_gradient)")
+    filled = [g if g is not None else zeros_like(t) for t, g in zip(op.outputs, out_grads)]
+    got = fn(op, *filled)
+    grads = list(got) if isinstance(got, (list, tuple)) else [got]
+    if len(grads) != len(op.inputs):
+        raise OpsdkError(f"{who}: the gradient '{name}' returned {len(grads)} gradient(s) for "
+                         f"its {len(op.inputs)} input(s)")
+    for g, x in zip(grads, op.inputs):
+        if g is not None and not isinstance(g, Tensor):
+            raise OpsdkError(f"{who}: the gradient '{name}' gave {type(g).__name__} for input "
+                             f"'{x.name}'; give a tensor or None")
+    return grads
+
+
 def gradients(ys: Any, xs: Any, grad_ys: Any = None, name: str = "gradients"
               ) -> list[Optional[Tensor]]:
     """d(sum of ys)/d(x) for each x of `xs`: a Tensor of x's shape, or None when no y depends on
@@ -96,6 +140,8 @@ def differentiate(ys: Sequence[Tensor], xs: Sequence[Tensor], seeds: Sequence[Te
 def _op_gradient(op: Operation, out_grads: list[Optional[Tensor]], path: "_Path"
                  ) -> list[Optional[Tensor]]:
     """Per data input of `op`, its gradient (None: none flows)."""
+    if op.gradient_override is not None:
+        return _overridden_gradient(op, out_grads)
     if op.spec is not None:
         if op.spec.stops_gradient:
             return [None] * len(op.inputs)

@@ -45,7 +45,8 @@ class Operation:
     """A node. `spec` is the op's declaration, or None for a runtime primitive."""
 
     __slots__ = ("graph", "type", "name", "inputs", "attrs", "type_attrs", "control_inputs",
-                 "device", "outputs", "spec", "absent", "_consumers", "_id", "colocated")
+                 "device", "outputs", "spec", "absent", "_consumers", "_id", "colocated",
+                 "gradient_override")
 
     def __init__(self, graph: "Graph", op_type: str, name: str, inputs: tuple[Tensor, ...],
                  attrs: Mapping[str, Any], type_attrs: Mapping[str, str],
@@ -69,6 +70,9 @@ class Operation:
         # The node it was made to live with (Graph.colocate_with), for a scope that places
         # nodes after they are made (a replica device setter); None if none.
         self.colocated: Optional[Operation] = None
+        # The name of the gradient registered with autodiff.gradients.register_gradient that
+        # replaces this node's own (Graph.gradient_override_map); None: its own.
+        self.gradient_override: Optional[str] = None
 
     @property
     def stateful(self) -> bool:
@@ -105,6 +109,7 @@ class _ThreadStacks(threading.local):
         self.control: list[list[Operation]] = []
         self.devices: list[str] = []
         self.colocations: list[Operation] = []
+        self.overrides: list[dict[str, str]] = []
 
 
 class GraphFinalizedError(OpsdkError, RuntimeError):
@@ -195,6 +200,22 @@ class Graph:
             self._stacks.devices.pop()
             self._stacks.colocations.pop()
 
+    @contextmanager
+    def gradient_override_map(self, op_type_map: Mapping[str, str]) -> Iterator[None]:
+        """Nodes of the types `op_type_map` names, made inside, take the gradient registered
+        under the name it gives them (autodiff.gradients.register_gradient) in place of their
+        own; an inner map adds to and overrides the outer (TensorFlow's)."""
+        if not isinstance(op_type_map, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise OpsdkError("gradient_override_map: give a dict of op type -> registered "
+                             "gradient name, both strings")
+        outer = self._stacks.overrides[-1] if self._stacks.overrides else {}
+        self._stacks.overrides.append({**outer, **op_type_map})
+        try:
+            yield
+        finally:
+            self._stacks.overrides.pop()
+
     def current_device(self) -> str:
         """The device string of the innermost `device(...)` scope of this thread ('' if none)."""
         return self._stacks.devices[-1] if self._stacks.devices else ""
@@ -235,6 +256,8 @@ class Graph:
             op.absent = frozenset(absent)
             if self._stacks.colocations:
                 op.colocated = self._stacks.colocations[-1]
+            if self._stacks.overrides:
+                op.gradient_override = self._stacks.overrides[-1].get(op_type)
             op.outputs = tuple(Tensor(op, i, None if s is None else tuple(s), dtype_name(d))
                                for i, (s, d) in enumerate(outputs))
             for producer in {t.op for t in op.inputs}:
