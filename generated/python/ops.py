@@ -185,6 +185,7 @@ __all__ = [
     'round',
     'scatter_nd',
     'scatter_nd_grad',
+    'searchsorted',
     'segment_max',
     'segment_max_grad',
     'segment_min',
@@ -4408,6 +4409,38 @@ def scatter_nd_grad(indices, updates, dims, grad_y, *, name=None):
         (3,)
     """
     return _apply('scatter_nd_grad', [indices, updates, dims, grad_y], {}, name)
+
+
+def searchsorted(sorted_sequence, values, *, side='left', dtype='int32', name=None):
+    r"""Per row, where each of values would go in the sorted row of sorted_sequence to keep it sorted (TensorFlow's tf.searchsorted).
+
+    sorted_sequence [..., M] and values [..., N] share their leading dims (1-d both: one row).
+    y[..., j] is the first position i of its row with values[..., j] <= sorted_sequence[..., i]
+    (side 'left') or < (side 'right'), M where none is. Rows are searched by bisection (NumPy's
+    searchsorted); a row that is not sorted gives an unspecified position, as in TensorFlow.
+
+    Args:
+        sorted_sequence: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+            float16, float32, float64), shape from the op's shape function. [..., M], each row
+            sorted ascending
+        values: T (one of int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16,
+            float32, float64), shape from the op's shape function. [..., N], the same leading dims
+        side: str, default 'left', one of 'left', 'right'.
+        dtype: the dtype out_type of the result, one of int32, int64, default int32.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: int32 or int64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> sorted_sequence = np.array([[0.0, 1.0, 3.0], [2.0, 4.0, 6.0]], dtype=np.int8)
+        >>> values = np.array([[1.0, 5.0], [2.0, 7.0]], dtype=np.int8)
+        >>> searchsorted(sorted_sequence, values).shape
+        (2, 2)
+    """
+    return _apply('searchsorted', [sorted_sequence, values], {'side': side, 'out_type': dtype}, name)
 
 
 def segment_max(data, segment_ids, *, name=None):

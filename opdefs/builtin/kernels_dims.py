@@ -93,6 +93,18 @@ def expand_dims_grad(xp, x, grad_y, axis):
     return xp.reshape(grad_y, x.shape)
 
 
+def searchsorted(xp, sorted_sequence, values, side, out_type):
+    seq = np.asarray(sorted_sequence if xp is np else xp.asnumpy(sorted_sequence))
+    vals = np.asarray(values if xp is np else xp.asnumpy(values))
+    rows = seq.reshape(-1, seq.shape[-1]) if seq.size or seq.shape[-1] else seq.reshape(
+        int(np.prod(seq.shape[:-1])), 0)
+    queries = vals.reshape(rows.shape[0], vals.shape[-1])
+    out = np.empty(queries.shape, dtype=out_type)
+    for r in range(rows.shape[0]):
+        out[r] = np.searchsorted(rows[r], queries[r], side=side)
+    return xp.asarray(out.reshape(vals.shape))
+
+
 def unique(xp, x, out_idx):
     """NumPy's sorted unique values put back in the order they first appear in x."""
     values, first, inverse, counts = np.unique(np.asarray(x), return_index=True,

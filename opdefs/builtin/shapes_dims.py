@@ -46,6 +46,19 @@ def expand_dims(shapes, attrs):
     return [tuple(x[:at]) + (1,) + tuple(x[at:])]
 
 
+def searchsorted(shapes, attrs):
+    """values' shape, once both are of one rank (at least 1) with the same leading dims."""
+    seq, values = shapes["sorted_sequence"], shapes["values"]
+    if seq is not None and len(seq) == 0 or values is not None and len(values) == 0:
+        raise ValueError("sorted_sequence and values must have at least one dim")
+    if seq is not None and values is not None:
+        if len(seq) != len(values) or any(a is not None and b is not None and a != b
+                                          for a, b in zip(seq[:-1], values[:-1])):
+            raise ValueError(f"sorted_sequence {list(seq)} and values {list(values)} must "
+                             "have the same leading dims (one row of each per search)")
+    return [None if values is None else tuple(values)]
+
+
 def like_x(shapes, attrs):
     """A gradient shaped like the forward input x."""
     return [shapes["x"]]

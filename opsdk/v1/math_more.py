@@ -1,5 +1,6 @@
 """More of TF1's math names, made of builtin ops (so gradients flow where TF's do): `tf.cumprod`,
-`accumulate_n`, `saturate_cast`, `lbeta`, `is_non_decreasing`, `is_strictly_increasing`, and
+`accumulate_n`, `saturate_cast`, `lbeta`, `is_non_decreasing`, `is_strictly_increasing`,
+`searchsorted`, `repeat`, and
 `tf.math`'s `xdivy`, `xlogy`, `xlog1py`, `multiply_no_nan`, `reciprocal_no_nan`,
 `reduce_euclidean_norm` and `polyval`.
 
@@ -164,10 +165,46 @@ def polyval(coeffs: Any, x: Any, name: Optional[str] = None) -> Any:
     return _ops.identity(total, name=name) if name else total
 
 
-TOP_LEVEL = {"cumprod": cumprod, "accumulate_n": accumulate_n, "saturate_cast": saturate_cast,
+def searchsorted(sorted_sequence: Any, values: Any, side: str = "left", out_type: Any = None,
+                 name: Optional[str] = None) -> Any:
+    """Per row, where each of values would go in sorted_sequence's row (`side` 'left' or
+    'right'), as TF's; out_type int32 (default) or int64."""
+    out = "int32" if out_type is None else dtypes.name_of(out_type)
+    return _ops.searchsorted(_t(sorted_sequence), _t(values), side=side, dtype=out, name=name)
+
+
+def repeat(input: Any, repeats: Any, axis: Any = None, name: Optional[str] = None) -> Any:  # noqa: A002
+    """input's elements (flattened, without axis) or its slices along axis, each `repeats`
+    times (an int, or one int per slice): a gather of known indices, so repeats and the axis's
+    size must be known when the graph is built."""
+    x = _t(input)
+    if axis is None:
+        x, axis = _m.reshape(x, [-1]), 0
+    axis = args.static_int("repeat", "axis", axis)
+    if x.shape is None or not -len(x.shape) <= axis < len(x.shape):
+        raise OpsdkError(f"repeat: axis {axis} is out of range for input of shape "
+                         f"{None if x.shape is None else list(x.shape)}")
+    n = x.shape[axis]
+    try:
+        counts = np.asarray(repeats, dtype=np.int64)
+    except (TypeError, ValueError):
+        raise OpsdkError("repeat: repeats must be an int or a list of ints known when the graph "
+                         "is built (a tensor of them is not supported)") from None
+    if n is None:
+        raise OpsdkError(f"repeat: the size of axis {axis} of input must be known when the "
+                         "graph is built")
+    if counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, n)) or (counts < 0).any():
+        raise OpsdkError(f"repeat: repeats must be one count >= 0 or {n} of them (one per "
+                         f"slice), got {counts.tolist()}")
+    index = np.repeat(np.arange(n, dtype=np.int64), counts.reshape(-1) if counts.ndim else counts)
+    return _ops.gather(x, _t(index), axis=axis % len(x.shape), name=name)
+
+
+TOP_LEVEL = {"searchsorted": searchsorted, "repeat": repeat, "cumprod": cumprod, "accumulate_n": accumulate_n, "saturate_cast": saturate_cast,
              "lbeta": lbeta, "is_non_decreasing": is_non_decreasing,
              "is_strictly_increasing": is_strictly_increasing}
-MATH = {**{k: v for k, v in TOP_LEVEL.items() if k != "saturate_cast"},
+MATH = {**{k: v for k, v in TOP_LEVEL.items() if k not in ("saturate_cast", "searchsorted",
+                                                              "repeat")},
         "xdivy": xdivy, "xlogy": xlogy, "xlog1py": xlog1py, "multiply_no_nan": multiply_no_nan,
         "reciprocal_no_nan": reciprocal_no_nan, "reduce_euclidean_norm": reduce_euclidean_norm,
         "polyval": polyval}

@@ -166,3 +166,27 @@ def test_segment_products_and_their_gradients_where_segments_hold_zeros():
     np.testing.assert_array_equal(got_grads[1], [[0, 0], [6, 32], [0, 0], [0, 0], [-18, 64]])
     for g, n in zip(got_grads, numeric):  # a central difference (step 1) of a quadratic: exact
         np.testing.assert_allclose(g, n, atol=1e-12)
+
+
+def test_repeat_and_searchsorted_are_tensorflows():
+    x = tf.placeholder(tf.float64, [2, 3])
+    v = np.arange(6.0).reshape(2, 3)
+    outs = [tf.repeat(x, 2), tf.repeat(x, [1, 3], axis=0), tf.repeat(x, [0, 2, 1], axis=1),
+            tf.searchsorted([[0.0, 1.0, 3.0], [2.0, 4.0, 6.0]], [[1.0, 5.0], [2.0, 7.0]]),
+            tf.searchsorted([0.0, 1.0, 3.0], [1.0, 5.0, -1.0], side="right", out_type=tf.int64)]
+    (g,) = tf.gradients(tf.reduce_sum(outs[1] * outs[1]) + tf.reduce_sum(outs[2]), x)
+    with tf.Session() as sess:
+        got = sess.run(outs + [g], {x: v})
+    np.testing.assert_array_equal(got[0], np.repeat(v, 2))
+    np.testing.assert_array_equal(got[1], [[0, 1, 2], [3, 4, 5], [3, 4, 5], [3, 4, 5]])
+    np.testing.assert_array_equal(got[2], [[1, 1, 2], [4, 4, 5]])
+    assert got[3].dtype == np.int32 and got[4].dtype == np.int64
+    np.testing.assert_array_equal(got[3], [[1, 3], [0, 3]])
+    np.testing.assert_array_equal(got[4], [2, 3, 0])
+    np.testing.assert_array_equal(got[5], [[0, 4, 5], [18, 26, 31]])
+    with pytest.raises(OpsdkError, match="repeat: repeats must be one count >= 0 or 3 of them"):
+        tf.repeat(x, [1, 2], axis=1)
+    with pytest.raises(OpsdkError, match="the size of axis 0 of input must be known"):
+        tf.repeat(tf.placeholder(tf.float32, [None, 2]), 2, axis=0)
+    with pytest.raises(OpsdkError, match="same leading dims"):
+        tf.searchsorted(tf.zeros([2, 3]), tf.zeros([3, 1]))
