@@ -105,3 +105,33 @@ def test_mistakes_are_named():
             opsdk.gradients(two_for_one(x), [x])
         with pytest.raises(OpsdkError, match="must be a float64 tensor or None, got float32"):
             opsdk.gradients(wrong_dtype(x), [x])
+
+
+def test_inside_a_loop_the_authors_gradient_and_an_overridden_one_hold_too():
+    # the loop's gradient replays its body: the replay took the node for one with effects
+    # (custom_gradient) and dropped the override (gradient_override_map), the op's own
+    # gradient then flowing in silence
+    from opsdk.runtime.autodiff.gradients import register_gradient
+    register_gradient("test_loop_straight_through")(lambda op, grad: grad)
+    g = opsdk.Graph()
+    with g.as_default():
+        x = opsdk.placeholder("float64", [3], name="x")
+
+        def body(i, v):
+            with g.gradient_override_map({"round": "test_loop_straight_through"}):
+                r = ops.round(v * 1.5)
+            return i + 1, clip_grad(r) + v
+
+        _, y = opsdk.while_loop(lambda i, v: i < 2, body, [opsdk.constant(0), x])
+        (gx,) = opsdk.gradients(ops.reduce_sum(y * y), [x])
+    with opsdk.Session(g) as sess:
+        got = sess.run(gx, {x: [0.2, -1.0, 2.0]})
+    # each iteration: v' = round(1.5 v) + v; through the straight-through round and the
+    # clipped identity the gradient of v' by v is 1.5 * clip(dv') + dv', clipped to [-0.5, 0.5]
+    v0 = np.array([0.2, -1.0, 2.0])
+    v1 = np.round(1.5 * v0) + v0
+    v2 = np.round(1.5 * v1) + v1
+    d2 = 2 * v2
+    d1 = 1.5 * np.clip(d2, -0.5, 0.5) + d2
+    d0 = 1.5 * np.clip(d1, -0.5, 0.5) + d1
+    np.testing.assert_allclose(got, d0, rtol=1e-14)

@@ -23,6 +23,7 @@ import numpy as np
 from opsdk.registry.dtypes import is_differentiable_dtype
 from opsdk.registry.errors import OpsdkError
 
+from opsdk.runtime.autodiff.custom_gradient import CUSTOM_GRADIENT
 from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry, gradient_spec
@@ -69,6 +70,14 @@ def _needed_ops(sub: SubGraph) -> list[Operation]:
 
 
 def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tuple[Tensor, ...]:
+    outputs = _replayed(graph, op, inputs, who)
+    if op.gradient_override is not None:  # made in a gradient_override_map: so is its copy
+        for node in {t.op for t in outputs}:
+            node.gradient_override = op.gradient_override
+    return outputs
+
+
+def _replayed(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tuple[Tensor, ...]:
     if op.type == "const":
         return (constant(op.attrs["value"]),)
     if op.type == "placeholder":
@@ -79,7 +88,7 @@ def _replay_op(graph: Any, op: Operation, inputs: list[Tensor], who: str) -> tup
                           {**op.attrs, **op.type_attrs}, name=op.name.split("/")[-1],
                           device=op.device or None)
         return node_of(result).outputs  # flat: a list output's tensors one by one
-    if op.type in ("cond", "while_loop", "identity"):
+    if op.type in ("cond", "while_loop", "identity", CUSTOM_GRADIENT):
         shapes = [(t.shape, t.dtype) for t in op.outputs]
         return graph.create_op(op.type, inputs, op.attrs, shapes, name=op.name.split("/")[-1],
                                type_attrs=op.type_attrs).outputs

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 
 from opsdk.registry.dtypes import is_differentiable_dtype
@@ -89,6 +89,14 @@ class FuncGraph(Graph):
             raise OpsdkError(f"'{self.name}': a control dependency on a node outside the "
                              "function; put the control dependency around the cond/while_loop")
         return super().create_op(op_type, inputs, *args, **kwargs)
+
+    def _current_overrides(self) -> Mapping[str, str]:
+        """The outer graphs' gradient_override_map under this graph's own: a map opened on the
+        graph a loop or branch is built in applies to the nodes its body makes (TF1 made them
+        in that very graph)."""
+        outer = self.outer_graph._current_overrides()
+        own = super()._current_overrides()
+        return {**outer, **own} if outer else own
 
     def _foreign(self, item: Any) -> bool:
         graph = getattr(item, "graph", None)

@@ -216,6 +216,11 @@ class Graph:
         finally:
             self._stacks.overrides.pop()
 
+    def _current_overrides(self) -> Mapping[str, str]:
+        """The innermost gradient_override_map of this thread (a traced body's graph adds its
+        outer graphs': func_graph.FuncGraph)."""
+        return self._stacks.overrides[-1] if self._stacks.overrides else {}
+
     def current_device(self) -> str:
         """The device string of the innermost `device(...)` scope of this thread ('' if none)."""
         return self._stacks.devices[-1] if self._stacks.devices else ""
@@ -256,8 +261,9 @@ class Graph:
             op.absent = frozenset(absent)
             if self._stacks.colocations:
                 op.colocated = self._stacks.colocations[-1]
-            if self._stacks.overrides:
-                op.gradient_override = self._stacks.overrides[-1].get(op_type)
+            overrides = self._current_overrides()
+            if overrides:
+                op.gradient_override = overrides.get(op_type)
             op.outputs = tuple(Tensor(op, i, None if s is None else tuple(s), dtype_name(d))
                                for i, (s, d) in enumerate(outputs))
             for producer in {t.op for t in op.inputs}:
