@@ -1,6 +1,7 @@
 """More of TF1's top-level names, each made of the ops opsdk.v1 already has (so gradients flow
 where TF's do): conversions and arithmetic (`to_double`, `scalar_mul`, `div_no_nan`, `rint`),
 array manipulation (`meshgrid`, `roll`, `strided_slice`, `space_to_depth`, `depth_to_space`,
+`space_to_batch_nd`, `batch_to_space_nd`,
 `random_crop`, `batch_gather`, `dynamic_partition`, `dynamic_stitch`, `identity_n`, `shape_n`,
 `ensure_shape`), counting (`bincount`, `histogram_fixed_width`, `confusion_matrix`), index
 arithmetic (`invert_permutation`, `unravel_index`, `setdiff1d`), checks (`check_numerics`,
@@ -28,7 +29,7 @@ from opsdk.v1 import args, dtypes, errors, scopes
 from opsdk.v1 import session as _session
 from opsdk.v1 import strings as _strings
 from opsdk.v1 import math_ops as _m
-from opsdk.v1.composed import is_finite, logical_not, reduce_all
+from opsdk.v1.composed import is_finite, logical_not, pad, reduce_all
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
 
@@ -167,6 +168,85 @@ def depth_to_space(input: Any, block_size: int, name: Optional[str] = None,  # n
     y = _ops.reshape(x, shape=[-1, h, w, bs, bs, c // (bs * bs)])
     y = _ops.transpose(y, perm=[0, 1, 3, 2, 4, 5])
     return _ops.reshape(y, shape=[-1, h * bs, w * bs, c // (bs * bs)], name=name)
+
+
+def _blocks(who: str, x: Any, block_shape: Any, pairs: Any, what: str) -> tuple:
+    """(block sizes, [before, after] pairs, the spatial sizes) of a space_to_batch_nd-like call,
+    all known when the graph is built."""
+    blocks = [int(b) for b in args.static_dims(who, block_shape, "block_shape")]
+    if args.is_tensor(pairs):
+        pairs = args.entries(args.graph_value(pairs))
+        if pairs is None or None in pairs:
+            raise OpsdkError(f"{who}: {what} must be known when the graph is built")
+    spans = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    m = len(blocks)
+    if x.shape is None or len(x.shape) < m + 1 or spans.shape != (m, 2) or min(blocks, default=1) < 1 \
+            or (spans < 0).any():
+        raise OpsdkError(f"{who}: block_shape {blocks} (each >= 1) and {what} [{m}, 2] (each >= "
+                         f"0) must fit input of shape {None if x.shape is None else list(x.shape)}"
+                         f" (1 batch dim, then {m} spatial dims)")
+    spatial = list(x.shape[1:1 + m])
+    if None in spatial:
+        raise OpsdkError(f"{who}: the spatial sizes of input {list(x.shape)} must be known")
+    return blocks, spans.tolist(), spatial
+
+
+def space_to_batch_nd(input: Any, block_shape: Any, paddings: Any,  # noqa: A002
+                      name: Optional[str] = None) -> Any:
+    """input [batch, *spatial, *rest] padded by paddings, then each spatial dim cut into blocks
+    of block_shape, the blocks' offsets moved into the batch: [prod(block) * batch,
+    *(padded / block), *rest] (TF's order: the offset varies slowest)."""
+    x = _t(input)
+    blocks, pads, spatial = _blocks("space_to_batch_nd", x, block_shape, paddings, "paddings")
+    m, rest = len(blocks), list(x.shape[1 + len(blocks):])
+    padded = [s + a + b for s, (a, b) in zip(spatial, pads)]
+    if any(p % b for p, b in zip(padded, blocks)):
+        raise OpsdkError(f"space_to_batch_nd: the padded spatial sizes {padded} must be "
+                         f"multiples of block_shape {blocks}")
+    if any(a or b for a, b in pads):
+        x = pad(x, [[0, 0], *pads, *([[0, 0]] * len(rest))])
+    split = [-1] + [v for p, b in zip(padded, blocks) for v in (p // b, b)] + rest
+    y = _m.reshape(x, split)
+    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + \
+        list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
+    y = _m.transpose(y, perm)
+    return _m.reshape(y, [-1] + [p // b for p, b in zip(padded, blocks)] + rest, name=name)
+
+
+def batch_to_space_nd(input: Any, block_shape: Any, crops: Any,  # noqa: A002
+                      name: Optional[str] = None) -> Any:
+    """space_to_batch_nd's inverse: the batch's block offsets put back into the spatial dims,
+    then crops taken off."""
+    x = _t(input)
+    blocks, cuts, spatial = _blocks("batch_to_space_nd", x, block_shape, crops, "crops")
+    m, rest = len(blocks), list(x.shape[1 + len(blocks):])
+    count = int(np.prod(blocks))
+    if x.shape[0] is not None and x.shape[0] % count:
+        raise OpsdkError(f"batch_to_space_nd: the batch {x.shape[0]} must be a multiple of the "
+                         f"blocks' product {count}")
+    full = [s * b for s, b in zip(spatial, blocks)]
+    if any(a + b > f for (a, b), f in zip(cuts, full)):
+        raise OpsdkError(f"batch_to_space_nd: crops {cuts} take more than the sizes {full}")
+    y = _m.reshape(x, blocks + [-1] + spatial + rest)
+    perm = [m] + [v for i in range(m) for v in (m + 1 + i, i)] + \
+        list(range(1 + 2 * m, 1 + 2 * m + len(rest)))
+    y = _m.reshape(_m.transpose(y, perm), [-1] + full + rest)
+    if any(a or b for a, b in cuts):
+        key = (slice(None),) + tuple(slice(a, f - b) for (a, b), f in zip(cuts, full))
+        y = y[key]
+    return _ops.identity(y, name=name) if name else y
+
+
+def space_to_batch(input: Any, paddings: Any, block_size: int,  # noqa: A002
+                   name: Optional[str] = None) -> Any:
+    """space_to_batch_nd of a 4-d input with block_size along height and width."""
+    return space_to_batch_nd(input, [block_size, block_size], paddings, name=name)
+
+
+def batch_to_space(input: Any, crops: Any, block_size: int,  # noqa: A002
+                   name: Optional[str] = None) -> Any:
+    """batch_to_space_nd of a 4-d input with block_size along height and width."""
+    return batch_to_space_nd(input, [block_size, block_size], crops, name=name)
 
 
 def _nhwc(who: str, input_: Any, block_size: Any, data_format: str) -> tuple:
@@ -618,7 +698,8 @@ def tables_initializer(name: str = "init_all_tables") -> Any:
 
 NAMES = {name: globals()[name] for name in (
     "to_double", "scalar_mul", "div_no_nan", "rint", "meshgrid", "roll", "strided_slice",
-    "space_to_depth", "depth_to_space", "random_crop", "batch_gather", "dynamic_partition",
+    "space_to_depth", "depth_to_space", "space_to_batch_nd", "batch_to_space_nd",
+    "space_to_batch", "batch_to_space", "random_crop", "batch_gather", "dynamic_partition",
     "dynamic_stitch", "identity_n", "shape_n", "ensure_shape", "bincount",
     "histogram_fixed_width", "confusion_matrix", "invert_permutation", "unravel_index",
     "setdiff1d", "check_numerics", "verify_tensor_all_finite", "add_check_numerics_ops",

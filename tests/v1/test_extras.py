@@ -187,3 +187,30 @@ def test_variables_state_names():
         sess.run(check)
         np.testing.assert_allclose(sess.run(tf.lin_space(0.0, 1.0, 5)), np.linspace(0, 1, 5))
     assert left.shape == (0,)
+
+
+def test_space_to_batch_and_back_are_tensorflows():
+    # the values TensorFlow 2.21's compat.v1 gave on the same calls, and each inverse the other
+    x = tf.placeholder(tf.float64, [None, 4, 6, 2])
+    v = np.arange(2 * 4 * 6 * 2, dtype=np.float64).reshape(2, 4, 6, 2)
+    plain = tf.space_to_batch_nd(x, [2, 3], [[0, 0], [0, 0]])
+    padded = tf.space_to_batch_nd(x, [2, 2], [[1, 1], [0, 2]])
+    back = tf.batch_to_space_nd(padded, [2, 2], tf.constant([[1, 1], [0, 2]]))
+    square = tf.batch_to_space(tf.space_to_batch(x, [[2, 0], [1, 1]], 2), [[2, 0], [1, 1]], 2)
+    (g,) = tf.gradients(tf.reduce_sum(padded * padded) + tf.reduce_sum(square * 3.0), x)
+    with tf.Session() as sess:
+        got = sess.run([plain, padded, back, square, g], {x: v})
+    assert got[0].shape == (12, 2, 2, 2) and got[1].shape == (8, 3, 4, 2)
+    # TF's: block (0, 1) of the first example first holds v[0, 0::2, 1::3]
+    np.testing.assert_array_equal(got[0][2], v[0, 0::2, 1::3])
+    # batch entry 1: offset (0, 0) of example 1, after one padded row on top, two columns right
+    np.testing.assert_array_equal(got[1][1, 1:, :3], v[1, 1::2, 0::2])
+    assert not got[1][1, 0].any() and not got[1][1, :, 3].any()
+    np.testing.assert_array_equal(got[2], v)
+    np.testing.assert_array_equal(got[3], v)
+    np.testing.assert_array_equal(got[4], 2 * v + 3.0)
+    with pytest.raises(OpsdkError, match="padded spatial sizes \\[5, 6\\] must be multiples"):
+        tf.space_to_batch_nd(x, [2, 2], [[1, 0], [0, 0]])
+    with pytest.raises(OpsdkError, match="spatial sizes of input \\[2, None, None, 1\\] must"):
+        tf.space_to_batch_nd(tf.placeholder(tf.float32, [2, None, None, 1]), [2, 2],
+                             [[0, 0], [0, 0]])
