@@ -291,8 +291,11 @@ def example_lines(spec: OpSpec, forward: Optional[OpSpec] = None) -> list[str]:
             lines.append(f">>> {t.name} = [{draw} for _ in range({EXAMPLE_LIST_LEN})]")
         else:
             lines.append(f">>> {t.name} = {_draw(spec, t, in_shapes[t.name])}")
+    # attrs without a default, and those `example:` sets apart from their default (the result
+    # shown was computed with them)
     kwargs = [f"{a.name}={attrs[a.name]!r}" for a in spec.attrs
-              if a.name not in list_lens and a.default is NO_DEFAULT]
+              if a.name not in list_lens and (a.default is NO_DEFAULT or (
+                  a.name in given and given[a.name] != a.default))]
     kwargs += [f"{names.python_type_attr_param(spec, ta)}={ta.allowed[0]!r}"
                for ta in spec.unbound_type_attrs if not ta.default]
     positional, keyword_inputs = _input_params(spec)
