@@ -160,8 +160,10 @@ __all__ = [
     'print_tensor_grad',
     'qr',
     'qr_grad',
+    'random_gamma',
     'random_normal',
     'random_normal_dims',
+    'random_poisson',
     'random_uniform',
     'random_uniform_dims',
     'random_uniform_like',
@@ -3750,6 +3752,40 @@ def qr_grad(x, q, r, grad_q, grad_r, *, full_matrices=False, name=None):
     return _apply('qr_grad', [x, q, r, grad_q, grad_r], {'full_matrices': full_matrices}, name)
 
 
+def random_gamma(alpha, beta, *, shape, seed=0, sequence=False, name=None):
+    r"""Gamma random values of shape attr shape + the broadcast shape of alpha and beta (TensorFlow's tf.random_gamma).
+
+    Each value is drawn from Gamma(alpha, rate beta) (mean alpha / beta) for its alpha and beta,
+    broadcast together over the trailing dims. Not differentiable here (TensorFlow's has an
+    implicit gradient for alpha): a gradient through it is an error, not zeros.
+
+    Args:
+        alpha: float16 or float32 or float64, shape from the op's shape function. the shape
+            parameter, > 0
+        beta: float16 or float32 or float64, shape from the op's shape function. the rate parameter,
+            > 0 (1: the standard Gamma)
+        shape: list(int). the leading dims: how many draws per (alpha, beta)
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: float16 or float32 or float64, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> alpha = np.array([0.5, 2.0], dtype=np.float16)
+        >>> beta = np.array([1.0, 1.0], dtype=np.float16)
+        >>> random_gamma(alpha, beta, shape=(3,)).shape
+        (3, 2)
+    """
+    return _apply('random_gamma', [alpha, beta], {'shape': shape, 'seed': seed, 'sequence': sequence}, name)
+
+
 def random_normal(*, shape, seed=0, sequence=False, mean=0.0, stddev=1.0, dtype='float32', name=None):
     r"""Normal random values with the given mean and standard deviation.
 
@@ -3805,6 +3841,37 @@ def random_normal_dims(dims, *, seed=0, sequence=False, dtype='float32', name=No
         'float32'
     """
     return _apply('random_normal_dims', [dims], {'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
+
+
+def random_poisson(lam, *, shape, seed=0, sequence=False, dtype='float32', name=None):
+    r"""Poisson random values of shape attr shape + lam's shape (TensorFlow's tf.random_poisson).
+
+    Each value is drawn from Poisson(lam) for its lam (its mean), in the dtype asked for.
+
+    Args:
+        lam: float16 or float32 or float64, shape from the op's shape function. the rate, >= 0
+        shape: list(int). the leading dims: how many draws per lam
+        seed: int, default 0, >= 0. 0: fresh values per execution; else fixed values, or a fixed
+            sequence (sequence)
+        sequence: bool, default False. with a seed: each execution in a session draws the next
+            values of the sequence the seed starts (TensorFlow's seeded ops); false: the same values
+            every time
+        dtype: the dtype dtype of the result, one of float16, float32, float64, int32, int64,
+            default float32.
+        name: the node's name when called inside a graph.
+
+    Returns:
+        y: dtype (one of float16, float32, float64, int32, int64), shape from the op's shape
+            function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> lam = np.array([0.5, 4.0], dtype=np.float16)
+        >>> random_poisson(lam, shape=(3,)).shape
+        (3, 2)
+    """
+    return _apply('random_poisson', [lam], {'shape': shape, 'seed': seed, 'sequence': sequence, 'dtype': dtype}, name)
 
 
 def random_uniform(*, shape, seed=0, sequence=False, minval=0.0, maxval=1.0, dtype='float32', name=None):

@@ -33,3 +33,25 @@ def random_uniform(xp, shape, seed, minval, maxval, dtype, sequence=False, rng=N
 def random_normal(xp, shape, seed, mean, stddev, dtype, sequence=False, rng=None):
     z = _rng(seed, rng).standard_normal(tuple(shape))
     return xp.asarray((mean + stddev * z).astype(dtype))
+
+
+def _parameters(xp, *values):
+    """The parameters on the host, broadcast together, in float64."""
+    host = [np.asarray(v if xp is np else xp.asnumpy(v), np.float64) for v in values]
+    return np.broadcast_arrays(*host)
+
+
+def random_gamma(xp, alpha, beta, shape, seed, sequence=False, rng=None):
+    a, b = _parameters(xp, alpha, beta)
+    if (a <= 0).any() or (b <= 0).any() or np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("random_gamma: alpha and beta must be > 0")
+    draws = _rng(seed, rng).gamma(a, 1.0 / b, size=tuple(shape) + a.shape)
+    return xp.asarray(draws.astype(alpha.dtype))
+
+
+def random_poisson(xp, lam, shape, seed, dtype, sequence=False, rng=None):
+    (rate,) = _parameters(xp, lam)
+    if (rate < 0).any() or np.isnan(rate).any():
+        raise ValueError("random_poisson: lam must be >= 0")
+    draws = _rng(seed, rng).poisson(rate, size=tuple(shape) + rate.shape)
+    return xp.asarray(draws.astype(dtype))

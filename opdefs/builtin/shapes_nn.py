@@ -65,3 +65,23 @@ def like_x_filter(shapes, attrs):
 
 def like_value_bias(shapes, attrs):
     return [shapes["value"], shapes["bias"]]
+
+
+def drawn_per_parameter(shapes, attrs):
+    """random_gamma, random_poisson: attr shape, then the parameters' broadcast shape."""
+    lead = [int(d) for d in attrs["shape"]]
+    if any(d < 0 for d in lead):
+        raise ValueError(f"shape {lead} has a negative size")
+    params = [shapes[name] for name in ("alpha", "beta", "lam") if name in shapes]
+    if any(p is None for p in params):
+        return [None]
+    rank = max(len(p) for p in params)
+    dims = []
+    for i in range(rank):
+        sizes = {p[len(p) - rank + i] for p in params if len(p) - rank + i >= 0}
+        known = {d for d in sizes if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError(f"the parameters' shapes {[list(p) for p in params]} do not "
+                             "broadcast together")
+        dims.append(known.pop() if known else (None if None in sizes else 1))
+    return [tuple(lead) + tuple(dims)]

@@ -27,7 +27,8 @@ from opsdk.v1.session import ConfigProto, GPUOptions, InteractiveSession, Sessio
 from opsdk.v1.run_options import RunMetadata, RunOptions
 from opsdk.v1.tensors import (TensorShape, Dimension, Variable, constant, convert_to_tensor, fill,
                               ones, ones_like, placeholder, placeholder_with_default,
-                              random_normal, random_uniform, set_random_seed, truncated_normal,
+                              random_gamma, random_normal, random_poisson, random_uniform,
+                              set_random_seed, truncated_normal,
                               zeros, zeros_like)
 from opsdk.v1.math_ops import (abs, acos, acosh, add, arg_max, arg_min, argmax, argmin,  # noqa: A001
                                asin, asinh, atan, atan2, atanh, cast, digamma, erf, erfc, lgamma, ceil, clip_by_value, cos, cosh, expm1, floor, round,

@@ -416,6 +416,27 @@ def truncated_normal(shape: Any, mean: Any = 0.0, stddev: Any = 1.0, dtype: Any 
                    seed, name)
 
 
+def random_gamma(shape: Any, alpha: Any, beta: Any = None, dtype: Any = dtypes.float32,
+                 seed: Optional[int] = None, name: Optional[str] = None) -> Any:
+    """Gamma(alpha, rate beta) values of shape `shape + broadcast(alpha, beta).shape`; no
+    gradient (TF's has one for alpha)."""
+    dtype = name_of(dtype)
+    a = _as(convert_to_tensor(alpha), dtype)
+    b = _ops.ones_like(a) if beta is None else _as(convert_to_tensor(beta), dtype)
+    return _ops.random_gamma(a, b, shape=args.static_dims("random_gamma", shape),
+                             seed=op_seed(seed), sequence=True, name=name)
+
+
+def random_poisson(lam: Any, shape: Any, dtype: Any = dtypes.float32, seed: Optional[int] = None,
+                   name: Optional[str] = None) -> Any:
+    """Poisson(lam) values of shape `shape + lam.shape`, in `dtype`."""
+    rate = convert_to_tensor(lam)
+    rate = rate if rate.dtype in ("float32", "float64") else _as(rate, "float32")
+    return _ops.random_poisson(rate, shape=args.static_dims("random_poisson", shape),
+                               seed=op_seed(seed), sequence=True, dtype=name_of(dtype),
+                               name=name)
+
+
 def _moments(who: str, mean: Any, stddev: Any) -> tuple[Any, Any]:
     return args.scalar(who, "mean", mean), args.scalar(who, "stddev", stddev)
 

@@ -7,6 +7,7 @@ graph's own."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import opsdk
 import opsdk.v1 as tf
@@ -117,3 +118,30 @@ def test_the_graph_seed_belongs_to_its_graph():
     fresh = tf.random_normal([2])
     assert seeded.op.attrs["seed"] != 0
     assert unseeded.op.attrs["seed"] == 0 and fresh.op.attrs["seed"] == 0
+
+
+def test_gamma_and_poisson_draws_have_tensorflows_shapes_dtypes_and_moments():
+    # the summary TensorFlow 2.21's compat.v1 printed for the same script (its draws differ)
+    tf.reset_default_graph()
+    tf.set_random_seed(5)
+    a = tf.random_gamma([20000], [0.5, 2.0, 7.0], beta=[1.0, 4.0, 0.5])
+    b = tf.random_gamma([3, 2], 2.0, dtype=tf.float64)
+    c = tf.random_poisson([0.5, 4.0], [20000])
+    d = tf.random_poisson(3.0, [5], dtype=tf.int64)
+    e = tf.random.gamma([4], tf.constant([[1.0], [3.0]]))
+    with tf.Session() as sess:
+        ra, rb, rc, rd, re = sess.run([a, b, c, d, e])
+        again = sess.run(a)
+    assert (ra.shape, ra.dtype, rb.shape, rb.dtype) == ((20000, 3), np.float32, (3, 2), np.float64)
+    np.testing.assert_allclose(ra.mean(0), [0.5, 0.5, 14.0], rtol=0.05)
+    np.testing.assert_allclose(ra.var(0), [0.5, 0.125, 28.0], rtol=0.1)
+    assert rc.shape == (20000, 2) and rc.dtype == np.float32 and (rc == np.round(rc)).all()
+    np.testing.assert_allclose(rc.mean(0), [0.5, 4.0], rtol=0.05)
+    assert (rd.shape, rd.dtype, re.shape) == ((5,), np.int64, (4, 2, 1))
+    assert not np.array_equal(again, ra)  # a seeded sequence: the next values
+    with pytest.raises(tf.errors.InvalidArgumentError, match="alpha and beta must be > 0"):
+        with tf.Session() as sess:
+            sess.run(tf.random_gamma([2], [1.0, -1.0]))
+    alpha = tf.constant(2.0)
+    with pytest.raises(Exception, match="no gradient for op 'random_gamma'"):
+        tf.gradients(tf.reduce_sum(tf.random_gamma([2], alpha)), [alpha])
