@@ -24,7 +24,8 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import image as _image, linalg as _linalg, math_ops as _m, nn as _nn
 from opsdk.v1 import readers as _readers, records as _records, sparse as _sparse
-from opsdk.v1 import math_more as _math_more, string_ops as _string_ops
+from opsdk.v1 import image_more as _image_more, math_more as _math_more
+from opsdk.v1 import string_ops as _string_ops
 from opsdk.v1.misc import Namespace
 from opsdk.v1.tensors import convert_to_tensor as _t, zeros
 
@@ -199,7 +200,7 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
           "random": {"categorical": categorical, "multinomial": multinomial,
                      "shuffle": shuffle},
           "linalg": {"norm": norm, **_linalg.LINALG},
-          "image": _image.NAMES,
+          "image": {**_image.NAMES, **_image_more.NAMES},
           "io": {**_image.IO, "decode_csv": _readers.decode_csv,
                  "decode_raw": _readers.decode_raw, **_records.PYTHON_IO,
                  **{n: _records.TOP_LEVEL[n] for n in ("FixedLenFeature", "VarLenFeature",
@@ -212,7 +213,8 @@ _EXTRA = {"math": {"log_sigmoid": log_sigmoid, "reduce_variance": reduce_varianc
                    "is_gpu_available": is_gpu_available, "gpu_device_name": gpu_device_name}}
 # and at the top level, under TF1's names
 TOP_LEVEL = {"multinomial": multinomial, "random_shuffle": shuffle, "broadcast_to": broadcast_to,
-             "norm": norm, "log_sigmoid": log_sigmoid, **_image.FILES}
+             "norm": norm, "log_sigmoid": log_sigmoid, **_image.FILES,
+             **_image_more.TOP_LEVEL}
 
 
 def _resolve(module: ModuleType, path: str) -> Any:
