@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "py_func": "opsdk.runtime.frontend.py_func",
     **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
-        "RMSPropOptimizer")},
+        "RMSPropOptimizer", "AdadeltaOptimizer")},
     **{name: "opsdk.runtime.train.saver" for name in ("Saver", "latest_checkpoint")},
     "load_ops": "opsdk.runtime.frontend.ops_module",
     "load_registry": "opsdk.registry",
@@ -77,7 +77,8 @@ if TYPE_CHECKING:
     from opsdk.runtime.train.optimizers import (
         AdagradOptimizer as AdagradOptimizer, AdamOptimizer as AdamOptimizer,
         GradientDescentOptimizer as GradientDescentOptimizer,
-        MomentumOptimizer as MomentumOptimizer, RMSPropOptimizer as RMSPropOptimizer)
+        MomentumOptimizer as MomentumOptimizer, RMSPropOptimizer as RMSPropOptimizer,
+        AdadeltaOptimizer as AdadeltaOptimizer)
     from opsdk.runtime.train.saver import Saver as Saver, latest_checkpoint as latest_checkpoint
 
 

@@ -34,6 +34,7 @@ __all__ = [
     'acosh_grad',
     'add',
     'add_grad',
+    'apply_adadelta',
     'apply_adagrad',
     'apply_adam',
     'apply_gradient_descent',
@@ -442,6 +443,41 @@ def add_grad(x, y, grad_z, *, name=None):
         ((2, 3), (2, 3))
     """
     return _apply('add_grad', [x, y, grad_z], {}, name)
+
+
+def apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad, *, name=None):
+    r"""Adadelta: accum = rho * accum + (1 - rho) * grad ** 2; update = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update; accum_update = rho * accum_update + (1 - rho) * update ** 2.
+
+    Args:
+        var: float16 or float32 or float64, shape [...].
+        accum: float16 or float32 or float64, shape [...].
+        accum_update: float16 or float32 or float64, shape [...].
+        lr: float16 or float32 or float64, shape [].
+        rho: float16 or float32 or float64, shape [].
+        epsilon: float16 or float32 or float64, shape [].
+        grad: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        var_out: float16 or float32 or float64, shape [...].
+        accum_out: float16 or float32 or float64, shape [...].
+        accum_update_out: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> var = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> accum = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> accum_update = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> lr = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> rho = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> epsilon = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> grad = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> var_out, accum_out, accum_update_out = apply_adadelta(var, accum, accum_update, lr, rho, epsilon, grad)
+        >>> var_out.shape, accum_out.shape, accum_update_out.shape
+        ((2,), (2,), (2,))
+    """
+    return _apply('apply_adadelta', [var, accum, accum_update, lr, rho, epsilon, grad], {}, name)
 
 
 def apply_adagrad(var, accum, lr, grad, *, name=None):

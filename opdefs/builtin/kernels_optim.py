@@ -46,3 +46,11 @@ def apply_rms_prop(xp, var, ms, mom, lr, rho, momentum, epsilon, grad):
     ms = rho * ms + (one - rho) * grad * grad
     mom = momentum * mom + lr * grad / xp.sqrt(ms + epsilon)
     return xp.asarray(var - mom), xp.asarray(ms), xp.asarray(mom)
+
+
+def apply_adadelta(xp, var, accum, accum_update, lr, rho, epsilon, grad):
+    one = xp.ones((), dtype=var.dtype)
+    accum = rho * accum + (one - rho) * grad * grad
+    update = xp.sqrt(accum_update + epsilon) / xp.sqrt(accum + epsilon) * grad
+    accum_update = rho * accum_update + (one - rho) * update * update
+    return xp.asarray(var - lr * update), xp.asarray(accum), xp.asarray(accum_update)

@@ -158,6 +158,7 @@ train = Namespace(
     GradientDescentOptimizer=opsdk.GradientDescentOptimizer,
     MomentumOptimizer=opsdk.MomentumOptimizer, AdagradOptimizer=opsdk.AdagradOptimizer,
     AdamOptimizer=opsdk.AdamOptimizer, RMSPropOptimizer=opsdk.RMSPropOptimizer, Saver=Saver,
+    AdadeltaOptimizer=opsdk.AdadeltaOptimizer,
     latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
     global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,

@@ -80,3 +80,29 @@ def test_tf_gradients_takes_tf1s_arguments():
             tf.gradients(y, [x], stop_gradients=[y])
         with pytest.raises(OpsdkError, match="unconnected_gradients must be"):
             tf.gradients(y, [x], unconnected_gradients="nan")
+
+
+def test_adadelta_trains_as_tensorflows():
+    # TensorFlow 2.21's compat.v1 printed these losses and weights on the same script
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None, 1])
+    w = tf.Variable(np.array([[0.1], [-0.2], [0.3]], np.float32))
+    b = tf.Variable(np.zeros([1], np.float32))
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+    opt = tf.train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-6)
+    step = opt.minimize(loss)
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(64, 3)).astype(np.float32)
+    target = (data @ np.array([[1.0], [2.0], [-1.0]]) + 0.5).astype(np.float32)
+    losses = []
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for i in range(200):
+            losses.append(sess.run([step, loss], {x: data, y: target})[1])
+        weights, accum = sess.run([w, opt.get_slot(w, "accum")])
+    np.testing.assert_allclose([losses[i] for i in (0, 50, 100, 150, 199)],
+                               [5.63561, 4.45012, 3.38207, 2.47675, 1.75887], rtol=1e-5)
+    np.testing.assert_allclose(weights.ravel(), [0.75287, 0.59466, -0.43039], rtol=1e-5)
+    np.testing.assert_allclose(accum.ravel(), [0.349713, 4.546744, 0.709998], rtol=1e-5)
+    assert opt.get_slot_names() == ["accum", "accum_update"]

@@ -27,7 +27,7 @@ from opsdk.runtime.frontend.variables import Variable, trainable_variables
 from opsdk.runtime.train.update import Update, add_updates
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
-           "AdamOptimizer", "RMSPropOptimizer"]
+           "AdamOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer"]
 
 GradsAndVars = list[tuple[Optional[Tensor], Variable]]
 
@@ -287,3 +287,20 @@ class RMSPropOptimizer(Optimizer):
 
     def _hypers(self) -> list[Any]:
         return [self.learning_rate, self.decay, self.momentum, self.epsilon]
+
+
+class AdadeltaOptimizer(Optimizer):
+    """accum = rho * accum + (1 - rho) * grad**2; update = sqrt(accum_update + eps) /
+    sqrt(accum + eps) * grad; var -= lr * update; accum_update = rho * accum_update + (1 - rho) *
+    update**2 (TensorFlow 1's defaults)."""
+
+    _op = "apply_adadelta"
+    _slots = (("accum", 0.0), ("accum_update", 0.0))
+
+    def __init__(self, learning_rate: Any = 0.001, rho: float = 0.95, epsilon: float = 1e-8,
+                 use_locking: bool = False, name: str = "Adadelta"):
+        super().__init__(learning_rate, name, use_locking)
+        self.rho, self.epsilon = rho, epsilon
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate, self.rho, self.epsilon]
