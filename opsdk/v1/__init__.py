@@ -88,6 +88,8 @@ from opsdk.v1.readers import TOP_LEVEL as _READERS  # noqa: E402 - tf.TextLineRe
 globals().update(_READERS)
 from opsdk.v1.extras import NAMES as _EXTRAS  # noqa: E402 - tf.meshgrid, tf.roll, tf.bincount, ...
 globals().update(_EXTRAS)
+for _name in ("space_to_batch", "space_to_depth", "depth_to_space"):  # tf.nn's names too
+    setattr(nn, _name, _EXTRAS[_name])
 from opsdk.v1 import records as _records  # noqa: E402 - TFRecords, tf.train.Example, parsing
 globals().update(_records.TOP_LEVEL)
 for _name, _value in _records.TRAIN.items():

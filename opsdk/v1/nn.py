@@ -412,6 +412,36 @@ def conv2d_transpose(value: Any = None, filter: Any = None, output_shape: Any = 
                                  extra_w=extra_w, name=name)
 
 
+def conv2d_backprop_input(input_sizes: Any, filter: Any = None, out_backprop: Any = None,  # noqa: A002
+                          strides: Any = None, padding: Any = None, use_cudnn_on_gpu: bool = True,
+                          data_format: Any = "NHWC", dilations: Any = None,
+                          name: Optional[str] = None, filters: Any = None) -> Any:
+    """conv2d's gradient with respect to its input, of shape input_sizes: conv2d_transpose of
+    out_backprop with the same [kh, kw, in, out] filter."""
+    return conv2d_transpose(out_backprop, filter if filter is not None else filters, input_sizes,
+                            strides, padding, data_format, name=name, dilations=dilations)
+
+
+def conv2d_backprop_filter(input: Any, filter_sizes: Any, out_backprop: Any,  # noqa: A002
+                           strides: Any, padding: Any, use_cudnn_on_gpu: bool = True,
+                           data_format: Any = "NHWC", dilations: Any = None,
+                           name: Optional[str] = None) -> Any:
+    """conv2d's gradient with respect to its [kh, kw, in, out] filter of shape filter_sizes
+    (the builtin conv2d_grad_filter, which reads the filter's shape alone)."""
+    who = "conv2d_backprop_filter"
+    _nhwc(who, data_format)
+    if dilations not in (None, 1, [1, 1, 1, 1], (1, 1, 1, 1)):
+        raise OpsdkError(f"{who}: dilations are not supported by opsdk.v1")
+    (sh, sw), same = _hw(who, strides, "strides"), _padding(who, padding) == "SAME"
+    x = _t(input)
+    sizes = _args.static_dims(who, filter_sizes, "filter_sizes")
+    if len(sizes) != 4:
+        raise OpsdkError(f"{who}: filter_sizes must be [kh, kw, in, out], got {sizes}")
+    stand_in = _ops.zeros(shape=sizes, dtype=x.dtype)  # its shape alone is read
+    return _ops.conv2d_grad_filter(x, stand_in, _t(out_backprop), stride_h=sh, stride_w=sw,
+                                   same=int(same), name=name)
+
+
 def _output_shape(who: str, shape: Any) -> list:
     """TF's output_shape as four entries, each an int or None (a batch known only at run time)."""
     if isinstance(shape, opsdk.Tensor) or hasattr(shape, "_as_graph_element"):

@@ -125,6 +125,27 @@ def get_or_create_global_step(graph: Any = None) -> Any:
     return step
 
 
+def create_global_step(graph: Any = None) -> Any:
+    """A new global step (int64 0, in the GLOBAL_STEP collection); an error where the graph has
+    one already, as TF's."""
+    if get_global_step() is not None:
+        raise ValueError("create_global_step: the graph has a global step already "
+                         "(get_or_create_global_step returns it)")  # TF's ValueError
+    return get_or_create_global_step()
+
+
+def assert_global_step(global_step_tensor: Any) -> None:
+    """TF's check of a global step: a scalar integer variable or tensor."""
+    value = getattr(global_step_tensor, "_as_graph_element", lambda: global_step_tensor)()
+    if not isinstance(value, opsdk.Tensor):
+        raise TypeError(f"Existing \"global_step\" must be a Variable or Tensor: "
+                        f"{global_step_tensor}.")
+    if not value.dtype.startswith(("int", "uint")):
+        raise TypeError(f"Existing \"global_step\" does not have integer type: {value.dtype}")
+    if value.shape is not None and len(value.shape) != 0:
+        raise TypeError(f"Existing \"global_step\" is not scalar: {list(value.shape)}")
+
+
 def get_global_step(graph: Any = None) -> Any:
     """The graph's global step, as TensorFlow finds it: the one of the GLOBAL_STEP collection,
     else a variable named `global_step` (`tf.Variable(0, name='global_step')`); None where
@@ -161,6 +182,7 @@ train = Namespace(
     AdadeltaOptimizer=opsdk.AdadeltaOptimizer,
     latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
+    create_global_step=create_global_step, assert_global_step=assert_global_step,
     global_step=lambda sess, step: int(sess.run(step)), exponential_decay=exponential_decay,
     ExponentialMovingAverage=ExponentialMovingAverage, write_graph=_graph_def.write_graph,
     piecewise_constant_decay=_schedules.piecewise_constant,

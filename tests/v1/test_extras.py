@@ -214,3 +214,41 @@ def test_space_to_batch_and_back_are_tensorflows():
     with pytest.raises(OpsdkError, match="spatial sizes of input \\[2, None, None, 1\\] must"):
         tf.space_to_batch_nd(tf.placeholder(tf.float32, [2, None, None, 1]), [2, 2],
                              [[0, 0], [0, 0]])
+
+
+def test_conv2d_backprops_equal_the_gradients_and_tf_nn_has_the_block_moves():
+    tf.reset_default_graph()
+    rng = np.random.default_rng(1)
+    x = tf.constant(rng.normal(size=(2, 7, 6, 3)))
+    f = tf.constant(rng.normal(size=(3, 2, 3, 4)))
+    for padding, strides in (("SAME", [1, 2, 2, 1]), ("VALID", [1, 1, 2, 1])):
+        y = tf.nn.conv2d(x, f, strides, padding)
+        dy = tf.constant(rng.normal(size=[int(d) for d in y.shape]))
+        gx, gf = tf.gradients(y, [x, f], dy)
+        by_input = tf.nn.conv2d_backprop_input([2, 7, 6, 3], f, dy, strides, padding)
+        by_filter = tf.nn.conv2d_backprop_filter(x, [3, 2, 3, 4], dy, strides, padding)
+        with tf.Session() as sess:
+            want_x, want_f, got_x, got_f = sess.run([gx, gf, by_input, by_filter])
+        np.testing.assert_allclose(got_x, want_x, atol=1e-12)
+        np.testing.assert_allclose(got_f, want_f, atol=1e-12)
+    images = tf.reshape(tf.range(32.0), [1, 4, 4, 2])
+    with tf.Session() as sess:
+        depth, batch = sess.run([tf.nn.space_to_depth(images, 2),
+                                 tf.nn.space_to_batch(images, [[0, 0], [0, 0]], 2)])
+    # TF's values on the same calls
+    np.testing.assert_array_equal(depth.ravel()[:8], [0, 1, 2, 3, 8, 9, 10, 11])
+    np.testing.assert_array_equal(batch.ravel()[:8], [0, 1, 4, 5, 16, 17, 20, 21])
+    assert tf.nn.depth_to_space is tf.depth_to_space
+
+
+def test_create_and_assert_global_step_as_tensorflows():
+    tf.reset_default_graph()
+    step = tf.train.create_global_step()
+    tf.train.assert_global_step(step)
+    assert tf.train.get_global_step() is step
+    with pytest.raises(ValueError, match="has a global step already"):
+        tf.train.create_global_step()
+    with pytest.raises(TypeError, match="does not have integer type"):
+        tf.train.assert_global_step(tf.constant(1.0))
+    with pytest.raises(TypeError, match="is not scalar"):
+        tf.train.assert_global_step(tf.constant([1, 2]))
