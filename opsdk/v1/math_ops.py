@@ -447,10 +447,13 @@ def range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
           name: Optional[str] = "range") -> Any:
     """`tf.range(n)`, `tf.range(a, b, step)` (Python ints become int32, floats float32, as in
     TF): a constant when the bounds are known when the graph is built, else the `arange` op,
-    the numbers taking the tensors' dtype (`tf.range(tf.shape(x)[0]) * 3`)."""
+    the numbers taking the tensors' dtype (`tf.range(tf.shape(x)[0]) * 3`), or `dtype`, to
+    which tensor bounds are cast (as TF's)."""
     bounds = (start, limit, delta) if limit is not None else (0, start, delta)
     bounds = [args.scalar("range", arg, b) for arg, b in zip(("start", "limit", "delta"), bounds)]
     if args.numbers_or_tensors(bounds):
+        if dtype is not None:  # as TF's: the bounds cast to the dtype asked for
+            bounds = [cast(b, dtype) if args.is_tensor(b) else b for b in bounds]
         parts = packing.elements("range", bounds, dtype)
         return _ops.arange(*(_ops.reshape(p, shape=[]) for p in parts), name=name)
     array = np.arange(*bounds)

@@ -528,6 +528,51 @@ max_pool, avg_pool = _pool("max_pool"), _pool("avg_pool")
 max_pool2d, avg_pool2d = max_pool, avg_pool  # TF 1.15's names of the same ops
 
 
+def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: Any,  # noqa: A002
+                         Targmax: Any = None, name: Optional[str] = None,
+                         output_dtype: Any = None, include_batch_in_index: bool = False) -> Any:
+    """(max_pool's output, where each maximum was): the flat index ((y * width + x) * channels
+    + c) of the input, with the batch too ((b * height + y) ...) under include_batch_in_index,
+    as TF's. The output carries max_pool's gradient; the indices carry none. Among equal
+    values the first in the window (row by row) is taken. The window is read through
+    extract_image_patches of the values shifted above 0, so SAME's padding never wins."""
+    from opsdk.v1.image_more import extract_image_patches
+
+    x = _t(input)
+    if x.shape is None or len(x.shape) != 4 or None in x.shape[1:]:
+        raise OpsdkError("max_pool_with_argmax: give [batch, height, width, channels] input "
+                         "whose height, width and channels are known")
+    out = max_pool(x, ksize, strides, padding, name=name)
+    _, h, w, c = (int(d) if d is not None else None for d in x.shape)
+    kernel = [1, *_hw("max_pool_with_argmax", ksize, "ksize"), 1]
+    steps = [1, *_hw("max_pool_with_argmax", strides, "strides"), 1]
+    dtype = "int64" if (Targmax or output_dtype) is None else \
+        _m.name_of(Targmax if Targmax is not None else output_dtype)
+    values = _ops.cast(_ops.stop_gradient(x), dtype="float64")
+    lifted = _ops.add(_ops.sub(values, _m.reduce_min(values)), opsdk.constant(1.0))
+    windows = extract_image_patches(lifted, kernel, steps, [1, 1, 1, 1], padding)
+    where = np.arange(h * w * c, dtype=np.float64).reshape(1, h, w, c)
+    places = extract_image_patches(opsdk.constant(where), kernel, steps, [1, 1, 1, 1], padding)
+    k = kernel[1] * kernel[2]
+    shape = [-1, *[int(d) for d in out.shape[1:3]], k, c]
+    best = _m.argmax(_m.reshape(windows, shape), axis=3)
+    flat = _ops.cast(_m.reshape(places, [1, *shape[1:]]), dtype="int64")
+    pick = _ops.equal(_m.expand_dims(_ops.cast(best, dtype="int64"), 3),
+                      _m.reshape(_m.range(k, dtype="int64"), [1, 1, 1, k, 1]))
+    index = _m.reduce_sum(_ops.mul(_ops.cast(pick, dtype="int64"), flat), axis=3)
+    if include_batch_in_index:
+        batch = _m.reshape(_m.range(_m.shape(x)[0], dtype="int64"), [-1, 1, 1, 1])
+        index = _ops.add(index, _ops.mul(batch, opsdk.constant(np.int64(h * w * c))))
+    return MaxPoolWithArgmax(out, _ops.cast(index, dtype=dtype) if dtype != "int64" else index)
+
+
+class MaxPoolWithArgmax(NamedTuple):
+    """TF's result of max_pool_with_argmax: `output` and `argmax`."""
+
+    output: Any
+    argmax: Any
+
+
 def dropout(x: Any, keep_prob: Any = None, noise_shape: Any = None, seed: Optional[int] = None,
             name: Optional[str] = None, rate: Any = None) -> Any:
     """Keep each element with probability keep_prob (a number or a scalar tensor, e.g. a

@@ -252,3 +252,34 @@ def test_create_and_assert_global_step_as_tensorflows():
         tf.train.assert_global_step(tf.constant(1.0))
     with pytest.raises(TypeError, match="is not scalar"):
         tf.train.assert_global_step(tf.constant([1, 2]))
+
+
+def test_max_pool_with_argmax_and_a_range_cast_to_its_dtype_are_tensorflows():
+    # TF 2.21's compat.v1 printed these indices on the same script
+    tf.reset_default_graph()
+    rng = np.random.default_rng(2)
+    v = rng.normal(size=(2, 5, 6, 3)).astype(np.float32) - 3.0
+    v[0, 0, 0, 0] = v[0, 0, 1, 0]
+    x = tf.placeholder(tf.float32, [None, 5, 6, 3])
+    want = {"VALID": ([21, 4, 5, 6, 10, 26, 30, 16, 32, 57, 55, 56],
+                      [147, 145, 149, 147, 136, 149, 132, 136, 158, 174, 136, 179], -71.2750244),
+            "SAME": ([21, 4, 5, 6, 10, 26, 30, 16, 32, 57, 55, 56],
+                     [147, 151, 149, 174, 157, 158, 174, 157, 179, 174, 157, 179], -118.8297806)}
+    for padding, (first, last, total) in want.items():
+        out, arg = tf.nn.max_pool_with_argmax(x, [1, 2, 2, 1], [1, 2, 2, 1], padding)
+        _, arg2 = tf.nn.max_pool_with_argmax(x, [1, 3, 3, 1], [1, 2, 1, 1], padding,
+                                             include_batch_in_index=True)
+        (g,) = tf.gradients(tf.reduce_sum(out * out), x)
+        with tf.Session() as sess:
+            got_out, got_arg, got_arg2, grad = sess.run([out, arg, arg2, g], {x: v})
+        assert got_arg.dtype == np.int64
+        np.testing.assert_array_equal(got_arg.ravel()[:12], first)
+        np.testing.assert_array_equal(got_arg2.ravel()[-12:], last)
+        assert float(got_out.sum()) == pytest.approx(total, abs=1e-4)
+        assert float(grad.sum()) == pytest.approx(2 * total, abs=1e-4)
+        np.testing.assert_array_equal(v.ravel()[got_arg.ravel() + np.repeat(
+            [0, 90], got_arg[0].size)], got_out.ravel())  # the indices point at the maxima
+    n = tf.placeholder(tf.int32, [])
+    with tf.Session() as sess:
+        got = sess.run(tf.range(n, dtype=tf.int64), {n: 3})  # refused: int32 bound, int64 list
+    assert got.dtype == np.int64 and got.tolist() == [0, 1, 2]
