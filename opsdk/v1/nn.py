@@ -683,6 +683,58 @@ def moments(x: Any, axes: Any, shift: Any = None, name: Optional[str] = None,
     return (mean if keep else _ops.reduce_mean(_t(x), axes=list(axes)), var)
 
 
+def fused_batch_norm(x: Any, scale: Any, offset: Any, mean: Any = None, variance: Any = None,
+                     epsilon: float = 0.001, data_format: str = "NHWC", is_training: bool = True,
+                     name: Optional[str] = None, exponential_avg_factor: float = 1.0) -> tuple:
+    """TF's fused_batch_norm of 4-d x over the channels (NHWC's last axis, NCHW's second):
+    (y, the batch mean, its variance with Bessel's correction) while training, else (y
+    normalised by the given mean and variance, those two). y normalises by the variance without
+    the correction, as TF's."""
+    if data_format not in ("NHWC", "NCHW"):
+        raise OpsdkError(f"fused_batch_norm: data_format must be NHWC or NCHW, got "
+                         f"{data_format!r}")
+    if exponential_avg_factor != 1.0:
+        raise OpsdkError("fused_batch_norm: exponential_avg_factor other than 1.0 is not "
+                         "supported by opsdk.v1")
+    v = _t(x)
+    if v.shape is None or len(v.shape) != 4:
+        raise OpsdkError("fused_batch_norm: x must be 4-d")
+    channel = 3 if data_format == "NHWC" else 1
+    axes = [a for a in range(4) if a != channel]
+    here = [1, 1, 1, -1] if data_format == "NHWC" else [1, -1, 1, 1]
+    compute = "float32" if v.dtype == "float16" else v.dtype
+    xc = _m.cast(v, compute)
+    if is_training:
+        if mean is not None or variance is not None:
+            raise OpsdkError("fused_batch_norm: mean and variance are computed while training; "
+                             "give them with is_training=False")
+        batch_mean, batch_var = moments(xc, axes)
+        count = 1
+        for a in axes:
+            if v.shape[a] is None:
+                count = None
+                break
+            count *= int(v.shape[a])
+        if count is None:
+            sizes = _m.cast(_m.shape(v), compute)
+            n = _ops.div(_ops.reduce_prod(sizes), sizes[channel])
+        else:
+            n = _m.cast(float(count), compute)
+        corrected = _ops.mul(batch_var, _ops.div(n, _ops.maximum(_ops.sub(n, _m.cast(1.0, compute)),
+                                                                 _m.cast(1.0, compute))))
+        use_mean, use_var, outs = batch_mean, batch_var, (batch_mean, corrected)
+    else:
+        if mean is None or variance is None:
+            raise OpsdkError("fused_batch_norm: give mean and variance when is_training=False")
+        use_mean, use_var = _m.cast(_t(mean), compute), _m.cast(_t(variance), compute)
+        outs = (use_mean, use_var)
+    inv = _m.rsqrt(_ops.add(use_var, _m.cast(float(epsilon), compute)))
+    factor = _ops.mul(_m.cast(_t(scale), compute), inv)
+    shifted = _ops.sub(_m.cast(_t(offset), compute), _ops.mul(use_mean, factor))
+    y = _ops.add(_ops.mul(xc, _m.reshape(factor, here)), _m.reshape(shifted, here))
+    return (_m.cast(y, v.dtype, name=name), *outs)
+
+
 def zero_fraction(value: Any, name: Optional[str] = None) -> Any:
     zero = _ops.cast(_ops.equal(_t(value), _scalar(0, _t(value))), dtype="float32")
     return _ops.reduce_mean(zero, name=name)

@@ -283,3 +283,30 @@ def test_max_pool_with_argmax_and_a_range_cast_to_its_dtype_are_tensorflows():
     with tf.Session() as sess:
         got = sess.run(tf.range(n, dtype=tf.int64), {n: 3})  # refused: int32 bound, int64 list
     assert got.dtype == np.int64 and got.tolist() == [0, 1, 2]
+
+
+def test_fused_batch_norm_is_tensorflows():
+    # TF 2.21's compat.v1 printed these sums and first values on the same script
+    tf.reset_default_graph()
+    rng = np.random.default_rng(3)
+    v = rng.normal(size=(4, 5, 6, 3)).astype(np.float32) * 2 + 1
+    x = tf.placeholder(tf.float32, [None, 5, 6, 3])
+    xc = tf.placeholder(tf.float32, [4, 3, 5, 6])
+    scale, offset = tf.constant([1.0, 2.0, 0.5]), tf.constant([0.0, -1.0, 3.0])
+    y, mean, var = tf.nn.fused_batch_norm(x, scale, offset, epsilon=1e-3)
+    y2, _, _ = tf.nn.fused_batch_norm(x, scale, offset, mean=tf.constant([0.5, 1.0, 1.5]),
+                                      variance=tf.constant([1.0, 4.0, 2.0]), is_training=False)
+    y3, mean3, _ = tf.nn.fused_batch_norm(xc, scale, offset, data_format="NCHW")
+    grads = tf.gradients(tf.reduce_sum(y * y) + tf.reduce_sum(y2), [x, scale, offset])
+    with tf.Session() as sess:
+        got = sess.run([y, mean, var, y2, y3, mean3] + grads, {x: v, xc: v.transpose(0, 3, 1, 2)})
+    np.testing.assert_allclose(got[1], [1.0418, 1.0846, 1.0765], atol=1e-4)
+    np.testing.assert_allclose(got[2], [4.2552, 4.6048, 3.6709], atol=1e-4)  # Bessel-corrected
+    np.testing.assert_allclose(got[0].ravel()[:3], [1.9665, -5.8625, 3.1991], atol=1e-4)
+    np.testing.assert_allclose(got[3].ravel()[:3], [4.5795, -6.1107, 3.1188], atol=1e-4)
+    np.testing.assert_allclose(got[4], got[0].transpose(0, 3, 1, 2), atol=1e-5)
+    np.testing.assert_allclose(got[5], got[1], rtol=1e-6)
+    np.testing.assert_allclose(got[7], [304.9259, 484.9731, 84.0371], rtol=1e-5)
+    np.testing.assert_allclose(got[8], [120.0, -120.0, 840.0], rtol=1e-5)
+    with pytest.raises(OpsdkError, match="give mean and variance when is_training=False"):
+        tf.nn.fused_batch_norm(x, scale, offset, is_training=False)
