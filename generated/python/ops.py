@@ -150,6 +150,7 @@ __all__ = [
     'mul_grad',
     'neg',
     'neg_grad',
+    'non_max_suppression',
     'not_equal',
     'ones',
     'ones_like',
@@ -3477,6 +3478,38 @@ def neg_grad(x, grad_y, *, name=None):
         (2,)
     """
     return _apply('neg_grad', [x, grad_y], {}, name)
+
+
+def non_max_suppression(boxes, scores, max_output_size, *, iou_threshold=0.5, score_threshold=-3.4028234663852886e+38, name=None):
+    r"""The indices of at most max_output_size boxes chosen greedily by decreasing score, each overlapping none chosen before it by more than iou_threshold (TensorFlow's tf.image.non_max_suppression).
+
+    boxes [n, 4] are (y1, x1, y2, x2) corners, either diagonal; scores [n]. A box is dropped where
+    its score is not above score_threshold, or where its intersection over union with a chosen
+    box exceeds iou_threshold. Ties in score keep the lower index first. The count chosen is known
+    when the op runs.
+
+    Args:
+        boxes: float16 or float32 or float64, shape [n, 4].
+        scores: float16 or float32 or float64, shape [n].
+        max_output_size: int32, shape []. at most this many indices
+        iou_threshold: float, default 0.5, >= 0. overlap above which a box is dropped, in [0, 1]
+        score_threshold: float, default -3.4028234663852886e+38. scores at or below it are dropped
+            (the default: float32's lowest, so only -inf and float64 scores below it)
+        name: the node's name when called inside a graph.
+
+    Returns:
+        selected: int32, shape from the op's shape function.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> boxes = np.array([[0.0, 0.0, 1.0, 1.0], [0.0, 0.1, 1.0, 1.1], [0.0, 2.0, 1.0, 3.0]], dtype=np.float16)
+        >>> scores = np.array([0.9, 0.8, 0.7], dtype=np.float16)
+        >>> max_output_size = np.array(2, dtype=np.int32)
+        >>> non_max_suppression(boxes, scores, max_output_size).dtype.name
+        'int32'
+    """
+    return _apply('non_max_suppression', [boxes, scores, max_output_size], {'iou_threshold': iou_threshold, 'score_threshold': score_threshold}, name)
 
 
 def not_equal(x, y, *, name=None):

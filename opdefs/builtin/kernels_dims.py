@@ -114,3 +114,32 @@ def unique(xp, x, out_idx):
     position[order] = np.arange(order.size)
     return (xp.asarray(values[order]), xp.asarray(position[inverse.reshape(-1)].astype(out_idx)),
             xp.asarray(counts[order].astype(out_idx)))
+
+
+def non_max_suppression(xp, boxes, scores, max_output_size, iou_threshold, score_threshold):
+    b = np.asarray(boxes if xp is np else xp.asnumpy(boxes), np.float64)
+    s = np.asarray(scores if xp is np else xp.asnumpy(scores), np.float64)
+    limit = int(max_output_size)
+    if limit < 0:
+        raise ValueError(f"max_output_size must be >= 0, got {limit}")
+    if not 0.0 <= iou_threshold <= 1.0:
+        raise ValueError(f"iou_threshold must be in [0, 1], got {iou_threshold}")
+    y1, y2 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
+    x1, x2 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
+    area = (y2 - y1) * (x2 - x1)
+    order = [int(i) for i in np.argsort(-s, kind="stable") if s[i] > score_threshold]
+    chosen: list[int] = []
+    for i in order:
+        if len(chosen) >= limit:
+            break
+        if chosen:
+            c = np.asarray(chosen)
+            inter = (np.clip(np.minimum(y2[i], y2[c]) - np.maximum(y1[i], y1[c]), 0, None)
+                     * np.clip(np.minimum(x2[i], x2[c]) - np.maximum(x1[i], x1[c]), 0, None))
+            union = area[i] + area[c] - inter
+            with np.errstate(divide="ignore", invalid="ignore"):
+                iou = np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+            if (iou > iou_threshold).any():
+                continue
+        chosen.append(i)
+    return xp.asarray(np.asarray(chosen, dtype=np.int32))

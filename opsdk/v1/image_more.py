@@ -216,7 +216,23 @@ def extract_image_patches(images: Any, ksizes: Any = None, strides: Any = None, 
         _ops.identity(out, name=name) if name else out)
 
 
-NAMES = {"total_variation": total_variation, "image_gradients": image_gradients,
+def non_max_suppression(boxes: Any, scores: Any, max_output_size: Any, iou_threshold: Any = 0.5,
+                        score_threshold: Any = float("-inf"), name: Optional[str] = None) -> Any:
+    """The indices (int32) of at most max_output_size boxes, chosen greedily by decreasing
+    score, none overlapping a chosen one by more than iou_threshold (IoU); scores at or below
+    score_threshold dropped. Thresholds known when the graph is built."""
+    iou = float(args.scalar("non_max_suppression", "iou_threshold", iou_threshold))
+    low = float(args.scalar("non_max_suppression", "score_threshold", score_threshold))
+    b, s = _t(boxes), _t(scores)
+    if s.dtype != b.dtype:
+        s = _m.cast(s, b.dtype)
+    limit = _m.cast(_t(max_output_size), "int32")
+    return _ops.non_max_suppression(b, s, _m.reshape(limit, []), iou_threshold=iou,
+                                    score_threshold=max(low, -3.4028234663852886e+38),
+                                    name=name)
+
+
+NAMES = {"non_max_suppression": non_max_suppression, "total_variation": total_variation, "image_gradients": image_gradients,
          "sobel_edges": sobel_edges, "psnr": psnr, "ssim": ssim, "adjust_gamma": adjust_gamma,
          "rgb_to_yuv": rgb_to_yuv, "yuv_to_rgb": yuv_to_rgb, "rgb_to_yiq": rgb_to_yiq,
          "yiq_to_rgb": yiq_to_rgb, "resize_bicubic": resize_bicubic, "resize_area": resize_area,

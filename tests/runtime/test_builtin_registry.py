@@ -18,7 +18,7 @@ BUILTIN_DIR = BUILTIN_ROOT / "opdefs" / "builtin"
 NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "argmin",
                "argmax", "in_top_k", "top_k_indices", "where_indices", "arange", "unique",
                "floor_div", "floor_mod", "edit_distance", "searchsorted",
-               "random_gamma", "random_poisson"}  # (TF has an implicit gradient for gamma's alpha)
+               "random_gamma", "random_poisson", "non_max_suppression"}  # (TF has an implicit gradient for gamma's alpha)
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
                      "apply_rms_prop", "apply_adadelta"}

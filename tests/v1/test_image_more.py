@@ -75,3 +75,32 @@ def test_mistakes_are_named():
         tf.extract_image_patches(x, [1, 2, 2, 1], [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
     with pytest.raises(OpsdkError, match="give images of rank 4"):
         tf.image.sobel_edges(x[0])
+
+
+def test_non_max_suppression_chooses_as_tensorflow():
+    # TF 2.21's compat.v1 chose these indices on the same script (a tie, a box given by its
+    # other diagonal, a score threshold and a limit fed at run time included)
+    tf.reset_default_graph()
+    rng = np.random.default_rng(4)
+    centre, half = rng.random((60, 2)) * 10, rng.random((60, 2)) * 3 + 0.5
+    boxes = np.concatenate([centre - half / 2, centre + half / 2], 1).astype(np.float32)
+    boxes[5] = boxes[5][[2, 3, 0, 1]]
+    scores = rng.random(60).astype(np.float32)
+    scores[7] = scores[8]
+    b, s = tf.placeholder(tf.float32, [None, 4]), tf.placeholder(tf.float32, [None])
+    k = tf.placeholder(tf.int32, [])
+    outs = [tf.image.non_max_suppression(b, s, 10), tf.image.non_max_suppression(b, s, 100, 0.3),
+            tf.image.non_max_suppression(b, s, k, 0.6, score_threshold=0.5),
+            tf.image.non_max_suppression(b, s, 0)]
+    with tf.Session() as sess:
+        got = sess.run(outs, {b: boxes, s: scores, k: 20})
+    first = [7, 8, 54, 31, 57, 25, 1, 49, 46, 30]
+    assert all(g.dtype == np.int32 for g in got)
+    assert got[0].tolist() == first
+    assert got[1].tolist() == first + [13, 33, 51, 40, 35, 5, 50, 23, 53, 37, 48, 56, 17, 10,
+                                       39, 34, 11, 47, 12, 55, 27, 9, 22, 58, 45, 4, 28, 20, 3]
+    assert got[2].tolist() == first + [13, 29, 33, 51, 40, 35, 5, 50, 23, 53]
+    assert got[3].tolist() == []
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_output_size must be >= 0"):
+        with tf.Session() as sess:
+            sess.run(outs[2], {b: boxes, s: scores, k: -1})
