@@ -20,7 +20,7 @@ from opsdk.v1 import args
 from opsdk.v1 import image as _image
 from opsdk.v1 import math_ops as _m
 from opsdk.v1 import nn as _nn
-from opsdk.v1.composed import pad, tensordot
+from opsdk.v1.composed import gather_nd, logical_and, pad, tensordot
 from opsdk.v1.extras import random_crop
 from opsdk.v1.tensors import convert_to_tensor as _t
 
@@ -232,7 +232,72 @@ def non_max_suppression(boxes: Any, scores: Any, max_output_size: Any, iou_thres
                                     name=name)
 
 
-NAMES = {"non_max_suppression": non_max_suppression, "total_variation": total_variation, "image_gradients": image_gradients,
+def _sample_positions(low: Any, high: Any, size: int, extent: Any) -> Any:
+    """[n, size] positions along an axis of `extent` pixels (a float scalar tensor) for boxes
+    spanning low .. high (normalised), TF's: evenly from low to high, the middle for size 1."""
+    last = _ops.sub(extent, _m.cast(1.0, "float32"))
+    if size == 1:
+        return _m.expand_dims(_ops.mul(_ops.mul(_ops.add(low, high), _m.cast(0.5, "float32")),
+                                       last), 1)
+    step = _ops.div(_ops.mul(_ops.sub(high, low), last), _m.cast(float(size - 1), "float32"))
+    ticks = _m.cast(np.arange(size, dtype=np.float32).reshape(1, size), "float32")
+    return _ops.add(_m.expand_dims(_ops.mul(low, last), 1),
+                    _ops.mul(_m.expand_dims(step, 1), ticks))
+
+
+def crop_and_resize(image: Any, boxes: Any, box_ind: Any = None, crop_size: Any = None,
+                    method: str = "bilinear", extrapolation_value: float = 0.0,
+                    name: Optional[str] = None, box_indices: Any = None) -> Any:
+    """[n, crop_h, crop_w, c] float32 crops of [batch, h, w, c] images: box k (y1, x1, y2, x2,
+    normalised) of image box_ind[k], sampled at crop_size evenly spaced points by bilinear
+    interpolation (or the nearest pixel), extrapolation_value outside the image; gradients
+    reach the image and the boxes, as TF's."""
+    who = "image.crop_and_resize"
+    if method not in ("bilinear", "nearest"):
+        raise OpsdkError(f"{who}: method must be 'bilinear' or 'nearest', got {method!r}")
+    x = _m.cast(_batched("crop_and_resize", image), "float32")
+    box = _m.cast(_t(boxes), "float32")
+    which = _m.cast(_t(box_ind if box_ind is not None else box_indices), "int64")
+    ch, cw = (int(v) for v in args.static_dims(who, crop_size, "crop_size"))
+    if ch < 1 or cw < 1:
+        raise OpsdkError(f"{who}: crop_size must be [height, width] >= 1, got {[ch, cw]}")
+    dims = _m.cast(_m.shape(x), "float32")
+    ys = _sample_positions(box[:, 0], box[:, 2], ch, dims[1])  # [n, ch]
+    xs = _sample_positions(box[:, 1], box[:, 3], cw, dims[2])  # [n, cw]
+    zero = _m.cast(0.0, "float32")
+    inside = logical_and(
+        _m.expand_dims(logical_and(_ops.greater_equal(ys, zero),
+                                        _ops.less_equal(ys, _ops.sub(dims[1], 1.0))), 2),
+        _m.expand_dims(logical_and(_ops.greater_equal(xs, zero),
+                                        _ops.less_equal(xs, _ops.sub(dims[2], 1.0))), 1))
+    def clipped(v: Any, extent: Any) -> Any:
+        top = _ops.sub(extent, 1.0)
+        return _m.cast(_ops.minimum(_ops.maximum(v, zero), top), "int64")
+
+    def pick(rows: Any, cols: Any) -> Any:  # [n, ch] and [n, cw] int64 -> [n, ch, cw, c]
+        b = _ops.mul(_m.reshape(which, [-1, 1, 1]), _ops.ones_like(
+            _ops.add(_m.expand_dims(rows, 2), _m.expand_dims(cols, 1))))
+        r = _ops.add(_m.expand_dims(rows, 2), _ops.zeros_like(_m.expand_dims(cols, 1)))
+        c = _ops.add(_ops.zeros_like(_m.expand_dims(rows, 2)), _m.expand_dims(cols, 1))
+        return gather_nd(x, _m.stack([b, r, c], axis=-1))
+
+    if method == "nearest":
+        out = pick(clipped(_m.round(ys), dims[1]), clipped(_m.round(xs), dims[2]))
+    else:
+        top, left = _m.floor(ys), _m.floor(xs)
+        y_lerp = _m.expand_dims(_m.expand_dims(_ops.sub(ys, top), 2), 3)
+        x_lerp = _m.expand_dims(_m.expand_dims(_ops.sub(xs, left), 1), 3)
+        t, btm = clipped(top, dims[1]), clipped(_m.ceil(ys), dims[1])
+        le, ri = clipped(left, dims[2]), clipped(_m.ceil(xs), dims[2])
+        upper = _ops.add(pick(t, le), _ops.mul(_ops.sub(pick(t, ri), pick(t, le)), x_lerp))
+        lower = _ops.add(pick(btm, le), _ops.mul(_ops.sub(pick(btm, ri), pick(btm, le)), x_lerp))
+        out = _ops.add(upper, _ops.mul(_ops.sub(lower, upper), y_lerp))
+    fill = _ops.mul(_ops.ones_like(out), _m.cast(float(extrapolation_value), "float32"))
+    mask = logical_and(_m.expand_dims(inside, 3), _ops.ones_like(out) > zero)
+    return _m.where(mask, out, fill, name=name)
+
+
+NAMES = {"crop_and_resize": crop_and_resize, "non_max_suppression": non_max_suppression, "total_variation": total_variation, "image_gradients": image_gradients,
          "sobel_edges": sobel_edges, "psnr": psnr, "ssim": ssim, "adjust_gamma": adjust_gamma,
          "rgb_to_yuv": rgb_to_yuv, "yuv_to_rgb": yuv_to_rgb, "rgb_to_yiq": rgb_to_yiq,
          "yiq_to_rgb": yiq_to_rgb, "resize_bicubic": resize_bicubic, "resize_area": resize_area,

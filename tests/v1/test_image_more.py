@@ -104,3 +104,31 @@ def test_non_max_suppression_chooses_as_tensorflow():
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_output_size must be >= 0"):
         with tf.Session() as sess:
             sess.run(outs[2], {b: boxes, s: scores, k: -1})
+
+
+def test_crop_and_resize_and_its_gradients_are_tensorflows():
+    # TF 2.21's compat.v1 printed these sums and first values on the same script: boxes inside,
+    # whole, past the image's edge, flipped and of no size; bilinear and nearest
+    tf.reset_default_graph()
+    rng = np.random.default_rng(5)
+    image = rng.random((2, 9, 11, 3)).astype(np.float32)
+    boxes = np.array([[0.1, 0.2, 0.7, 0.9], [0.0, 0.0, 1.0, 1.0], [-0.2, 0.3, 0.5, 1.3],
+                      [0.6, 0.6, 0.2, 0.1], [0.5, 0.5, 0.5, 0.5]], np.float32)
+    x = tf.placeholder(tf.float32, [None, 9, 11, 3])
+    b = tf.placeholder(tf.float32, [None, 4])
+    which = tf.constant([0, 1, 1, 0, 1])
+    outs = [tf.image.crop_and_resize(x, b, which, [4, 5]),
+            tf.image.crop_and_resize(x, b, which, [1, 3], extrapolation_value=-1.0),
+            tf.image.crop_and_resize(x, b, which, [3, 3], method="nearest")]
+    grads = tf.gradients(tf.reduce_sum(outs[0] * outs[0]) + tf.reduce_sum(outs[1]), [x, b])
+    with tf.Session() as sess:
+        got = sess.run(outs + grads, {x: image, b: boxes})
+    want = [((5, 4, 5, 3), 137.8684, [0.6405, 0.3679, 0.6489, 0.4665]),
+            ((5, 1, 3, 3), 18.1505, [0.4633, 0.5158, 0.1684, 0.4618]),
+            ((5, 3, 3, 3), 60.1487, [0.6985, 0.4485, 0.7989, 0.8449]),
+            ((2, 9, 11, 3), 317.7367, [0.0, 0.0, 0.0, 0.0]),
+            ((5, 4), 66.4915, [1.7035, -17.7734, 8.1913, -0.3513])]
+    for value, (shape, total, first) in zip(got, want):
+        assert value.shape == shape
+        assert float(value.sum()) == pytest.approx(total, abs=2e-3)
+        np.testing.assert_allclose(value.ravel()[:4], first, atol=2e-4)
