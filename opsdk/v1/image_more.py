@@ -1,11 +1,13 @@
 """More of `tf.image`, made of ops opsdk.v1 already has (so gradients flow where TF's do):
 `total_variation`, `image_gradients`, `sobel_edges`, `psnr`, `ssim`, `adjust_gamma`, the YUV
 and YIQ colour spaces, `resize_bicubic`, `resize_area`, `extract_image_patches` (also at the top
-level, as TF1's) and the names `transpose` and `random_crop`.
+level, as TF1's), `non_max_suppression`, `crop_and_resize` and the name `transpose`
+(`tf.image.random_crop` is tf.random_crop, opsdk/v1/namespaces.py).
 
 Patches are a convolution with a one-hot filter (each output channel copies one input pixel of
-the window), so strides, rates and padding are conv2d's own; SSIM's Gaussian window is a
-depthwise convolution, as TensorFlow computes it.
+the window, nn._extract_patches, which max_pool_with_argmax shares), so strides, rates and
+padding are conv2d's own; SSIM's Gaussian window is a depthwise convolution, as TensorFlow
+computes it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from opsdk.v1 import image as _image
 from opsdk.v1 import math_ops as _m
 from opsdk.v1 import nn as _nn
 from opsdk.v1.composed import gather_nd, logical_and, pad, tensordot
-from opsdk.v1.extras import random_crop
 from opsdk.v1.tensors import convert_to_tensor as _t
 
 
@@ -188,32 +189,9 @@ def extract_image_patches(images: Any, ksizes: Any = None, strides: Any = None, 
                           sizes: Any = None) -> Any:
     """[batch, out_h, out_w, kh * kw * c]: each window of kh x kw pixels (every rate-th one)
     flattened row by row, channel fastest, as TF's; strides and padding ('VALID', 'SAME') as a
-    convolution's, which computes it (a one-hot filter)."""
-    x = _batched("extract_image_patches", images)
-    ksizes = sizes if ksizes is None else ksizes
-    window = [int(v) for v in args.static_dims("extract_image_patches", ksizes, "ksizes")]
-    steps = [int(v) for v in args.static_dims("extract_image_patches", strides, "strides")]
-    gaps = [int(v) for v in args.static_dims("extract_image_patches", rates, "rates")]
-    if any(len(v) != 4 or v[0] != 1 or v[3] != 1 for v in (window, steps, gaps)):
-        raise OpsdkError("image.extract_image_patches: ksizes, strides and rates are [1, rows, "
-                         "cols, 1]")
-    if max(steps) > 1 and max(gaps) > 1:
-        raise OpsdkError("image.extract_image_patches: strides and rates both above 1 are not "
-                         "supported by opsdk.v1 (one of them may be)")
-    c = x.shape[3]
-    if c is None:
-        raise OpsdkError("image.extract_image_patches: the images' channels must be known")
-    kh, kw = window[1], window[2]
-    one_hot = np.zeros((kh, kw, c, kh * kw * c))
-    for i in range(kh):
-        for j in range(kw):
-            for k in range(c):
-                one_hot[i, j, k, (i * kw + j) * c + k] = 1.0
-    values = x if x.dtype.is_floating else _m.cast(x, "float64")
-    out = _nn.conv2d(values, _m.cast(one_hot, values.dtype), steps, padding,
-                     dilations=gaps)
-    return _m.cast(out, x.dtype, name=name) if values is not x else (
-        _ops.identity(out, name=name) if name else out)
+    convolution's, which computes it (a one-hot filter: nn._extract_patches)."""
+    return _nn._extract_patches(images, sizes if ksizes is None else ksizes, strides, rates,
+                                padding, name)
 
 
 def non_max_suppression(boxes: Any, scores: Any, max_output_size: Any, iou_threshold: Any = 0.5,
@@ -304,5 +282,5 @@ NAMES = {"crop_and_resize": crop_and_resize, "non_max_suppression": non_max_supp
          "extract_image_patches": extract_image_patches,
          "extract_patches": lambda images, sizes, strides, rates, padding, name=None:
              extract_image_patches(images, sizes, strides, rates, padding, name),
-         "transpose": _image.transpose_image, "random_crop": random_crop}
+         "transpose": _image.transpose_image}
 TOP_LEVEL = {"extract_image_patches": extract_image_patches}

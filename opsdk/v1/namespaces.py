@@ -65,7 +65,7 @@ PATHS: dict[str, dict[str, str]] = {
                       "equal", "none_equal", "less", "less_equal", "greater", "greater_equal",
                       "positive", "negative", "non_negative", "non_positive")}},
     "test": {},
-    "image": {},
+    "image": {"random_crop": "random_crop"},
     "io": {},
     "sparse": {},
     "strings": {},

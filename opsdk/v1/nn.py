@@ -535,9 +535,7 @@ def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: Any,  # 
     + c) of the input, with the batch too ((b * height + y) ...) under include_batch_in_index,
     as TF's. The output carries max_pool's gradient; the indices carry none. Among equal
     values the first in the window (row by row) is taken. The window is read through
-    extract_image_patches of the values shifted above 0, so SAME's padding never wins."""
-    from opsdk.v1.image_more import extract_image_patches
-
+    _extract_patches of the values shifted above 0, so SAME's padding never wins."""
     x = _t(input)
     if x.shape is None or len(x.shape) != 4 or None in x.shape[1:]:
         raise OpsdkError("max_pool_with_argmax: give [batch, height, width, channels] input "
@@ -550,9 +548,9 @@ def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: Any,  # 
         _m.name_of(Targmax if Targmax is not None else output_dtype)
     values = _ops.cast(_ops.stop_gradient(x), dtype="float64")
     lifted = _ops.add(_ops.sub(values, _m.reduce_min(values)), opsdk.constant(1.0))
-    windows = extract_image_patches(lifted, kernel, steps, [1, 1, 1, 1], padding)
+    windows = _extract_patches(lifted, kernel, steps, [1, 1, 1, 1], padding)
     where = np.arange(h * w * c, dtype=np.float64).reshape(1, h, w, c)
-    places = extract_image_patches(opsdk.constant(where), kernel, steps, [1, 1, 1, 1], padding)
+    places = _extract_patches(opsdk.constant(where), kernel, steps, [1, 1, 1, 1], padding)
     k = kernel[1] * kernel[2]
     shape = [-1, *[int(d) for d in out.shape[1:3]], k, c]
     best = _m.argmax(_m.reshape(windows, shape), axis=3)
@@ -564,6 +562,38 @@ def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: Any,  # 
         batch = _m.reshape(_m.range(_m.shape(x)[0], dtype="int64"), [-1, 1, 1, 1])
         index = _ops.add(index, _ops.mul(batch, opsdk.constant(np.int64(h * w * c))))
     return MaxPoolWithArgmax(out, _ops.cast(index, dtype=dtype) if dtype != "int64" else index)
+
+
+def _extract_patches(images: Any, ksizes: Any, strides: Any, rates: Any, padding: Any,
+                     name: Optional[str] = None) -> Any:
+    """extract_image_patches (opsdk/v1/image_more.py) and max_pool_with_argmax's windows: a
+    conv2d with a one-hot filter, each output channel copying one pixel of the window."""
+    x = _t(images)
+    if x.shape is None or len(x.shape) != 4:
+        raise OpsdkError("image.extract_image_patches: give images of rank 4 ([batch, height, "
+                         "width, channels])")
+    window = [int(v) for v in _args.static_dims("extract_image_patches", ksizes, "ksizes")]
+    steps = [int(v) for v in _args.static_dims("extract_image_patches", strides, "strides")]
+    gaps = [int(v) for v in _args.static_dims("extract_image_patches", rates, "rates")]
+    if any(len(v) != 4 or v[0] != 1 or v[3] != 1 for v in (window, steps, gaps)):
+        raise OpsdkError("image.extract_image_patches: ksizes, strides and rates are [1, rows, "
+                         "cols, 1]")
+    if max(steps) > 1 and max(gaps) > 1:
+        raise OpsdkError("image.extract_image_patches: strides and rates both above 1 are not "
+                         "supported by opsdk.v1 (one of them may be)")
+    c = x.shape[3]
+    if c is None:
+        raise OpsdkError("image.extract_image_patches: the images' channels must be known")
+    kh, kw = window[1], window[2]
+    one_hot = np.zeros((kh, kw, c, kh * kw * c))
+    for i in range(kh):
+        for j in range(kw):
+            for k in range(c):
+                one_hot[i, j, k, (i * kw + j) * c + k] = 1.0
+    values = x if x.dtype.is_floating else _m.cast(x, "float64")
+    out = conv2d(values, _m.cast(one_hot, values.dtype), steps, padding, dilations=gaps)
+    return _m.cast(out, x.dtype, name=name) if values is not x else (
+        _ops.identity(out, name=name) if name else out)
 
 
 class MaxPoolWithArgmax(NamedTuple):
