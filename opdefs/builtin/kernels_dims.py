@@ -96,8 +96,7 @@ def expand_dims_grad(xp, x, grad_y, axis):
 def searchsorted(xp, sorted_sequence, values, side, out_type):
     seq = np.asarray(sorted_sequence if xp is np else xp.asnumpy(sorted_sequence))
     vals = np.asarray(values if xp is np else xp.asnumpy(values))
-    rows = seq.reshape(-1, seq.shape[-1]) if seq.size or seq.shape[-1] else seq.reshape(
-        int(np.prod(seq.shape[:-1])), 0)
+    rows = seq.reshape(int(np.prod(seq.shape[:-1], dtype=np.int64)), seq.shape[-1])
     queries = vals.reshape(rows.shape[0], vals.shape[-1])
     out = np.empty(queries.shape, dtype=out_type)
     for r in range(rows.shape[0]):

@@ -34,9 +34,7 @@ def _per_element(fn, x):
     def safe(v):
         try:
             return fn(v)
-        except ValueError:  # math.lgamma at 0, -1, -2, ...: TensorFlow's value there is inf
-            return math.inf
-        except OverflowError:
+        except (ValueError, OverflowError):  # math.lgamma at 0, -1, ...: TF's value is inf
             return math.inf
     flat = np.asarray(x, np.float64).reshape(-1)
     return np.fromiter((safe(float(v)) for v in flat), np.float64, flat.size).reshape(np.shape(x))

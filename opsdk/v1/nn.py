@@ -544,8 +544,8 @@ def max_pool_with_argmax(input: Any, ksize: Any, strides: Any, padding: Any,  # 
     _, h, w, c = (int(d) if d is not None else None for d in x.shape)
     kernel = [1, *_hw("max_pool_with_argmax", ksize, "ksize"), 1]
     steps = [1, *_hw("max_pool_with_argmax", strides, "strides"), 1]
-    dtype = "int64" if (Targmax or output_dtype) is None else \
-        _m.name_of(Targmax if Targmax is not None else output_dtype)
+    chosen = Targmax if Targmax is not None else output_dtype
+    dtype = "int64" if chosen is None else _m.name_of(chosen)
     values = _ops.cast(_ops.stop_gradient(x), dtype="float64")
     lifted = _ops.add(_ops.sub(values, _m.reduce_min(values)), opsdk.constant(1.0))
     windows = _extract_patches(lifted, kernel, steps, [1, 1, 1, 1], padding)

@@ -30,7 +30,7 @@ import weakref
 from typing import Any, Callable, Optional
 
 from opsdk.registry.errors import OpsdkError
-from opsdk.runtime.autodiff.gradients import register_gradient_rule
+from opsdk.runtime.autodiff.gradients import filled_grads, register_gradient_rule
 from opsdk.runtime.ir.graph import Operation, get_default_graph
 from opsdk.runtime.ir.primitives import Primitive, register_primitive
 from opsdk.runtime.ir.tensor import Tensor
@@ -90,7 +90,7 @@ def _gradient(op: Operation, out_grads: list, differentiate: Any) -> list[Option
                          f"'{key.split(':', 2)[-1]}' is not in this process (a graph made "
                          "elsewhere runs here, but differentiating it needs the function)")
     xs = op.inputs[k:]
-    dys = [g if g is not None else _zeros(t) for g, t in zip(out_grads, op.outputs)]
+    dys = filled_grads(op, out_grads)
     with get_default_graph().as_default():
         got = grad(*dys)
     grads = list(got) if isinstance(got, (list, tuple)) else [got]
@@ -103,11 +103,6 @@ def _gradient(op: Operation, out_grads: list, differentiate: Any) -> list[Option
                              f"'{x.name}' must be a {x.dtype} tensor or None, got "
                              f"{getattr(g, 'dtype', type(g).__name__)}")
     return [None] * k + grads
-
-
-def _zeros(t: Tensor) -> Tensor:
-    from opsdk.runtime.autodiff.gradients import zeros_like
-    return zeros_like(t)
 
 
 def _check(attrs: dict, outputs: list) -> Optional[str]:

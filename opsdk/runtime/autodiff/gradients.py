@@ -81,7 +81,7 @@ def _overridden_gradient(op: Operation, out_grads: list[Optional[Tensor]]
     if fn is None:
         raise OpsdkError(f"{who}: its gradient is overridden by '{name}', but no gradient is "
                          "registered under that name (register_gradient)")
-    filled = [g if g is not None else zeros_like(t) for t, g in zip(op.outputs, out_grads)]
+    filled = filled_grads(op, out_grads)
     got = fn(op, *filled)
     grads = list(got) if isinstance(got, (list, tuple)) else [got]
     if len(grads) != len(op.inputs):
@@ -168,7 +168,7 @@ def _declared_gradient(op: Operation, out_grads: list[Optional[Tensor]]) -> list
     grad_spec = gradient_spec(spec)
     values: dict[str, Any] = dict(zip((t.name for t in spec.inputs), group_inputs(op)))
     outputs = group_values(op.outputs, spec.outputs, op.attrs)
-    filled = [g if g is not None else zeros_like(t) for t, g in zip(op.outputs, out_grads)]
+    filled = filled_grads(op, out_grads)
     grouped = group_values(filled, spec.outputs, op.attrs)
     for tspec, out, grad in zip(spec.outputs, outputs, grouped):
         values[tspec.name] = out
@@ -225,6 +225,11 @@ def group_values(flat: Sequence[Any], specs: Sequence[Any], attrs: dict, who: st
 def zeros_like(t: Tensor) -> Tensor:
     """Zeros of t's shape and dtype, as a node of the default graph."""
     return apply_op(builtin_registry(), "zeros_like", [t], {})
+
+
+def filled_grads(op: Operation, out_grads: Sequence[Optional[Tensor]]) -> list[Tensor]:
+    """One gradient per output of `op`: zeros of its shape where none flows."""
+    return [g if g is not None else zeros_like(t) for t, g in zip(op.outputs, out_grads)]
 
 
 def ones_like(t: Tensor) -> Tensor:
