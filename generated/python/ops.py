@@ -6307,15 +6307,18 @@ def zeros_like(x, *, name=None):
     return _apply('zeros_like', [x], {}, name)
 
 
-def zeros_view_dims(dims, *, dtype='float32', name=None):
+def zeros_view_dims(dims, *, shape=(), dtype='float32', name=None):
     r"""Zeros of shape dims that take no memory (a read-only view of one zero), for ops that read only a value's shape.
 
     Autodiff's stand-in for a value whose gradient needs only its shape (inputs declared
     shape_only): a loop's gradient records the shapes a loop variable had, not its values, and
-    hands each iteration's gradient this view (a TensorArray's buffer in a loop of writes).
+    hands each iteration's gradient this view (a TensorArray's buffer in a loop of writes), as
+    it does for a value of the body that a gradient op reads only for its shape.
 
     Args:
         dims: int32 or int64, shape [r]. the shape, one non-negative size per dim
+        shape: list(int), default (). the sizes known when the graph is built (-1 where known only
+            at run time), one per entry of dims, checked when the op runs; [] declares none
         dtype: the dtype dtype of the result, one of bool, int8, int16, int32, int64, uint8, uint16,
             uint32, uint64, float16, float32, float64, complex64, complex128, default float32.
         name: the node's name when called inside a graph.
@@ -6331,4 +6334,4 @@ def zeros_view_dims(dims, *, dtype='float32', name=None):
         >>> zeros_view_dims(dims).dtype.name
         'float32'
     """
-    return _apply('zeros_view_dims', [dims], {'dtype': dtype}, name)
+    return _apply('zeros_view_dims', [dims], {'shape': shape, 'dtype': dtype}, name)

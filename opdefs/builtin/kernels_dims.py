@@ -26,8 +26,25 @@ def fill_dims(xp, dims, value):
     return xp.full(_shape("fill_dims", xp, dims), value, dtype=value.dtype)
 
 
-def zeros_view_dims(xp, dims, dtype):
-    return xp.broadcast_to(xp.zeros((), dtype=dtype), _shape("zeros_view_dims", xp, dims))
+def zeros_view_dims(xp, dims, dtype, shape=()):
+    target = tuple(dims.tolist()) if xp is np else _shape("zeros_view_dims", xp, dims)
+    key = (id(xp), target, dtype, tuple(shape))
+    view = _ZERO_VIEWS.get(key)
+    if view is None:  # (a loop's gradient asks for the same few views on every iteration)
+        if any(d < 0 for d in target):
+            raise ValueError(f"zeros_view_dims: input 'dims' {list(target)} has a negative size")
+        if shape and (len(shape) != len(target)
+                      or any(k >= 0 and k != d for k, d in zip(shape, target))):
+            raise ValueError(f"input 'dims' {list(target)} does not have the sizes declared when "
+                             f"the graph was built, {list(shape)} (-1: any)")
+        view = xp.broadcast_to(xp.zeros((), dtype=dtype), target)  # read-only: safe to share
+        if len(_ZERO_VIEWS) >= 256:
+            _ZERO_VIEWS.clear()
+        _ZERO_VIEWS[key] = view
+    return view
+
+
+_ZERO_VIEWS: dict = {}  # (array module, shape, dtype, declared sizes) -> a shared zeros view
 
 
 def random_uniform_dims(xp, dims, seed, dtype, sequence=False, rng=None):

@@ -210,15 +210,19 @@ def test_while_loop_built_without_intermediates_starts_recording_for_its_gradien
         before = sess.run(s, {x: xv})  # a plan built before the node records anything
         assert loop.attrs["keep_intermediates"] is False and len(loop.outputs) == 3
         (gx,) = gradients(s, [x])
-        # The node gained one history output per loop var; what the user held is unchanged.
+        # The node gained one history output per loop var, then one per value of the body the
+        # gradient reads (tanh's output; tanh's input, which tanh_grad takes only as a buffer
+        # of its shape, shares that output's, so nothing more); what the user held is unchanged.
         assert loop.attrs["keep_intermediates"] is True
-        assert loop.outputs[:3] == tuple(held) and len(loop.outputs) == 5  # + i's, s's history
+        assert loop.outputs[:3] == tuple(held) and len(loop.outputs) == 6  # + i's, s's history
         assert loop.outputs[4].shape == (None, 3) and loop.outputs[3].dtype == "int64"
+        assert [t.op.type for t in loop.attrs["body"].outputs[2:]] == ["tanh"]
+        assert loop.attrs["stashed"] == 1 and loop.outputs[5].shape == (None, 3)
         np.testing.assert_array_equal(sess.run(s, {x: xv}), before)  # the cached plan still runs
         np.testing.assert_allclose(sess.run(gx, {x: xv}), numeric_grad(sess, s, x, {x: xv}),
                                    rtol=1e-6, atol=1e-8)
     check_against_numeric(graph, s, [x], {x: xv})  # a second gradients() reuses the recording
-    assert len(loop.outputs) == 5
+    assert len(loop.outputs) == 6
 
 
 def test_nested_loops_without_intermediates(graph, op):

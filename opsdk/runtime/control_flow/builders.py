@@ -18,6 +18,7 @@ the number of iterations and every iteration's loop values as extra trailing out
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -32,8 +33,9 @@ from opsdk.runtime.ir.nest import LEAF, flatten, pack, same_structure, structure
 from opsdk.runtime.ir.tensor import Shape, Tensor
 
 __all__ = ["cond", "while_loop", "loop_intermediates", "record_intermediates", "recorded",
-           "history_outputs", "shape_histories", "with_final", "compatible",
-           "join_shapes"]
+           "history_outputs", "shape_histories", "stash_intermediates", "stashed",
+           "stashed_shapes", "with_final",
+           "compatible", "join_shapes"]
 
 
 # --------------------------------------------------------------------------------------- shapes
@@ -315,7 +317,62 @@ def loop_intermediates(op: Operation) -> tuple[Tensor, tuple[Tensor, ...]]:
     if not op.attrs["keep_intermediates"]:
         raise OpsdkError(f"while_loop (node '{op.name}') does not keep its intermediates; build "
                          "it with while_loop(..., keep_intermediates=True) to differentiate it")
-    return op.outputs[n], tuple(op.outputs[n + 1:])
+    return op.outputs[n], tuple(op.outputs[n + 1:n + 1 + len(recorded(op.attrs, n))])
+
+
+def stashed(op: Operation) -> dict[tuple[Tensor, bool], Tensor]:
+    """Per (body tensor, whether its shapes) a while_loop node records (`stash_intermediates`),
+    its history output."""
+    body, n = op.attrs["body"], len(op.attrs["shape_invariants"])
+    extra = body.outputs[n:]
+    shapes = stashed_shapes(op.attrs)
+    return {(t, j in shapes): h for j, (t, h) in enumerate(
+        zip(extra, op.outputs[len(op.outputs) - len(extra):]))}
+
+
+def stashed_shapes(attrs: dict) -> frozenset[int]:
+    """The positions among a loop's stashed values (attr `stashed`) whose shapes it records."""
+    return frozenset(attrs.get("stashed_shapes") or ())
+
+
+def stash_intermediates(op: Operation, tensors: Sequence[Tensor],
+                        shapes: Sequence[Tensor] = ()) -> list[Tensor]:
+    """Per tensor of the loop's body (made by a node of it, of one shape on every iteration),
+    its history: (count, *shape), row i the value iteration i computed; then per tensor of
+    `shapes` (of known rank) the history of its shapes, (count, rank) int64. The body gains
+    them as outputs after the loop variables' (attr `stashed` counts them, attr
+    `stashed_shapes` lists those recorded as shapes) and the node the histories after every
+    loop variable's, which must all be recorded already (record_intermediates); a tensor
+    recorded before keeps its history. A loop's gradient reads these rows instead of computing
+    the body's values again."""
+    if op.type != "while_loop":
+        raise OpsdkError(f"node '{op.name}' is a {op.type}, not a while_loop")
+    n = len(op.attrs["shape_invariants"])
+    wanted = [(t, False) for t in tensors] + [(t, True) for t in shapes]
+    with _recording_lock:
+        if len(recorded(op.attrs, n)) != n:
+            raise OpsdkError(f"while_loop (node '{op.name}'): record every loop variable "
+                             "(record_intermediates) before stashing intermediates")
+        have = stashed(op)
+        new = [key for key in dict.fromkeys(wanted) if key not in have]
+        body = op.attrs["body"]
+        if any(t.graph is not body.graph or t in body.inputs or shape and t.shape is None
+               for t, shape in new):
+            raise OpsdkError(f"while_loop (node '{op.name}'): only tensors its body's nodes "
+                             "compute (of known rank, for their shapes) can be stashed")
+        if new:
+            # The attrs first (a plan built before runs the old body: no extra values)
+            start = len(body.outputs) - n
+            op.attrs["body"] = replace(body, outputs=(*body.outputs, *(t for t, _ in new)))
+            op.attrs["stashed"] = start + len(new)
+            marked = sorted(stashed_shapes(op.attrs)
+                            | {start + j for j, (_, shape) in enumerate(new) if shape})
+            if marked:
+                op.attrs["stashed_shapes"] = marked
+            op.graph.add_outputs(op, [_history_output(t.shape, t.dtype, shape)
+                                      for t, shape in new])
+        have = stashed(op)
+    return [have[key] for key in wanted]
 
 
 def record_intermediates(op: Operation, shapes_only: Sequence[int] = ()

@@ -11,7 +11,10 @@ be replayed faithfully, so a gradient path through one is an error.
 - while_loop: a `while_loop` over i = count-1 .. 0 that gathers the body's inputs of iteration i
   from the forward node's recorded intermediates, replays the body on them, carries the loop
   variables' gradients (adding, where a gradient reaches a recorded history, its row i) and
-  accumulates the captured inputs' gradients.
+  accumulates the captured inputs' gradients. The body's values that the gradient ops read
+  (a matmul's operands, an activation's output) are recorded too, where their shape is the same
+  on every iteration (`stash_intermediates`): the replay then reads their row i, and the
+  forward ops that computed them are left unrun (pruned), as TensorFlow's stacks do.
 """
 
 from __future__ import annotations
@@ -21,15 +24,18 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from opsdk.registry.dtypes import is_differentiable_dtype
-from opsdk.registry.errors import OpsdkError
+from opsdk.registry.elementwise import names_in, output_formulas
+from opsdk.registry.errors import OpError, OpsdkError
+from opsdk.registry.infer import infer_outputs
+from opsdk.registry.spec import ABSENT
 
 from opsdk.runtime.autodiff.custom_gradient import CUSTOM_GRADIENT
 from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry, gradient_spec
 from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
-                                                recorded, shape_histories, while_loop,
-                                                with_final)
+                                                recorded, shape_histories, stash_intermediates,
+                                                stashed, while_loop, with_final)
 from opsdk.runtime.ir.func_graph import SubGraph
 from opsdk.runtime.ir.graph import Operation, constant, get_default_graph
 from opsdk.runtime.ir.tensor import Tensor
@@ -161,16 +167,26 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
     for j, v in enumerate(recorded(op.attrs, n)):  # history outputs, in the recorded order
         if n + 1 + j < len(out_grads):
             hist_grads[v] = out_grads[n + 1 + j]
-    if all(g is None for g in out_grads[:n]) and all(g is None for g in hist_grads):
+    # (a second-order gradient reaches the body's recorded values)
+    stash_grads = {t: out_grads[h.index] for (t, shape), h in stashed(op).items()
+                   if not shape and h.index < len(out_grads) and out_grads[h.index] is not None}
+    if all(g is None for g in out_grads[:n]) and all(g is None for g in hist_grads) \
+            and not stash_grads:
         return [None] * len(op.inputs)
-    body: SubGraph = op.attrs["body"]
     # recording starts here if it was off; of a variable read only for its shape, the shapes
-    count, histories = record_intermediates(op, _read_for_shape(body, n))
+    count, histories = record_intermediates(op, _read_for_shape(op.attrs["body"], n))
     as_shapes = shape_histories(op.attrs)
     init, captured = list(op.inputs[:n]), list(op.inputs[n:])
     floats = [v for v in range(n) if is_differentiable_dtype(init[v].dtype)]
     float_caps = [k for k, c in enumerate(captured) if is_differentiable_dtype(c.dtype)
                   and (wanted is None or wanted[n + k])]
+    body: SubGraph = op.attrs["body"]
+    keep, shape_from = _stashable(body, n, as_shapes, floats, float_caps)
+    inputs = set(body.inputs)
+    sized = [t for t in dict.fromkeys(shape_from.values()) if t not in inputs and t not in keep]
+    stash = stash_intermediates(op, keep, sized) if keep or sized else []
+    kept, kept_shapes = dict(zip(keep, stash)), dict(zip(sized, stash[len(keep):]))
+    body = op.attrs["body"]  # with the stashed values as outputs after the loop variables'
     invariants = op.attrs["shape_invariants"]
     start = [out_grads[v] if out_grads[v] is not None else _zeros(op.outputs[v]) for v in floats]
     seen = [(j, hist_grads[v]) for j, v in enumerate(floats) if hist_grads[v] is not None]
@@ -187,13 +203,25 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
     def step(i: Tensor, *carried: Tensor) -> list[Tensor]:
         inner = get_default_graph()
         g_vars, g_accs = carried[:len(floats)], carried[len(floats):len(floats) + len(dense)]
-        values = [_stand_in(h, i, init[v].dtype) if v in as_shapes else _gather(h, i)
+        values = [_stand_in(h, i, invariants[v], init[v].dtype) if v in as_shapes else _gather(h, i)
                   for v, h in enumerate(histories)]
         args = [*values, *(inner.capture(c) for c in captured)]
+        rows = {t: _gather(inner.capture(h), i) for t, h in kept.items()}
+        known = {**dict(zip(body.inputs, args)), **rows,
+                 **{t: _stand_in(inner.capture(h), i, t.shape, t.dtype)
+                    for t, h in kept_shapes.items()}}
+        stand_ins = {t: known[source] for t, source in shape_from.items()}
+        after = inner.operations[-1]._id
         outs, mapping = _replay(body, args, f"{who}, in '{body.name}'")
         read = [(mapping[g.outputs[0]], mapping[g.inputs[1]]) for _, g in reads]
         xs = [values[v] for v in floats] + [args[n + k] for k in dense] + [r for r, _ in read]
-        grads = differentiate([outs[v] for v in floats], xs, list(g_vars))
+        ys = [outs[v] for v in floats] + [mapping[t] for t in stash_grads]
+        seeds = [*g_vars, *(_gather(inner.capture(g), i) for g in stash_grads.values())]
+        grads = differentiate(ys, xs, seeds)
+        if rows or stand_ins:  # what read a recorded value reads its row, so the forward ops
+            # that computed it are left unrun
+            _rewire(inner, after, {mapping[t]: row for t, row in rows.items()},
+                    {mapping[t]: row for t, row in stand_ins.items()})
         new_vars = list(grads)
         for j, g_hist in seen:  # what reads h[i] reads the value iteration i received
             part = _gather(inner.capture(g_hist), i)
@@ -230,6 +258,177 @@ def while_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentia
                             [captured[k], got_index, got_rows], {"axis": 0})
             grads[n + k] = part if grads[n + k] is None else _add(grads[n + k], part)
     return grads
+
+
+# ------------------------------------------------------------------- recorded intermediates
+def _stashable(body: SubGraph, n: int, as_shapes: frozenset, floats: Sequence[int],
+               float_caps: Sequence[int]) -> tuple[list[Tensor], dict[Tensor, Tensor]]:
+    """What the forward loop may record of the body's values the gradient will read: those made
+    by a node of the body (not a constant) of one shape on every iteration, in creation order,
+    whose values are read; and per value read only for its shape (an input declared
+    `shape_only`, or one an elementwise gradient's formula does not name, there as a buffer),
+    the body tensor its shape is taken from: a loop variable, a capture or a recorded value of
+    the same shape (the same declared shape on one node, as tanh's x and y), else itself, of
+    which the loop records the shapes. What the gradient reads is predicted from the
+    declarations (a gradient op's inputs named after the op's inputs and outputs) of the nodes
+    between the differentiated inputs and the loop variables' new values. A value read
+    otherwise (a primitive's gradient, an override) is computed again, as is one whose shape may
+    change, and one read for its shape whose node reads only the body's inputs (a row of a
+    sequence: computing it again costs no more than recording its shape)."""
+    sources = [body.inputs[v] for v in floats] + [body.inputs[n + k] for k in float_caps]
+    reached = _reach(sources)
+    needed = _needed_ops(SubGraph(body.graph, body.inputs, tuple(body.outputs[v] for v in floats)))
+    values: set[Tensor] = set()
+    shapes: set[Tensor] = set()
+    for node in needed:
+        if any(t in reached for t in node.inputs):
+            for t, read in _gradient_reads(node):
+                (values if read else shapes).add(t)
+    steady = _steady(body, n, as_shapes)
+    made = [t for node in needed if node.type not in ("const", "placeholder")
+            for t in node.outputs if t in steady]
+    keep = [t for t in made if t in values]
+    inputs = set(body.inputs)
+    leaves = {t for t in made if all(x in inputs or x.op.type == "const" for x in t.op.inputs)}
+    available = [t for v, t in enumerate(body.inputs) if v >= n or v not in as_shapes] + keep
+    same = _same_shapes(needed)
+    shape_from: dict[Tensor, Tensor] = {}
+    for t in made:
+        if t in shapes and t not in values and t.shape is not None and t not in leaves:
+            group = same.get(t, {t})
+            shape_from[t] = next((u for u in available if u in group and u.shape == t.shape
+                                  and u.dtype == t.dtype),
+                                 min((u for u in group if u in steady and u.shape == t.shape
+                                      and u.dtype == t.dtype and u not in inputs),
+                                     key=lambda u: (u.op._id, u.index)))
+    return keep, shape_from
+
+
+def _same_shapes(ops: Sequence[Operation]) -> dict[Tensor, set[Tensor]]:
+    """Tensors that have one shape because one node declares them with the same shape (tanh's
+    x and y, `[...]` both; bias_add's value and y, `[..., c]`): per tensor, the set of those it
+    shares a shape with, through any chain of such nodes. An output's declared shape counts
+    only where no shape function replaces it."""
+    group: dict[Tensor, set[Tensor]] = {}
+    for op in ops:
+        spec = op.spec
+        if spec is None or op.absent or len(op.inputs) != len(spec.inputs) \
+                or len(op.outputs) != len(spec.outputs):
+            continue  # list or absent inputs: positions would not match the declaration
+        by_shape: dict[tuple, list[Tensor]] = {}
+        outputs = zip(spec.outputs, op.outputs) if spec.shape_fn is None else ()
+        for decl, t in [*zip(spec.inputs, op.inputs), *outputs]:
+            if decl.shape is not None:
+                by_shape.setdefault(tuple(decl.shape), []).append(t)
+        for members in by_shape.values():
+            joined = set().union(*(group.get(t, {t}) for t in members))
+            for t in joined:
+                group[t] = joined
+    return group
+
+
+def _reach(sources: Sequence[Tensor]) -> set[Tensor]:
+    reached: set[Tensor] = set()
+    stack = list(sources)
+    while stack:
+        t = stack.pop()
+        if t in reached or not is_differentiable_dtype(t.dtype):
+            continue
+        reached.add(t)
+        for consumer in t.consumers():
+            stack.extend(consumer.outputs)
+    return reached
+
+
+def _gradient_reads(op: Operation) -> list[tuple[Tensor, bool]]:
+    """(tensor, whether its values are read) for the inputs and outputs of `op` its declared
+    gradient op takes (none known for a primitive, an overridden gradient or a gradient rule)."""
+    spec = op.spec
+    if spec is None or op.gradient_override is not None or spec.stops_gradient \
+            or spec.gradient_op is None:
+        return []
+    reads = _value_reads(gradient_spec(spec))
+    found: list[tuple[Tensor, bool]] = []
+    for specs, flat, absent in ((spec.inputs, op.inputs, op.absent),
+                                (spec.outputs, op.outputs, ())):
+        for tspec, value in zip(specs, group_values(flat, specs, op.attrs, absent=absent)):
+            if tspec.name in reads and value is not None:
+                found.extend((t, reads[tspec.name])
+                             for t in (value if isinstance(value, list) else [value]))
+    return found
+
+
+def _value_reads(spec: Any) -> dict[str, bool]:
+    """Per input of `spec`, whether its kernel reads the values (not only the shape: an input
+    declared `shape_only`, or one an elementwise formula does not name)."""
+    named = None
+    if spec.elementwise is not None:
+        named = set().union(*(names_in(f) for f in output_formulas(spec.elementwise)))
+    return {t.name: not t.shape_only and (named is None or t.name in named) for t in spec.inputs}
+
+
+def _unread(op: Operation) -> set[int]:
+    """The positions of `op`'s inputs whose values its kernel does not read."""
+    spec = op.spec
+    if spec is None:
+        return set()
+    reads = _value_reads(spec)
+    positions = group_values(range(len(op.inputs)), spec.inputs, op.attrs, absent=op.absent)
+    return {j for tspec, at in zip(spec.inputs, positions) if at is not None
+            and not reads[tspec.name] for j in (at if isinstance(at, list) else [at])}
+
+
+_PROBE = 7  # the size an unknown dim takes when a node's shape rule is tried on known shapes
+
+
+def _steady(body: SubGraph, n: int, as_shapes: frozenset) -> set[Tensor]:
+    """The body's tensors whose shape is the same on every iteration: the loop variables (a
+    recorded one keeps its shape, or recording fails), the captures, constants, and the outputs
+    of a node whose inputs are steady and whose shape rule gives known sizes from known input
+    sizes (so its output's shape follows from its inputs' alone, not from their values)."""
+    steady = {t for v, t in enumerate(body.inputs) if v >= n or v not in as_shapes}
+    for node in body.graph.operations:
+        if node.type == "const" or (all(t in steady for t in node.inputs) and (
+                node.type == "identity" or _shape_follows(node))):
+            steady.update(node.outputs)
+    return steady
+
+
+def _shape_follows(op: Operation) -> bool:
+    spec = op.spec
+    if spec is None or any(t.shape is None for t in op.inputs):
+        return False
+    if all(t.shape is not None and None not in t.shape for t in op.outputs):
+        return True
+
+    def probe(t: Tensor) -> tuple:
+        return tuple(_PROBE if d is None else d for d in t.shape)
+    grouped = group_values(op.inputs, spec.inputs, op.attrs, absent=op.absent)
+    shapes = [ABSENT if g is None else [probe(t) for t in g] if isinstance(g, list) else probe(g)
+              for g in grouped]
+    dtypes = [ABSENT if g is None else [t.dtype for t in g] if isinstance(g, list) else g.dtype
+              for g in grouped]
+    try:
+        inferred = infer_outputs(spec, shapes, dtypes, {**op.attrs, **op.type_attrs})
+    except (OpError, OpsdkError, ValueError, TypeError, KeyError):
+        return False
+    known = [s for shape, _ in inferred for s in (shape if isinstance(shape, list) else [shape])]
+    return all(s is not None and None not in s for s in known)
+
+
+def _rewire(graph: Any, after: int, rows: dict[Tensor, Tensor], stand_ins: dict[Tensor, Tensor]
+            ) -> None:
+    """Every node of `graph` made after node id `after` that reads a key of `rows` reads its
+    row instead, and one that reads a key of `stand_ins` only for its shape, its stand-in."""
+    for node in graph.operations:
+        if node._id > after:
+            unread = _unread(node) if stand_ins else set()
+            for index, t in enumerate(node.inputs):
+                row = rows.get(t)
+                if row is None and index in unread:
+                    row = stand_ins.get(t)
+                if row is not None:
+                    node.replace_input(index, row)
 
 
 def _read_for_shape(body: SubGraph, n: int) -> list[int]:
@@ -270,10 +469,12 @@ def _shape_reader(op: Operation, t: Tensor, live: set, leaving: set) -> bool:
                                      for u in out.consumers()) for out in op.outputs)
 
 
-def _stand_in(shapes: Tensor, i: Tensor, dtype: str) -> Tensor:
-    """Iteration i's stand-in for a variable whose shapes were recorded: zeros of that shape
-    that take no memory (builtin zeros_view_dims)."""
-    return apply_op(builtin_registry(), "zeros_view_dims", [_gather(shapes, i)], {"dtype": dtype})
+def _stand_in(shapes: Tensor, i: Tensor, like: Any, dtype: str) -> Tensor:
+    """Iteration i's stand-in for a value whose shapes were recorded: zeros of that shape that
+    take no memory (builtin zeros_view_dims), of the static shape `like` (known rank)."""
+    known = [-1 if d is None else int(d) for d in like]
+    return apply_op(builtin_registry(), "zeros_view_dims", [_gather(shapes, i)],
+                    {"dtype": dtype, "shape": known})
 
 
 def _row_reads(body: SubGraph, n: int, caps: Sequence[int],

@@ -18,7 +18,8 @@ import numpy as np
 from opsdk.registry.errors import OpError, OpsdkError, in_context
 from opsdk.runtime.compile.pipeline import build_plan
 from opsdk.runtime.compile.plan import Plan
-from opsdk.runtime.control_flow.builders import fits, recorded, shape_histories, shape_text
+from opsdk.runtime.control_flow.builders import (fits, recorded, shape_histories, shape_text,
+                                                stashed_shapes)
 from opsdk.runtime.devices import Device, to_host
 from opsdk.runtime.exec.executor import StepContext, run_slots
 from opsdk.runtime.exec.rendezvous import LocalRendezvous
@@ -88,6 +89,8 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
     # so the body may write into them (a TensorArray's writes then cost a row, not a copy).
     body_plan = SubPlan(op.attrs["body"], device, options, handed=len(op.attrs["shape_invariants"]))
 
+    last = [0]  # the iterations of the last run: the first size of a history's buffer
+
     def run(ctx: Any, op: Operation, inputs: list) -> tuple:
         attrs = op.attrs
         invariants, names = attrs["shape_invariants"], attrs["loop_var_names"]
@@ -96,7 +99,14 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
         limit, keep = attrs["maximum_iterations"], recorded(attrs, n)
         shapes = shape_histories(attrs)
         as_shape = [v in shapes for v in keep]
-        history: list[list] = [[] for _ in keep]
+        history = [[] if shape else _Rows(device.xp, last[0], who, f"loop variable {names[v]}")
+                   for v, shape in zip(keep, as_shape)]
+        # the body's values a gradient reads (stash_intermediates): its outputs after the
+        # loop variables', one row per iteration
+        extra = body_plan.sub.outputs[n:]
+        stash_shapes = stashed_shapes(attrs)
+        stash = [[] if j in stash_shapes else _Rows(device.xp, last[0], who, f"value '{t.name}'")
+                 for j, t in enumerate(extra)]
         count = 0
         _check_invariants(who, values, invariants, names, count)
         token = ctx.token
@@ -109,14 +119,65 @@ def _prepare_while(op: Operation, device: Device, options: Any) -> RunFn:
                 h.append(np.shape(values[v]) if shape else values[v])
             given, values = [*values, *captured], None
             values = list(body_plan.run(given, ctx, who, handed=True))
+            for j, (h, value) in enumerate(zip(stash, values[n:])):
+                h.append(np.shape(value) if j in stash_shapes else value)
+            del values[n:]
             count += 1
             _check_invariants(who, values, invariants, names, count)
+        last[0] = count
         outputs = [*values, _on(device, np.asarray(count, dtype=np.int64))]
         outputs += [_stack_shapes(device, h, len(invariants[v])) if shape
-                    else _stack(device, who, h, values[v], names[v])
+                    else h.rows(np.shape(values[v]), _dtype(values[v]))
                     for h, v, shape in zip(history, keep, as_shape)]
+        outputs += [_stack_shapes(device, h, len(t.shape)) if j in stash_shapes
+                    else h.rows(tuple(d or 0 for d in t.shape or ()), np.dtype(t.dtype))
+                    for j, (h, t) in enumerate(zip(stash, extra))]
         return tuple(outputs)
     return run
+
+
+class _Rows:
+    """A history being recorded: each iteration's value copied into the next row of a buffer
+    while it is fresh (so it may die with its iteration, and its memory serve the next one),
+    the buffer sized by the last run's count and doubled when full; the history is a view of
+    its first rows, with no stack of the values at the end."""
+
+    __slots__ = ("xp", "size", "who", "label", "buffer", "count")
+
+    def __init__(self, xp: Any, size: int, who: str, label: str):
+        self.xp, self.size, self.who, self.label = xp, max(size, 1), who, label
+        self.buffer: Any = None
+        self.count = 0
+
+    def append(self, value: Any) -> None:
+        buffer = self.buffer
+        shape = getattr(value, "shape", None)
+        if shape is None:
+            value = np.asarray(value)
+            shape = value.shape
+        if buffer is None:
+            buffer = self.buffer = self.xp.empty((self.size, *shape), dtype=value.dtype)
+        elif shape != buffer.shape[1:]:
+            raise OpError(f"{self.who}: recording the iterations (keep_intermediates, which a "
+                          f"gradient through the loop turns on) needs {self.label} to keep one "
+                          f"shape across iterations; it had {list(buffer.shape[1:])}, then "
+                          f"{list(shape)}")
+        elif self.count == len(buffer):
+            grown = self.xp.empty((2 * len(buffer), *buffer.shape[1:]), dtype=buffer.dtype)
+            grown[:self.count] = buffer
+            buffer = self.buffer = grown
+        buffer[self.count] = value
+        self.count += 1
+
+    def rows(self, shape: tuple, dtype: Any) -> Any:
+        """The history: (count, *shape); of no iterations, empty of the given row shape."""
+        if self.buffer is None:
+            return self.xp.empty((0, *shape), dtype=dtype)
+        return self.buffer[:self.count]
+
+
+def _dtype(value: Any) -> Any:
+    return value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
 
 
 def _on(device: Device, array: np.ndarray) -> Any:
@@ -129,18 +190,6 @@ def _check_invariants(who: str, values: list, invariants: list, names: list, cou
             when = "starts" if count == 0 else f"after iteration {count}"
             raise OpError(f"{who}: loop variable {label} has shape {list(np.shape(value))} "
                           f"({when}), which breaks its shape invariant {shape_text(shape)}")
-
-
-def _stack(device: Device, who: str, history: list, last: Any, label: str) -> Any:
-    xp = device.xp
-    if not history:
-        return xp.empty((0, *np.shape(last)), dtype=last.dtype if hasattr(last, "dtype")
-                        else np.asarray(last).dtype)
-    if len({np.shape(v) for v in history}) > 1:
-        raise OpError(f"{who}: recording the iterations (keep_intermediates, which a gradient "
-                      f"through the loop turns on) needs loop variable {label} to keep one shape "
-                      "across iterations; its shape changed")
-    return xp.stack(history)
 
 
 def _stack_shapes(device: Device, history: list, rank: int) -> Any:

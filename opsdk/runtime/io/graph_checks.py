@@ -138,9 +138,14 @@ def _while(where: str, graph: Graph, inputs: list, attrs: dict) -> list:
         raise GraphFileError(f"{where}: a while_loop needs graph attrs cond and body and a list "
                              "attr shape_invariants")
     n = len(invariants)
-    if len(body.outputs) != n or len(inputs) < n:
-        raise GraphFileError(f"{where}: {n} shape invariants, but the body gives "
-                             f"{len(body.outputs)} values and the node has {len(inputs)} inputs")
+    extra = attrs.get("stashed", 0)
+    if not isinstance(extra, int) or isinstance(extra, bool) or extra < 0:
+        raise GraphFileError(f"{where}: attr stashed must be a count of the body's recorded "
+                             f"intermediates, not {extra!r:.60}")
+    if len(body.outputs) != n + extra or len(inputs) < n:
+        raise GraphFileError(f"{where}: {n} shape invariants and {extra} stashed values, but the "
+                             f"body gives {len(body.outputs)} values and the node has "
+                             f"{len(inputs)} inputs")
     shapes = [None if s is None else tuple(s) for s in invariants]
     outputs = [(s, t.dtype) for s, t in zip(shapes, inputs)] + [((), "int64")]
     chosen = attrs.get("recorded")
@@ -156,10 +161,22 @@ def _while(where: str, graph: Graph, inputs: list, attrs: dict) -> list:
             for v in as_shapes) or not attrs.get("keep_intermediates")):
         raise GraphFileError(f"{where}: attr shape_histories must list recorded loop variables "
                              f"of known rank, not {as_shapes!r:.60}")
+    if extra and (not attrs.get("keep_intermediates") or len(kept) != n):
+        raise GraphFileError(f"{where}: a loop that stashes intermediates (attr stashed) records "
+                             "every loop variable (attr keep_intermediates, each position in attr recorded)")
     if attrs.get("keep_intermediates"):
         outputs += [((None, len(shapes[v])), "int64") if v in (as_shapes or ())
                     else (None if shapes[v] is None else (None, *shapes[v]), inputs[v].dtype)
                     for v in kept]
+    marked = attrs.get("stashed_shapes")
+    if marked is not None and (not isinstance(marked, list) or any(
+            not isinstance(j, int) or isinstance(j, bool) or not 0 <= j < extra
+            or body.outputs[n + j].shape is None for j in marked)):
+        raise GraphFileError(f"{where}: attr stashed_shapes must list stashed values (0.."
+                             f"{extra - 1}) of known rank, not {marked!r:.60}")
+    outputs += [((None, len(t.shape)), "int64") if j in (marked or ())
+                else (None if t.shape is None else (None, *t.shape), t.dtype)
+                for j, t in enumerate(body.outputs[n:])]
     return outputs
 
 

@@ -89,6 +89,20 @@ class Operation:
         """The nodes that take one of this node's outputs as a data input."""
         return list(self._consumers)
 
+    def replace_input(self, index: int, tensor: Tensor) -> None:
+        """Make data input `index` read `tensor` instead (autodiff rewires a gradient node to a
+        value recorded in the forward pass). `tensor` must come from a node made before this
+        one, so that creation order stays a topological order."""
+        if tensor.graph is not self.graph or tensor.op._id >= self._id:
+            raise OpsdkError(f"node '{self.name}': input {index} cannot read '{tensor.name}', "
+                             "which is of another graph or made after the node")
+        old = self.inputs[index]
+        self.inputs = self.inputs[:index] + (tensor,) + self.inputs[index + 1:]
+        if all(t.op is not old.op for t in self.inputs):
+            old.op._consumers.remove(self)
+        if self not in tensor.op._consumers:
+            tensor.op._consumers.append(self)
+
     def add_control_input(self, op: "Operation") -> None:
         """Make this node wait for `op` too (graph import and control flow wire nodes late).
         Nothing checks for cycles here; Session.run reports one, naming its nodes."""
