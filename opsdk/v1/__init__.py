@@ -54,6 +54,8 @@ from opsdk.v1.scopes import (AUTO_REUSE, GraphKeys, add_to_collection, add_to_co
                              variable_scope, variables_initializer, variance_scaling_initializer,
                              zeros_initializer)
 from opsdk.v1.scopes import tuple_ as tuple  # noqa: A001 - TF's name
+from opsdk.v1.partitioned import TOP_LEVEL as _PARTITIONERS  # noqa: E402 - tf.fixed_size_partitioner
+globals().update(_PARTITIONERS)
 from opsdk.v1.misc import app, flags, gfile
 from opsdk.v1.train import train
 from opsdk.v1 import nn, layers, losses, metrics, summary, contrib, errors, data  # noqa: E402

@@ -11,7 +11,8 @@ import numpy as np
 import opsdk
 from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
-from opsdk.v1 import args as _args, math_ops as _m, misc as _misc, rnn_run as _rnn_run
+from opsdk.v1 import (args as _args, math_ops as _m, misc as _misc, partitioned as _partitioned,
+                      rnn_run as _rnn_run)
 from opsdk.v1.tensors import convert_to_tensor as _t, op_seed
 
 sigmoid, tanh = _m.sigmoid, _m.tanh
@@ -692,12 +693,11 @@ def _keep(x: Any, keep_prob: Any, rate: Any) -> Any:
 def embedding_lookup(params: Any, ids: Any, partition_strategy: str = "mod",
                      name: Optional[str] = None, validate_indices: bool = True,
                      max_norm: Any = None) -> Any:
-    """Rows of params at ids (one table; a list of one table is accepted)."""
-    if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise OpsdkError("embedding_lookup: opsdk.v1 supports one table, not a sharded list")
-        params = params[0]
-    return _ops.gather(_t(params), _t(ids), axis=0, name=name)
+    """Rows of params at ids: one table, a list of tables or a PartitionedVariable (each read
+    only at its ids, by `partition_strategy` "mod" or "div"); rows of an L2 norm above
+    max_norm scaled down to it."""
+    return _partitioned.lookup("embedding_lookup", params, ids, partition_strategy, max_norm,
+                               name)
 
 
 def in_top_k(predictions: Any, targets: Any, k: int, name: Optional[str] = None) -> Any:

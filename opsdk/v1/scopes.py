@@ -43,13 +43,19 @@ class GraphKeys(opsdk.GraphKeys):
 
 
 class _Scope:
-    def __init__(self, name: str, reuse: Any, initializer: Any, dtype: Any):
+    def __init__(self, name: str, reuse: Any, initializer: Any, dtype: Any,
+                 partitioner: Any = None):
         self.name, self.reuse, self.initializer, self.dtype = name, reuse, initializer, dtype
+        self.partitioner = partitioner
         self.original_name_scope = name + "/" if name else ""
 
     def reuse_variables(self) -> None:
         """From now on in this scope, `get_variable` returns existing variables (TF's method)."""
         self.reuse = True
+
+    def set_partitioner(self, partitioner: Any) -> None:
+        """The partitioner `get_variable` uses in this scope from now on (TF's method)."""
+        self.partitioner = partitioner
 
 
 class _ScopeStack(threading.local):
@@ -81,7 +87,8 @@ def variable_scope(name_or_scope: Any = None, default_name: Optional[str] = None
     if name_or_scope is not None:
         _restart_defaults(full)
     scope = _Scope(full, reuse if reuse is not None else outer.reuse,
-                   initializer or outer.initializer, dtype or outer.dtype)
+                   initializer or outer.initializer, dtype or outer.dtype,
+                   partitioner if partitioner is not None else outer.partitioner)
     _stack.scopes.append(scope)
     try:
         with opsdk.name_scope(full.rsplit("/", 1)[-1]) if full else contextlib.nullcontext():
@@ -133,8 +140,10 @@ def _outside_name_scopes(graph: Any) -> Iterator[None]:
 
 def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
                  regularizer: Any = None, trainable: bool = True, collections: Any = None,
-                 **unused: Any) -> Any:
-    """The variable `scope/name`: made on first use, returned again under reuse."""
+                 partitioner: Any = None, **unused: Any) -> Any:
+    """The variable `scope/name`: made on first use, returned again under reuse. With a
+    partitioner (given, or its variable_scope's), a PartitionedVariable of shards
+    `scope/name/part_k` (opsdk/v1/partitioned.py)."""
     scope = get_variable_scope()
     full = f"{scope.name}/{name}" if scope.name else name
     graph = opsdk.get_default_graph()
@@ -149,6 +158,11 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
                          "reuse=True (create it first, or use reuse=tf.AUTO_REUSE)")
     dtype = as_dtype(dtype or scope.dtype or float32)
     init = initializer if initializer is not None else scope.initializer
+    partitioner = partitioner if partitioner is not None else scope.partitioner
+    if partitioner is not None:  # (partitioned.py registers how: it builds on this module)
+        store[full] = _PARTITIONED["make"](graph, full, shape, dtype, init, partitioner,
+                                           regularizer, trainable, collections)
+        return store[full]
     with graph.control_dependencies(None):  # as TF's init_scope: see tensors.Variable
         value = _initial_value(full, init, shape, dtype)
         with _outside_name_scopes(graph):
@@ -163,6 +177,11 @@ def get_variable(name: str, shape: Any = None, dtype: Any = None, initializer: A
         if penalty is not None:
             graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
     return var
+
+
+# How get_variable makes a partitioned variable: opsdk/v1/partitioned.py sets "make" when
+# imported (as `import opsdk.v1` does), since it builds on this module.
+_PARTITIONED: dict = {}
 
 
 def _initial_value(full: str, init: Any, shape: Any, dtype: np.dtype) -> Any:
@@ -182,7 +201,10 @@ def _initial_value(full: str, init: Any, shape: Any, dtype: np.dtype) -> Any:
 # ------------------------------------------------------------------------------ initializers
 class _Initializer:
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Any:
-        return self.make([int(d) for d in shape], as_dtype(dtype or self.dtype or float32))
+        shape, dtype = [int(d) for d in shape], as_dtype(dtype or self.dtype or float32)
+        if partition_info is not None and hasattr(self, "make_slice"):
+            return self.make_slice(shape, dtype, [int(d) for d in partition_info.full_shape])
+        return self.make(shape, dtype)
 
     dtype: Any = None
 
@@ -234,7 +256,11 @@ class glorot_uniform_initializer(_Initializer):
         self.seed, self.dtype, self.uniform = seed, dtype, uniform
 
     def make(self, shape: list, dtype: np.dtype) -> Any:
-        fan_in, fan_out = _fans(shape)
+        return self.make_slice(shape, dtype, shape)
+
+    def make_slice(self, shape: list, dtype: np.dtype, full: list) -> Any:
+        """A shard of a partitioned variable: scaled by the whole variable's fans, as TF."""
+        fan_in, fan_out = _fans(full)
         if not self.uniform:
             std = math.sqrt(2.0 / max(fan_in + fan_out, 1))
             return _tensors.truncated_normal(shape, 0.0, std, dtype, self.seed)
@@ -249,7 +275,11 @@ class variance_scaling_initializer(_Initializer):
             scale, mode, distribution, seed, dtype)
 
     def make(self, shape: list, dtype: np.dtype) -> Any:
-        fan_in, fan_out = _fans(shape)
+        return self.make_slice(shape, dtype, shape)
+
+    def make_slice(self, shape: list, dtype: np.dtype, full: list) -> Any:
+        """A shard of a partitioned variable: scaled by the whole variable's fans, as TF."""
+        fan_in, fan_out = _fans(full)
         n = {"fan_in": fan_in, "fan_out": fan_out}.get(self.mode, (fan_in + fan_out) / 2)
         if self.distribution == "uniform":
             limit = math.sqrt(3.0 * self.scale / max(n, 1))

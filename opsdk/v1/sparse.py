@@ -30,6 +30,7 @@ from opsdk import ops as _ops
 from opsdk.registry.errors import OpsdkError
 from opsdk.v1 import dtypes, strings
 from opsdk.v1 import linalg as _linalg
+from opsdk.v1 import partitioned as _partitioned
 from opsdk.v1 import session as _session
 from opsdk.v1.tensors import TensorShape
 from opsdk.v1.tensors import convert_to_tensor as _t
@@ -437,21 +438,16 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
                             combiner: Optional[str] = None, max_norm: Any = None) -> Any:
     """`tf.nn.embedding_lookup_sparse`: per row of sp_ids (its first coordinate, rows sorted),
     the embeddings of its ids combined: 'sum', 'mean' (the default) or 'sqrtn', weighted by
-    sp_weights' values when given. Rows of one partitioned table only (a list of one)."""
+    sp_weights' values when given. params: one table, a list of tables or a
+    PartitionedVariable, as embedding_lookup reads them (partition_strategy, max_norm)."""
     combiner = combiner or "mean"
     if combiner not in ("sum", "mean", "sqrtn"):
         raise OpsdkError(f"embedding_lookup_sparse: combiner {combiner!r}; give 'sum', 'mean' "
                          "or 'sqrtn'")
-    if max_norm is not None:
-        raise OpsdkError("embedding_lookup_sparse: max_norm is not supported by opsdk.v1")
-    if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise OpsdkError("embedding_lookup_sparse: opsdk.v1 takes one table (or a list of "
-                             f"one), got {len(params)}")
-        params = params[0]
     ids = _sparse("embedding_lookup_sparse", sp_ids)
     segments = _ops.reshape(_ops.slice(ids.indices, begin=[0, 0], size=[-1, 1]), shape=[-1])
-    rows = _ops.gather(_t(params), ids.values, axis=0)
+    rows = _partitioned.lookup("embedding_lookup_sparse", params, ids.values, partition_strategy,
+                               max_norm)
     if sp_weights is None:
         weights = _ops.ones_like(_ops.cast(ids.values, dtype=rows.dtype))
     else:

@@ -24,12 +24,16 @@ from opsdk.v1.tensors import Variable, convert_to_tensor
 
 
 class Saver(opsdk.Saver):
-    """`tf.train.Saver(var_list=None, max_to_keep=5)`; var_list may be a dict (name -> var)."""
+    """`tf.train.Saver(var_list=None, max_to_keep=5)`; var_list may be a dict (name -> var),
+    and holds a partitioned variable's shards where it names the variable."""
 
     def __init__(self, var_list: Any = None, reshape: bool = False, sharded: bool = False,
                  max_to_keep: Optional[int] = 5, **unused: Any):
         if isinstance(var_list, dict):
             var_list = list(var_list.values())
+        if var_list is not None:  # a partitioned variable (partitioned.py) as its shards
+            var_list = [part for v in var_list for part in (
+                v._get_variable_list() if hasattr(v, "_get_variable_list") else [v])]
         super().__init__(var_list, max_to_keep=max_to_keep or 1_000_000)
 
     def save(self, sess: Any, save_path: Any, global_step: Any = None, **unused: Any) -> str:

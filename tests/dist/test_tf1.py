@@ -408,3 +408,41 @@ def test_a_checkpoint_of_one_process_restores_on_a_cluster(ray_engine, tmp_path)
                                                save_checkpoint_secs=None) as sess:
             assert sess.run(step) == 7
             np.testing.assert_array_equal(sess.run(w).ravel(), [1, 2, 3, 4])
+
+
+def test_a_partitioned_embedding_trains_on_two_ps_tasks_as_in_one_process(ray_engine):
+    """An embedding made by get_variable with a partitioner, its shards on the two ps tasks
+    in turn, looked up "mod" and trained with Adagrad: the values of training in one
+    process."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2252", "localhost:2253"],
+                                    "worker": ["localhost:2254"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    trained = {}
+    for where in ("process", "cluster"):
+        rng = np.random.default_rng(5)
+        with tf.Graph().as_default():
+            tf.set_random_seed(1)
+            setter = (tf.train.replica_device_setter(worker_device="/job:worker/task:0",
+                                                     cluster=cluster)
+                      if where == "cluster" else tf.device(None))
+            with setter:
+                ids = tf.placeholder(tf.int64, [8])
+                y = tf.placeholder(tf.float32, [8])
+                emb = tf.get_variable("emb", [50, 3], partitioner=tf.fixed_size_partitioner(2))
+                w = tf.get_variable("w", [3, 1])
+                guess = tf.reshape(tf.matmul(tf.nn.embedding_lookup(emb, ids), w), [-1])
+                loss = tf.reduce_mean(tf.square(guess - y))
+                train_op = tf.train.AdagradOptimizer(0.2).minimize(loss)
+            sess = tf.Session(server.target) if where == "cluster" else tf.Session()
+            try:
+                sess.run(tf.global_variables_initializer())
+                for _ in range(10):
+                    batch = rng.integers(0, 50, 8)
+                    sess.run(train_op, {ids: batch, y: (batch % 5).astype(np.float32)})
+                trained[where] = {v.op.name: (sess.run(v), v.device) for v in [*emb, w]}
+            finally:
+                sess.end_tasks() if where == "cluster" else sess.close()
+    assert [trained["cluster"][f"emb/part_{k}"][1] for k in (0, 1)] == [
+        "/job:ps/task:0", "/job:ps/task:1"]
+    for var, (value, _) in trained["cluster"].items():
+        np.testing.assert_allclose(value, trained["process"][var][0], rtol=1e-5, err_msg=var)
