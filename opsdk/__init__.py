@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "py_func": "opsdk.runtime.frontend.py_func",
     **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
-        "RMSPropOptimizer", "AdadeltaOptimizer")},
+        "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer")},
     **{name: "opsdk.runtime.train.saver" for name in ("Saver", "latest_checkpoint")},
     "load_ops": "opsdk.runtime.frontend.ops_module",
     "load_registry": "opsdk.registry",
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
         AdagradOptimizer as AdagradOptimizer, AdamOptimizer as AdamOptimizer,
         GradientDescentOptimizer as GradientDescentOptimizer,
         MomentumOptimizer as MomentumOptimizer, RMSPropOptimizer as RMSPropOptimizer,
-        AdadeltaOptimizer as AdadeltaOptimizer)
+        AdadeltaOptimizer as AdadeltaOptimizer, FtrlOptimizer as FtrlOptimizer)
     from opsdk.runtime.train.saver import Saver as Saver, latest_checkpoint as latest_checkpoint
 
 

@@ -37,6 +37,7 @@ __all__ = [
     'apply_adadelta',
     'apply_adagrad',
     'apply_adam',
+    'apply_ftrl',
     'apply_gradient_descent',
     'apply_momentum',
     'apply_rms_prop',
@@ -552,6 +553,51 @@ def apply_adam(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, g
         ((2,), (2,), (2,))
     """
     return _apply('apply_adam', [var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad], {}, name)
+
+
+def apply_ftrl(var, accum, linear, lr, l1, l2, l2_shrinkage, lr_power, beta, grad, *, name=None):
+    r"""FTRL-Proximal: accum_new = accum + grad ** 2; linear += grad + 2 * l2_shrinkage * var - (accum_new ** -lr_power - accum ** -lr_power) / lr * var; var = (sign(linear) * l1 - linear) / ((accum_new ** -lr_power + beta) / lr + 2 * l2) where |linear| > l1, else 0; accum = accum_new.
+
+    TensorFlow's ApplyFtrlV2 (FtrlOptimizer): the accumulator sums the plain gradient's squares,
+    the shrinkage term enters the linear term only, and lr_power is at most 0 (-0.5: square
+    roots).
+
+    Args:
+        var: float16 or float32 or float64, shape [...].
+        accum: float16 or float32 or float64, shape [...].
+        linear: float16 or float32 or float64, shape [...].
+        lr: float16 or float32 or float64, shape [].
+        l1: float16 or float32 or float64, shape [].
+        l2: float16 or float32 or float64, shape [].
+        l2_shrinkage: float16 or float32 or float64, shape [].
+        lr_power: float16 or float32 or float64, shape [].
+        beta: float16 or float32 or float64, shape [].
+        grad: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        var_out: float16 or float32 or float64, shape [...].
+        accum_out: float16 or float32 or float64, shape [...].
+        linear_out: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> var = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> accum = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> linear = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> lr = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l1 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l2 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l2_shrinkage = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> lr_power = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> beta = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> grad = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> var_out, accum_out, linear_out = apply_ftrl(var, accum, linear, lr, l1, l2, l2_shrinkage, lr_power, beta, grad)
+        >>> var_out.shape, accum_out.shape, linear_out.shape
+        ((2,), (2,), (2,))
+    """
+    return _apply('apply_ftrl', [var, accum, linear, lr, l1, l2, l2_shrinkage, lr_power, beta, grad], {}, name)
 
 
 def apply_gradient_descent(var, alpha, delta, *, name=None):

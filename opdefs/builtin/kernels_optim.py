@@ -54,3 +54,18 @@ def apply_adadelta(xp, var, accum, accum_update, lr, rho, epsilon, grad):
     update = xp.sqrt(accum_update + epsilon) / xp.sqrt(accum + epsilon) * grad
     accum_update = rho * accum_update + (one - rho) * update * update
     return xp.asarray(var - lr * update), xp.asarray(accum), xp.asarray(accum_update)
+
+
+def apply_ftrl(xp, var, accum, linear, lr, l1, l2, l2_shrinkage, lr_power, beta, grad):
+    new_accum = accum + grad * grad
+    if float(lr_power) == -0.5:
+        new_power, old_power = xp.sqrt(new_accum), xp.sqrt(accum)
+    else:
+        new_power, old_power = xp.power(new_accum, -lr_power), xp.power(accum, -lr_power)
+    shrunk = grad + 2 * l2_shrinkage * var if float(l2_shrinkage) else grad
+    linear = linear + shrunk - (new_power - old_power) / lr * var
+    quadratic = (new_power + beta) / lr + 2 * l2
+    kept = xp.abs(linear) > l1
+    # where |linear| <= l1 the weight is 0 (the L1 term's dead zone)
+    var = xp.where(kept, (xp.sign(linear) * l1 - linear) / xp.where(kept, quadratic, 1), 0)
+    return xp.asarray(var, dtype=grad.dtype), xp.asarray(new_accum), xp.asarray(linear)

@@ -183,7 +183,7 @@ train = Namespace(
     GradientDescentOptimizer=opsdk.GradientDescentOptimizer,
     MomentumOptimizer=opsdk.MomentumOptimizer, AdagradOptimizer=opsdk.AdagradOptimizer,
     AdamOptimizer=opsdk.AdamOptimizer, RMSPropOptimizer=opsdk.RMSPropOptimizer, Saver=Saver,
-    AdadeltaOptimizer=opsdk.AdadeltaOptimizer,
+    AdadeltaOptimizer=opsdk.AdadeltaOptimizer, FtrlOptimizer=opsdk.FtrlOptimizer,
     latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
     create_global_step=create_global_step, assert_global_step=assert_global_step,

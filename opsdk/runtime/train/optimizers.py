@@ -27,7 +27,7 @@ from opsdk.runtime.frontend.variables import Variable, trainable_variables
 from opsdk.runtime.train.update import Update, add_updates
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
-           "AdamOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer"]
+           "AdamOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer"]
 
 GradsAndVars = list[tuple[Optional[Tensor], Variable]]
 
@@ -304,3 +304,39 @@ class AdadeltaOptimizer(Optimizer):
 
     def _hypers(self) -> list[Any]:
         return [self.learning_rate, self.rho, self.epsilon]
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-Proximal (TensorFlow 1's FtrlOptimizer, its ApplyFtrlV2): per weight an accumulator
+    of squared gradients (starting at `initial_accumulator_value`) and a linear term; the weight
+    is the closed-form minimiser of the linear term with L1 and L2 penalties, 0 inside the L1
+    dead zone. `l2_shrinkage_regularization_strength` adds an L2 pull to the linear term only;
+    `beta` enters the quadratic term."""
+
+    _op = "apply_ftrl"
+
+    def __init__(self, learning_rate: Any, learning_rate_power: float = -0.5,
+                 initial_accumulator_value: float = 0.1, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "Ftrl", accum_name: Optional[str] = None,
+                 linear_name: Optional[str] = None,
+                 l2_shrinkage_regularization_strength: float = 0.0, beta: Any = None):
+        checks = (("learning_rate_power", learning_rate_power, "negative or zero", 1),
+                  ("initial_accumulator_value", initial_accumulator_value, "positive or zero", -1),
+                  ("l1_regularization_strength", l1_regularization_strength, "positive or zero", -1),
+                  ("l2_regularization_strength", l2_regularization_strength, "positive or zero", -1),
+                  ("l2_shrinkage_regularization_strength", l2_shrinkage_regularization_strength,
+                   "positive or zero", -1))
+        for label, value, words, sign in checks:
+            if not isinstance(value, (Tensor, Variable)) and float(value) * sign > 0:
+                raise OpsdkError(f"{name}: {label} {float(value):f} needs to be {words}")
+        super().__init__(learning_rate, name, use_locking)
+        self.learning_rate_power = learning_rate_power
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
+        self.l2_shrinkage = l2_shrinkage_regularization_strength
+        self.beta = 0.0 if beta is None else beta
+        self._slots = (("accum", float(initial_accumulator_value)), ("linear", 0.0))
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate, self.l1, self.l2, self.l2_shrinkage,
+                self.learning_rate_power, self.beta]
