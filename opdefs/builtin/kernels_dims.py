@@ -33,10 +33,7 @@ def zeros_view_dims(xp, dims, dtype, shape=()):
     if view is None:  # (a loop's gradient asks for the same few views on every iteration)
         if any(d < 0 for d in target):
             raise ValueError(f"zeros_view_dims: input 'dims' {list(target)} has a negative size")
-        if shape and (len(shape) != len(target)
-                      or any(k >= 0 and k != d for k, d in zip(shape, target))):
-            raise ValueError(f"input 'dims' {list(target)} does not have the sizes declared when "
-                             f"the graph was built, {list(shape)} (-1: any)")
+        _check_declared(target, shape, f"input 'dims' {list(target)}")
         view = xp.broadcast_to(xp.zeros((), dtype=dtype), target)  # read-only: safe to share
         if len(_ZERO_VIEWS) >= 256:
             _ZERO_VIEWS.clear()
@@ -87,11 +84,16 @@ def reshape_dims(xp, x, dims, shape):
         raise ValueError(f"cannot reshape x of shape {list(x.shape)} ({x.size} elements) to "
                          f"input 'dims' {list(target)}")
     y = xp.reshape(x, target)
-    if shape and any(k >= 0 and k != d for k, d in zip(shape, y.shape)):
-        raise ValueError(f"x reshaped to {list(y.shape)} (input 'dims' {list(target)}) does not "
-                         f"have the sizes declared when the graph was built, {list(shape)} "
-                         "(-1: any)")
+    _check_declared(y.shape, shape, f"x reshaped to {list(y.shape)} (input 'dims' {list(target)})")
     return y
+
+
+def _check_declared(sizes, declared, what):
+    """The sizes known when the graph was built (attr shape: -1 where open; [] none) hold."""
+    if declared and (len(declared) != len(sizes)
+                     or any(k >= 0 and k != d for k, d in zip(declared, sizes))):
+        raise ValueError(f"{what} does not have the sizes declared when the graph was built, "
+                         f"{list(declared)} (-1: any)")
 
 
 def reshape_dims_grad(xp, x, dims, grad_y):

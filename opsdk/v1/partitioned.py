@@ -35,10 +35,12 @@ def _dims(who: str, shape: Any) -> list[int]:
     return [int(d) for d in dims]
 
 
-def _axis(who: str, axis: int, rank: int) -> int:
-    if not -rank <= axis < rank:
-        raise OpsdkError(f"{who}: axis {axis} is out of range for a variable of rank {rank}")
-    return axis % rank
+def _along(who: str, shape: Any, axis: int) -> tuple[list[int], int]:
+    """(the variable's sizes, the axis to split, from 0)."""
+    dims = _dims(who, shape)
+    if not -len(dims) <= axis < len(dims):
+        raise OpsdkError(f"{who}: axis {axis} is out of range for a variable of rank {len(dims)}")
+    return dims, axis % len(dims)
 
 
 def _item_bytes(dtype: Any, per_string: int) -> int:
@@ -46,10 +48,8 @@ def _item_bytes(dtype: Any, per_string: int) -> int:
     return per_string if kind == object or kind.kind in "SUO" else kind.itemsize
 
 
-def _partitions(who: str, dims: list[int], axis: int, count: int) -> list[int]:
-    parts = [1] * len(dims)
-    parts[_axis(who, axis, len(dims))] = count
-    return parts
+def _partitions(dims: list[int], axis: int, count: int) -> list[int]:
+    return [count if i == axis else 1 for i in range(len(dims))]
 
 
 def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
@@ -59,8 +59,8 @@ def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
         raise OpsdkError(f"fixed_size_partitioner: num_shards must be at least 1, not {count}")
 
     def partitioner(shape: Any, dtype: Any = None) -> list[int]:
-        return _partitions("fixed_size_partitioner", _dims("fixed_size_partitioner", shape),
-                           axis, count)
+        dims, ax = _along("fixed_size_partitioner", shape, axis)
+        return _partitions(dims, ax, count)
     return partitioner
 
 
@@ -74,14 +74,12 @@ def variable_axis_size_partitioner(max_shard_bytes: int, axis: int = 0,
                          "be positive")
 
     def partitioner(shape: Any, dtype: Any = None) -> list[int]:
-        who = "variable_axis_size_partitioner"
-        dims = _dims(who, shape)
-        ax = _axis(who, axis, len(dims))
+        dims, ax = _along("variable_axis_size_partitioner", shape, axis)
         slice_bytes = math.prod(d for i, d in enumerate(dims) if i != ax) * _item_bytes(
             dtype, bytes_per_string_element)
         per_shard = max(1, max_shard_bytes // max(slice_bytes, 1))
         count = max(1, math.ceil(dims[ax] / per_shard))
-        return _partitions(who, dims, ax, min(count, max_shards) if max_shards else count)
+        return _partitions(dims, ax, min(count, max_shards) if max_shards else count)
     return partitioner
 
 
@@ -95,12 +93,10 @@ def min_max_variable_partitioner(max_partitions: int = 1, axis: int = 0,
                          "positive")
 
     def partitioner(shape: Any, dtype: Any = None) -> list[int]:
-        who = "min_max_variable_partitioner"
-        dims = _dims(who, shape)
-        ax = _axis(who, axis, len(dims))
+        dims, ax = _along("min_max_variable_partitioner", shape, axis)
         total = math.prod(dims) * _item_bytes(dtype, bytes_per_string_element)
         count = min(max_partitions, dims[ax], max(1, math.ceil(total / min_slice_size)))
-        return _partitions(who, dims, ax, max(count, 1))
+        return _partitions(dims, ax, max(count, 1))
     return partitioner
 
 

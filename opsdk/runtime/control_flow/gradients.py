@@ -141,15 +141,7 @@ def cond_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentiat
 def _depends(sub: SubGraph, k: int, outputs: Sequence[int]) -> bool:
     """Whether any of `sub`'s outputs numbered `outputs` depends on its input k through
     differentiable tensors (a static over-approximation: it ignores stop_gradient)."""
-    reached: set[Tensor] = set()
-    stack = [sub.inputs[k]]
-    while stack:
-        t = stack.pop()
-        if t in reached or not is_differentiable_dtype(t.dtype):
-            continue
-        reached.add(t)
-        for consumer in t.consumers():
-            stack.extend(consumer.outputs)
+    reached = _reach([sub.inputs[k]])
     return any(sub.outputs[j] in reached for j in outputs)
 
 
@@ -328,6 +320,7 @@ def _same_shapes(ops: Sequence[Operation]) -> dict[Tensor, set[Tensor]]:
 
 
 def _reach(sources: Sequence[Tensor]) -> set[Tensor]:
+    """The tensors that depend on a source through differentiable tensors."""
     reached: set[Tensor] = set()
     stack = list(sources)
     while stack:
