@@ -465,6 +465,85 @@ def embedding_lookup_sparse(params: Any, sp_ids: Any, sp_weights: Any,
     return _ops.div(total, _ops.reshape(norm, shape=[-1, 1]), name=name)
 
 
+def sparse_fill_empty_rows(sp_input: Any, default_value: Any,
+                           name: Optional[str] = None) -> tuple[SparseTensor, Any]:
+    """(the sparse tensor with an entry `default_value` at [row, 0, ...] in each row that has
+    none, row-major; a bool vector marking those rows). A gradient reaches the values and the
+    default value (summed over the rows it filled)."""
+    sp = _sparse("sparse_fill_empty_rows", sp_input)
+    fill = _ops.cast(_t(default_value), dtype=sp.values.dtype) \
+        if not isinstance(default_value, (int, float, np.number)) else \
+        opsdk.constant(np.asarray(default_value, dtype=sp.values.dtype))
+    indices, source, empty = _index_op("sparse_fill_empty_rows", _filled,
+                                       [sp.indices, sp.dense_shape], ["int64", "int64", "bool"])
+    rank = None if sp._shape is None else len(sp._shape)
+    indices.set_shape([None, rank])
+    source.set_shape([None])
+    empty.set_shape([None if sp._shape is None else sp._shape[0]])
+    values = _ops.gather(_ops.concat([sp.values, _ops.reshape(fill, shape=[1])], axis=0), source,
+                         axis=0)
+    out = SparseTensor(indices, values, sp.dense_shape)
+    out._shape = sp._shape
+    return out, _ops.identity(empty, name=name) if name else empty
+
+
+def _filled(indices: np.ndarray, dense_shape: np.ndarray) -> list:
+    """(indices with [row, 0, ...] added for each empty row, row-major; per entry the position
+    of its value in values + [default]; the empty rows)."""
+    rows = int(dense_shape[0]) if len(dense_shape) else 0
+    if len(indices) and ((indices[:, 0] < 0).any() or (indices[:, 0] >= rows).any()):
+        raise ValueError(f"sparse_fill_empty_rows: an entry's row is outside [0, {rows})")
+    empty = np.ones(rows, bool)
+    empty[indices[:, 0]] = False
+    extra = np.zeros((int(empty.sum()), indices.shape[1] if indices.ndim == 2
+                      else len(dense_shape)), np.int64)
+    extra[:, 0] = np.flatnonzero(empty)
+    every = np.concatenate([indices.reshape(-1, extra.shape[1]), extra]).astype(np.int64)
+    source = np.concatenate([np.arange(len(indices)), np.full(len(extra), len(indices))])
+    order = _row_major(every)
+    return [every[order], source[order].astype(np.int64), empty]
+
+
+def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any,
+                                 sparse_weights: Any = None, combiner: str = "mean",
+                                 default_id: Any = None, name: Optional[str] = None,
+                                 partition_strategy: str = "div", max_norm: Any = None) -> Any:
+    """`tf.nn.safe_embedding_lookup_sparse`: embedding_lookup_sparse over the ids >= 0 (and,
+    with weights, of a weight > 0), each row of sparse_ids without one getting the embedding of
+    `default_id`, or zeros; ids of rank above 2 are rows of all but their last dim, and the
+    result has those dims then the embedding's."""
+    ids = _sparse("safe_embedding_lookup_sparse", sparse_ids)
+    weights = None if sparse_weights is None else _sparse("safe_embedding_lookup_sparse",
+                                                          sparse_weights)
+    rank = None if ids._shape is None else len(ids._shape)
+    if rank is None:
+        raise OpsdkError("safe_embedding_lookup_sparse: sparse_ids must have a known rank")
+    outer = _ops.slice(ids.dense_shape, begin=[0], size=[rank - 1])
+    if rank > 2:
+        last = _ops.slice(ids.dense_shape, begin=[rank - 1], size=[1])
+        flat = _ops.concat([opsdk.constant(np.asarray([-1], np.int64)), last], axis=0)
+        ids = sparse_reshape(ids, flat)
+        weights = None if weights is None else sparse_reshape(weights, flat)
+    keep = _ops.greater_equal(ids.values, _ops.zeros_like(ids.values))
+    if weights is not None:
+        positive = _ops.greater(weights.values, _ops.zeros_like(weights.values))
+        keep = _ops.where(positive, keep, _ops.zeros_like(keep))  # both hold
+        weights = sparse_retain(weights, keep)
+    ids = sparse_retain(ids, keep)
+    ids, empty = sparse_fill_empty_rows(ids, 0 if default_id is None else default_id)
+    if weights is not None:
+        weights, _ = sparse_fill_empty_rows(weights, 1.0)
+    result = embedding_lookup_sparse(embedding_weights, ids, weights, partition_strategy,
+                                     combiner=combiner, max_norm=max_norm)
+    if default_id is None:  # rows without ids: zeros
+        mask = _ops.reshape(empty, shape=[-1] + [1] * (len(result.shape or [0, 0]) - 1))
+        result = _ops.where(mask, _ops.zeros_like(result), result)
+    if rank > 2:
+        row = _ops.slice(_ops.cast(_ops.shape(result), dtype="int64"), begin=[1], size=[-1])
+        result = _ops.reshape_dims(result, _ops.concat([outer, row], axis=0))
+    return _ops.identity(result, name=name) if name else result
+
+
 def edit_distance(hypothesis: Any, truth: Any, normalize: bool = True,
                   name: str = "edit_distance") -> Any:
     """The Levenshtein distance between the sequences of two sparse tensors (their entries
@@ -668,6 +747,7 @@ NAMES = {"SparseTensor": SparseTensor, "SparseTensorValue": SparseTensorValue,
          "sparse_to_dense": sparse_to_dense, "sparse_add": sparse_add,
          "sparse_reduce_sum": sparse_reduce_sum,
          "sparse_tensor_dense_matmul": sparse_tensor_dense_matmul, "sparse_retain": sparse_retain,
+         "sparse_fill_empty_rows": sparse_fill_empty_rows,
          "sparse_softmax": sparse_softmax, "sparse_segment_sum": sparse_segment_sum,
          "sparse_segment_mean": sparse_segment_mean,
          "sparse_segment_sqrt_n": sparse_segment_sqrt_n, "edit_distance": edit_distance,
@@ -684,8 +764,10 @@ NAMES = {"SparseTensor": SparseTensor, "SparseTensorValue": SparseTensorValue,
 SPARSE = {"SparseTensor": SparseTensor, "placeholder": sparse_placeholder, "to_dense": to_dense,
           "from_dense": from_dense, "add": sparse_add, "reduce_sum": sparse_reduce_sum,
           "sparse_dense_matmul": sparse_tensor_dense_matmul, "matmul": sparse_tensor_dense_matmul,
-          "retain": sparse_retain, "softmax": sparse_softmax, "segment_sum": sparse_segment_sum,
+          "retain": sparse_retain, "fill_empty_rows": sparse_fill_empty_rows,
+          "softmax": sparse_softmax, "segment_sum": sparse_segment_sum,
           "segment_mean": sparse_segment_mean, "segment_sqrt_n": sparse_segment_sqrt_n,
           "reorder": sparse_reorder, "transpose": sparse_transpose, "reshape": sparse_reshape,
           "concat": sparse_concat, "reduce_max": sparse_reduce_max, "slice": sparse_slice}
-NN = {"embedding_lookup_sparse": embedding_lookup_sparse}
+NN = {"embedding_lookup_sparse": embedding_lookup_sparse,
+      "safe_embedding_lookup_sparse": safe_embedding_lookup_sparse}
