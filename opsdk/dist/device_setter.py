@@ -75,9 +75,13 @@ class replica_device_setter:  # noqa: N801 - TensorFlow's name
         for op in created:
             if not _unplaced(op):
                 continue
-            # assigns and replicated updates (`_dist_*`) go where their variable lives
+            # assigns and replicated updates (`_dist_*`) go where their variable lives, and a
+            # node made to live with a variable (a lookup of a table's rows, its gradient) too
             variable = op.attrs.get("variable")
             home = homes.get(variable) if isinstance(variable, str) else None
+            if home is None and op.colocated is not None:
+                home = homes.get(op.colocated.name) or (
+                    None if _unplaced(op.colocated) else op.colocated.device)
             op.device = home or merge_device(self.worker_device, op.device or None)
 
 

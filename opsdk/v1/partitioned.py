@@ -298,21 +298,27 @@ def lookup(who: str, params: Any, ids: Any, partition_strategy: str = "mod",
     it."""
     if partition_strategy not in ("mod", "div"):
         raise OpsdkError(f"{who}: partition_strategy {partition_strategy!r}; give 'mod' or 'div'")
-    tables = [_t(p) for p in tables_of(who, params)]
+    given = tables_of(who, params)
     index = _t(ids)
     if index.dtype not in ("int32", "int64"):
         raise OpsdkError(f"{who}: ids must be int32 or int64, got {index.dtype}")
-    if len(tables) == 1:
-        rows = _ops.gather(tables[0], index, axis=0)
+    graph = opsdk.get_default_graph()
+    # Each table is read, and its rows gathered, where it lives (colocated, as TF's lookup): a
+    # table on a ps task sends the rows asked for, not itself, and gets their gradient back.
+    if len(given) == 1:
+        with graph.colocate_with(_node(given[0])):
+            rows = _ops.gather(_t(given[0]), index, axis=0)
         return _clipped(rows, max_norm, index, name)
     flat = _ops.reshape(index, shape=[-1])
-    shard, local = _placement(who, tables, flat, partition_strategy)
+    shard, local = _placement(who, [_static_shape(p) for p in given], flat, partition_strategy)
     pieces, positions = [], []
-    for k, table in enumerate(tables):
+    for k, table in enumerate(given):
         at = _ops.reshape(_ops.where_indices(_ops.equal(shard, _const(k, shard.dtype))),
                           shape=[-1])
         positions.append(at)
-        pieces.append(_ops.gather(table, _ops.gather(local, at, axis=0), axis=0))
+        wanted = _ops.gather(local, at, axis=0)
+        with graph.colocate_with(_node(table)):
+            pieces.append(_ops.gather(_t(table), wanted, axis=0))
     # every position is in one shard's list: the rows back in the ids' order are those lists'
     # rows at the inverse of their concatenated positions
     order = _ops.concat(positions, axis=0)
@@ -321,12 +327,24 @@ def lookup(who: str, params: Any, ids: Any, partition_strategy: str = "mod",
                               _ops.arange(_const(0, "int64"), _ops.reshape(count, shape=[]),
                                           _const(1, "int64")), count)
     rows = _ops.gather(_ops.concat(pieces, axis=0), inverse, axis=0)
-    row_shape = _ops.slice(_shape64(tables[0]), begin=[1], size=[-1])
+    row_shape = _ops.slice(_shape64(rows), begin=[1], size=[-1])
+    known = None if index.shape is None or rows.shape is None else [
+        -1 if d is None else d for d in (*index.shape, *rows.shape[1:])]
     whole = _ops.reshape_dims(rows, _ops.concat([_shape64(index), row_shape], axis=0),
-                              shape=[-1 if d is None else d for d in
-                                     (*(index.shape or ()), *(tables[0].shape or ())[1:])]
-                              if index.shape is not None and tables[0].shape is not None else [])
+                              shape=known or [])
     return _clipped(whole, max_norm, index, name)
+
+
+def _static_shape(table: Any) -> Optional[tuple]:
+    """A table's shape known when the graph is built (None: unknown rank), read without a node."""
+    shape = table.shape if hasattr(table, "shape") else np.shape(table)
+    shape = shape.as_list() if hasattr(shape, "as_list") else shape
+    return None if shape is None else tuple(shape)
+
+
+def _node(table: Any) -> Any:
+    """The node a table lives on: a variable's, or the tensor's."""
+    return table.op if hasattr(table, "op") else _t(table)
 
 
 def _shape64(t: Any) -> Any:
@@ -337,12 +355,12 @@ def _const(value: int, dtype: str) -> Any:
     return opsdk.constant(np.asarray(value, dtype=dtype))
 
 
-def _placement(who: str, tables: list, flat: Any, strategy: str) -> tuple[Any, Any]:
-    """(the shard of each id, its row there)."""
-    n, dtype = len(tables), flat.dtype
+def _placement(who: str, shapes: list, flat: Any, strategy: str) -> tuple[Any, Any]:
+    """(the shard of each id, its row there), of tables of the static `shapes`."""
+    n, dtype = len(shapes), flat.dtype
     if strategy == "mod":
         return _ops.floor_mod(flat, _const(n, dtype)), _ops.floor_div(flat, _const(n, dtype))
-    sizes = [t.shape[0] if t.shape else None for t in tables]
+    sizes = [s[0] if s else None for s in shapes]
     if None in sizes:
         raise OpsdkError(f"{who}: partition_strategy 'div' needs tables of known row counts, "
                          f"got {sizes}")

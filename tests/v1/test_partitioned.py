@@ -124,12 +124,31 @@ def test_sparse_lookups_max_norm_and_array_initializers(tmp_path):
         assert s.run(total) == 6.0
 
 
-def test_a_replica_device_setter_places_the_shards_in_turn():
-    with tf.device(tf.train.replica_device_setter(ps_tasks=2)):
+def test_a_replica_device_setter_places_the_shards_in_turn_and_their_lookups_with_them():
+    """Each shard's rows are gathered on its ps task, and their gradient made there: a step
+    moves the rows asked for and their gradients, never a shard."""
+    with tf.device(tf.train.replica_device_setter(ps_tasks=2, worker_device="/job:worker")):
         emb = tf.get_variable("emb", [10, 4], partitioner=tf.fixed_size_partitioner(3))
         w = tf.get_variable("w", [4, 2])
+        ids = tf.placeholder(tf.int64, [8])
+        loss = tf.reduce_sum(tf.matmul(tf.nn.embedding_lookup(emb, ids), w))
+        tf.train.AdagradOptimizer(0.1).minimize(loss)
     assert [v.device for v in emb] == ["/job:ps/task:0", "/job:ps/task:1", "/job:ps/task:0"]
     assert w.device == "/job:ps/task:1"
+    homes = {v.op: v.device for v in emb}
+
+    def shard_of(t):  # the shard a tensor is the value of (the variable's, or a read of it)
+        if t.op in homes:
+            return homes[t.op]
+        if t.op.type in ("read_variable", "identity") and t.op.inputs:
+            return homes.get(t.op.inputs[0].op)
+        return None
+    readers = [(op, shard_of(t)) for op in tf.get_default_graph().get_operations()
+               for t in op.inputs if shard_of(t) is not None]
+    kinds = sorted({op.type for op, _ in readers})
+    assert {"gather", "gather_grad"} <= set(kinds)
+    assert all(op.device == home for op, home in readers), [(op.name, op.device, home)
+                                                            for op, home in readers]
 
 
 def test_bad_partitions_and_strategies_are_refused():

@@ -16,6 +16,8 @@ registers its rules beside its builders.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from typing import Any, Callable, Collection, Iterable, Optional, Sequence
 
 from opsdk.registry.dtypes import is_differentiable_dtype
@@ -130,7 +132,11 @@ def differentiate(ys: Sequence[Tensor], xs: Sequence[Tensor], seeds: Sequence[Te
         out_grads = [_total(grads, t) for t in op.outputs]
         if all(g is None for g in out_grads):
             continue
-        in_grads = _op_gradient(op, out_grads, _Path(ys, xs, reached, needed))
+        # a node made to live with another (a lookup with its table) has its gradient there
+        home = op.colocated if op.colocated is not None and op.colocated.graph is op.graph \
+            else None
+        with op.graph.colocate_with(home) if home is not None else nullcontext():
+            in_grads = _op_gradient(op, out_grads, _Path(ys, xs, reached, needed))
         for t, g in zip(op.inputs, in_grads):
             if g is not None and t in reached and is_differentiable_dtype(t.dtype):
                 grads.setdefault(t, []).append(g)
