@@ -446,3 +446,34 @@ def test_a_partitioned_embedding_trains_on_two_ps_tasks_as_in_one_process(ray_en
         "/job:ps/task:0", "/job:ps/task:1"]
     for var, (value, _) in trained["cluster"].items():
         np.testing.assert_allclose(value, trained["process"][var][0], rtol=1e-5, err_msg=var)
+
+
+def test_a_lookup_of_a_partitioned_embedding_moves_rows_not_shards(ray_engine):
+    """100 ids a step of a 100,000-row table split over two ps tasks: each ps task sends the
+    rows asked of it (about 50 rows of 16 float32, 3.2 KB), the worker sends the ids and the
+    rows' gradients, never a shard (3.2 MB)."""
+    cluster = tf.train.ClusterSpec({"ps": ["localhost:2272", "localhost:2273"],
+                                    "worker": ["localhost:2274"]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=0)
+    with tf.Graph().as_default():
+        with tf.train.replica_device_setter(worker_device="/job:worker/task:0", cluster=cluster):
+            ids = tf.placeholder(tf.int64, [100])
+            emb = tf.get_variable("emb", [100_000, 16], partitioner=tf.fixed_size_partitioner(2),
+                                  initializer=tf.random_uniform_initializer(-0.05, 0.05))
+            loss = tf.reduce_sum(tf.square(tf.nn.embedding_lookup(emb, ids)))
+            step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        sess = tf.Session(server.target)
+        try:
+            sess.run(tf.global_variables_initializer())
+            rng = np.random.default_rng(0)
+            sess.run(step, {ids: rng.integers(0, 100_000, 100)})
+            before = sess.task_stats()
+            for _ in range(4):
+                sess.run(step, {ids: rng.integers(0, 100_000, 100)})
+            after = sess.task_stats()
+        finally:
+            sess.end_tasks()
+    sent = {task: (after[task]["bytes_sent"] - before[task]["bytes_sent"]) / 4 for task in after}
+    for k in (0, 1):
+        assert 0 < sent[f"/job:ps/replica:0/task:{k}"] < 100 * 16 * 4, sent
+    assert sent["/job:worker/replica:0/task:0"] < 100 * (16 * 4 + 2 * 8) * 2, sent
