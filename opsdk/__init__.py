@@ -37,7 +37,8 @@ _EXPORTS: dict[str, str] = {
     "py_func": "opsdk.runtime.frontend.py_func",
     **{name: "opsdk.runtime.train.optimizers" for name in (
         "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer", "AdamOptimizer",
-        "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer")},
+        "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
+        "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer")},
     **{name: "opsdk.runtime.train.saver" for name in ("Saver", "latest_checkpoint")},
     "load_ops": "opsdk.runtime.frontend.ops_module",
     "load_registry": "opsdk.registry",
@@ -78,7 +79,9 @@ if TYPE_CHECKING:
         AdagradOptimizer as AdagradOptimizer, AdamOptimizer as AdamOptimizer,
         GradientDescentOptimizer as GradientDescentOptimizer,
         MomentumOptimizer as MomentumOptimizer, RMSPropOptimizer as RMSPropOptimizer,
-        AdadeltaOptimizer as AdadeltaOptimizer, FtrlOptimizer as FtrlOptimizer)
+        AdadeltaOptimizer as AdadeltaOptimizer, FtrlOptimizer as FtrlOptimizer,
+        ProximalAdagradOptimizer as ProximalAdagradOptimizer,
+        ProximalGradientDescentOptimizer as ProximalGradientDescentOptimizer)
     from opsdk.runtime.train.saver import Saver as Saver, latest_checkpoint as latest_checkpoint
 
 

@@ -40,6 +40,8 @@ __all__ = [
     'apply_ftrl',
     'apply_gradient_descent',
     'apply_momentum',
+    'apply_proximal_adagrad',
+    'apply_proximal_gradient_descent',
     'apply_rms_prop',
     'arange',
     'argmax',
@@ -653,6 +655,66 @@ def apply_momentum(var, accum, lr, grad, momentum, *, use_nesterov=False, name=N
         ((2,), (2,))
     """
     return _apply('apply_momentum', [var, accum, lr, grad, momentum], {'use_nesterov': use_nesterov}, name)
+
+
+def apply_proximal_adagrad(var, accum, lr, l1, l2, grad, *, name=None):
+    r"""Proximal Adagrad: accum += grad ** 2; step = lr / sqrt(accum); prox = var - step * grad; var = sign(prox) * max(|prox| - step * l1, 0) / (1 + step * l2).
+
+    Args:
+        var: float16 or float32 or float64, shape [...].
+        accum: float16 or float32 or float64, shape [...].
+        lr: float16 or float32 or float64, shape [].
+        l1: float16 or float32 or float64, shape [].
+        l2: float16 or float32 or float64, shape [].
+        grad: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        var_out: float16 or float32 or float64, shape [...].
+        accum_out: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> var = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> accum = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> lr = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l1 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l2 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> grad = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> var_out, accum_out = apply_proximal_adagrad(var, accum, lr, l1, l2, grad)
+        >>> var_out.shape, accum_out.shape
+        ((2,), (2,))
+    """
+    return _apply('apply_proximal_adagrad', [var, accum, lr, l1, l2, grad], {}, name)
+
+
+def apply_proximal_gradient_descent(var, lr, l1, l2, grad, *, name=None):
+    r"""Proximal gradient descent: prox = var - lr * grad; var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2).
+
+    Args:
+        var: float16 or float32 or float64, shape [...].
+        lr: float16 or float32 or float64, shape [].
+        l1: float16 or float32 or float64, shape [].
+        l2: float16 or float32 or float64, shape [].
+        grad: float16 or float32 or float64, shape [...].
+        name: the node's name when called inside a graph.
+
+    Returns:
+        var_out: float16 or float32 or float64, shape [...].
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> var = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> lr = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l1 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> l2 = rng.uniform(-2.0, 2.0, size=()).astype(np.float16)
+        >>> grad = rng.uniform(-2.0, 2.0, size=(2,)).astype(np.float16)
+        >>> apply_proximal_gradient_descent(var, lr, l1, l2, grad).shape
+        (2,)
+    """
+    return _apply('apply_proximal_gradient_descent', [var, lr, l1, l2, grad], {}, name)
 
 
 def apply_rms_prop(var, ms, mom, lr, rho, momentum, epsilon, grad, *, name=None):

@@ -69,3 +69,22 @@ def apply_ftrl(xp, var, accum, linear, lr, l1, l2, l2_shrinkage, lr_power, beta,
     # where |linear| <= l1 the weight is 0 (the L1 term's dead zone)
     var = xp.where(kept, (xp.sign(linear) * l1 - linear) / xp.where(kept, quadratic, 1), 0)
     return xp.asarray(var, dtype=grad.dtype), xp.asarray(new_accum), xp.asarray(linear)
+
+
+def _proximal(xp, prox, step, l1, l2):
+    """The L1 and L2 proximal step: shrink toward 0 by step * l1 (0 inside), scale by
+    1 / (1 + step * l2)."""
+    if float(l1) > 0:
+        prox = xp.sign(prox) * xp.maximum(xp.abs(prox) - step * l1, 0)
+    return prox / (1 + step * l2)
+
+
+def apply_proximal_gradient_descent(xp, var, lr, l1, l2, grad):
+    return xp.asarray(_proximal(xp, var - lr * grad, lr, l1, l2), dtype=var.dtype)
+
+
+def apply_proximal_adagrad(xp, var, accum, lr, l1, l2, grad):
+    accum = accum + grad * grad
+    step = lr / xp.sqrt(accum)
+    return (xp.asarray(_proximal(xp, var - step * grad, step, l1, l2), dtype=var.dtype),
+            xp.asarray(accum))

@@ -184,6 +184,8 @@ train = Namespace(
     MomentumOptimizer=opsdk.MomentumOptimizer, AdagradOptimizer=opsdk.AdagradOptimizer,
     AdamOptimizer=opsdk.AdamOptimizer, RMSPropOptimizer=opsdk.RMSPropOptimizer, Saver=Saver,
     AdadeltaOptimizer=opsdk.AdadeltaOptimizer, FtrlOptimizer=opsdk.FtrlOptimizer,
+    ProximalGradientDescentOptimizer=opsdk.ProximalGradientDescentOptimizer,
+    ProximalAdagradOptimizer=opsdk.ProximalAdagradOptimizer,
     latest_checkpoint=opsdk.latest_checkpoint, get_checkpoint_state=get_checkpoint_state,
     get_global_step=get_global_step, get_or_create_global_step=get_or_create_global_step,
     create_global_step=create_global_step, assert_global_step=assert_global_step,

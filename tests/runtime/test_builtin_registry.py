@@ -21,7 +21,8 @@ NO_GRADIENT = {"equal", "not_equal", "less", "less_equal", "greater", "greater_e
                "random_gamma", "random_poisson", "non_max_suppression"}  # (TF has an implicit gradient for gamma's alpha)
 # Optimizer updates are applied, never differentiated through.
 OPTIMIZER_UPDATES = {"apply_gradient_descent", "apply_momentum", "apply_adagrad", "apply_adam",
-                     "apply_rms_prop", "apply_adadelta", "apply_ftrl"}
+                     "apply_rms_prop", "apply_adadelta", "apply_ftrl",
+                     "apply_proximal_gradient_descent", "apply_proximal_adagrad"}
 # Building blocks that kernels call (graphs differentiate matmul, whose kernels call gemm) or
 # that compile passes put in the place of other nodes (the fold pass's conv2d_grad_filter for a
 # gradient op, conv2d_bias for a convolution, its bias add and ReLU, max_pool_grad_bias for a

@@ -27,7 +27,8 @@ from opsdk.runtime.frontend.variables import Variable, trainable_variables
 from opsdk.runtime.train.update import Update, add_updates
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdagradOptimizer",
-           "AdamOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer"]
+           "AdamOptimizer", "RMSPropOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
+           "ProximalGradientDescentOptimizer", "ProximalAdagradOptimizer"]
 
 GradsAndVars = list[tuple[Optional[Tensor], Variable]]
 
@@ -340,3 +341,36 @@ class FtrlOptimizer(Optimizer):
     def _hypers(self) -> list[Any]:
         return [self.learning_rate, self.l1, self.l2, self.l2_shrinkage,
                 self.learning_rate_power, self.beta]
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """Gradient descent then the L1 and L2 proximal step: prox = var - lr * grad;
+    var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
+
+    _op = "apply_proximal_gradient_descent"
+
+    def __init__(self, learning_rate: Any, l1_regularization_strength: float = 0.0,
+                 l2_regularization_strength: float = 0.0, use_locking: bool = False,
+                 name: str = "ProximalGradientDescent"):
+        super().__init__(learning_rate, name, use_locking)
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _hypers(self) -> list[Any]:
+        return [self.learning_rate, self.l1, self.l2]
+
+
+class ProximalAdagradOptimizer(ProximalGradientDescentOptimizer):
+    """Adagrad's step (lr / sqrt(accumulator), the accumulator starting at
+    `initial_accumulator_value`) then the L1 and L2 proximal step with it."""
+
+    _op = "apply_proximal_adagrad"
+
+    def __init__(self, learning_rate: Any, initial_accumulator_value: float = 0.1,
+                 l1_regularization_strength: float = 0.0, l2_regularization_strength: float = 0.0,
+                 use_locking: bool = False, name: str = "ProximalAdagrad"):
+        if initial_accumulator_value <= 0:
+            raise OpsdkError(f"{name}: initial_accumulator_value must be positive, got "
+                             f"{initial_accumulator_value}")
+        super().__init__(learning_rate, l1_regularization_strength, l2_regularization_strength,
+                         use_locking, name)
+        self._slots = (("accumulator", float(initial_accumulator_value)),)
