@@ -1,7 +1,8 @@
-"""tf.train.FtrlOptimizer (opsdk.FtrlOptimizer, builtin op apply_ftrl): three steps of a least
-squares fit under each setting give the weights and slots TensorFlow 2.21's compat.v1 gave for
-the same program (printed there, to float32's last digits); bad settings are refused as TF
-refuses them."""
+"""tf.train.FtrlOptimizer (builtin op apply_ftrl), ProximalGradientDescentOptimizer and
+ProximalAdagradOptimizer (apply_proximal_gradient_descent, apply_proximal_adagrad): three steps
+of a least squares fit under each setting give the weights and slots TensorFlow 2.21's
+compat.v1 gave for the same program (printed there, to float32's last digits); bad settings are
+refused as TF refuses them."""
 
 from __future__ import annotations
 
@@ -40,14 +41,19 @@ CASES = [
 ]
 
 
+def _fit(optimizer):
+    """(w, its optimizer's train op) of the least squares fit of every case."""
+    w = tf.Variable(np.array([[0.5, -1.0], [0.25, 2.0]], np.float32), name="w")
+    x = tf.constant(np.array([[1.0, 2.0], [-1.5, 0.5], [0.3, -0.2]], np.float32))
+    loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
+    return w, optimizer.minimize(loss)
+
+
 @pytest.mark.parametrize("settings, weights, accum, linear", CASES)
 def test_three_steps_give_tensorflows_weights_and_slots(settings, weights, accum, linear):
     with tf.Graph().as_default():
-        w = tf.Variable(np.array([[0.5, -1.0], [0.25, 2.0]], np.float32), name="w")
-        x = tf.constant(np.array([[1.0, 2.0], [-1.5, 0.5], [0.3, -0.2]], np.float32))
-        loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - 1.0))
         opt = tf.train.FtrlOptimizer(**settings)
-        step = opt.minimize(loss)
+        w, step = _fit(opt)
         assert [s.op.name for s in (opt.get_slot(w, "accum"), opt.get_slot(w, "linear"))] == [
             "w/Ftrl", "w/Ftrl_1"]
         with tf.Session() as s:
@@ -83,3 +89,40 @@ def test_the_l1_dead_zone_gives_zeros():
 def test_bad_settings_are_refused_as_tensorflow_refuses_them(settings, words):
     with pytest.raises(OpsdkError, match=words):
         tf.train.FtrlOptimizer(0.1, **settings)
+
+
+PROXIMAL = [
+    ("ProximalGradientDescentOptimizer", dict(learning_rate=0.05),
+     [0.02284698, -0.7031001, 0.428583, 1.006967], []),
+    ("ProximalGradientDescentOptimizer",
+     dict(learning_rate=0.05, l1_regularization_strength=0.3, l2_regularization_strength=0.2),
+     [0.0, -0.6480058, 0.3974556, 0.9510432], []),
+    ("ProximalAdagradOptimizer", dict(learning_rate=0.2),
+     [0.0895651, -0.6708407, 0.4964511, 1.566605], [37.96382, 3.095477, 1.780458, 247.3691]),
+    ("ProximalAdagradOptimizer",
+     dict(learning_rate=0.2, initial_accumulator_value=0.5, l1_regularization_strength=0.1,
+          l2_regularization_strength=0.3),
+     [0.08002926, -0.6235041, 0.4634189, 1.539725], [36.71454, 3.165344, 2.61188, 245.7663]),
+]
+
+
+@pytest.mark.parametrize("kind, settings, weights, accumulator", PROXIMAL)
+def test_proximal_steps_give_tensorflows_weights(kind, settings, weights, accumulator):
+    with tf.Graph().as_default():
+        opt = getattr(tf.train, kind)(**settings)
+        w, step = _fit(opt)
+        assert [v.op.name for v in tf.global_variables()] == (
+            ["w", "w/ProximalAdagrad"] if accumulator else ["w"])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(3):
+                s.run(step)
+            np.testing.assert_allclose(s.run(w).ravel(), weights, rtol=2e-6, atol=1e-7)
+            if accumulator:
+                np.testing.assert_allclose(s.run(opt.get_slot(w, "accumulator")).ravel(),
+                                           accumulator, rtol=2e-6)
+
+
+def test_a_proximal_adagrad_needs_a_positive_accumulator():
+    with pytest.raises(OpsdkError, match="initial_accumulator_value must be positive"):
+        tf.train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.0)
