@@ -518,8 +518,8 @@ def safe_embedding_lookup_sparse(embedding_weights: Any, sparse_ids: Any,
     rank = None if ids._shape is None else len(ids._shape)
     if rank is None:
         raise OpsdkError("safe_embedding_lookup_sparse: sparse_ids must have a known rank")
-    outer = _ops.slice(ids.dense_shape, begin=[0], size=[rank - 1])
     if rank > 2:
+        outer = _ops.slice(ids.dense_shape, begin=[0], size=[rank - 1])
         last = _ops.slice(ids.dense_shape, begin=[rank - 1], size=[1])
         flat = _ops.concat([opsdk.constant(np.asarray([-1], np.int64)), last], axis=0)
         ids = sparse_reshape(ids, flat)

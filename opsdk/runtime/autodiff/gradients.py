@@ -30,7 +30,7 @@ from opsdk.runtime.ir.graph import Graph, Operation, constant
 from opsdk.runtime.ir.tensor import Tensor
 
 __all__ = ["gradients", "differentiate", "group_inputs", "group_values", "zeros_like", "ones_like",
-           "add_all", "register_gradient_rule", "GRADIENT_RULES"]
+           "add_all", "forward_reach", "register_gradient_rule", "GRADIENT_RULES"]
 
 # rule(op, out_grads, differentiate[, wanted]) -> per data input of op its gradient (None: none
 # flows)
@@ -120,7 +120,7 @@ def differentiate(ys: Sequence[Tensor], xs: Sequence[Tensor], seeds: Sequence[Te
                   ) -> list[Optional[Tensor]]:
     """The core of `gradients`: adds gradient nodes to the default graph (a control-flow
     gradient calls it while tracing a branch or loop body, on that sub-graph's tensors)."""
-    reached = _forward_reach(xs)
+    reached = forward_reach(xs)
     needed = _backward_reach(ys)
     between = sorted((op for op in needed if any(t in reached for t in op.inputs)),
                      key=lambda op: op._id, reverse=True)
@@ -261,7 +261,7 @@ def _total(grads: dict[Tensor, list[Tensor]], t: Tensor) -> Optional[Tensor]:
 
 
 # ---------------------------------------------------------------------------- reachability
-def _forward_reach(xs: Iterable[Tensor]) -> set[Tensor]:
+def forward_reach(xs: Iterable[Tensor]) -> set[Tensor]:
     """Tensors that depend on an x through differentiable (float or complex) tensors."""
     reached: set[Tensor] = set()
     stack = [x for x in xs if is_differentiable_dtype(x.dtype)]

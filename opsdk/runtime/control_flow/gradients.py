@@ -30,7 +30,8 @@ from opsdk.registry.infer import infer_outputs
 from opsdk.registry.spec import ABSENT
 
 from opsdk.runtime.autodiff.custom_gradient import CUSTOM_GRADIENT
-from opsdk.runtime.autodiff.gradients import group_values, register_gradient_rule
+from opsdk.runtime.autodiff.gradients import (forward_reach, group_values,
+                                              register_gradient_rule)
 from opsdk.runtime.frontend.api import apply_op, node_of
 from opsdk.runtime.frontend.registries import SpecRegistry, builtin_registry, gradient_spec
 from opsdk.runtime.control_flow.builders import (cond, loop_intermediates, record_intermediates,
@@ -141,7 +142,7 @@ def cond_gradient(op: Operation, out_grads: list[Optional[Tensor]], differentiat
 def _depends(sub: SubGraph, k: int, outputs: Sequence[int]) -> bool:
     """Whether any of `sub`'s outputs numbered `outputs` depends on its input k through
     differentiable tensors (a static over-approximation: it ignores stop_gradient)."""
-    reached = _reach([sub.inputs[k]])
+    reached = forward_reach([sub.inputs[k]])
     return any(sub.outputs[j] in reached for j in outputs)
 
 
@@ -268,7 +269,7 @@ def _stashable(body: SubGraph, n: int, as_shapes: frozenset, floats: Sequence[in
     change, and one read for its shape whose node reads only the body's inputs (a row of a
     sequence: computing it again costs no more than recording its shape)."""
     sources = [body.inputs[v] for v in floats] + [body.inputs[n + k] for k in float_caps]
-    reached = _reach(sources)
+    reached = forward_reach(sources)
     needed = _needed_ops(SubGraph(body.graph, body.inputs, tuple(body.outputs[v] for v in floats)))
     values: set[Tensor] = set()
     shapes: set[Tensor] = set()
@@ -317,20 +318,6 @@ def _same_shapes(ops: Sequence[Operation]) -> dict[Tensor, set[Tensor]]:
             for t in joined:
                 group[t] = joined
     return group
-
-
-def _reach(sources: Sequence[Tensor]) -> set[Tensor]:
-    """The tensors that depend on a source through differentiable tensors."""
-    reached: set[Tensor] = set()
-    stack = list(sources)
-    while stack:
-        t = stack.pop()
-        if t in reached or not is_differentiable_dtype(t.dtype):
-            continue
-        reached.add(t)
-        for consumer in t.consumers():
-            stack.extend(consumer.outputs)
-    return reached
 
 
 def _gradient_reads(op: Operation) -> list[tuple[Tensor, bool]]:
